@@ -1,0 +1,219 @@
+"""The command line (click). Thin: flags → settings → core → ui."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernelopt_core import __version__, discovery, history, ui
+from kernelopt_core import settings as settings_mod
+from kernelopt_core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, KerneloptError, UsageError
+from kernelopt_core.plugins import PluginHost
+
+
+class KerneloptGroup(click.Group):
+    """Adds plugin commands lazily, so `kernelopt --help` builds the plugin host only once."""
+
+    host: PluginHost | None = None
+
+    def get_host(self) -> PluginHost:
+        if self.host is None:
+            self.host = PluginHost()
+            self.host.add_commands(
+                self, lambda name, exc: ui.note(f"plugin {name!r} failed to add commands: {exc}")
+            )
+        return self.host
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.get_host()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands:
+            self.get_host()
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=KerneloptGroup)
+@click.version_option(__version__, prog_name="kernelopt")
+def cli() -> None:
+    """kernelopt: make GPU kernels faster by search, with verdicts you can trust."""
+
+
+def host_of(ctx: click.Context) -> PluginHost:
+    root = ctx.find_root().command
+    assert isinstance(root, KerneloptGroup)
+    return root.get_host()
+
+
+def run_options(fn: Any) -> Any:
+    options = [
+        click.option("--backend", help="Backend plugin to use (default: detected)."),
+        click.option("--target", help="Target name, when the project declares several."),
+        click.option("--planner", help="tuner | agents | any installed planner."),
+        click.option("--iterations", type=int, help="Most candidates to evaluate [40]."),
+        click.option("--patience", type=int, help="Stop after N candidates without a new best [12]."),
+        click.option("--target-speedup", type=float, help="Stop once this speedup is reached."),
+        click.option("--budget-minutes", type=float, help="Wall-time budget for the search [30]."),
+        click.option("--plans", type=int, help="Proposals per expansion [1]."),
+        click.option("--beam", type=int, help="Beam width [4]."),
+        click.option("--gamma", type=float, help="Screen margin γ [1.03]."),
+        click.option("--screen-runs", type=int, help="Bench invocations per side in the screen [3]."),
+        click.option("--final-rounds", type=int, help="Interleaved confirmation rounds [6]."),
+        click.option("--seeds", help="Comma-separated correctness seeds [1,2,3]."),
+        click.option("--gates", "candidate_gates", help="Candidate gates, in order (comma list)."),
+        click.option("--final-gates", help="Final gates, in order (comma list)."),
+        click.option("--profiler", help="Profile the baseline with ncu, nsys, rocprof, ..."),
+        click.option("--state-root", type=click.Path(path_type=Path),
+                     help="State directory [./.kernelopt or $KERNELOPT_HOME]."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
+    """Resolve backend and target, run the loop, print the outcome. Used by plugin commands too."""
+    from kernelopt_core.loop import Loop
+
+    host = host_of(ctx)
+    if not path.exists():
+        raise UsageError(f"{path} does not exist", hint="give a kernel file, directory or repo")
+    path = path.resolve()
+    settings = settings_mod.load(discovery.project_toml(path), flags)
+    backend = discovery.choose_backend(host, path, settings.backend)
+    targets = backend.discover(path, settings)
+    target = discovery.choose_target(targets, settings.target, path)
+    ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at {target.root}")
+    loop = Loop(host, backend, target, settings, [ui.Progress()], argv=sys.argv)
+    outcome = loop.run()
+    ui.summary(outcome.summary, str(outcome.run_dir))
+    if outcome.summary.get("error"):
+        ui.error(outcome.summary["error"], outcome.exit_code)
+        if outcome.exit_code == EXIT_INTERNAL:
+            ui.note(f"this is a bug in kernelopt; the traceback is in {outcome.run_dir}/error.log")
+    return outcome.exit_code
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@run_options
+@click.pass_context
+def run(ctx: click.Context, path: Path, **flags: Any) -> None:
+    """Optimize the kernel at PATH (a file, directory, or git repository)."""
+    ctx.exit(execute(ctx, path, flags))
+
+
+@cli.command()
+@click.pass_context
+def plugins(ctx: click.Context) -> None:
+    """List installed plugins, their versions and what each provides."""
+    host = host_of(ctx)
+    rows = []
+    for info in host.plugin_infos():
+        provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.provides.items()))
+        status = "ok" if info.error is None else f"FAILED: {info.error}"
+        rows.append([info.name, info.distribution, info.version,
+                     "built-in" if info.builtin else "entry point", status, provides])
+    ui.table(rows, ["plugin", "package", "version", "source", "status", "provides"])
+    for info in host.plugin_infos():
+        if info.error and info.hint:
+            ui.note(f"{info.name}: {info.hint}")
+
+
+def _state_root(state_root: Path | None) -> Path:
+    return settings_mod.load(None, {"state_root": state_root}).state_root
+
+
+@cli.command("history")
+@click.option("--state-root", type=click.Path(path_type=Path))
+def history_cmd(state_root: Path | None) -> None:
+    """List runs with their verdicts, speedups and tagged candidates."""
+    root = _state_root(state_root)
+    rows = []
+    for run_dir in history.runs(root):
+        s = history.summary(run_dir)
+        speed = f"{s['speedup']:.3f}×" if s.get("speedup") else "-"
+        rows.append([run_dir.name, s["target"]["name"], s["status"], speed,
+                     ", ".join(history.tags(run_dir)) or "-"])
+    if not rows:
+        ui.note(f"no runs under {root / 'runs'}")
+        return
+    ui.table(rows, ["run", "target", "status", "speedup", "tags (kernelopt/<run>/...)"])
+
+
+@cli.command("report")
+@click.argument("run_ref", default="last")
+@click.option("--state-root", type=click.Path(path_type=Path))
+def report_cmd(run_ref: str, state_root: Path | None) -> None:
+    """Rebuild a run's report from its journal and print it (RUN: id, prefix or `last`)."""
+    from kernelopt_core import report
+
+    run_dir = history.find_run(_state_root(state_root), run_ref)
+    report.write_all(run_dir)
+    ui.echo((run_dir / "report.md").read_text())
+
+
+@cli.command("revert")
+@click.argument("run_ref")
+@click.option("--state-root", type=click.Path(path_type=Path))
+def revert_cmd(run_ref: str, state_root: Path | None) -> None:
+    """Undo RUN's applied winner in your tree; refuses if those files changed since."""
+    run_dir = history.find_run(_state_root(state_root), run_ref)
+    for rel in history.revert(run_dir):
+        ui.echo(f"restored {rel}")
+
+
+@cli.command()
+@click.option("--smoke", is_flag=True, help="Also compile, configure and run a tiny project.")
+@click.pass_context
+def setup(ctx: click.Context, smoke: bool) -> None:
+    """Check prerequisites: what is found, what is missing, and what to do."""
+    from kernelopt_core import setup_check
+
+    rows = setup_check.prerequisites(host_of(ctx))
+    ui.table([[r.name, "found" if r.found else "missing", r.detail] for r in rows],
+             ["prerequisite", "status", "detail / what to do"])
+    if smoke:
+        results = setup_check.smoke()
+        ui.table([[r.name, "ok" if r.found else "FAILED", r.detail] for r in results],
+                 ["smoke test", "status", "detail"])
+        if not all(r.found for r in results):
+            ctx.exit(3)
+
+
+def main() -> None:
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        code = cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        ui.error("interrupted", EXIT_INTERRUPTED)
+        sys.exit(EXIT_INTERRUPTED)
+    except KerneloptError as exc:
+        ui.error(str(exc), exc.exit_code)
+        sys.exit(exc.exit_code)
+    except Exception:
+        import traceback
+
+        ui.error(traceback.format_exc(), EXIT_INTERNAL)
+        ui.note("this is a bug in kernelopt; please report it with the traceback above")
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Which backend and which target: precedence is --backend, then `backend =` in kernelopt.toml,
+then the highest detect() confidence; a tie is an error listing the candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.hookspecs import Backend
+from kernelopt_core.plugins import PluginHost
+from kernelopt_core.settings import read_toml
+from kernelopt_core.target import Target
+
+KNOWN_PACKAGES = {
+    "cmake": "kernelopt-cmake",
+    "triton": "kernelopt-triton",
+    "llamacpp": "kernelopt-llamacpp",
+    "ninfer": "kernelopt-ninfer",
+}
+
+
+def project_toml(path: Path) -> Path | None:
+    if path.is_file() and path.name == "kernelopt.toml":
+        return path
+    directory = path if path.is_dir() else path.parent
+    found = directory / "kernelopt.toml"
+    return found if found.is_file() else None
+
+
+def declared_backend(toml: Path | None) -> str | None:
+    if toml is None:
+        return None
+    data, _text = read_toml(toml)
+    value = data.get("backend")
+    if value is not None and not isinstance(value, str):
+        raise UsageError(f"{toml}: `backend` must be a string (a backend name)")
+    return value
+
+
+def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backend:
+    backends = host.registry("backends")
+    if not backends:
+        raise PrerequisiteError(
+            "no backend plugin is installed",
+            hint="pip install kernelopt-cmake (or kernelopt-triton, kernelopt-llamacpp, "
+            "kernelopt-ninfer); `kernelopt plugins` shows what is installed",
+        )
+    name = explicit or declared_backend(project_toml(path))
+    if name is not None:
+        if name in backends:
+            return backends[name]
+        if name in KNOWN_PACKAGES:
+            raise PrerequisiteError(
+                f"backend {name!r} is not installed", hint=f"pip install {KNOWN_PACKAGES[name]}"
+            )
+        raise UsageError(f"unknown backend {name!r}",
+                         hint=f"installed backends: {', '.join(sorted(backends))}")
+    scores = {n: float(b.detect(path) or 0.0) for n, b in backends.items()}
+    top = max(scores.values())
+    if top <= 0:
+        raise UsageError(
+            f"no installed backend recognises {path}",
+            hint="add a kernelopt.toml (docs/descriptor.md), name one with --backend, or "
+            f"install the backend for this kind of project (installed: {', '.join(sorted(backends))})",
+        )
+    best = [n for n, s in scores.items() if s == top]
+    if len(best) > 1:
+        raise UsageError(
+            f"backends {', '.join(sorted(best))} all claim {path} with confidence {top:g}",
+            hint="choose one with --backend NAME or `backend = \"NAME\"` in kernelopt.toml",
+        )
+    return backends[best[0]]
+
+
+def choose_target(targets: list[Target], name: str | None, path: Path) -> Target:
+    if not targets:
+        raise UsageError(f"no targets found at {path}")
+    if name is None:
+        if len(targets) == 1:
+            return targets[0]
+        raise UsageError(
+            f"{path} declares {len(targets)} targets",
+            hint=f"choose one with --target: {', '.join(t.name for t in targets)}",
+        )
+    for target in targets:
+        if target.name == name:
+            return target
+    raise UsageError(f"no target named {name!r} at {path}",
+                     hint=f"targets: {', '.join(t.name for t in targets)}")

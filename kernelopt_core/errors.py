@@ -1,0 +1,40 @@
+"""Errors that map to the exit codes of DESIGN.md §4."""
+
+from __future__ import annotations
+
+EXIT_OPTIMIZED = 0
+EXIT_NO_WIN = 1
+EXIT_USAGE = 2
+EXIT_PREREQUISITE = 3
+EXIT_INTERNAL = 4
+EXIT_INTERRUPTED = 130
+
+
+class KerneloptError(Exception):
+    """An error the user can act on: the message says what, where and how to fix it."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return f"{base}\n  fix: {self.hint}" if self.hint else base
+
+
+class UsageError(KerneloptError):
+    """Bad input: a flag, a config file, a path, a baseline that fails its own test (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class PrerequisiteError(KerneloptError):
+    """Something to install: a GPU, a compiler, a plugin package, a key (exit 3)."""
+
+    exit_code = EXIT_PREREQUISITE
+
+
+class BenchParseError(UsageError):
+    """A bench command's output did not parse: names the command and the offending line."""

@@ -1,0 +1,1 @@
+"""Gates: the pipeline every candidate passes. Built-ins live in :mod:`.builtin`."""

@@ -1,0 +1,120 @@
+"""Past runs: listing, finding one by id, and reverting an applied winner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dulwich.repo import Repo
+
+from kernelopt_core import journal as journal_mod
+from kernelopt_core import report
+from kernelopt_core.errors import UsageError
+
+
+def runs(state_root: Path) -> list[Path]:
+    base = state_root / "runs"
+    return sorted(p for p in base.iterdir() if (p / "journal.jsonl").exists()) if base.is_dir() \
+        else []
+
+
+def find_run(state_root: Path, ref: str) -> Path:
+    """A run by id, unique id prefix, or ``last``."""
+    all_runs = runs(state_root)
+    if not all_runs:
+        raise UsageError(f"no runs under {state_root / 'runs'}",
+                         hint="run `kernelopt run PATH` first, or point --state-root elsewhere")
+    if ref == "last":
+        return all_runs[-1]
+    matches = [p for p in all_runs if p.name.startswith(ref)]
+    if len(matches) != 1:
+        raise UsageError(
+            f"{'no run' if not matches else 'several runs'} match {ref!r}",
+            hint=f"recent runs: {', '.join(p.name for p in all_runs[-5:])}",
+        )
+    return matches[0]
+
+
+def summary(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "summary.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    return report.write_all(run_dir)
+
+
+def workspace_repo(run_dir: Path) -> Repo | None:
+    events = journal_mod.read(run_dir / "journal.jsonl")
+    ws = next((e for e in events if e["event"] == "workspace"), None)
+    if ws is None or not (Path(ws["dir"]) / "repo.git").exists():
+        return None
+    return Repo(str(Path(ws["dir"]) / "repo.git"))
+
+
+def tags(run_dir: Path) -> list[str]:
+    repo = workspace_repo(run_dir)
+    if repo is None:
+        return []
+    prefix = f"refs/tags/kernelopt/{run_dir.name}/".encode()
+    return sorted(r[len(prefix):].decode() for r in repo.refs.allkeys() if r.startswith(prefix))
+
+
+def _blob(repo: Repo, commit: bytes, rel: str) -> bytes | None:
+    from dulwich.object_store import tree_lookup_path
+
+    try:
+        _mode, sha = tree_lookup_path(repo.object_store.__getitem__, repo[commit].tree,
+                                      rel.encode())
+    except KeyError:
+        return None
+    return repo[sha].as_raw_string()
+
+
+def revert(run_dir: Path) -> list[str]:
+    """Undo an applied winner in the user's tree. Returns the files restored.
+
+    Every file the winner changed must hold exactly the winner's content (the diff was applied
+    and nothing changed since); each is then rewritten with the baseline's content. Anything
+    else is refused, and nothing is written.
+    """
+    events = journal_mod.read(run_dir / "journal.jsonl")
+    header = next(e for e in events if e["event"] == "run")
+    root = Path(header["target"]["root"])
+    repo = workspace_repo(run_dir)
+    winner_ref = f"refs/tags/kernelopt/{run_dir.name}/winner".encode()
+    base_ref = f"refs/tags/kernelopt/{run_dir.name}/baseline".encode()
+    if repo is None or winner_ref not in repo.refs:
+        raise UsageError(f"run {run_dir.name} has no winner to revert",
+                         hint="only runs that produced report.diff can be reverted")
+    winner, baseline = repo.refs[winner_ref], repo.refs[base_ref]
+    from dulwich.diff_tree import tree_changes
+
+    paths = sorted({
+        (c.new.path or c.old.path).decode()
+        for c in tree_changes(repo.object_store, repo[baseline].tree, repo[winner].tree)
+    })
+    diverged, applied = [], []
+    for rel in paths:
+        path = root / rel
+        current = path.read_bytes() if path.exists() else None
+        if current == _blob(repo, winner, rel):
+            applied.append(rel)
+        elif current != _blob(repo, baseline, rel):
+            diverged.append(rel)
+    if diverged:
+        raise UsageError(
+            f"refusing to revert: {', '.join(diverged)} in {root} changed since the winner "
+            "was applied (it matches neither the winner nor the baseline)",
+            hint="revert by hand (report.diff shows the change), or restore the file first",
+        )
+    if not applied:
+        raise UsageError(f"nothing to revert: the winner of {run_dir.name} is not applied in "
+                         f"{root}")
+    for rel in applied:
+        old = _blob(repo, baseline, rel)
+        path = root / rel
+        if old is None:
+            path.unlink()
+        else:
+            path.write_bytes(old)
+    return applied

@@ -1,0 +1,201 @@
+"""The hooks: the contract a kernelopt plugin author reads.
+
+A plugin is a module (or object) with functions marked ``@hookimpl`` whose names match the
+specs below. Installed packages expose it through the entry-point group ``kernelopt``::
+
+    [project.entry-points.kernelopt]
+    mybackend = "kernelopt_mybackend.plugin"
+
+The core registers its own gates, planners, profilers, providers and doc lookup through these
+same hooks (as pytest does), so any of them can be replaced or extended by a third party.
+
+Rules (from pluggy): a hook may gain arguments in later versions but never renames one, and an
+implementation may accept fewer arguments than the spec. Registration hooks return *named
+records*; the core picks by configured name, and two plugins offering one name is an error that
+names both. Nothing here decides *which backend* with ``firstresult`` (that would depend on
+install order): every backend's ``detect`` returns a confidence and the core chooses.
+
+A plugin's entry-point module imports only the core and the standard library; heavy imports
+(torch, triton) happen inside methods so ``kernelopt --help`` stays fast.
+
+Objects returned by registration hooks follow the protocols in this module. Backends *describe*
+commands (:class:`~kernelopt_core.target.Command`); only the core spawns them, so the GPU lock,
+timeouts and profiler wrapping stay in one place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from kernelopt_core.gates.base import GateContext, GateResult
+    from kernelopt_core.planners.base import PlanContext, Proposal
+    from kernelopt_core.search import Node
+    from kernelopt_core.settings import Settings
+    from kernelopt_core.target import Command, Target, Tree
+
+PROJECT = "kernelopt"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --------------------------------------------------------------------------- protocols
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Knows one kind of kernel project. It never owns a loop.
+
+    ``name``: unique, used by ``--backend NAME`` and ``backend = "NAME"`` in kernelopt.toml.
+    """
+
+    name: str
+
+    def detect(self, path: Path) -> float:
+        """Confidence in [0, 1] that ``path`` (a file or directory) is this backend's.
+
+        0 means "not mine". The core picks ``--backend``, then ``backend =`` in kernelopt.toml,
+        then the highest confidence; a tie exits 2 listing the candidates.
+        """
+
+    def discover(self, path: Path, settings: Settings) -> list[Target]:
+        """The targets (kernels) found at ``path``. Raise UsageError on a bad descriptor."""
+
+    def build(self, target: Target, tree: Tree) -> list[Command]:
+        """Commands that build ``tree`` into ``tree.build`` (incremental; run in order)."""
+
+    def check(self, target: Target, tree: Tree, seed: int) -> Command:
+        """A command that exits 0 when ``tree`` is correct on fresh inputs from ``seed``.
+
+        It must also check the exact shape and launch path the bench times.
+        """
+
+    def bench(self, target: Target, tree: Tree) -> Command | None:
+        """A command printing one time per invocation (format: ``target.bench``), or None
+        when no bench exists (the verdict is then at best ``unverified``)."""
+
+    def engine(self, target: Target, tree: Tree) -> Command | None:
+        """Optional whole-program command (model, app) for the engine gate; None if absent."""
+
+
+@runtime_checkable
+class Gate(Protocol):
+    """One check in the gate pipeline.
+
+    ``phase`` is ``"candidate"`` (run on every proposal during the search, in the configured
+    order, stopping at the first failure) or ``"final"`` (run on the best candidate; any failure
+    withholds the ``optimized`` verdict). Which gates run, and in what order, is configuration
+    (``[gates]`` in kernelopt.toml), never code.
+    """
+
+    name: str
+    phase: str
+
+    def evaluate(self, ctx: GateContext) -> GateResult:
+        """Decide on ``ctx.candidate``. Use ``ctx.runner`` to build/check/bench; never spawn."""
+
+
+@runtime_checkable
+class Planner(Protocol):
+    """Proposes edits. The built-in ``tuner`` searches knobs; ``agents`` asks an LLM."""
+
+    name: str
+
+    def unavailable_reason(self, settings: Settings, target: Target) -> str | None:
+        """None if this planner can run for ``target``; else a sentence saying why not."""
+
+    def propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
+        """Up to ``count`` new proposals derived from ``parent``. An empty list means the
+        planner has nothing more to offer from this parent."""
+
+    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
+        """Learn from a measured outcome (gate results, speedup)."""
+
+
+@runtime_checkable
+class Profiler(Protocol):
+    """Wraps a bench command to collect metrics (ncu, nsys, rocprof, Graphsignal)."""
+
+    name: str
+
+    def unavailable_reason(self) -> str | None:
+        """None when the tool is installed and usable here."""
+
+    def wrap(self, command: Command, out_dir: Path) -> Command:
+        """The command run under the profiler, writing its raw output under ``out_dir``."""
+
+    def parse(self, out_dir: Path) -> dict[str, Any]:
+        """Metrics from the raw output (e.g. ``{"dram_bytes": 1.2e9, "kernels": [...]}``)."""
+
+
+@attrs.frozen
+class LLMProvider:
+    """An OpenAI-compatible chat-completions endpoint, described as data."""
+
+    name: str
+    base_url: str
+    api_key_env: str | None  # None: no key needed (local servers)
+    default_model: str
+    docs_url: str = ""
+
+
+@attrs.frozen
+class DocHit:
+    """One documentation snippet for a symbol (a header line, a manual paragraph)."""
+
+    source: str  # a path or URL
+    line: int
+    text: str
+
+
+# --------------------------------------------------------------------------- hook specs
+
+
+@hookspec
+def kernelopt_register_backends() -> list[Backend]:
+    """Return the backends this plugin provides."""
+
+
+@hookspec
+def kernelopt_register_gates() -> list[Gate]:
+    """Return gates. Built-ins: build, correctness, screen (candidate); confirm (final)."""
+
+
+@hookspec
+def kernelopt_register_planners() -> list[Planner]:
+    """Return planners. Built-in: tuner."""
+
+
+@hookspec
+def kernelopt_register_profilers() -> list[Profiler]:
+    """Return profilers. Built-ins: ncu, nsys, rocprof, graphsignal."""
+
+
+@hookspec
+def kernelopt_register_llm_providers() -> list[LLMProvider]:
+    """Return LLM provider records (OpenAI-compatible endpoints)."""
+
+
+@hookspec
+def kernelopt_doc_lookup(symbol: str, language: str) -> list[DocHit]:
+    """Documentation for ``symbol`` (``language``: "cuda", "hip", "triton", "cpp").
+
+    Every implementation is called and the hits are concatenated; return [] if you know nothing.
+    """
+
+
+@hookspec
+def kernelopt_prompt_fragments(backend: str, role: str) -> list[str]:
+    """Extra prompt text for LLM agents (``role``: planner | executor | summarizer) when
+    optimizing a target of ``backend``; e.g. a strategy list for CUDA or Triton."""
+
+
+@hookspec
+def kernelopt_register_commands(cli: click.Group) -> None:
+    """Add click commands to the ``kernelopt`` CLI (e.g. ``run-llamacpp``)."""

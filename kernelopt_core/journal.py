@@ -1,0 +1,47 @@
+"""The journal: the run's source of truth, one JSON event per line, flushed as it happens.
+
+The first line is the run's metadata (``event: "run"``). Reports are rebuilt from the journal
+alone (:mod:`kernelopt_core.report`), so a run killed half-way still has an honest record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+
+
+class Journal:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the run
+        self.listeners: list[Any] = []
+
+    def write(self, event: str, **data: Any) -> dict[str, Any]:
+        record = {"event": event, "t": round(time.time(), 6), **data}
+        self._fh.write(json.dumps(record, default=str, sort_keys=False) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        for listener in self.listeners:
+            listener(record)
+        return record
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """All events; a torn last line (the process was killed mid-write) is skipped."""
+    events = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events

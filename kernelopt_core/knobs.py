@@ -1,0 +1,102 @@
+"""Tuner knobs: declared in a descriptor or found in the editable sources, and applied.
+
+A knob is a regex whose first group is a value in an editable file. Auto-detection finds, in
+CUDA/HIP/C/C++ sources, ``#define NAME <int>`` where NAME speaks of a block, tile, unroll, warp,
+thread, vector or chunk size, ``__launch_bounds__(<int>)`` and ``#pragma unroll <int>``; the
+values tried are powers of two around the current one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from kernelopt_core.errors import UsageError
+from kernelopt_core.target import Knob
+
+SIZE_WORDS = re.compile(r"BLOCK|TILE|UNROLL|WARP|THREAD|VEC|CHUNK|GROUP|ROWS_PER|COLS_PER|TB_")
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Z][A-Z0-9_]*)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
+LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\((\d+)")
+PRAGMA_UNROLL = re.compile(r"^[ \t]*#pragma[ \t]+unroll[ \t]+(\d+)", re.M)
+C_LIKE = (".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh", ".hip")
+
+
+def define_pattern(name: str) -> str:
+    return rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(name)}[ \t]+\(?([^\s)]+)\)?[ \t]*$"
+
+
+def powers_around(value: int, low: int = 1, high: int = 1024) -> tuple[str, ...]:
+    out = {value}
+    v = 1
+    while v <= high:
+        if v >= low and value / 16 <= v <= value * 16:
+            out.add(v)
+        v *= 2
+    return tuple(str(x) for x in sorted(out))
+
+
+def detect(files: Mapping[str, bytes]) -> list[Knob]:
+    knobs: list[Knob] = []
+    for path, data in sorted(files.items()):
+        if not path.endswith(C_LIKE):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        for match in DEFINE.finditer(text):
+            name, value = match.group(1), int(match.group(2))
+            if SIZE_WORDS.search(name) and value > 0:
+                knobs.append(Knob(name, path, powers_around(value), define_pattern(name)))
+        bounds = LAUNCH_BOUNDS.findall(text)
+        if len(bounds) == 1:
+            value = int(bounds[0])
+            knobs.append(
+                Knob(f"launch_bounds@{path}", path, powers_around(value, 32, 1024),
+                     r"__launch_bounds__\((\d+)")
+            )
+        unrolls = PRAGMA_UNROLL.findall(text)
+        if len(unrolls) == 1:
+            value = int(unrolls[0])
+            knobs.append(
+                Knob(f"unroll@{path}", path, powers_around(value, 1, 32),
+                     r"^[ \t]*#pragma[ \t]+unroll[ \t]+(\d+)")
+            )
+    return knobs
+
+
+def current_values(knobs: tuple[Knob, ...], files: Mapping[str, bytes]) -> dict[str, str]:
+    """The baseline value of each knob; a pattern that does not match exactly once is an error."""
+    values = {}
+    for knob in knobs:
+        if knob.file not in files:
+            raise UsageError(
+                f"knob {knob.name!r}: file {knob.file!r} is not in the target",
+                hint="a knob's `file` must be one of the target's editable files",
+            )
+        text = files[knob.file].decode("utf-8", errors="replace")
+        matches = list(re.finditer(knob.pattern, text, re.M))
+        if len(matches) != 1:
+            raise UsageError(
+                f"knob {knob.name!r}: pattern {knob.pattern!r} matches {len(matches)} times "
+                f"in {knob.file} (needs exactly 1)",
+                hint="make the knob's pattern unique, with its value in the first group",
+            )
+        values[knob.name] = matches[0].group(1)
+    return values
+
+
+def apply(
+    knobs: tuple[Knob, ...], files: Mapping[str, bytes], assignment: Mapping[str, str]
+) -> dict[str, bytes]:
+    """Rewrite each knob's value; returns only the files that changed (full new content)."""
+    texts: dict[str, str] = {}
+    for knob in knobs:
+        if knob.name not in assignment:
+            continue
+        text = texts.get(knob.file, files[knob.file].decode("utf-8"))
+        match = next(re.finditer(knob.pattern, text, re.M))
+        start, end = match.span(1)
+        texts[knob.file] = text[:start] + assignment[knob.name] + text[end:]
+    return {
+        path: text.encode("utf-8")
+        for path, text in texts.items()
+        if text.encode("utf-8") != files[path]
+    }

@@ -1,0 +1,50 @@
+"""The GPU lock: bench, verify, profile and engine steps hold it so runs never overlap timing.
+
+One exclusive cross-process lock per device (``gpu.lock``, or ``gpu<N>.lock`` when
+``KERNELOPT_DEVICE`` / ``CUDA_VISIBLE_DEVICES`` names a single device index) in the state root.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import attrs
+import portalocker
+
+
+def lock_path(state_root: Path) -> Path:
+    device = os.environ.get("KERNELOPT_DEVICE") or os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if device and device.isdigit():
+        return state_root / f"gpu{device}.lock"
+    return state_root / "gpu.lock"
+
+
+@attrs.define
+class Held:
+    """When the lock was asked for, acquired and released (epoch seconds)."""
+
+    asked: float
+    acquired: float = 0.0
+    released: float = 0.0
+
+    @property
+    def waited_s(self) -> float:
+        return self.acquired - self.asked
+
+
+@contextmanager
+def gpu_lock(state_root: Path) -> Iterator[Held]:
+    state_root.mkdir(parents=True, exist_ok=True)
+    held = Held(asked=time.time())
+    lock = portalocker.Lock(str(lock_path(state_root)), timeout=24 * 3600, fail_when_locked=False)
+    lock.acquire()
+    held.acquired = time.time()
+    try:
+        yield held
+    finally:
+        held.released = time.time()
+        lock.release()

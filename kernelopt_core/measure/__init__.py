@@ -1,0 +1,1 @@
+"""Measurement: bench-output parsers and statistics."""

@@ -1,0 +1,102 @@
+"""Bench-output parsers (DESIGN.md §4). A bench prints one time per invocation.
+
+* ``json``: a line holding a JSON object with ``time_ms`` (ours:
+  ``{"kernelopt_bench": 1, "time_ms": 0.412, "shape": "f32[2048,2048]", "bytes": 33554432}``);
+  the last such line wins.
+* ``csv``: a header line naming the ``column`` (default ``median_ms``); the first data row after it.
+* ``regex``: the first group of the first match is the time, in ``unit``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from typing import Any
+
+import attrs
+
+from kernelopt_core.errors import BenchParseError
+from kernelopt_core.target import BenchSpec
+
+UNIT_TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@attrs.frozen
+class BenchReading:
+    time_ms: float
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+
+def _fail(command: str, message: str, line: str | None = None) -> BenchParseError:
+    where = f"; offending line: {line!r}" if line is not None else ""
+    return BenchParseError(
+        f"bench output of `{command}` did not parse: {message}{where}",
+        hint="make the bench print one time per invocation in the declared format "
+        "(docs/descriptor.md, 'Bench output')",
+    )
+
+
+def _positive(value: float, command: str, line: str) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise _fail(command, f"time {value!r} is not a positive finite number", line)
+    return value
+
+
+def parse(spec: BenchSpec, stdout: str, command: str) -> BenchReading:
+    text = ANSI.sub("", stdout)
+    unit = UNIT_TO_MS.get(spec.unit)
+    if unit is None:
+        raise _fail(command, f"unknown unit {spec.unit!r} (ns, us, ms, s)")
+    if spec.format == "json":
+        found = None
+        for line in text.splitlines():
+            stripped = line.strip()
+            if not stripped.startswith("{"):
+                continue
+            try:
+                obj = json.loads(stripped)
+            except json.JSONDecodeError as exc:
+                if "time_ms" in stripped:
+                    raise _fail(command, f"invalid JSON ({exc.msg})", stripped) from exc
+                continue
+            if isinstance(obj, dict) and "time_ms" in obj:
+                found = (obj, stripped)
+        if found is None:
+            raise _fail(command, 'no JSON line with a "time_ms" field')
+        obj, line = found
+        try:
+            value = float(obj["time_ms"])
+        except (TypeError, ValueError) as exc:
+            raise _fail(command, '"time_ms" is not a number', line) from exc
+        extra = {k: v for k, v in obj.items() if k not in ("time_ms", "kernelopt_bench")}
+        return BenchReading(_positive(value, command, line), extra)
+    if spec.format == "csv":
+        rows = list(csv.reader(io.StringIO(text)))
+        for i, row in enumerate(rows):
+            cells = [c.strip() for c in row]
+            if spec.column in cells:
+                col = cells.index(spec.column)
+                for data in rows[i + 1 :]:
+                    if len(data) > col and data[col].strip():
+                        try:
+                            value = float(data[col]) * unit
+                        except ValueError as exc:
+                            raise _fail(command, f"{spec.column} is not a number", ",".join(data)) from exc
+                        return BenchReading(_positive(value, command, ",".join(data)))
+                raise _fail(command, f"CSV column {spec.column!r} has no data row")
+        raise _fail(command, f"no CSV header with column {spec.column!r}")
+    if spec.format == "regex":
+        match = re.search(spec.regex, text, re.MULTILINE)
+        if match is None:
+            raise _fail(command, f"regex {spec.regex!r} matched nothing")
+        line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
+        try:
+            value = float(match.group(1)) * unit
+        except (IndexError, ValueError) as exc:
+            raise _fail(command, "the regex's first group is not a number", line) from exc
+        return BenchReading(_positive(value, command, line))
+    raise _fail(command, f"unknown bench format {spec.format!r} (json, csv, regex)")

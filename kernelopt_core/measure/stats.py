@@ -1,0 +1,56 @@
+"""Statistics for the perf gates (scipy for the sign test)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+import attrs
+from scipy.stats import binomtest
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def noise_pct(baseline_samples: Sequence[float], floor_pct: float) -> float:
+    """Noise floor ε (%) from the spread of baseline-against-baseline samples taken in the
+    same session: half the relative range around the median, never below ``floor_pct``."""
+    if len(baseline_samples) < 2:
+        return floor_pct
+    mid = median(baseline_samples)
+    spread = (max(baseline_samples) - min(baseline_samples)) / 2 / mid * 100
+    return max(floor_pct, spread)
+
+
+@attrs.frozen
+class ConfirmStats:
+    ratios: tuple[float, ...]  # baseline / candidate per round
+    wins: int
+    rounds: int
+    median_ratio: float
+    noise_pct: float
+    threshold: float  # the median ratio must exceed this
+    sign_p: float
+
+    @property
+    def all_won(self) -> bool:
+        return self.wins == self.rounds
+
+    @property
+    def faster(self) -> bool:
+        return self.all_won and self.median_ratio > self.threshold
+
+
+def confirm_stats(
+    baseline_ms: Sequence[float],
+    candidate_ms: Sequence[float],
+    gamma: float,
+    floor_pct: float,
+) -> ConfirmStats:
+    ratios = tuple(b / c for b, c in zip(baseline_ms, candidate_ms, strict=True))
+    wins = sum(r > 1.0 for r in ratios)
+    eps = noise_pct(baseline_ms, floor_pct)
+    threshold = 1.0 + max(eps / 100.0, gamma - 1.0)
+    p = binomtest(wins, len(ratios), 0.5, alternative="greater").pvalue if ratios else 1.0
+    return ConfirmStats(ratios, wins, len(ratios), median(ratios), eps, threshold, float(p))

@@ -1,0 +1,1 @@
+"""Planners: where proposals come from. Built-in: ``tuner``."""

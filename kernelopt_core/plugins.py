@@ -1,0 +1,227 @@
+"""The plugin host: built-ins and entry points (group ``kernelopt``) through one pluggy manager.
+
+There is no module-global manager: each CLI invocation (or test) builds a :class:`PluginHost`.
+One broken plugin never takes the tool down: each entry point loads in its own ``try`` and a
+failure is kept with its error and a fix hint for ``kernelopt plugins``; ``strict`` makes it
+fatal. ``KERNELOPT_DISABLE_PLUGINS=a,b`` skips named plugins and
+``KERNELOPT_DISABLE_PLUGIN_AUTOLOAD=1`` loads built-ins only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+import pluggy
+
+from kernelopt_core import hookspecs
+from kernelopt_core.errors import UsageError
+
+if sys.version_info >= (3, 12):
+    from importlib.metadata import entry_points
+else:  # the backport carries the 3.12 selection API
+    try:
+        from importlib_metadata import entry_points
+    except ImportError:  # pragma: no cover - the dependency is declared for < 3.12
+        from importlib.metadata import entry_points
+
+BUILTIN_MODULES = {
+    "core-gates": "kernelopt_core.gates.builtin",
+    "core-tuner": "kernelopt_core.planners.tuner",
+    "core-profilers": "kernelopt_core.profilers",
+    "core-llm-providers": "kernelopt_core.llm_providers",
+    "core-docs-lookup": "kernelopt_core.docs_lookup",
+}
+
+REGISTRIES = {
+    "backends": "kernelopt_register_backends",
+    "gates": "kernelopt_register_gates",
+    "planners": "kernelopt_register_planners",
+    "profilers": "kernelopt_register_profilers",
+    "llm_providers": "kernelopt_register_llm_providers",
+}
+
+
+@attrs.define
+class PluginInfo:
+    """One loaded (or failed) plugin, as ``kernelopt plugins`` shows it."""
+
+    name: str
+    distribution: str
+    version: str
+    module: str
+    builtin: bool
+    error: str | None = None
+    hint: str | None = None
+    provides: dict[str, list[str]] = attrs.field(factory=dict)
+
+
+class PluginHost:
+    """Owns the pluggy manager and answers "which backends, gates, ... exist"."""
+
+    def __init__(
+        self,
+        *,
+        autoload: bool | None = None,
+        disabled: Iterable[str] | None = None,
+        strict: bool | None = None,
+        extra: Iterable[tuple[str, object]] = (),
+    ) -> None:
+        env = os.environ
+        if autoload is None:
+            autoload = env.get("KERNELOPT_DISABLE_PLUGIN_AUTOLOAD", "") in ("", "0")
+        if disabled is None:
+            disabled = [n for n in env.get("KERNELOPT_DISABLE_PLUGINS", "").split(",") if n]
+        if strict is None:
+            strict = env.get("KERNELOPT_STRICT_PLUGINS", "") not in ("", "0")
+        self.disabled = set(disabled)
+        self.strict = strict
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.infos: dict[str, PluginInfo] = {}
+        for short, module_name in BUILTIN_MODULES.items():
+            module = __import__(module_name, fromlist=["_"])
+            self._register(module, short, "kernelopt", _version("kernelopt"), module_name, True)
+        if autoload:
+            self._load_entry_points()
+        for name, obj in extra:
+            self._register(obj, name, "(in-process)", "", repr(obj), False)
+        self._records: dict[str, dict[str, tuple[str, Any]]] = {}
+
+    # ------------------------------------------------------------------ loading
+    def _register(
+        self, obj: object, name: str, dist: str, version: str, module: str, builtin: bool
+    ) -> None:
+        if name in self.disabled:
+            return
+        info = PluginInfo(name, dist, version, module, builtin)
+        try:
+            self.pm.register(obj, name=name)
+        except Exception as exc:  # a bad hookimpl signature, a duplicate name
+            info.error = f"{type(exc).__name__}: {exc}"
+            info.hint = "fix the plugin's hook implementations (see kernelopt_core.hookspecs)"
+            if self.strict:
+                raise
+        self.infos[name] = info
+
+    def _load_entry_points(self) -> None:
+        for ep in entry_points(group=hookspecs.PROJECT):
+            if ep.name in self.disabled:
+                continue
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.metadata["Name"] if dist is not None else "?"
+            version = dist.version if dist is not None else "?"
+            try:
+                obj = ep.load()
+            except Exception as exc:
+                self.infos[ep.name] = PluginInfo(
+                    ep.name,
+                    dist_name,
+                    version,
+                    ep.value,
+                    False,
+                    error=f"{type(exc).__name__}: {exc}",
+                    hint=f"reinstall or upgrade {dist_name}, or disable it with "
+                    f"KERNELOPT_DISABLE_PLUGINS={ep.name}",
+                )
+                if self.strict:
+                    raise
+                continue
+            self._register(obj, ep.name, dist_name, version, ep.value, False)
+
+    # ------------------------------------------------------------------ registries
+    def _collect(self, kind: str) -> dict[str, tuple[str, Any]]:
+        """name -> (plugin, record) for one registration hook; duplicates are an error."""
+        if kind in self._records:
+            return self._records[kind]
+        hook = getattr(self.pm.hook, REGISTRIES[kind])
+        found: dict[str, tuple[str, Any]] = {}
+        duplicates: list[str] = []
+        for impl in reversed(hook.get_hookimpls()):  # registration order
+            plugin = impl.plugin_name
+            try:
+                records = impl.function() or []
+            except Exception as exc:
+                info = self.infos.get(plugin)
+                if info is not None:
+                    info.error = f"{REGISTRIES[kind]} raised {type(exc).__name__}: {exc}"
+                    info.hint = "the plugin's registration hook is broken; disable or upgrade it"
+                if self.strict:
+                    raise
+                continue
+            for record in records:
+                name = record.name
+                if name in found:
+                    duplicates.append(
+                        f"{kind[:-1]} {name!r} is offered by both plugin {found[name][0]!r} "
+                        f"and plugin {plugin!r}"
+                    )
+                    continue
+                found[name] = (plugin, record)
+                if plugin in self.infos:
+                    self.infos[plugin].provides.setdefault(kind, []).append(name)
+        if duplicates:
+            raise UsageError(
+                "; ".join(duplicates),
+                hint="uninstall one of them, or disable one with KERNELOPT_DISABLE_PLUGINS=NAME",
+            )
+        self._records[kind] = found
+        return found
+
+    def registry(self, kind: str) -> dict[str, Any]:
+        return {name: rec for name, (_, rec) in self._collect(kind).items()}
+
+    def owner(self, kind: str, name: str) -> str:
+        return self._collect(kind)[name][0]
+
+    def plugin_infos(self) -> list[PluginInfo]:
+        for kind in REGISTRIES:
+            try:
+                self._collect(kind)
+            except UsageError as exc:  # shown by `kernelopt plugins`, not fatal there
+                for info in self.infos.values():
+                    if info.error is None and repr(info.name) in str(exc):
+                        info.error = str(exc)
+        for name, plugin in self.pm.list_name_plugin():
+            if name not in self.infos or "hooks" in self.infos[name].provides:
+                continue
+            others = sorted(
+                h.name for h in self.pm.get_hookcallers(plugin) or []
+                if h.name not in REGISTRIES.values()
+            )
+            if others:
+                self.infos[name].provides["hooks"] = others
+        return list(self.infos.values())
+
+    def doc_lookup(self, symbol: str, language: str) -> list[hookspecs.DocHit]:
+        hits: list[hookspecs.DocHit] = []
+        for result in self.pm.hook.kernelopt_doc_lookup(symbol=symbol, language=language):
+            hits.extend(result or [])
+        return hits
+
+    def prompt_fragments(self, backend: str, role: str) -> list[str]:
+        out: list[str] = []
+        for result in self.pm.hook.kernelopt_prompt_fragments(backend=backend, role=role):
+            out.extend(result or [])
+        return out
+
+    def add_commands(self, cli: Any, on_error: Callable[[str, Exception], None]) -> None:
+        for impl in reversed(self.pm.hook.kernelopt_register_commands.get_hookimpls()):
+            try:
+                impl.function(cli=cli)
+            except Exception as exc:
+                on_error(impl.plugin_name, exc)
+
+
+def _version(dist: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:
+        from kernelopt_core import __version__
+
+        return __version__

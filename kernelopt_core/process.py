@@ -1,0 +1,125 @@
+"""The one place kernelopt spawns children: timeouts, process-group kill, capped output.
+
+Every child runs in its own session (process group) so a timeout or Ctrl-C kills the whole
+tree it started (compilers, test runners), not just the direct child.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+
+from kernelopt_core.target import Command
+
+OUTPUT_CAP = 256 * 1024  # bytes of stdout and of stderr kept; the rest is cut from the middle
+
+
+@attrs.frozen
+class ProcessResult:
+    command: Command
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+    missing: bool = False  # the program was not found
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def tail(self, chars: int = 2000) -> str:
+        text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
+        return text if len(text) <= chars else "…" + text[-chars:]
+
+    def describe(self) -> str:
+        if self.missing:
+            return f"`{self.command.display()}`: program not found"
+        if self.timed_out:
+            return f"`{self.command.display()}` timed out after {self.command.timeout_s:g} s"
+        return f"`{self.command.display()}` exited {self.returncode}"
+
+
+def _cap(data: bytes) -> str:
+    if len(data) > OUTPUT_CAP:
+        half = OUTPUT_CAP // 2
+        cut = len(data) - OUTPUT_CAP
+        data = data[:half] + f"\n…[{cut} bytes cut]…\n".encode() + data[-half:]
+    return data.decode("utf-8", errors="replace")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(command: Command, log_path: Path | None = None) -> ProcessResult:
+    """Run ``command`` to completion (or its timeout) and return what it did.
+
+    Output goes to temporary files, not pipes, so a chatty child can never block on a full
+    pipe. If ``log_path`` is given, the command, exit status and output are written there.
+    """
+    env = dict(os.environ)
+    env.update(command.env)
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                list(command.argv),
+                cwd=str(command.cwd),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            result = ProcessResult(command, 127, "", str(exc), 0.0, missing=True)
+            _log(result, log_path)
+            return result
+        timed_out = False
+        try:
+            proc.wait(timeout=command.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            proc.wait()
+        except BaseException:  # KeyboardInterrupt: take the whole group down with us
+            _kill_group(proc)
+            proc.wait()
+            raise
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        result = ProcessResult(
+            command,
+            proc.returncode if not timed_out else 124,
+            _cap(out.read()),
+            _cap(err.read()),
+            seconds,
+            timed_out=timed_out,
+        )
+    _log(result, log_path)
+    return result
+
+
+def _log(result: ProcessResult, log_path: Path | None) -> None:
+    if log_path is None:
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a", encoding="utf-8") as fh:
+        fh.write(f"$ {result.command.display()}\n# cwd: {result.command.cwd}\n")
+        fh.write(f"# {result.describe()} in {result.seconds:.3f} s\n")
+        if result.stdout:
+            fh.write(result.stdout.rstrip("\n") + "\n")
+        if result.stderr:
+            fh.write("# stderr:\n" + result.stderr.rstrip("\n") + "\n")
+        fh.write("\n")

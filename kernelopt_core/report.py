@@ -1,0 +1,189 @@
+"""Reports rebuilt from the journal alone: summary.json (schema 1) and report.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kernelopt_core import journal as journal_mod
+from kernelopt_core.measure.stats import median
+
+
+def _fmt_ms(ms: float | None) -> str:
+    return "?" if ms is None else f"{ms:.4g} ms"
+
+
+def _bandwidth(nbytes: int | None, ms: float | None) -> float | None:
+    if not nbytes or not ms:
+        return None
+    return nbytes / (ms / 1e3) / 1e9  # GB/s
+
+
+def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
+    header = next((e for e in events if e["event"] == "run"), {})
+    target = header.get("target", {})
+    config = next((e for e in events if e["event"] == "config"), {})
+    baseline = next((e for e in events if e["event"] == "baseline"), {})
+    verdict = next((e for e in events if e["event"] == "verdict"), None)
+    end = next((e for e in events if e["event"] == "end"), {})
+    error = next((e for e in events if e["event"] == "error"), None)
+    results = [e for e in events if e["event"] == "candidate_result"]
+    gate_events = [e for e in events if e["event"] == "gate" and not e.get("final")]
+    passed = {(e["candidate"], e["gate"]) for e in gate_events if e["passed"]}
+    confirm = next(
+        (e for e in events if e["event"] == "gate" and e.get("final") and e["gate"] == "confirm"),
+        None,
+    )
+    if verdict is not None:
+        status = verdict["status"]
+    elif error is not None or any(e["event"] == "interrupted" for e in events):
+        status = "error"
+    else:
+        status = "error"
+    rounds = {"baseline_ms": [], "candidate_ms": []}
+    speedup = final_ms = noise = None
+    wins = n_rounds = 0
+    if confirm and not confirm.get("skipped") and "ratios" in confirm.get("metrics", {}):
+        m = confirm["metrics"]
+        rounds = {"baseline_ms": m["baseline_ms"], "candidate_ms": m["candidate_ms"]}
+        speedup = m["median_ratio"]
+        final_ms = median(m["candidate_ms"])
+        noise = m["noise_pct"]
+        wins, n_rounds = m["wins"], m["rounds"]
+    baseline_ms = median(rounds["baseline_ms"]) if rounds["baseline_ms"] else baseline.get("ms")
+    if status not in ("optimized",):
+        # Only a confirmed win changes the kernel; otherwise the baseline stands.
+        final_ms = baseline_ms if status in ("fallback", "matched") else final_ms
+    nbytes = target.get("bytes")
+    achieved = _bandwidth(nbytes, final_ms)
+    summary: dict[str, Any] = {
+        "schema": 1,
+        "run_id": header.get("run_id"),
+        "target": {
+            "backend": target.get("backend"),
+            "name": target.get("name"),
+            "files": target.get("files", []),
+            "shape": target.get("shape", ""),
+        },
+        "status": status,
+        "speedup": speedup if status == "optimized" else (speedup or 1.0),
+        "baseline_ms": baseline_ms,
+        "final_ms": final_ms,
+        "noise_pct": noise,
+        "rounds": rounds,
+        "rounds_won": wins,
+        "roofline": {
+            "bytes": nbytes,
+            "achieved_gbps": achieved,
+            "peak_gbps": None,
+            "fraction": None,
+        },
+        "candidates": {
+            "proposed": len(results),
+            "built": sum((r["candidate"], "build") in passed for r in results),
+            "correct": sum((r["candidate"], "correctness") in passed for r in results),
+            "accepted": sum(bool(r["accepted"]) for r in results),
+        },
+        "llm": {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0.0},
+        "planner": config.get("planner"),
+        "gpu_seconds": end.get("gpu_seconds"),
+        "wall_seconds": end.get("wall_seconds"),
+        "diff": verdict.get("diff") if verdict else None,
+        "winner_tag": verdict.get("winner_tag") if verdict else None,
+        "winner": verdict.get("candidate") if verdict else None,
+        "exit_code": end.get("exit_code"),
+    }
+    if error is not None:
+        summary["error"] = error["message"]
+    summary["report_line"] = report_line(summary, n_rounds)
+    return summary
+
+
+def report_line(s: dict[str, Any], n_rounds: int) -> str:
+    """DESIGN.md §5.6: the line that says everything."""
+    shape = s["target"]["shape"] or "unpinned shape"
+    if s["status"] == "error":
+        return f"error: {s.get('error', 'the run did not finish')}"
+    if s["status"] == "fallback":
+        return f"no verified win; baseline kept ({_fmt_ms(s['baseline_ms'])}, shape {shape})"
+    if s["status"] == "unverified":
+        return f"unverified: correct, but no bench exists (shape {shape})"
+    parts = [
+        f"{_fmt_ms(s['baseline_ms'])[:-3]} → {_fmt_ms(s['final_ms'])}",
+        f"shape {shape}",
+        f"{s['rounds_won']}/{n_rounds} rounds",
+        f"noise ±{s['noise_pct']:.1f} %" if s["noise_pct"] is not None else "noise unknown",
+    ]
+    if s["roofline"]["achieved_gbps"]:
+        gbps = s["roofline"]["achieved_gbps"]
+        rate = f"{gbps / 1000:.2f} TB/s" if gbps >= 1000 else f"{gbps:.1f} GB/s"
+        peak = s["roofline"]["peak_gbps"]
+        parts.append(f"{rate} = {gbps / peak:.0%} of measured peak" if peak else
+                     f"{rate} (peak not measured)")
+    prefix = f"{s['speedup']:.2f}×" if s["status"] == "optimized" else (
+        f"matched (median {s['speedup']:.2f}×, not proven faster)")
+    return f"{prefix} ({', '.join(parts)})"
+
+
+def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
+    header = next((e for e in events if e["event"] == "run"), {})
+    config = next((e for e in events if e["event"] == "config"), {})
+    verdict = next((e for e in events if e["event"] == "verdict"), {})
+    search_end = next((e for e in events if e["event"] == "search_end"), {})
+    t = s["target"]
+    lines = [
+        f"# kernelopt run {s['run_id']}",
+        "",
+        f"**{s['status']}** — {s['report_line']}",
+        "",
+        f"- target: `{t['name']}` ({t['backend']} backend), files: "
+        + ", ".join(f"`{f}`" for f in t["files"]),
+        f"- root: `{header.get('target', {}).get('root', '?')}`",
+        f"- planner: {config.get('planner', '?')} ({config.get('planner_reason', '')})",
+        f"- gates: candidate {config.get('candidate_gates')}, final {config.get('final_gates')}",
+        f"- search ended: {search_end.get('reason', '?')} after "
+        f"{search_end.get('evaluated', 0)} candidates",
+        f"- candidates: {s['candidates']}",
+        f"- wall {s['wall_seconds']} s, GPU-lock time {s['gpu_seconds']} s",
+        "",
+    ]
+    if verdict:
+        lines += ["## Verdict", "", f"{verdict.get('reason', '')}", ""]
+        if verdict.get("candidate"):
+            lines.append(f"Winner candidate: `{verdict['candidate']}` — {verdict.get('description')}")
+            lines.append("")
+    if s["rounds"]["baseline_ms"]:
+        lines += ["## Confirmation rounds (interleaved, alternating order)", "",
+                  "| round | baseline ms | candidate ms | ratio |", "|---|---|---|---|"]
+        for i, (b, c) in enumerate(zip(s["rounds"]["baseline_ms"], s["rounds"]["candidate_ms"], strict=True)):
+            lines.append(f"| {i + 1} | {b:.4f} | {c:.4f} | {b / c:.3f} |")
+        lines.append("")
+    lines += ["## Candidates", "", "| id | proposal | result | screen speedup | reason |",
+              "|---|---|---|---|---|"]
+    proposals = {e["candidate"]: e for e in events if e["event"] == "candidate"}
+    for r in (e for e in events if e["event"] == "candidate_result"):
+        p = proposals.get(r["candidate"], {})
+        result = "accepted" if r["accepted"] else f"rejected at {r['failed_gate']}"
+        reason = str(r["reason"]).replace("\n", " ").replace("|", "\\|")[:160]
+        lines.append(f"| {r['candidate']} | {p.get('description', '')} | {result} | "
+                     f"{r['speedup']:.3f} | {reason} |")
+    lines.append("")
+    if s["diff"]:
+        lines += ["## Apply", "",
+                  "In the target's directory: `git apply report.diff` or `patch -p1 < report.diff`"
+                  "; `kernelopt revert " + str(s["run_id"]) + "` undoes it.", ""]
+    error = next((e for e in events if e["event"] == "error"), None)
+    if error:
+        lines += ["## Error", "", "```", error["message"], "```", ""]
+    return "\n".join(lines)
+
+
+def write_all(run_dir: Path) -> dict[str, Any]:
+    events = journal_mod.read(run_dir / "journal.jsonl")
+    summary = summarize(events)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (run_dir / "report.md").write_text(render_markdown(events, summary), encoding="utf-8")
+    if not (run_dir / "report.diff").exists():
+        (run_dir / "report.diff").write_bytes(b"")
+    return summary

@@ -1,0 +1,104 @@
+"""Build, check and bench one tree through its backend: the services gates use.
+
+Commands come from the backend; they are spawned only through :mod:`kernelopt_core.process`.
+Check, bench and engine steps hold the GPU lock, and every timed window is journaled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from kernelopt_core import process
+from kernelopt_core.errors import PrerequisiteError
+from kernelopt_core.hookspecs import Backend
+from kernelopt_core.journal import Journal
+from kernelopt_core.lock import gpu_lock
+from kernelopt_core.measure.parsers import BenchReading, parse
+from kernelopt_core.process import ProcessResult
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Command, Target, Tree
+
+
+@attrs.define
+class Runner:
+    backend: Backend
+    target: Target
+    settings: Settings
+    journal: Journal
+    gpu_seconds: float = 0.0  # time holding the GPU lock
+    child_seconds: float = 0.0  # time inside child processes
+
+    def _with_timeout(self, command: Command, timeout_s: float) -> Command:
+        # the descriptor's own timeout wins when it is tighter
+        return attrs.evolve(command, timeout_s=min(command.timeout_s, timeout_s))
+
+    def _spawn(self, command: Command, log: Path) -> ProcessResult:
+        result = process.run(command, log)
+        self.child_seconds += result.seconds
+        if result.missing:
+            raise PrerequisiteError(
+                f"{result.describe()} (needed by the {self.target.backend} backend)",
+                hint=f"install `{command.argv[0]}` or put it on PATH",
+            )
+        return result
+
+    def build(self, tree: Tree, log: Path) -> ProcessResult | None:
+        """Run the build commands in order; the first failing result, or the last one."""
+        tree.build.mkdir(parents=True, exist_ok=True)
+        result = None
+        for command in self.backend.build(self.target, tree):
+            result = self._spawn(self._with_timeout(command, self.settings.build_timeout_s), log)
+            if not result.ok:
+                return result
+        return result
+
+    def check(self, tree: Tree, seed: int, log: Path) -> ProcessResult:
+        command = self._with_timeout(
+            self.backend.check(self.target, tree, seed), self.settings.test_timeout_s
+        )
+        with gpu_lock(self.settings.state_root) as held:
+            result = self._spawn(command, log)
+        self.gpu_seconds += held.released - held.acquired
+        return result
+
+    def has_bench(self, tree: Tree) -> bool:
+        return self.target.bench is not None and self._bench_command(tree) is not None
+
+    def _bench_command(self, tree: Tree) -> Command | None:
+        return self.backend.bench(self.target, tree)
+
+    def bench(self, tree: Tree, log: Path, purpose: str) -> BenchReading:
+        """One bench invocation (a fresh process) under the GPU lock; its time in ms."""
+        command = self._bench_command(tree)
+        assert command is not None and self.target.bench is not None
+        command = self._with_timeout(command, self.settings.bench_timeout_s)
+        with gpu_lock(self.settings.state_root) as held:
+            result = self._spawn(command, log)
+        self.gpu_seconds += held.released - held.acquired
+        if not result.ok:
+            raise BenchFailed(f"bench {result.describe()}:\n{result.tail()}")
+        reading = parse(self.target.bench, result.stdout, command.display())
+        self.journal.write(
+            "bench",
+            tree=tree.role,
+            purpose=purpose,
+            ms=reading.time_ms,
+            acquired=held.acquired,
+            released=held.released,
+        )
+        return reading
+
+    def engine(self, tree: Tree, log: Path) -> ProcessResult | None:
+        command = self.backend.engine(self.target, tree)
+        if command is None:
+            return None
+        with gpu_lock(self.settings.state_root) as held:
+            result = self._spawn(command, log)
+        self.gpu_seconds += held.released - held.acquired
+        return result
+
+
+class BenchFailed(Exception):
+    """A bench invocation exited non-zero (a candidate's failure, not the run's)."""

@@ -1,0 +1,62 @@
+"""Beam + UCB search over candidate chains, shared by every planner.
+
+Each accepted candidate becomes a node. The beam keeps the ``width`` best nodes by measured
+speedup; the next parent to expand is the beam node with the highest upper confidence bound
+``speedup + c·sqrt(ln(N+1)/(n+1))`` (N expansions so far, n of this node), so a strong node is
+expanded often but an under-explored one still gets its turn. A node whose planner has nothing
+left to offer is marked exhausted and leaves the choice.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+
+@attrs.define(eq=False)
+class Node:
+    id: str
+    edits: dict[str, bytes]  # full content of each changed file, relative to the baseline
+    knobs: dict[str, str] = attrs.field(factory=dict)
+    description: str = "baseline"
+    parent: str | None = None
+    speedup: float = 1.0  # screen speedup over the baseline
+    visits: int = 0
+    exhausted: bool = False
+
+
+@attrs.define
+class BeamSearch:
+    root: Node
+    width: int = 4
+    exploration: float = 0.3
+    nodes: dict[str, Node] = attrs.field(factory=dict)
+    expansions: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self.nodes[self.root.id] = self.root
+
+    def add(self, node: Node) -> None:
+        self.nodes[node.id] = node
+
+    def beam(self) -> list[Node]:
+        live = [n for n in self.nodes.values() if not n.exhausted]
+        return sorted(live, key=lambda n: n.speedup, reverse=True)[: self.width]
+
+    def select(self) -> Node | None:
+        beam = self.beam()
+        if not beam:
+            return None
+        total = math.log(self.expansions + 1)
+
+        def ucb(node: Node) -> float:
+            return node.speedup + self.exploration * math.sqrt(total / (node.visits + 1))
+
+        chosen = max(beam, key=ucb)
+        chosen.visits += 1
+        self.expansions += 1
+        return chosen
+
+    def best(self) -> Node:
+        return max(self.nodes.values(), key=lambda n: n.speedup)

@@ -1,0 +1,212 @@
+"""Run settings from defaults, the user's config, kernelopt.toml, .env, environment and flags.
+
+Precedence (later wins): defaults < user config (``$KERNELOPT_CONFIG`` or
+``~/.config/kernelopt/config.toml``) < the project's kernelopt.toml < ``KERNELOPT_*``
+environment variables (a ``.env`` file in the working directory fills in what the real
+environment lacks) < command-line flags. Each value remembers where it came from.
+
+Both TOML files may hold ``[run]`` (any field below) and ``[gates]`` (``candidate`` and
+``final``: ordered lists of gate names).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+
+from kernelopt_core.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_CANDIDATE_GATES = ("build", "correctness", "screen")
+DEFAULT_FINAL_GATES = ("confirm",)
+CORE_SECTIONS = ("run", "gates")
+
+
+@attrs.define
+class Settings:
+    state_root: Path = attrs.field(factory=lambda: Path(".kernelopt"), converter=Path)
+    backend: str | None = None
+    target: str | None = None
+    planner: str | None = None
+    iterations: int = 40
+    patience: int = 12
+    target_speedup: float | None = None
+    budget_minutes: float | None = 30.0
+    plans: int = 1
+    beam: int = 4
+    gamma: float = 1.03
+    screen_runs: int = 3
+    final_rounds: int = 6
+    min_noise_pct: float = 1.0
+    seeds: tuple[int, ...] = (1, 2, 3)
+    candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES
+    final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES
+    profiler: str | None = None
+    build_timeout_s: float = 1800.0
+    test_timeout_s: float = 600.0
+    bench_timeout_s: float = 600.0
+    origins: dict[str, str] = attrs.field(factory=dict)
+    dotenv: dict[str, str] = attrs.field(factory=dict)
+
+    def env(self, name: str) -> str | None:
+        """A variable from the real environment, else from .env (the real one wins)."""
+        return os.environ.get(name, self.dotenv.get(name))
+
+
+attrs.resolve_types(Settings)
+FIELDS = {f.name: f for f in attrs.fields(Settings) if f.name not in ("origins", "dotenv")}
+_converter = cattrs.Converter()
+
+
+def toml_line(text: str, key: str) -> int | None:
+    """Best-effort line number of ``key`` (a bare key or a [section]) in TOML ``text``."""
+    pattern = re.compile(rf"^\s*(\[\[?\s*{re.escape(key)}\s*\]\]?|{re.escape(key)}\s*=)")
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line):
+            return number
+    return None
+
+
+def where(path: Path, text: str, key: str) -> str:
+    line = toml_line(text, key)
+    return f"{path}:{line}" if line else str(path)
+
+
+def read_toml(path: Path) -> tuple[dict[str, Any], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from exc
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}", hint="fix the syntax at that line") from exc
+
+
+def _coerce(name: str, value: Any, origin: str) -> Any:
+    field = FIELDS[name]
+    try:
+        if field.type in (tuple[str, ...], tuple[int, ...]) and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if field.type in (int, float, int | None, float | None) and isinstance(value, bool):
+            raise TypeError("a boolean is not a number")
+        return _converter.structure(value, field.type)
+    except Exception as exc:
+        raise UsageError(
+            f"{origin}: `{name}` = {value!r} is not a valid {field.type}",
+            hint=f"give `{name}` a value of type {field.type}",
+        ) from exc
+
+
+def _apply_sections(
+    values: dict[str, Any], origins: dict[str, str], data: dict[str, Any], path: Path, text: str
+) -> None:
+    run = data.get("run", {})
+    gates = data.get("gates", {})
+    for section, content in (("run", run), ("gates", gates)):
+        if not isinstance(content, dict):
+            raise UsageError(f"{where(path, text, section)}: [{section}] must be a table")
+    for key, value in run.items():
+        if key not in FIELDS or key in ("candidate_gates", "final_gates"):
+            raise UsageError(
+                f"{where(path, text, key)}: unknown key `{key}` in [run]",
+                hint=f"known keys: {', '.join(k for k in FIELDS if not k.endswith('_gates'))}",
+            )
+        values[key] = _coerce(key, value, where(path, text, key))
+        origins[key] = str(path)
+    for key, value in gates.items():
+        if key not in ("candidate", "final"):
+            raise UsageError(
+                f"{where(path, text, key)}: unknown key `{key}` in [gates]",
+                hint="[gates] takes `candidate = [...]` and `final = [...]` (gate names, in order)",
+            )
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(
+                f"{where(path, text, key)}: [gates] {key} must be a list of gate names",
+                hint='e.g. candidate = ["build", "correctness", "screen"]',
+            )
+        values[f"{key}_gates"] = tuple(value)
+        origins[f"{key}_gates"] = str(path)
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        out[key.strip()] = value.strip().strip("'\"")
+    return out
+
+
+def user_config_path() -> Path:
+    explicit = os.environ.get("KERNELOPT_CONFIG")
+    if explicit:
+        return Path(explicit)
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "kernelopt" / "config.toml"
+
+
+def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> Settings:
+    """Merge every source; ``flags`` holds only options the user actually gave."""
+    cwd = cwd or Path.cwd()
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {name: "default" for name in FIELDS}
+    dotenv = read_dotenv(cwd / ".env")
+    for path in (user_config_path(), project_toml):
+        if path is not None and path.is_file():
+            data, text = read_toml(path)
+            _apply_sections(values, origins, data, path, text)
+    for name in FIELDS:
+        env_name = f"KERNELOPT_{name.upper()}"
+        raw = os.environ.get(env_name, dotenv.get(env_name))
+        if raw is not None and raw != "":
+            values[name] = _coerce(name, raw, f"environment variable {env_name}")
+            origins[name] = f"env {env_name}"
+    if "KERNELOPT_HOME" in os.environ and "state_root" not in flags:
+        values["state_root"] = Path(os.environ["KERNELOPT_HOME"])
+        origins["state_root"] = "env KERNELOPT_HOME"
+    for name, value in flags.items():
+        if value is None:
+            continue
+        values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
+        origins[name] = "flag"
+    settings = Settings(**values, origins=origins, dotenv=dotenv)
+    if not settings.state_root.is_absolute():
+        settings.state_root = (cwd / settings.state_root).resolve()
+    _validate(settings)
+    return settings
+
+
+def _validate(s: Settings) -> None:
+    checks = [
+        (s.iterations >= 1, "iterations", "at least 1"),
+        (s.patience >= 1, "patience", "at least 1"),
+        (s.plans >= 1, "plans", "at least 1"),
+        (s.beam >= 1, "beam", "at least 1"),
+        (s.gamma >= 1.0, "gamma", "at least 1.0 (1.03 = a 3 % margin)"),
+        (s.screen_runs >= 1, "screen_runs", "at least 1"),
+        (s.final_rounds >= 2, "final_rounds", "at least 2"),
+        (bool(s.seeds), "seeds", "a non-empty list of integers"),
+        (s.target_speedup is None or s.target_speedup > 1.0, "target_speedup", "above 1.0"),
+        (s.budget_minutes is None or s.budget_minutes > 0, "budget_minutes", "positive"),
+    ]
+    for ok, name, need in checks:
+        if not ok:
+            raise UsageError(
+                f"`{name}` = {getattr(s, name)!r} (from {s.origins.get(name, '?')}) "
+                f"must be {need}"
+            )

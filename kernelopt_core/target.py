@@ -1,0 +1,82 @@
+"""What a backend reports: targets, knobs, commands and the trees they run in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class Command:
+    """A child process the core may spawn. Backends describe; only process.py spawns."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: dict[str, str] = attrs.field(factory=dict)
+    timeout_s: float = 600.0
+    label: str = ""
+
+    def display(self) -> str:
+        import shlex
+
+        return shlex.join(self.argv)
+
+
+@attrs.frozen
+class Knob:
+    """A tunable value in an editable file.
+
+    ``pattern`` is a regular expression (multiline) whose first group captures the value; the
+    tuner rewrites that group. ``values`` are the candidates, as source text.
+    """
+
+    name: str
+    file: str
+    values: tuple[str, ...]
+    pattern: str
+
+
+@attrs.frozen
+class Tree:
+    """One source tree and its build directory: the baseline's or the candidate's."""
+
+    role: str  # "baseline" | "candidate"
+    src: Path
+    build: Path
+
+
+@attrs.frozen
+class BenchSpec:
+    """How to read a bench's output (DESIGN.md §4): one time per invocation."""
+
+    format: str = "json"  # json | csv | regex
+    column: str = "median_ms"  # csv: the column holding the time
+    regex: str = ""  # regex: first group is the time
+    unit: str = "ms"  # unit of the csv/regex value: ns | us | ms | s
+
+
+@attrs.frozen
+class Target:
+    """One optimizable kernel (or group of files) as a backend reports it.
+
+    Paths in ``editable``, ``context`` and ``contract`` are relative to ``root``, the directory
+    the workspace snapshots.
+    """
+
+    backend: str
+    name: str
+    root: Path
+    editable: tuple[str, ...]
+    context: tuple[str, ...] = ()
+    contract: tuple[str, ...] = ()
+    shape: str = ""
+    bytes_moved: int | None = None
+    flops: int | None = None
+    knobs: tuple[Knob, ...] = ()
+    bench: BenchSpec | None = attrs.field(factory=BenchSpec)
+    has_engine: bool = False
+    seeds: tuple[int, ...] = (1, 2, 3)
+    # Backend-private data (a parsed descriptor, an op table row...). The core never reads it.
+    data: Any = attrs.field(default=None, eq=False, repr=False)

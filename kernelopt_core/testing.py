@@ -1,0 +1,192 @@
+"""Test helpers for kernelopt and for third-party plugin authors.
+
+Use them from a conftest.py with ``pytest_plugins = ["kernelopt_core.testing"]``:
+
+* ``plugin_host(*plugins)`` / fixture ``kernelopt_host``: a fresh plugin host (no autoload
+  unless asked) with extra in-process plugins registered, as a run would see them.
+* ``write_chunk_project(root)`` / fixture ``chunk_project``: a tiny real project — a Python
+  "kernel" whose ``CHUNK`` knob changes its speed by measurable amounts — with a real build
+  step, a seeded correctness test, a bench printing kernelopt's JSON line, and a kernelopt.toml
+  for the cmake backend (``build.commands`` form, so no compiler is needed).
+* ``ScriptedBackend``: a backend plugin over the same project, for tests that want a backend
+  without any descriptor.
+* ``git_repo(path)``: make ``path`` a git repository with a commit, a staged change, an
+  unstaged change and a stash, to prove that nothing of the user's is ever written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.knobs import define_pattern
+from kernelopt_core.plugins import PluginHost
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree
+
+KERNEL = '''"""A Python 'kernel': the sum of a list, walked CHUNK items at a time."""
+CHUNK = {chunk}
+
+
+def total(xs):
+    acc = 0.0
+    for start in range(0, len(xs), CHUNK):
+        acc += sum(xs[start:start + CHUNK])
+    return acc
+'''
+
+CHECK = '''import argparse, importlib.util, math, random, sys
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, required=True)
+parser.add_argument("--build", required=True)
+args = parser.parse_args()
+spec = importlib.util.spec_from_file_location("kernel", args.build + "/kernel.py")
+kernel = importlib.util.module_from_spec(spec); spec.loader.exec_module(kernel)
+rng = random.Random(args.seed)
+for n in (1, 7, 1000, 20000):  # 20000 is the benched shape
+    xs = [rng.uniform(-1.0, 1.0) for _ in range(n)]
+    want = math.fsum(xs)
+    got = kernel.total(list(xs))
+    if not math.isfinite(got) or abs(got - want) > 1e-9 * max(1.0, math.fsum(abs(x) for x in xs)):
+        print(f"mismatch at n={n}: want {want!r} got {got!r}", file=sys.stderr)
+        sys.exit(1)
+print("ok")
+'''
+
+BENCH = '''import importlib.util, json, random, statistics, sys, time
+build = sys.argv[1]
+spec = importlib.util.spec_from_file_location("kernel", build + "/kernel.py")
+kernel = importlib.util.module_from_spec(spec); spec.loader.exec_module(kernel)
+xs = [random.Random(0).uniform(-1, 1) for _ in range(20000)]
+for _ in range(3):
+    kernel.total(xs)
+times = []
+for _ in range(15):
+    t0 = time.perf_counter(); kernel.total(xs); times.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps({{"kernelopt_bench": 1, "time_ms": statistics.median(times),
+                  "shape": "f64[20000]", "bytes": 160000}}))
+'''
+
+TOML = '''backend = "cmake"
+
+[build]
+commands = ["{python} -c \\"import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])\\" {{repo}}/kernel.py {{build}}/kernel.py"]
+
+[[target]]
+name = "chunk-sum"
+editable = ["kernel.py"]
+contract = ["check.py", "bench.py"]
+test = "{python} {{repo}}/check.py --seed {{seed}} --build {{build}}"
+bench = "{python} {{repo}}/bench.py {{build}}"
+shape = "f64[20000]"
+bytes = 160000
+
+[[target.knobs]]
+name = "CHUNK"
+values = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+pattern = "^CHUNK = (\\\\d+)$"
+'''
+
+CHUNK_VALUES = ("1", "2", "4", "8", "16", "32", "64", "128", "256")
+
+
+def write_chunk_project(root: Path, *, chunk: int = 1, toml_extra: str = "") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "kernel.py").write_text(KERNEL.format(chunk=chunk))
+    (root / "check.py").write_text(CHECK)
+    (root / "bench.py").write_text(BENCH.format())
+    (root / "kernelopt.toml").write_text(TOML.format(python=sys.executable) + toml_extra)
+    return root
+
+
+class ScriptedBackend:
+    """A backend over a chunk project, with no descriptor: everything is in code."""
+
+    name = "scripted"
+
+    def detect(self, path: Path) -> float:
+        return 0.3 if (path / "kernel.py").is_file() and (path / "bench.py").is_file() else 0.0
+
+    def discover(self, path: Path, settings: Settings) -> list[Target]:
+        knob = Knob("CHUNK", "kernel.py", CHUNK_VALUES, r"^CHUNK = (\d+)$")
+        return [Target(self.name, "chunk-sum", path.resolve(), ("kernel.py",), knobs=(knob,),
+                       shape="f64[20000]", bytes_moved=160000, bench=BenchSpec())]
+
+    def build(self, target: Target, tree: Tree) -> list[Command]:
+        code = "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])"
+        return [Command((sys.executable, "-c", code, str(tree.src / "kernel.py"),
+                         str(tree.build / "kernel.py")), tree.src, timeout_s=60)]
+
+    def check(self, target: Target, tree: Tree, seed: int) -> Command:
+        return Command((sys.executable, str(tree.src / "check.py"), "--seed", str(seed),
+                        "--build", str(tree.build)), tree.src, timeout_s=60)
+
+    def bench(self, target: Target, tree: Tree) -> Command | None:
+        return Command((sys.executable, str(tree.src / "bench.py"), str(tree.build)), tree.src,
+                       timeout_s=60)
+
+    def engine(self, target: Target, tree: Tree) -> Command | None:
+        return None
+
+
+class ScriptedBackendPlugin:
+    @hookimpl
+    def kernelopt_register_backends(self) -> list[object]:
+        return [ScriptedBackend()]
+
+
+def plugin_host(*plugins: object, autoload: bool = False) -> PluginHost:
+    extra = [(f"test-plugin-{i}", p) for i, p in enumerate(plugins)]
+    return PluginHost(autoload=autoload, disabled=(), strict=False, extra=extra)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def git_repo(path: Path) -> Path:
+    """Commit everything, then leave a stash, a staged and an unstaged change behind."""
+    _git(path, "init", "-q")
+    _git(path, "add", "-A")
+    _git(path, "commit", "-q", "-m", "initial")
+    (path / "NOTES.txt").write_text("stashed\n")
+    _git(path, "add", "NOTES.txt")
+    _git(path, "stash", "-q")
+    (path / "staged.txt").write_text("staged\n")
+    _git(path, "add", "staged.txt")
+    with open(path / "kernel.py", "a") as fh:  # an uncommitted edit the baseline must include
+        fh.write("\n# uncommitted note\n")
+    return path
+
+
+def fingerprint(path: Path) -> dict[str, str]:
+    """Every file under ``path`` (the .git directory included) by content hash."""
+    out = {}
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            full = Path(dirpath) / name
+            rel = full.relative_to(path).as_posix()
+            if rel.startswith(".kernelopt/"):
+                continue
+            out[rel] = hashlib.sha256(full.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture
+def kernelopt_host() -> PluginHost:
+    return plugin_host(ScriptedBackendPlugin())
+
+
+@pytest.fixture
+def chunk_project(tmp_path: Path) -> Iterator[Path]:
+    yield write_chunk_project(tmp_path / "project")

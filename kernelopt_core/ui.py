@@ -1,0 +1,83 @@
+"""The only module that prints. Progress goes to stderr; results to stdout."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+
+def echo(text: str = "") -> None:
+    click.echo(text)
+
+
+def note(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def error(text: str, exit_code: int) -> None:
+    kind = {2: "error", 3: "missing prerequisite", 4: "internal error"}.get(exit_code, "error")
+    click.secho(f"kernelopt: {kind}: {text}", err=True, fg="red")
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
+    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            click.echo("  ".join("-" * w for w in widths))
+
+
+class Progress:
+    """Journal listener: stage, candidate and best-so-far while the loop runs."""
+
+    def __init__(self) -> None:
+        self.best = 1.0
+        self.candidate = "-"
+        self.tty = sys.stderr.isatty()
+
+    def _line(self, text: str, final: bool = True) -> None:
+        if self.tty and not final:
+            click.echo(f"\r\x1b[2K{text}", err=True, nl=False)
+        else:
+            click.echo(("\r\x1b[2K" if self.tty else "") + text, err=True)
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        event = record["event"]
+        if event == "config":
+            self._line(f"planner: {record['planner']} ({record['planner_reason']})")
+            self._line(f"gates: {record['candidate_gates']} then {record['final_gates']}")
+        elif event == "stage":
+            self.candidate = record.get("candidate", self.candidate)
+            self._line(f"[{record['stage']}] {self.candidate}  best {self.best:.3f}×", final=False)
+        elif event == "baseline" and record.get("ms") is not None:
+            self._line(f"baseline: {record['ms']:.4g} ms (median of {len(record['samples'])})")
+        elif event == "candidate":
+            self.candidate = record["candidate"]
+        elif event == "candidate_result":
+            verdict = "accepted" if record["accepted"] else f"rejected at {record['failed_gate']}"
+            self._line(f"{record['candidate']}: {verdict}, {record['speedup']:.3f}×  "
+                       f"({str(record['reason']).splitlines()[0][:90]})")
+        elif event == "best":
+            self.best = record["speedup"]
+        elif event == "search_end":
+            self._line(f"search ended: {record['reason']} after {record['evaluated']} candidates")
+        elif event == "confirm_round":
+            b, c = record["baseline_ms"], record["candidate_ms"]
+            self._line(f"  confirm round {record['round']}: {b:.4g} vs {c:.4g} ms "
+                       f"({b / c:.3f}×)")
+
+
+def summary(summary: dict[str, Any], run_dir: str) -> None:
+    colour = {"optimized": "green", "matched": "yellow", "unverified": "yellow"}.get(
+        summary["status"], "red"
+    )
+    click.secho(f"{summary['status']}: {summary['report_line']}", fg=colour, bold=True)
+    click.echo(f"run: {summary['run_id']}  ({run_dir})")
+    if summary.get("diff"):
+        click.echo(f"diff: {run_dir}/report.diff  (apply in the target directory: "
+                   f"git apply, or patch -p1)")
+    click.echo(f"report: {run_dir}/report.md")

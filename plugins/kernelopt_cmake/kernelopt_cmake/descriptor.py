@@ -1,0 +1,126 @@
+"""The kernelopt.toml descriptor (docs/descriptor.md), parsed with cattrs into attrs classes.
+
+Unknown keys, missing fields and wrong types are errors naming the file, the key, its line
+where it can be found, and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError
+
+from kernelopt_core.errors import UsageError
+from kernelopt_core.settings import read_toml, toml_line
+
+FILENAME = "kernelopt.toml"
+
+
+@attrs.frozen
+class BuildSpec:
+    """CMake (configure args + build targets) or, with ``commands``, any command list."""
+
+    cmake_args: list[str] = attrs.field(factory=list)
+    targets: list[str] = attrs.field(factory=list)
+    generator: str | None = None  # default: Ninja when on PATH, else CMake's default
+    jobs: int | None = None
+    commands: list[str] = attrs.field(factory=list)
+    source_dir: str = "."  # the CMake source directory, relative to the project root
+    timeout_s: float = 1800.0
+
+
+@attrs.frozen
+class KnobSpec:
+    name: str
+    values: list[Any]  # numbers or strings, written into the source as text
+    file: str | None = None  # default: the target's first editable file
+    pattern: str | None = None  # default: `#define NAME <value>`
+
+
+@attrs.frozen
+class TargetSpec:
+    name: str
+    editable: list[str]
+    test: str
+    bench: str | None = None
+    bench_format: str = "json"
+    bench_column: str = "median_ms"
+    bench_regex: str = ""
+    bench_unit: str = "ms"
+    engine: str | None = None
+    context: list[str] = attrs.field(factory=list)
+    contract: list[str] = attrs.field(factory=list)
+    shape: str = ""
+    bytes: int | None = None
+    flops: int | None = None
+    knobs: list[KnobSpec] = attrs.field(factory=list)
+    timeout_s: float = 600.0
+
+
+@attrs.frozen
+class Descriptor:
+    target: list[TargetSpec]
+    build: BuildSpec = attrs.field(factory=BuildSpec)
+    backend: str | None = None
+    run: dict = attrs.field(factory=dict)  # core sections: validated by kernelopt_core.settings
+    gates: dict = attrs.field(factory=dict)
+
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+_MESSAGE = re.compile(r"^(?P<what>.*?) @ \$(?P<path>.*)$")
+
+
+def _explain(path: Path, text: str, message: str) -> str:
+    match = _MESSAGE.match(message)
+    if not match:
+        return f"{path}: {message}"
+    what, where = match["what"], match["path"]
+    keys = re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)", where)
+    extra = re.search(r"extra fields found \((.*)\)", what)
+    if extra:
+        key = extra.group(1).split(",")[0].strip()
+        section = ".".join(keys) or "top level"
+        return (f"{path}:{toml_line(text, key) or '?'}: unknown key `{key}` in {section} "
+                f"(remove it or check its spelling against docs/descriptor.md)")
+    key = keys[-1] if keys else "?"
+    line = toml_line(text, key)
+    dotted = where.lstrip(".")
+    if "required field missing" in what:
+        return f"{path}: missing required key `{dotted}` (add it; see docs/descriptor.md)"
+    return f"{path}:{line or '?'}: `{dotted}`: {what} (fix its type; see docs/descriptor.md)"
+
+
+def load(path: Path) -> Descriptor:
+    data, text = read_toml(path)
+    if isinstance(data.get("target"), dict):  # a single [target] table is accepted too
+        data["target"] = [data["target"]]
+    if "target" not in data:
+        raise UsageError(
+            f"{path}: no [[target]] table",
+            hint="declare at least one [[target]] with name, editable and test (docs/descriptor.md)",
+        )
+    try:
+        descriptor = _converter.structure(data, Descriptor)
+    except ClassValidationError as exc:
+        messages = [_explain(path, text, m) for m in cattrs.transform_error(exc)]
+        raise UsageError("\n".join(messages), hint="docs/descriptor.md has an annotated example") \
+            from None
+    names = [t.name for t in descriptor.target]
+    if len(set(names)) != len(names):
+        raise UsageError(f"{path}: target names must be unique, got {names}")
+    for t in descriptor.target:
+        if not t.editable:
+            raise UsageError(f"{path}:{toml_line(text, 'editable') or '?'}: target {t.name!r} "
+                             "has an empty `editable` list", hint="list the files kernelopt may edit")
+        for k in t.knobs:
+            if not k.values or not all(isinstance(v, (str, int, float)) for v in k.values):
+                raise UsageError(f"{path}:{toml_line(text, 'values') or '?'}: knob {k.name!r} "
+                                 "needs a non-empty list of numbers or strings in `values`")
+        if t.bench_format not in ("json", "csv", "regex"):
+            raise UsageError(f"{path}:{toml_line(text, 'bench_format') or '?'}: bench_format "
+                             f"{t.bench_format!r} is not one of json, csv, regex")
+    return descriptor

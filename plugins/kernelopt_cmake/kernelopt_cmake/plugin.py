@@ -1,0 +1,154 @@
+"""The ``cmake`` backend: a project that declares build, test and bench in kernelopt.toml."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from pathlib import Path
+
+from kernelopt_cmake.descriptor import FILENAME, Descriptor, TargetSpec, load
+from kernelopt_core.errors import UsageError
+from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.knobs import define_pattern
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree
+
+
+def descriptor_path(path: Path) -> Path | None:
+    if path.is_file() and path.name == FILENAME:
+        return path
+    if path.is_dir() and (path / FILENAME).is_file():
+        return path / FILENAME
+    return None
+
+
+def _expand(template: str, values: dict[str, str]) -> tuple[str, ...]:
+    """Split like a shell (no shell runs), then fill placeholders in each word."""
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        raise UsageError(f"command {template!r} does not parse: {exc}") from exc
+    out = []
+    for word in words:
+        try:
+            out.append(word.format(**values))
+        except (KeyError, IndexError) as exc:
+            raise UsageError(
+                f"command {template!r}: unknown placeholder {exc}",
+                hint="placeholders are {repo} {build} {seed} {out}; write {{ }} for a literal brace",
+            ) from None
+    return tuple(out)
+
+
+class CMakeBackend:
+    name = "cmake"
+
+    def detect(self, path: Path) -> float:
+        found = descriptor_path(path)
+        if found is None:
+            return 0.0
+        head = found.read_text(encoding="utf-8", errors="replace")
+        # any kernelopt.toml is ours to read; a CMakeLists.txt beside it makes us surer
+        return 0.6 if (found.parent / "CMakeLists.txt").exists() or "[build]" in head else 0.4
+
+    def discover(self, path: Path, settings: Settings) -> list[Target]:
+        found = descriptor_path(path)
+        if found is None:
+            raise UsageError(
+                f"no {FILENAME} at {path}",
+                hint=f"write a {FILENAME} describing build, test and bench (docs/descriptor.md)",
+            )
+        descriptor = load(found)
+        root = found.parent.resolve()
+        return [self._target(root, descriptor, spec) for spec in descriptor.target]
+
+    def _target(self, root: Path, descriptor: Descriptor, spec: TargetSpec) -> Target:
+        knobs = []
+        for k in spec.knobs:
+            file = k.file or spec.editable[0]
+            if file not in spec.editable:
+                raise UsageError(
+                    f"{root / FILENAME}: knob {k.name!r} is in {file!r}, which is not editable",
+                    hint="a knob's file must be listed in the target's `editable`",
+                )
+            knobs.append(Knob(k.name, file, tuple(str(v) for v in k.values),
+                              k.pattern or define_pattern(k.name)))
+        bench = None
+        if spec.bench:
+            bench = BenchSpec(spec.bench_format, spec.bench_column, spec.bench_regex,
+                              spec.bench_unit)
+        return Target(
+            backend=self.name,
+            name=spec.name,
+            root=root,
+            editable=tuple(spec.editable),
+            context=tuple(spec.context),
+            contract=tuple(spec.contract),
+            shape=spec.shape,
+            bytes_moved=spec.bytes,
+            flops=spec.flops,
+            knobs=tuple(knobs),
+            bench=bench,
+            has_engine=spec.engine is not None,
+            data=(descriptor, spec),
+        )
+
+    # ------------------------------------------------------------------ commands
+    def _values(self, tree: Tree, seed: int | None = None) -> dict[str, str]:
+        out = tree.build / "kernelopt-out"
+        out.mkdir(parents=True, exist_ok=True)
+        values = {"repo": str(tree.src), "build": str(tree.build), "out": str(out)}
+        if seed is not None:
+            values["seed"] = str(seed)
+        return values
+
+    def _command(self, template: str, tree: Tree, timeout: float, label: str,
+                 seed: int | None = None) -> Command:
+        return Command(_expand(template, self._values(tree, seed)), cwd=tree.src,
+                       timeout_s=timeout, label=label)
+
+    def build(self, target: Target, tree: Tree) -> list[Command]:
+        descriptor, _spec = target.data
+        b = descriptor.build
+        if b.commands:
+            return [self._command(c, tree, b.timeout_s, "build") for c in b.commands]
+        source = tree.src / b.source_dir
+        configure = ["cmake", "-S", str(source), "-B", str(tree.build)]
+        generator = b.generator or ("Ninja" if shutil.which("ninja") else None)
+        if generator:
+            configure += ["-G", generator]
+        configure += [a.format(**self._values(tree)) for a in b.cmake_args]
+        commands = []
+        stamp = tree.build / "kernelopt-configure.txt"
+        wanted = shlex.join(configure)
+        cached = (tree.build / "CMakeCache.txt").exists()
+        if not cached or not stamp.exists() or stamp.read_text() != wanted:
+            if cached:  # configure arguments changed: a clean slate avoids a stale cache
+                (tree.build / "CMakeCache.txt").unlink()
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(wanted)
+            commands.append(Command(tuple(configure), tree.src, timeout_s=b.timeout_s,
+                                    label="configure"))
+        build = ["cmake", "--build", str(tree.build), "-j", str(b.jobs or os.cpu_count() or 2)]
+        if b.targets:
+            build += ["--target", *b.targets]
+        commands.append(Command(tuple(build), tree.src, timeout_s=b.timeout_s, label="build"))
+        return commands
+
+    def check(self, target: Target, tree: Tree, seed: int) -> Command:
+        _descriptor, spec = target.data
+        return self._command(spec.test, tree, spec.timeout_s, "test", seed)
+
+    def bench(self, target: Target, tree: Tree) -> Command | None:
+        _descriptor, spec = target.data
+        return self._command(spec.bench, tree, spec.timeout_s, "bench") if spec.bench else None
+
+    def engine(self, target: Target, tree: Tree) -> Command | None:
+        _descriptor, spec = target.data
+        return self._command(spec.engine, tree, spec.timeout_s, "engine") if spec.engine else None
+
+
+@hookimpl
+def kernelopt_register_backends() -> list[object]:
+    return [CMakeBackend()]
