@@ -19,10 +19,13 @@ class KerneloptGroup(click.Group):
     """Adds plugin commands lazily, so `kernelopt --help` builds the plugin host only once."""
 
     host: PluginHost | None = None
+    _commands_from: PluginHost | None = None
 
     def get_host(self) -> PluginHost:
         if self.host is None:
             self.host = PluginHost()
+        if self._commands_from is not self.host:
+            self._commands_from = self.host
             self.host.add_commands(
                 self, lambda name, exc: ui.note(f"plugin {name!r} failed to add commands: {exc}")
             )

@@ -10,6 +10,7 @@ rebuilt from the journal.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import platform
 import secrets
@@ -84,6 +85,7 @@ class Loop:
         self.argv = argv or []
         self.run_id = new_run_id()
         self.run_dir = settings.state_root / "runs" / self.run_id
+        self._seen: set[str] = set()
 
     # ------------------------------------------------------------------ set-up
     def _gates(self, names: tuple[str, ...], phase: str) -> list[Gate]:
@@ -329,7 +331,8 @@ class Loop:
                 break
             self._stage("plan", parent=parent.id)
             proposals = planner.propose(ctx, parent, min(s.plans, s.iterations - evaluated))
-            if not proposals:
+            proposals = [p for p in proposals if self._is_new(p)]
+            if not proposals:  # nothing (new) to offer from this parent
                 parent.exhausted = True
                 continue
             for proposal in proposals:
@@ -345,6 +348,19 @@ class Loop:
                 else:
                     since_best += 1
         self.journal.write("search_end", reason=stop, evaluated=evaluated)
+
+    def _is_new(self, proposal: Proposal) -> bool:
+        """The same content is never evaluated twice in a run (planners may repeat)."""
+        merged = {**self.workspace.files, **proposal.edits}
+        key = hashlib.sha256(
+            b"\0".join(p.encode() + b"\0" + merged[p] for p in sorted(proposal.edits))
+        ).hexdigest()
+        unchanged = all(self.workspace.files.get(p) == d for p, d in proposal.edits.items())
+        if key in self._seen or unchanged:
+            self.journal.write("duplicate", description=proposal.description)
+            return False
+        self._seen.add(key)
+        return True
 
     def _evaluate(
         self, proposal: Proposal, parent: Node, gates: list[Gate], baseline_ms: float | None,

@@ -140,7 +140,7 @@ class PluginHost:
         hook = getattr(self.pm.hook, REGISTRIES[kind])
         found: dict[str, tuple[str, Any]] = {}
         duplicates: list[str] = []
-        for impl in reversed(hook.get_hookimpls()):  # registration order
+        for impl in hook.get_hookimpls():  # registration order
             plugin = impl.plugin_name
             try:
                 records = impl.function() or []
@@ -209,7 +209,7 @@ class PluginHost:
         return out
 
     def add_commands(self, cli: Any, on_error: Callable[[str, Exception], None]) -> None:
-        for impl in reversed(self.pm.hook.kernelopt_register_commands.get_hookimpls()):
+        for impl in self.pm.hook.kernelopt_register_commands.get_hookimpls():
             try:
                 impl.function(cli=cli)
             except Exception as exc:

@@ -30,7 +30,7 @@ class Node:
 class BeamSearch:
     root: Node
     width: int = 4
-    exploration: float = 0.3
+    exploration: float = 0.5
     nodes: dict[str, Node] = attrs.field(factory=dict)
     expansions: int = 0
 

@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 
 from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.knobs import define_pattern
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree

@@ -6,7 +6,6 @@ import statistics
 from collections.abc import Sequence
 
 import attrs
-from scipy.stats import binomtest
 
 
 def median(values: Sequence[float]) -> float:
@@ -52,5 +51,7 @@ def confirm_stats(
     wins = sum(r > 1.0 for r in ratios)
     eps = noise_pct(baseline_ms, floor_pct)
     threshold = 1.0 + max(eps / 100.0, gamma - 1.0)
+    from scipy.stats import binomtest  # imported here: scipy.stats costs ~1 s at start-up
+
     p = binomtest(wins, len(ratios), 0.5, alternative="greater").pvalue if ratios else 1.0
     return ConfirmStats(ratios, wins, len(ratios), median(ratios), eps, threshold, float(p))

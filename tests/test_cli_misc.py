@@ -1,0 +1,62 @@
+"""Small CLI contracts: setup, bad paths, unknown or missing backends, plugins listing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import kernelopt
+
+
+def test_setup_lists_prerequisites_with_what_to_do(tmp_path: Path) -> None:
+    result = kernelopt("setup", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for name in ("git", "cmake", "python: dulwich", "nvcc", "ncu", "nsys", "hipcc", "GPU",
+                 "LLM key", "torch", "triton"):
+        assert name in result.stdout
+    assert "missing" in result.stdout or "found" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+def test_setup_smoke_proves_the_toolchain(tmp_path: Path) -> None:
+    result = kernelopt("setup", "--smoke", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for step in ("cmake configure", "cmake build", "run", "workspace + lock"):
+        assert step in result.stdout
+    assert "FAILED" not in result.stdout
+
+
+def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    result = kernelopt("run", str(tmp_path / "nope"), cwd=tmp_path)
+    assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_directory_no_backend_recognises(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = kernelopt("run", str(tmp_path / "empty"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no installed backend recognises" in result.stderr and "kernelopt.toml" in result.stderr
+
+
+def test_named_backend_not_installed_exits_3_naming_the_package(chunk_project: Path) -> None:
+    result = kernelopt("run", str(chunk_project), "--backend", "triton", cwd=chunk_project)
+    assert result.returncode == 3
+    assert "pip install kernelopt-triton" in result.stderr
+    unknown = kernelopt("run", str(chunk_project), "--backend", "nope", cwd=chunk_project)
+    assert unknown.returncode == 2 and "installed backends: cmake" in unknown.stderr
+
+
+def test_plugins_lists_builtins_and_cmake(tmp_path: Path) -> None:
+    result = kernelopt("plugins", cwd=tmp_path)
+    assert result.returncode == 0
+    for text in ("core-gates", "build, correctness, screen, confirm", "core-tuner", "cmake",
+                 "kernelopt-cmake", "opencode-go", "ncu"):
+        assert text in result.stdout, text
+
+
+def test_bad_flag_values_exit_2(chunk_project: Path) -> None:
+    result = kernelopt("run", str(chunk_project), "--gamma", "0.5", cwd=chunk_project)
+    assert result.returncode == 2 and "`gamma` = 0.5" in result.stderr
+    result = kernelopt("run", str(chunk_project), "--iterations", "x", cwd=chunk_project)
+    assert result.returncode == 2

@@ -1,0 +1,119 @@
+"""Knobs, settings, search, workspace isolation and revert."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelopt_core import knobs
+from kernelopt_core.errors import UsageError
+from kernelopt_core.search import BeamSearch, Node
+from kernelopt_core.settings import load
+from kernelopt_core.target import Knob, Target
+from kernelopt_core.testing import fingerprint, git_repo, write_chunk_project
+from kernelopt_core.workspace import Workspace, snapshot
+
+CUDA = b"""#define CUDA_SOFTMAX_BLOCK_SIZE 256
+#define WARP_SIZE 32
+#define N_ITEMS 7
+__global__ void __launch_bounds__(256) k(float* x) {
+#pragma unroll 4
+  for (int i = 0; i < 4; ++i) x[i] *= 2;
+}
+"""
+
+
+def test_knob_detection_finds_block_sizes_launch_bounds_and_unroll() -> None:
+    found = {k.name: k for k in knobs.detect({"softmax.cu": CUDA})}
+    assert set(found) == {"CUDA_SOFTMAX_BLOCK_SIZE", "WARP_SIZE", "launch_bounds@softmax.cu",
+                          "unroll@softmax.cu"}
+    assert "1024" in found["CUDA_SOFTMAX_BLOCK_SIZE"].values
+    values = knobs.current_values(tuple(found.values()), {"softmax.cu": CUDA})
+    assert values["launch_bounds@softmax.cu"] == "256" and values["unroll@softmax.cu"] == "4"
+    edits = knobs.apply(tuple(found.values()), {"softmax.cu": CUDA},
+                        {**values, "CUDA_SOFTMAX_BLOCK_SIZE": "512", "unroll@softmax.cu": "8"})
+    text = edits["softmax.cu"].decode()
+    assert "#define CUDA_SOFTMAX_BLOCK_SIZE 512" in text and "#pragma unroll 8" in text
+    assert "__launch_bounds__(256)" in text
+
+
+def test_knob_pattern_must_match_exactly_once() -> None:
+    knob = Knob("X", "a.c", ("1", "2"), knobs.define_pattern("X"))
+    with pytest.raises(UsageError, match="matches 0 times"):
+        knobs.current_values((knob,), {"a.c": b"int x;\n"})
+    with pytest.raises(UsageError, match="matches 2 times"):
+        knobs.current_values((knob,), {"a.c": b"#define X 1\n#define X 2\n"})
+
+
+def test_settings_precedence_and_origins(tmp_path: Path, monkeypatch) -> None:
+    toml = tmp_path / "kernelopt.toml"
+    toml.write_text("[run]\niterations = 5\npatience = 3\ngamma = 1.05\n")
+    monkeypatch.setenv("KERNELOPT_PATIENCE", "4")
+    monkeypatch.setenv("KERNELOPT_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / ".env").write_text("KERNELOPT_BEAM=2\nKERNELOPT_PATIENCE=9\n")
+    s = load(toml, {"gamma": 1.1}, cwd=tmp_path)
+    assert (s.iterations, s.patience, s.gamma, s.beam) == (5, 4, 1.1, 2)
+    assert s.origins["iterations"] == str(toml)
+    assert s.origins["patience"] == "env KERNELOPT_PATIENCE"  # the real environment wins
+    assert s.origins["gamma"] == "flag"
+    with pytest.raises(UsageError, match="`gamma` = 0.9"):
+        load(None, {"gamma": 0.9}, cwd=tmp_path)
+
+
+def test_beam_ucb_prefers_fast_nodes_but_explores() -> None:
+    search = BeamSearch(Node("baseline", {}), width=2)
+    search.add(Node("a", {}, speedup=2.0))
+    search.add(Node("b", {}, speedup=1.5))
+    search.add(Node("c", {}, speedup=1.1))  # outside the beam of 2
+    picks = [search.select().id for _ in range(30)]
+    assert picks.count("a") > picks.count("b") > 0 and "c" not in picks
+    search.nodes["a"].exhausted = search.nodes["b"].exhausted = True
+    assert search.select().id == "c"
+    assert search.best().id == "a"
+
+
+def test_snapshot_includes_uncommitted_work_and_skips_ignored(tmp_path: Path) -> None:
+    project = write_chunk_project(tmp_path / "p")
+    (project / ".gitignore").write_text("build/\n*.o\n")
+    (project / "build").mkdir()
+    (project / "build" / "junk.txt").write_text("x")
+    (project / "k.o").write_text("x")
+    git_repo(project)
+    files, _modes = snapshot(project)
+    assert "# uncommitted note" in files["kernel.py"].decode()
+    assert "staged.txt" in files and "NOTES.txt" not in files  # the stash is not the worktree
+    assert "build/junk.txt" not in files and "k.o" not in files
+    assert not any(p.startswith(".git/") for p in files)
+
+
+def test_workspace_commits_tags_and_diffs_without_touching_the_user(tmp_path: Path) -> None:
+    project = git_repo(write_chunk_project(tmp_path / "p"))
+    before = fingerprint(project)
+    target = Target("scripted", "chunk", project, ("kernel.py",))
+    ws = Workspace(tmp_path / "state", target)
+    base = ws.start("r1")
+    new = ws.files["kernel.py"].replace(b"CHUNK = 1", b"CHUNK = 64")
+    ws.use_candidate({"kernel.py": new})
+    assert (ws.candidate_tree.src / "kernel.py").read_bytes() == new
+    assert (ws.baseline_tree.src / "kernel.py").read_bytes() == ws.files["kernel.py"]
+    commit, tag = ws.commit_candidate("r1", "c1", {"kernel.py": new}, "c1: CHUNK=64")
+    assert tag == "kernelopt/r1/c1" and ws.tags()[tag] == commit
+    diff = ws.diff(base, commit).decode()
+    assert "-CHUNK = 1" in diff and "+CHUNK = 64" in diff and "a/kernel.py" in diff
+    applied = subprocess.run(["git", "apply", "--check", "-"], input=diff.encode(), cwd=project)
+    assert applied.returncode == 0
+    assert fingerprint(project) == before
+
+
+def test_materialize_keeps_mtimes_of_unchanged_files(tmp_path: Path) -> None:
+    project = write_chunk_project(tmp_path / "p")
+    ws = Workspace(tmp_path / "state", Target("scripted", "chunk", project, ("kernel.py",)))
+    ws.start("r1")
+    bench = ws.candidate_tree.src / "bench.py"
+    stamp = bench.stat().st_mtime_ns
+    ws.use_candidate({"kernel.py": b"CHUNK = 2\n"})
+    ws.use_candidate({})
+    assert bench.stat().st_mtime_ns == stamp
+    assert (ws.candidate_tree.src / "kernel.py").read_bytes() == ws.files["kernel.py"]

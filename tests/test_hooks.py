@@ -1,0 +1,172 @@
+"""One test per hook (and a check that every hookspec has one), plus plugin-host behaviour."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from conftest import events
+
+from kernelopt_core import hookspecs
+from kernelopt_core.cli import cli
+from kernelopt_core.errors import UsageError
+from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.loop import Loop
+from kernelopt_core.settings import Settings
+from kernelopt_core.testing import ScriptedBackend, ScriptedBackendPlugin, plugin_host
+
+
+def test_every_hookspec_has_a_test_here() -> None:
+    source = Path(__file__).read_text()
+    specs = [n for n, _ in inspect.getmembers(hookspecs, inspect.isfunction)
+             if n.startswith("kernelopt_")]
+    assert len(specs) == 8
+    for name in specs:
+        assert f"def test_{name}" in source, f"no test for hook {name}"
+
+
+def test_kernelopt_register_backends() -> None:
+    host = plugin_host(ScriptedBackendPlugin())
+    assert isinstance(host.registry("backends")["scripted"], hookspecs.Backend)
+    assert host.owner("backends", "scripted") == "test-plugin-0"
+
+
+def test_kernelopt_register_gates_duplicate_names_are_an_error_naming_both() -> None:
+    class Twin:
+        @hookimpl
+        def kernelopt_register_gates(self):
+            gate = type("G", (), {"name": "build", "phase": "candidate", "evaluate": None})()
+            return [gate]
+
+    host = plugin_host(Twin())
+    with pytest.raises(UsageError, match="'build' is offered by both plugin 'core-gates' and "
+                                         "plugin 'test-plugin-0'"):
+        host.registry("gates")
+
+
+def test_kernelopt_register_planners_a_plugin_planner_drives_the_loop(tmp_path, chunk_project):
+    from kernelopt_core.planners.base import Proposal
+
+    class OneShot:
+        name = "oneshot"
+
+        def unavailable_reason(self, settings, target):
+            return None
+
+        def propose(self, ctx, parent, count):
+            if parent.id != "baseline" or hasattr(self, "seen"):
+                return []
+            text = ctx.files["kernel.py"].replace(b"CHUNK = 1\n", b"CHUNK = 128\n")
+            return [Proposal("bigger chunks", {"kernel.py": text}, planner=self.name)]
+
+        def observe(self, ctx, proposal, outcome):
+            self.seen = outcome
+
+    planner = OneShot()
+
+    class Plugin:
+        @hookimpl
+        def kernelopt_register_planners(self):
+            return [planner]
+
+    host = plugin_host(ScriptedBackendPlugin(), Plugin())
+    settings = Settings(state_root=tmp_path / "s", planner="oneshot", final_rounds=3)
+    backend = ScriptedBackend()
+    outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0], settings).run()
+    assert outcome.status == "optimized", outcome.summary
+    assert planner.seen["accepted"] is True
+    assert next(e for e in events(outcome.run_dir) if e["event"] == "candidate")["planner"] == \
+        "oneshot"
+
+
+def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -> None:
+    import attrs
+
+    class Timer:
+        name = "timer"
+
+        def unavailable_reason(self):
+            return None
+
+        def wrap(self, command, out_dir):
+            script = ("import subprocess, sys; subprocess.run(sys.argv[1:]); "
+                      f"open('{out_dir}/p.txt', 'w').write('7')")
+            return attrs.evolve(command, argv=("python3", "-c", script, *command.argv))
+
+        def parse(self, out_dir):
+            return {"answer": int((out_dir / "p.txt").read_text())}
+
+    class Plugin:
+        @hookimpl
+        def kernelopt_register_profilers(self):
+            return [Timer()]
+
+    host = plugin_host(ScriptedBackendPlugin(), Plugin())
+    assert {"ncu", "nsys", "rocprof", "graphsignal", "timer"} <= set(host.registry("profilers"))
+    settings = Settings(state_root=tmp_path / "s", profiler="timer", iterations=1, final_rounds=2)
+    backend = ScriptedBackend()
+    outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0], settings).run()
+    profile = next(e for e in events(outcome.run_dir) if e["event"] == "profile")
+    assert profile["metrics"] == {"answer": 7}
+
+
+def test_kernelopt_register_llm_providers() -> None:
+    providers = plugin_host().registry("llm_providers")
+    assert {"opencode-go", "openai", "openrouter", "ollama", "vllm", "lmstudio"} <= set(providers)
+    assert providers["openai"].api_key_env == "OPENAI_API_KEY"
+    assert providers["ollama"].api_key_env is None
+
+
+def test_kernelopt_doc_lookup_greps_local_headers(tmp_path, monkeypatch) -> None:
+    include = tmp_path / "cuda" / "include"
+    include.mkdir(parents=True)
+    (include / "fake_runtime.h").write_text("// returns a warp's sum\nfloat __reduce_fake(float);\n")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    hits = plugin_host().doc_lookup("__reduce_fake", "cuda")
+    assert hits and hits[0].line == 2 and "warp's sum" in hits[0].text
+
+
+def test_kernelopt_prompt_fragments() -> None:
+    class Plugin:
+        @hookimpl
+        def kernelopt_prompt_fragments(self, backend, role):
+            return [f"{backend}/{role}: coalesce loads"] if backend == "cuda-ish" else []
+
+    host = plugin_host(Plugin())
+    assert host.prompt_fragments("cuda-ish", "planner") == ["cuda-ish/planner: coalesce loads"]
+    assert host.prompt_fragments("triton", "planner") == []
+
+
+def test_kernelopt_register_commands() -> None:
+    class Plugin:
+        @hookimpl
+        def kernelopt_register_commands(self, cli):
+            @cli.command()
+            @click.option("--name", default="world")
+            def hello(name):
+                """Say hello."""
+                click.echo(f"hello {name}")
+
+    cli.host = plugin_host(Plugin())
+    try:
+        result = CliRunner().invoke(cli, ["hello", "--name", "kernels"])
+        assert result.exit_code == 0 and result.output == "hello kernels\n"
+        assert "hello" in CliRunner().invoke(cli, ["--help"]).output
+    finally:
+        cli.commands.pop("hello", None)
+        cli.host = None
+
+
+def test_a_registration_hook_that_raises_is_reported_not_fatal() -> None:
+    class Broken:
+        @hookimpl
+        def kernelopt_register_backends(self):
+            raise RuntimeError("boom")
+
+    host = plugin_host(Broken(), ScriptedBackendPlugin())
+    assert "scripted" in host.registry("backends")
+    info = {i.name: i for i in host.plugin_infos()}["test-plugin-0"]
+    assert "RuntimeError: boom" in info.error

@@ -1,0 +1,58 @@
+"""Bench-output parsers and gate statistics."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelopt_core.errors import BenchParseError
+from kernelopt_core.measure.parsers import parse
+from kernelopt_core.measure.stats import confirm_stats, noise_pct
+from kernelopt_core.target import BenchSpec
+
+
+def test_json_line_last_one_wins_and_extras_kept() -> None:
+    out = 'warming up\n{"time_ms": 9}\n{"kernelopt_bench": 1, "time_ms": 0.5, "shape": "x"}\n'
+    reading = parse(BenchSpec(), out, "b")
+    assert reading.time_ms == 0.5 and reading.extra == {"shape": "x"}
+
+
+def test_csv_median_column_with_unit() -> None:
+    out = "name,median_us,min_us\nk,250,200\n"
+    assert parse(BenchSpec("csv", "median_us", unit="us"), out, "b").time_ms == 0.25
+
+
+def test_regex_with_ansi_colours_like_test_backend_ops() -> None:
+    out = "\x1b[1;32m  SOFT_MAX(type=f32): 3536 runs - \x1b[0m283.24 us/run - 655360 kB/run\n"
+    spec = BenchSpec("regex", regex=r"([\d.]+) us/run", unit="us")
+    assert parse(spec, out, "b").time_ms == pytest.approx(0.28324)
+
+
+@pytest.mark.parametrize(
+    ("spec", "out", "message"),
+    [
+        (BenchSpec(), "nothing here\n", 'no JSON line with a "time_ms"'),
+        (BenchSpec(), '{"time_ms": 0}\n', "not a positive finite number"),
+        (BenchSpec(), '{"time_ms": "fast"}\n', '"time_ms" is not a number'),
+        (BenchSpec(), '{"time_ms": 1,,}\n', "invalid JSON"),
+        (BenchSpec("csv", "median_ms"), "a,b\n1,2\n", "no CSV header"),
+        (BenchSpec("regex", regex=r"t=(\d+)"), "x\n", "matched nothing"),
+    ],
+)
+def test_unparseable_output_names_command_and_line(spec, out: str, message: str) -> None:
+    with pytest.raises(BenchParseError) as info:
+        parse(spec, out, "./bench --fast")
+    assert "`./bench --fast`" in str(info.value) and message in str(info.value)
+
+
+def test_noise_floor_is_never_below_the_floor() -> None:
+    assert noise_pct([1.0, 1.0, 1.0], 1.0) == 1.0
+    assert noise_pct([1.0, 1.1, 0.9], 1.0) == pytest.approx(10.0)
+
+
+def test_confirm_needs_every_round_and_a_margin_above_noise() -> None:
+    win = confirm_stats([2.0] * 6, [1.0] * 6, gamma=1.03, floor_pct=1.0)
+    assert win.faster and win.wins == 6 and win.sign_p < 0.05
+    one_loss = confirm_stats([2.0] * 5 + [1.0], [1.0] * 5 + [1.1], gamma=1.03, floor_pct=1.0)
+    assert not one_loss.faster
+    small = confirm_stats([1.02] * 6, [1.0] * 6, gamma=1.03, floor_pct=1.0)
+    assert small.all_won and not small.faster  # 2 % is inside the 3 % margin
