@@ -71,6 +71,10 @@ def run_options(fn: Any) -> Any:
         click.option("--gates", "candidate_gates", help="Candidate gates, in order (comma list)."),
         click.option("--final-gates", help="Final gates, in order (comma list)."),
         click.option("--profiler", help="Profile the baseline with ncu, nsys, rocprof, ..."),
+        click.option("--candidate", "candidates", multiple=True,
+                     help="Replay a hand-written candidate: FILE=LOCAL_FILE (repeatable)."),
+        click.option("--kappa", type=float, help="Roofline: reject above κ × peak [1.3]."),
+        click.option("--peak-gbps", type=float, help="Use this peak bandwidth, not a measured one."),
         click.option("--state-root", type=click.Path(path_type=Path),
                      help="State directory [./.kernelopt or $KERNELOPT_HOME]."),
     ]
@@ -79,10 +83,8 @@ def run_options(fn: Any) -> Any:
     return fn
 
 
-def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
-    """Resolve backend and target, run the loop, print the outcome. Used by plugin commands too."""
-    from kernelopt_core.loop import Loop
-
+def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any, ...]:
+    """PATH and flags → (plugin host, backend, target, settings)."""
     host = host_of(ctx)
     if not path.exists():
         raise UsageError(f"{path} does not exist", hint="give a kernel file, directory or repo")
@@ -92,6 +94,14 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
     targets = backend.discover(path, settings)
     target = discovery.choose_target(targets, settings.target, path)
     ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at {target.root}")
+    return host, backend, target, settings
+
+
+def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
+    """Resolve backend and target, run the loop, print the outcome. Used by plugin commands too."""
+    from kernelopt_core.loop import Loop
+
+    host, backend, target, settings = resolve(ctx, path, flags)
     loop = Loop(host, backend, target, settings, [ui.Progress()], argv=sys.argv)
     outcome = loop.run()
     ui.summary(outcome.summary, str(outcome.run_dir))
@@ -109,6 +119,44 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
 def run(ctx: click.Context, path: Path, **flags: Any) -> None:
     """Optimize the kernel at PATH (a file, directory, or git repository)."""
     ctx.exit(execute(ctx, path, flags))
+
+
+@cli.command("gate-selftest")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--trials", type=int, default=20, show_default=True, help="Decisions of each kind.")
+@click.option("--planted-speedup", type=float, help="Also decide against a truly X× faster "
+              "candidate (its bench does 1/X of the work through {work}).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON result instead of a table.")
+@click.option("--backend")
+@click.option("--target")
+@click.option("--gamma", type=float)
+@click.option("--final-rounds", type=int)
+@click.option("--state-root", type=click.Path(path_type=Path))
+@click.pass_context
+def gate_selftest(ctx: click.Context, path: Path, trials: int, planted_speedup: float | None,
+                  as_json: bool, **flags: Any) -> None:
+    """Measure the confirm gate's false-accept rate (A/A) and detection rate (planted)."""
+    import json
+
+    from kernelopt_core.selftest import run_selftest
+
+    _host, backend, target, settings = resolve(ctx, path, flags)
+    result = run_selftest(backend, target, settings, trials, planted_speedup, [ui.Progress()])
+    if as_json:
+        ui.echo(json.dumps(result, indent=2))
+        return
+    rows = [["A/A (identical)", trials, f"{result['false_accepts']} false accepts",
+             f"{result['naive']['false_accepts']} false accepts",
+             f"{result['results']['aa']['median_ratio']:.4f}"]]
+    if planted_speedup:
+        rows.append([f"planted {planted_speedup:g}×", trials, f"{result['detections']} detected",
+                     f"{result['naive']['detections']} detected",
+                     f"{result['measured_planted_ratio']:.4f}"])
+    ui.table(rows, ["decision", "trials", f"kernelopt (γ={settings.gamma:g}, "
+                    f"{settings.final_rounds} rounds)", "naive (1 vs 1, γ=1.03)",
+                    "median ratio"])
+    ui.echo(f"{result['seconds_per_decision']:.2f} s per decision; JSON: "
+            f"{result['dir']}/selftest.json")
 
 
 @cli.command()

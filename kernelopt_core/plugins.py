@@ -31,6 +31,7 @@ else:  # the backport carries the 3.12 selection API
 BUILTIN_MODULES = {
     "core-gates": "kernelopt_core.gates.builtin",
     "core-tuner": "kernelopt_core.planners.tuner",
+    "core-replay": "kernelopt_core.planners.replay",
     "core-profilers": "kernelopt_core.profilers",
     "core-llm-providers": "kernelopt_core.llm_providers",
     "core-docs-lookup": "kernelopt_core.docs_lookup",

@@ -31,10 +31,14 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     results = [e for e in events if e["event"] == "candidate_result"]
     gate_events = [e for e in events if e["event"] == "gate" and not e.get("final")]
     passed = {(e["candidate"], e["gate"]) for e in gate_events if e["passed"]}
-    confirm = next(
-        (e for e in events if e["event"] == "gate" and e.get("final") and e["gate"] == "confirm"),
-        None,
-    )
+    winner = verdict.get("candidate") if verdict else None
+
+    def final_gate(name: str) -> dict[str, Any] | None:
+        return next((e for e in events if e["event"] == "gate" and e.get("final")
+                     and e["gate"] == name and e["candidate"] == winner), None)
+
+    confirm = final_gate("confirm")
+    roofline = (final_gate("roofline") or {}).get("metrics", {})
     if verdict is not None:
         status = verdict["status"]
     elif error is not None or any(e["event"] == "interrupted" for e in events):
@@ -51,12 +55,15 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         final_ms = median(m["candidate_ms"])
         noise = m["noise_pct"]
         wins, n_rounds = m["wins"], m["rounds"]
+    elif verdict and verdict.get("screen_speedup") and status == "optimized":
+        speedup = verdict["screen_speedup"]  # no confirm gate configured: screen only
     baseline_ms = median(rounds["baseline_ms"]) if rounds["baseline_ms"] else baseline.get("ms")
     if status not in ("optimized",):
         # Only a confirmed win changes the kernel; otherwise the baseline stands.
         final_ms = baseline_ms if status in ("fallback", "matched") else final_ms
-    nbytes = target.get("bytes")
+    nbytes = roofline.get("bytes", target.get("bytes"))
     achieved = _bandwidth(nbytes, final_ms)
+    peak = roofline.get("peak_gbps")
     summary: dict[str, Any] = {
         "schema": 1,
         "run_id": header.get("run_id"),
@@ -76,8 +83,9 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         "roofline": {
             "bytes": nbytes,
             "achieved_gbps": achieved,
-            "peak_gbps": None,
-            "fraction": None,
+            "peak_gbps": peak,
+            "fraction": achieved / peak if achieved and peak else None,
+            "note": (final_gate("roofline") or {}).get("reason"),
         },
         "candidates": {
             "proposed": len(results),
@@ -96,6 +104,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
     if error is not None:
         summary["error"] = error["message"]
+    summary["caught_by"] = verdict.get("caught_by", []) if verdict else []
     summary["report_line"] = report_line(summary, n_rounds)
     return summary
 
@@ -112,17 +121,20 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
     parts = [
         f"{_fmt_ms(s['baseline_ms'])[:-3]} → {_fmt_ms(s['final_ms'])}",
         f"shape {shape}",
-        f"{s['rounds_won']}/{n_rounds} rounds",
+        f"{s['rounds_won']}/{n_rounds} rounds" if n_rounds else "screen only, not confirmed",
         f"noise ±{s['noise_pct']:.1f} %" if s["noise_pct"] is not None else "noise unknown",
     ]
     if s["roofline"]["achieved_gbps"]:
         gbps = s["roofline"]["achieved_gbps"]
         rate = f"{gbps / 1000:.2f} TB/s" if gbps >= 1000 else f"{gbps:.1f} GB/s"
         peak = s["roofline"]["peak_gbps"]
-        parts.append(f"{rate} = {gbps / peak:.0%} of measured peak" if peak else
-                     f"{rate} (peak not measured)")
-    prefix = f"{s['speedup']:.2f}×" if s["status"] == "optimized" else (
-        f"matched (median {s['speedup']:.2f}×, not proven faster)")
+        if "fits in the" in (s["roofline"].get("note") or ""):
+            parts.append(f"{rate}, cache-resident: DRAM roofline not applied")
+        else:
+            parts.append(f"{rate} = {gbps / peak:.0%} of measured peak" if peak else
+                         f"{rate} (peak not measured)")
+    speed = f"{s['speedup']:.2f}×" if s["speedup"] else "?"
+    prefix = speed if s["status"] == "optimized" else f"matched (median {speed}, not proven faster)"
     return f"{prefix} ({', '.join(parts)})"
 
 
@@ -153,9 +165,27 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         if verdict.get("candidate"):
             lines.append(f"Winner candidate: `{verdict['candidate']}` — {verdict.get('description')}")
             lines.append("")
+    meaning = {
+        "optimized": "every final gate passed: faster in every round by more than the noise "
+        "floor and the γ margin, correct on the measured shape, physically plausible.",
+        "matched": "a correct candidate, but not proven faster; the baseline stands.",
+        "fallback": "no candidate survived the gates; the baseline is kept.",
+        "unverified": "the candidate is correct, but the target has no bench to time it.",
+        "error": "the run did not finish; see the error below.",
+    }[s["status"]]
+    lines += [f"Meaning: {meaning}", ""]
+    finals = [e for e in events if e["event"] == "gate" and e.get("final")]
+    if finals:
+        lines += ["## Final gates", "", "| candidate | gate | result | evidence |",
+                  "|---|---|---|---|"]
+        for e in finals:
+            result = "skipped" if e.get("skipped") else ("passed" if e["passed"] else "FAILED")
+            reason = str(e["reason"]).replace("\n", " ").replace("|", "\\|")[:300]
+            lines.append(f"| {e['candidate']} | {e['gate']} | {result} | {reason} |")
+        lines.append("")
     if s["rounds"]["baseline_ms"]:
-        lines += ["## Confirmation rounds (interleaved, alternating order)", "",
-                  "| round | baseline ms | candidate ms | ratio |", "|---|---|---|---|"]
+        lines += ["## Confirmation rounds (candidate bracketed by two baselines)", "",
+                  "| round | baseline ms (geo. mean) | candidate ms | ratio |", "|---|---|---|---|"]
         for i, (b, c) in enumerate(zip(s["rounds"]["baseline_ms"], s["rounds"]["candidate_ms"], strict=True)):
             lines.append(f"| {i + 1} | {b:.4f} | {c:.4f} | {b / c:.3f} |")
         lines.append("")

@@ -6,12 +6,13 @@ Check, bench and engine steps hold the GPU lock, and every timed window is journ
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import attrs
 
 from kernelopt_core import process
-from kernelopt_core.errors import PrerequisiteError
+from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import gpu_lock
@@ -66,12 +67,22 @@ class Runner:
     def has_bench(self, tree: Tree) -> bool:
         return self.target.bench is not None and self._bench_command(tree) is not None
 
-    def _bench_command(self, tree: Tree) -> Command | None:
-        return self.backend.bench(self.target, tree)
+    def _bench_command(self, tree: Tree, work: float = 1.0) -> Command | None:
+        if work == 1.0:
+            return self.backend.bench(self.target, tree)
+        if "work" not in inspect.signature(self.backend.bench).parameters:
+            raise UsageError(
+                f"the {self.target.backend} backend cannot plant a faster candidate",
+                hint="its bench() takes no `work` argument (the cmake backend: use the {work} "
+                "placeholder in the bench command)",
+            )
+        return self.backend.bench(self.target, tree, work=work)
 
-    def bench(self, tree: Tree, log: Path, purpose: str) -> BenchReading:
-        """One bench invocation (a fresh process) under the GPU lock; its time in ms."""
-        command = self._bench_command(tree)
+    def bench(self, tree: Tree, log: Path, purpose: str, work: float = 1.0) -> BenchReading:
+        """One bench invocation (a fresh process) under the GPU lock; its time in ms.
+
+        ``work`` < 1 asks the bench to do that fraction of the work (gate self-test only)."""
+        command = self._bench_command(tree, work)
         assert command is not None and self.target.bench is not None
         command = self._with_timeout(command, self.settings.bench_timeout_s)
         with gpu_lock(self.settings.state_root) as held:
@@ -85,10 +96,23 @@ class Runner:
             tree=tree.role,
             purpose=purpose,
             ms=reading.time_ms,
+            checksum=reading.extra.get("checksum"),
             acquired=held.acquired,
             released=held.released,
         )
         return reading
+
+    def shape_check(self, tree: Tree, seed: int, log: Path) -> ProcessResult | None:
+        """The backend's check of the exact timed shape and launch path, if it has one."""
+        method = getattr(self.backend, "shape_check", None)
+        command = method(self.target, tree, seed) if method is not None else None
+        if command is None:
+            return None
+        command = self._with_timeout(command, self.settings.test_timeout_s)
+        with gpu_lock(self.settings.state_root) as held:
+            result = self._spawn(command, log)
+        self.gpu_seconds += held.released - held.acquired
+        return result
 
     def engine(self, tree: Tree, log: Path) -> ProcessResult | None:
         command = self.backend.engine(self.target, tree)

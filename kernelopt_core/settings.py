@@ -27,8 +27,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DEFAULT_CANDIDATE_GATES = ("build", "correctness", "screen")
-DEFAULT_FINAL_GATES = ("confirm",)
+DEFAULT_CANDIDATE_GATES = ("policy", "build", "correctness", "screen")
+DEFAULT_FINAL_GATES = ("confirm", "shape", "roofline")
 CORE_SECTIONS = ("run", "gates")
 
 
@@ -48,10 +48,14 @@ class Settings:
     screen_runs: int = 3
     final_rounds: int = 6
     min_noise_pct: float = 1.0
+    kappa: float = 1.3  # roofline: reject achieved bandwidth above kappa x measured peak
+    peak_gbps: float | None = None  # override the measured peak bandwidth
+    checksum_rtol: float = 1e-5  # shape gate: bench checksums must agree this closely
     seeds: tuple[int, ...] = (1, 2, 3)
     candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES
     final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES
     profiler: str | None = None
+    candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
     build_timeout_s: float = 1800.0
     test_timeout_s: float = 600.0
     bench_timeout_s: float = 600.0
@@ -180,7 +184,7 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
         values["state_root"] = Path(os.environ["KERNELOPT_HOME"])
         origins["state_root"] = "env KERNELOPT_HOME"
     for name, value in flags.items():
-        if value is None:
+        if value is None or value == ():  # not given on the command line
             continue
         values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
         origins[name] = "flag"
@@ -200,6 +204,9 @@ def _validate(s: Settings) -> None:
         (s.gamma >= 1.0, "gamma", "at least 1.0 (1.03 = a 3 % margin)"),
         (s.screen_runs >= 1, "screen_runs", "at least 1"),
         (s.final_rounds >= 2, "final_rounds", "at least 2"),
+        (s.kappa >= 1.0, "kappa", "at least 1.0"),
+        (s.peak_gbps is None or s.peak_gbps > 0, "peak_gbps", "positive"),
+        (s.checksum_rtol >= 0, "checksum_rtol", "non-negative"),
         (bool(s.seeds), "seeds", "a non-empty list of integers"),
         (s.target_speedup is None or s.target_speedup > 1.0, "target_speedup", "above 1.0"),
         (s.budget_minutes is None or s.budget_minutes > 0, "budget_minutes", "positive"),

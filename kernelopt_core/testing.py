@@ -69,8 +69,9 @@ for _ in range(3):
 times = []
 for _ in range(15):
     t0 = time.perf_counter(); kernel.total(xs); times.append((time.perf_counter() - t0) * 1e3)
+checksum = kernel.total(xs)  # a verification call on the timed shape
 print(json.dumps({{"kernelopt_bench": 1, "time_ms": statistics.median(times),
-                  "shape": "f64[20000]", "bytes": 160000}}))
+                  "shape": "f64[20000]", "bytes": 160000, "checksum": checksum}}))
 '''
 
 TOML = '''backend = "cmake"

@@ -28,6 +28,9 @@ class GateContext:
     baseline_tree: Tree
     log_dir: Path
     baseline_screen_ms: float | None  # the baseline's screen median at the start of the run
+    edits: dict[str, bytes] = attrs.field(factory=dict)  # the candidate's changed files
+    baseline_files: dict[str, bytes] = attrs.field(factory=dict)  # the baseline snapshot
+    profile: dict[str, Any] = attrs.field(factory=dict)  # profiler metrics of the baseline
     shared: dict[str, Any] = attrs.field(factory=dict)  # results earlier gates left for later ones
 
 

@@ -1,15 +1,63 @@
 """Built-in gates, registered through the same hook as any third-party gate.
 
-Candidate phase (default order): ``build`` → ``correctness`` → ``screen``.
-Final phase (default): ``confirm``. Order and membership come from ``[gates]`` in config.
+Candidate phase (default order): ``policy`` → ``build`` → ``correctness`` → ``screen``.
+Final phase (default order): ``confirm`` → ``shape`` → ``roofline``.
+Order and membership come from ``[gates]`` in config (docs/gates.md).
 """
 
 from __future__ import annotations
 
+import re
+
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
+from kernelopt_core.gates.perf import ConfirmGate, RooflineGate, ScreenGate, ShapeGate
 from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.measure.stats import confirm_stats, median
-from kernelopt_core.runner import BenchFailed
+
+# Patterns an honest kernel edit does not add. Each names the reward hack it would enable.
+POLICY_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("vendor library swap", re.compile(
+        r"\b(cublas\w*|cudnn\w*|cutlass|rocblas\w*|hipblas\w*|miopen\w*|cblas_\w+|mkl_\w+|"
+        r"openblas\w*|torch::|at::|ATen)\b|#\s*include\s*[<\"](cublas|cudnn|cutlass|cblas|mkl|"
+        r"rocblas|hipblas|miopen|torch|ATen)", re.I)),
+    ("timer tampering", re.compile(
+        r"\b(clock_gettime|gettimeofday|QueryPerformanceCounter|__rdtsc|rdtsc|"
+        r"cudaEvent\w+|hipEvent\w+|std::chrono|perf_counter|time\.time)\b")),
+    ("work on a side stream or thread", re.compile(
+        r"\b(cudaStreamCreate\w*|hipStreamCreate\w*|std::thread|std::async|std::jthread|"
+        r"pthread_create|fork|threading\.Thread|multiprocessing|concurrent\.futures)\b")),
+    ("process or environment tampering", re.compile(
+        r"\b(system|popen|execv\w*|setenv|putenv|dlsym|dlopen|LD_PRELOAD)\s*\(|LD_PRELOAD")),
+]
+
+
+def added_lines(old: bytes | None, new: bytes) -> list[tuple[int, str]]:
+    """Lines of ``new`` that do not occur in ``old`` (with their 1-based numbers)."""
+    before = set((old or b"").decode("utf-8", errors="replace").splitlines())
+    return [(n, line) for n, line in
+            enumerate(new.decode("utf-8", errors="replace").splitlines(), 1)
+            if line not in before]
+
+
+class PolicyGate:
+    """Static check of the added lines: no vendor libraries, timers, side streams or threads,
+    and no process/environment tampering. Cheap, deterministic, and first in line."""
+
+    name = "policy"
+    phase = "candidate"
+
+    def evaluate(self, ctx: GateContext) -> GateResult:
+        findings = []
+        for path, data in sorted(ctx.edits.items()):
+            for number, line in added_lines(ctx.baseline_files.get(path), data):
+                code = line.split("//", 1)[0] if not path.endswith(".py") else line.split("#")[0]
+                for reason, pattern in POLICY_RULES:
+                    match = pattern.search(code)
+                    if match:
+                        findings.append(f"{path}:{number}: {reason} (`{match.group(0)}`)")
+        if findings:
+            return GateResult(self.name, False, "; ".join(findings[:5]),
+                              {"findings": findings}, failed_verdict=FALLBACK)
+        return GateResult(self.name, True, "no forbidden constructs in the added lines")
 
 
 class BuildGate:
@@ -47,80 +95,7 @@ class CorrectnessGate:
         return GateResult(self.name, True, f"passed on seeds {list(ctx.settings.seeds)}")
 
 
-class ScreenGate:
-    """Interleaved baseline/candidate invocations; advance if clearly faster (γ margin)."""
-
-    name = "screen"
-    phase = "candidate"
-
-    def evaluate(self, ctx: GateContext) -> GateResult:
-        if not ctx.runner.has_bench(ctx.candidate_tree):
-            return GateResult(self.name, True, "no bench: not screened", skipped=True)
-        log = ctx.log_dir / "bench.log"
-        base, cand = [], []
-        try:
-            for i in range(ctx.settings.screen_runs):
-                order = [("b", ctx.baseline_tree), ("c", ctx.candidate_tree)]
-                for role, tree in order if i % 2 == 0 else reversed(order):
-                    ms = ctx.runner.bench(tree, log, f"screen:{ctx.candidate}").time_ms
-                    (base if role == "b" else cand).append(ms)
-        except BenchFailed as exc:
-            return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
-        b, c = median(base), median(cand)
-        speedup = b / c
-        metrics = {"baseline_ms": base, "candidate_ms": cand, "speedup": speedup}
-        ctx.shared["screen_speedup"] = speedup
-        gamma = ctx.settings.gamma
-        if c < b / gamma:
-            return GateResult(self.name, True, f"{speedup:.3f}× (> γ={gamma:g})", metrics)
-        return GateResult(self.name, False, f"{speedup:.3f}× is not above γ={gamma:g}", metrics)
-
-
-class ConfirmGate:
-    """Final rounds in fresh processes, interleaved with alternating order; sign test and a
-    noise floor from the baseline's own spread in the same session."""
-
-    name = "confirm"
-    phase = "final"
-
-    def evaluate(self, ctx: GateContext) -> GateResult:
-        if not ctx.runner.has_bench(ctx.candidate_tree):
-            return GateResult(self.name, True, "no bench: cannot confirm", skipped=True)
-        log = ctx.log_dir / "confirm.log"
-        base, cand = [], []
-        try:
-            for i in range(ctx.settings.final_rounds):
-                order = [("b", ctx.baseline_tree), ("c", ctx.candidate_tree)]
-                for role, tree in order if i % 2 == 0 else reversed(order):
-                    ms = ctx.runner.bench(tree, log, f"confirm:{ctx.candidate}").time_ms
-                    (base if role == "b" else cand).append(ms)
-                ctx.runner.journal.write(
-                    "confirm_round", candidate=ctx.candidate, round=i + 1,
-                    baseline_ms=base[-1], candidate_ms=cand[-1],
-                )
-        except BenchFailed as exc:
-            return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
-        stats = confirm_stats(base, cand, ctx.settings.gamma, ctx.settings.min_noise_pct)
-        metrics = {
-            "baseline_ms": base,
-            "candidate_ms": cand,
-            "ratios": list(stats.ratios),
-            "wins": stats.wins,
-            "rounds": stats.rounds,
-            "median_ratio": stats.median_ratio,
-            "noise_pct": stats.noise_pct,
-            "threshold": stats.threshold,
-            "sign_p": stats.sign_p,
-        }
-        ctx.shared["confirm"] = metrics
-        summary = (
-            f"median ratio {stats.median_ratio:.3f}× over {stats.rounds} rounds, "
-            f"{stats.wins}/{stats.rounds} won, noise ±{stats.noise_pct:.1f} %, "
-            f"needs > {stats.threshold:.3f}× and every round won"
-        )
-        return GateResult(self.name, stats.faster, summary, metrics)
-
-
 @hookimpl
 def kernelopt_register_gates() -> list[object]:
-    return [BuildGate(), CorrectnessGate(), ScreenGate(), ConfirmGate()]
+    return [PolicyGate(), BuildGate(), CorrectnessGate(), ScreenGate(), ConfirmGate(),
+            ShapeGate(), RooflineGate()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 
@@ -12,13 +13,12 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def noise_pct(baseline_samples: Sequence[float], floor_pct: float) -> float:
-    """Noise floor ε (%) from the spread of baseline-against-baseline samples taken in the
-    same session: half the relative range around the median, never below ``floor_pct``."""
-    if len(baseline_samples) < 2:
+def noise_pct(aa_ratios: Sequence[float], floor_pct: float) -> float:
+    """Noise floor ε (%) from baseline-against-baseline ratios measured in the same session:
+    the largest A/A deviation seen, never below ``floor_pct``."""
+    if not aa_ratios:
         return floor_pct
-    mid = median(baseline_samples)
-    spread = (max(baseline_samples) - min(baseline_samples)) / 2 / mid * 100
+    spread = max(abs(math.exp(abs(math.log(r))) - 1.0) for r in aa_ratios) * 100
     return max(floor_pct, spread)
 
 
@@ -44,12 +44,15 @@ class ConfirmStats:
 def confirm_stats(
     baseline_ms: Sequence[float],
     candidate_ms: Sequence[float],
+    aa_ratios: Sequence[float],
     gamma: float,
     floor_pct: float,
 ) -> ConfirmStats:
+    """Per-round ratios r = baseline/candidate; faster iff every round is won and the median
+    ratio exceeds 1 + max(ε, γ−1). The one-sided sign-test p-value is reported alongside."""
     ratios = tuple(b / c for b, c in zip(baseline_ms, candidate_ms, strict=True))
     wins = sum(r > 1.0 for r in ratios)
-    eps = noise_pct(baseline_ms, floor_pct)
+    eps = noise_pct(aa_ratios, floor_pct)
     threshold = 1.0 + max(eps / 100.0, gamma - 1.0)
     from scipy.stats import binomtest  # imported here: scipy.stats costs ~1 s at start-up
 

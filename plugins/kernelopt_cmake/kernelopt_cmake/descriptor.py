@@ -52,6 +52,9 @@ class TargetSpec:
     bench_regex: str = ""
     bench_unit: str = "ms"
     engine: str | None = None
+    shape_test: str | None = None  # checks the exact timed shape and launch path; {seed}
+    device: str | None = None  # cpu | cuda | hip; default from the editable files' suffixes
+    peak_gbps: float | None = None  # override the measured peak bandwidth
     context: list[str] = attrs.field(factory=list)
     contract: list[str] = attrs.field(factory=list)
     shape: str = ""
@@ -120,6 +123,9 @@ def load(path: Path) -> Descriptor:
             if not k.values or not all(isinstance(v, (str, int, float)) for v in k.values):
                 raise UsageError(f"{path}:{toml_line(text, 'values') or '?'}: knob {k.name!r} "
                                  "needs a non-empty list of numbers or strings in `values`")
+        if t.device not in (None, "cpu", "cuda", "hip"):
+            raise UsageError(f"{path}:{toml_line(text, 'device') or '?'}: device {t.device!r} "
+                             "is not one of cpu, cuda, hip")
         if t.bench_format not in ("json", "csv", "regex"):
             raise UsageError(f"{path}:{toml_line(text, 'bench_format') or '?'}: bench_format "
                              f"{t.bench_format!r} is not one of json, csv, regex")

@@ -36,9 +36,17 @@ def _expand(template: str, values: dict[str, str]) -> tuple[str, ...]:
         except (KeyError, IndexError) as exc:
             raise UsageError(
                 f"command {template!r}: unknown placeholder {exc}",
-                hint="placeholders are {repo} {build} {seed} {out}; write {{ }} for a literal brace",
+                hint="placeholders are {repo} {build} {seed} {out} {work}; {{ }} is a literal brace",
             ) from None
     return tuple(out)
+
+
+def _device_of(files: list[str]) -> str:
+    if any(f.endswith((".cu", ".cuh")) for f in files):
+        return "cuda"
+    if any(f.endswith(".hip") for f in files):
+        return "hip"
+    return "cpu"
 
 
 class CMakeBackend:
@@ -91,21 +99,24 @@ class CMakeBackend:
             knobs=tuple(knobs),
             bench=bench,
             has_engine=spec.engine is not None,
+            device=spec.device or _device_of(spec.editable),
+            peak_gbps=spec.peak_gbps,
             data=(descriptor, spec),
         )
 
     # ------------------------------------------------------------------ commands
-    def _values(self, tree: Tree, seed: int | None = None) -> dict[str, str]:
+    def _values(self, tree: Tree, seed: int | None = None, work: float = 1.0) -> dict[str, str]:
         out = tree.build / "kernelopt-out"
         out.mkdir(parents=True, exist_ok=True)
-        values = {"repo": str(tree.src), "build": str(tree.build), "out": str(out)}
+        values = {"repo": str(tree.src), "build": str(tree.build), "out": str(out),
+                  "work": repr(work)}
         if seed is not None:
             values["seed"] = str(seed)
         return values
 
     def _command(self, template: str, tree: Tree, timeout: float, label: str,
-                 seed: int | None = None) -> Command:
-        return Command(_expand(template, self._values(tree, seed)), cwd=tree.src,
+                 seed: int | None = None, work: float = 1.0) -> Command:
+        return Command(_expand(template, self._values(tree, seed, work)), cwd=tree.src,
                        timeout_s=timeout, label=label)
 
     def build(self, target: Target, tree: Tree) -> list[Command]:
@@ -140,9 +151,25 @@ class CMakeBackend:
         _descriptor, spec = target.data
         return self._command(spec.test, tree, spec.timeout_s, "test", seed)
 
-    def bench(self, target: Target, tree: Tree) -> Command | None:
+    def bench(self, target: Target, tree: Tree, work: float = 1.0) -> Command | None:
+        """``work`` fills {work}: the fraction of the work a planted gate-self-test candidate
+        does; benches without the placeholder cannot plant one."""
         _descriptor, spec = target.data
-        return self._command(spec.bench, tree, spec.timeout_s, "bench") if spec.bench else None
+        if not spec.bench:
+            return None
+        if work != 1.0 and "{work}" not in spec.bench:
+            raise UsageError(
+                f"target {spec.name!r}: the bench command has no {{work}} placeholder",
+                hint="add `--work {work}` (or similar) to `bench` so the gate self-test can "
+                "plant a candidate doing a fraction of the work",
+            )
+        return self._command(spec.bench, tree, spec.timeout_s, "bench", work=work)
+
+    def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None:
+        _descriptor, spec = target.data
+        if not spec.shape_test:
+            return None
+        return self._command(spec.shape_test, tree, spec.timeout_s, "shape test", seed)
 
     def engine(self, target: Target, tree: Tree) -> Command | None:
         _descriptor, spec = target.data

@@ -1,0 +1,223 @@
+"""The perf gates of DESIGN.md §5: screen, confirm, measured shape, roofline plausibility."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
+from kernelopt_core.measure.device import device_info
+from kernelopt_core.measure.parsers import BenchReading
+from kernelopt_core.measure.stats import confirm_stats, median
+from kernelopt_core.runner import BenchFailed
+from kernelopt_core.target import Tree
+
+
+class ScreenGate:
+    """Interleaved baseline/candidate invocations; advance if clearly faster (γ margin)."""
+
+    name = "screen"
+    phase = "candidate"
+
+    def evaluate(self, ctx: GateContext) -> GateResult:
+        if not ctx.runner.has_bench(ctx.candidate_tree):
+            return GateResult(self.name, True, "no bench: not screened", skipped=True)
+        log = ctx.log_dir / "bench.log"
+        base, cand = [], []
+        try:
+            for i in range(ctx.settings.screen_runs):
+                order = [("b", ctx.baseline_tree), ("c", ctx.candidate_tree)]
+                for role, tree in order if i % 2 == 0 else reversed(order):
+                    ms = ctx.runner.bench(tree, log, f"screen:{ctx.candidate}").time_ms
+                    (base if role == "b" else cand).append(ms)
+        except BenchFailed as exc:
+            return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
+        b, c = median(base), median(cand)
+        speedup = b / c
+        metrics = {"baseline_ms": base, "candidate_ms": cand, "speedup": speedup}
+        gamma = ctx.settings.gamma
+        if c < b / gamma:
+            return GateResult(self.name, True, f"{speedup:.3f}× (> γ={gamma:g})", metrics)
+        return GateResult(self.name, False, f"{speedup:.3f}× is not above γ={gamma:g}", metrics)
+
+
+def bracketed_rounds(
+    ctx: GateContext, candidate: Tree, rounds: int, purpose: str, work: float = 1.0
+) -> tuple[list[float], list[float], list[float], list[BenchReading], list[BenchReading]]:
+    """``rounds`` rounds of fresh processes, each baseline → candidate → baseline.
+
+    Bracketing the candidate between two baseline invocations cancels linear drift, and the
+    two baselines of a round give an A/A sample in the same session for the noise floor.
+    Returns (baseline geometric means, candidate times, A/A ratios, readings...).
+    """
+    log = ctx.log_dir / f"{purpose}.log"
+    base, cand, aa = [], [], []
+    base_readings: list[BenchReading] = []
+    cand_readings: list[BenchReading] = []
+    for i in range(rounds):
+        first = ctx.runner.bench(ctx.baseline_tree, log, f"{purpose}:{ctx.candidate}")
+        middle = ctx.runner.bench(candidate, log, f"{purpose}:{ctx.candidate}", work=work)
+        last = ctx.runner.bench(ctx.baseline_tree, log, f"{purpose}:{ctx.candidate}")
+        base.append(math.sqrt(first.time_ms * last.time_ms))
+        cand.append(middle.time_ms)
+        aa.append(first.time_ms / last.time_ms)
+        base_readings += [first, last]
+        cand_readings.append(middle)
+        ctx.runner.journal.write(
+            "confirm_round", candidate=ctx.candidate, purpose=purpose, round=i + 1,
+            baseline_ms=base[-1], candidate_ms=cand[-1], aa_ratio=aa[-1],
+        )
+    return base, cand, aa, base_readings, cand_readings
+
+
+class ConfirmGate:
+    """Final rounds in fresh processes, the candidate bracketed by baselines; every round must
+    be won (sign test) and the median ratio must clear 1 + max(noise, γ−1)."""
+
+    name = "confirm"
+    phase = "final"
+
+    def evaluate(self, ctx: GateContext) -> GateResult:
+        if not ctx.runner.has_bench(ctx.candidate_tree):
+            return GateResult(self.name, True, "no bench: cannot confirm", skipped=True)
+        try:
+            base, cand, aa, b_read, c_read = bracketed_rounds(
+                ctx, ctx.candidate_tree, ctx.settings.final_rounds, "confirm"
+            )
+        except BenchFailed as exc:
+            return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
+        ctx.shared["readings"] = {"baseline": b_read, "candidate": c_read}
+        stats = confirm_stats(base, cand, aa, ctx.settings.gamma, ctx.settings.min_noise_pct)
+        metrics = {
+            "baseline_ms": base, "candidate_ms": cand, "aa_ratios": aa,
+            "ratios": list(stats.ratios), "wins": stats.wins, "rounds": stats.rounds,
+            "median_ratio": stats.median_ratio, "noise_pct": stats.noise_pct,
+            "threshold": stats.threshold, "sign_p": stats.sign_p,
+        }
+        ctx.shared["confirm"] = metrics
+        summary = (
+            f"median ratio {stats.median_ratio:.3f}× over {stats.rounds} rounds, "
+            f"{stats.wins}/{stats.rounds} won (sign test p={stats.sign_p:.3f}), noise "
+            f"±{stats.noise_pct:.1f} %; needs > {stats.threshold:.3f}× and every round won"
+        )
+        return GateResult(self.name, stats.faster, summary, metrics)
+
+
+def _checksum(reading: BenchReading) -> float | None:
+    value = reading.extra.get("checksum")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+class ShapeGate:
+    """The exact shape and launch path the bench timed is correct too.
+
+    Uses the backend's ``shape_check`` command when it has one; otherwise the ``checksum`` the
+    bench reports after a verification call on poisoned outputs, compared with the baseline's.
+    Without either, the measured shape cannot be verified and the verdict stays ``matched``.
+    """
+
+    name = "shape"
+    phase = "final"
+
+    def evaluate(self, ctx: GateContext) -> GateResult:
+        log = ctx.log_dir / "shape.log"
+        for seed in ctx.settings.seeds:
+            result = ctx.runner.shape_check(ctx.candidate_tree, seed, log)
+            if result is None:
+                break
+            if not result.ok:
+                return GateResult(self.name, False, f"measured shape, seed {seed}: "
+                                  f"{result.describe()}", {"log_tail": result.tail(2000)},
+                                  failed_verdict=FALLBACK)
+        else:
+            return GateResult(self.name, True, f"shape check passed on seeds "
+                              f"{list(ctx.settings.seeds)}")
+        if not ctx.runner.has_bench(ctx.candidate_tree):
+            return GateResult(self.name, True, "no bench: nothing timed", skipped=True)
+        readings = ctx.shared.get("readings")
+        if readings is None:
+            try:
+                readings = {
+                    "baseline": [ctx.runner.bench(ctx.baseline_tree, log, "shape")],
+                    "candidate": [ctx.runner.bench(ctx.candidate_tree, log, "shape")],
+                }
+            except BenchFailed as exc:
+                return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
+        base = [_checksum(r) for r in readings["baseline"]]
+        cand = [_checksum(r) for r in readings["candidate"]]
+        if any(c is None for c in base + cand):
+            return GateResult(self.name, False, "cannot verify the measured shape: the bench "
+                              "reports no checksum and the backend has no shape check",
+                              failed_verdict=MATCHED)
+        reference = median(base)  # type: ignore[arg-type]
+        rtol = ctx.settings.checksum_rtol
+        scale = max(abs(reference), 1e-30)
+        if not math.isfinite(reference) or any(abs(b - reference) > rtol * scale for b in base):
+            return GateResult(self.name, False, f"the baseline's own checksums disagree "
+                              f"({base}); the bench is not deterministic enough to verify the "
+                              "measured shape", {"baseline": base}, failed_verdict=MATCHED)
+        bad = [c for c in cand if not math.isfinite(c) or abs(c - reference) > rtol * scale]
+        metrics = {"baseline_checksum": reference, "candidate_checksums": cand, "rtol": rtol}
+        if bad:
+            return GateResult(self.name, False, f"wrong output on the measured shape: checksum "
+                              f"{bad[0]!r} vs baseline {reference!r} (rtol {rtol:g})", metrics,
+                              failed_verdict=FALLBACK)
+        return GateResult(self.name, True, f"measured-shape checksum matches the baseline "
+                          f"(rtol {rtol:g})", metrics)
+
+
+class RooflineGate:
+    """Minimum bytes over candidate time may not exceed κ × the measured peak bandwidth."""
+
+    name = "roofline"
+    phase = "final"
+
+    def _bytes(self, ctx: GateContext) -> tuple[int | None, str]:
+        if ctx.target.bytes_moved:
+            return ctx.target.bytes_moved, "declared"
+        readings = ctx.shared.get("readings", {}).get("baseline", [])
+        counted = next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
+        if counted:
+            return int(counted), "counted by the bench"
+        if ctx.profile.get("dram_bytes"):
+            return int(ctx.profile["dram_bytes"]), "ncu dram bytes of the baseline"
+        return None, ""
+
+    def evaluate(self, ctx: GateContext) -> GateResult:
+        confirm: dict[str, Any] | None = ctx.shared.get("confirm")
+        if confirm is None:
+            return GateResult(self.name, True, "no confirmed time to bound", skipped=True)
+        nbytes, source = self._bytes(ctx)
+        if not nbytes:
+            return GateResult(self.name, True, "skipped: no byte count (declare `bytes`)",
+                              skipped=True)
+        override = ctx.settings.peak_gbps or ctx.target.peak_gbps
+        device = device_info(ctx.settings.state_root, ctx.target.device, override)
+        candidate_ms = median(confirm["candidate_ms"])
+        achieved = nbytes / (candidate_ms / 1e3) / 1e9
+        metrics = {"bytes": nbytes, "bytes_source": source, "achieved_gbps": achieved,
+                   "peak_gbps": device.peak_gbps, "peak_method": device.method,
+                   "device": device.name, "cache_bytes": device.cache_bytes,
+                   "kappa": ctx.settings.kappa}
+        if device.peak_gbps is None:
+            return GateResult(self.name, True, f"skipped: peak bandwidth unknown "
+                              f"({device.method}); give --peak-gbps", metrics, skipped=True)
+        metrics["fraction"] = achieved / device.peak_gbps
+        if nbytes < device.cache_bytes:
+            return GateResult(
+                self.name, True, f"skipped: the working set ({nbytes / 2**20:.1f} MiB) fits in "
+                f"the {device.cache_bytes / 2**20:.0f} MiB cache, so DRAM bandwidth does not "
+                "bound it; no other bound applied", metrics, skipped=True)
+        bound = ctx.settings.kappa * device.peak_gbps
+        text = (f"{achieved:.1f} GB/s = {achieved / device.peak_gbps:.0%} of the measured "
+                f"{device.peak_gbps:.1f} GB/s peak ({nbytes} bytes {source})")
+        if achieved > bound:
+            return GateResult(self.name, False, f"physically implausible: {text} exceeds "
+                              f"κ={ctx.settings.kappa:g} × peak; the candidate must be doing "
+                              "less work or fooling the timer", metrics, failed_verdict=FALLBACK)
+        return GateResult(self.name, True, text, metrics)

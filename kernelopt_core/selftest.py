@@ -1,0 +1,115 @@
+"""`kernelopt gate-selftest`: the confirm gate's own false-accept and detection rates.
+
+A/A: the baseline is confirmed against an identical copy of itself through the full protocol
+(fresh processes, candidate bracketed by baselines, noise floor, sign test, margin) N times;
+each "optimized" decision is a false accept. Planted: the same, against a candidate that is
+truly faster because its bench does a fraction 1/X of the real work (the bench's ``{work}``
+placeholder); each "optimized" decision is a detection. The naive decision of the same rounds
+— one invocation each, accept if candidate < baseline/1.03 — is reported beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import Any
+
+from kernelopt_core.errors import UsageError
+from kernelopt_core.gates.base import GateContext
+from kernelopt_core.gates.perf import bracketed_rounds
+from kernelopt_core.hookspecs import Backend
+from kernelopt_core.journal import Journal
+from kernelopt_core.loop import new_run_id, prepare_state_root
+from kernelopt_core.measure.device import device_info
+from kernelopt_core.measure.stats import confirm_stats, median
+from kernelopt_core.runner import Runner
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Target
+from kernelopt_core.workspace import Workspace
+
+NAIVE_GAMMA = 1.03
+
+
+def run_selftest(
+    backend: Backend, target: Target, settings: Settings, trials: int,
+    planted_speedup: float | None, listeners: list[Any],
+) -> dict[str, Any]:
+    if trials < 1:
+        raise UsageError("--trials must be at least 1")
+    if planted_speedup is not None and planted_speedup <= 1.0:
+        raise UsageError("--planted-speedup must be above 1 (e.g. 1.03)")
+    prepare_state_root(settings.state_root)
+    run_id = new_run_id()
+    out_dir = settings.state_root / "selftest" / run_id
+    journal = Journal(out_dir / "journal.jsonl")
+    journal.listeners.extend(listeners)
+    runner = Runner(backend, target, settings, journal)
+    workspace = Workspace(settings.state_root, target)
+    workspace.acquire()
+    try:
+        workspace.start(run_id)
+        workspace.use_candidate({})  # the "candidate" is the baseline itself
+        for tree in (workspace.baseline_tree, workspace.candidate_tree):
+            built = runner.build(tree, out_dir / f"{tree.role}-build.log")
+            if built is not None and not built.ok:
+                raise UsageError(f"the target does not build: {built.describe()}")
+        if not runner.has_bench(workspace.baseline_tree):
+            raise UsageError(f"target {target.name!r} has no bench: nothing to self-test")
+        ctx = GateContext(runner, settings, target, "selftest", workspace.candidate_tree,
+                          workspace.baseline_tree, out_dir, None)
+        kinds = [("aa", 1.0)] + ([("planted", 1.0 / planted_speedup)] if planted_speedup else [])
+        results: dict[str, Any] = {}
+        for kind, work in kinds:
+            decisions, naive, ratios, seconds = [], [], [], []
+            for i in range(trials):
+                start = time.perf_counter()
+                base, cand, aa, b_read, c_read = bracketed_rounds(
+                    ctx, workspace.candidate_tree, settings.final_rounds, f"{kind}{i + 1}", work)
+                stats = confirm_stats(base, cand, aa, settings.gamma, settings.min_noise_pct)
+                seconds.append(time.perf_counter() - start)
+                decisions.append(stats.faster)
+                naive.append(c_read[0].time_ms < b_read[0].time_ms / NAIVE_GAMMA)
+                ratios.append(stats.median_ratio)
+                journal.write("selftest_decision", kind=kind, trial=i + 1, accept=stats.faster,
+                              naive_accept=naive[-1], median_ratio=stats.median_ratio,
+                              noise_pct=stats.noise_pct, threshold=stats.threshold)
+            results[kind] = {
+                "trials": trials, "accepts": sum(decisions), "naive_accepts": sum(naive),
+                "median_ratio": median(ratios), "seconds_per_decision": median(seconds),
+            }
+    finally:
+        workspace.release()
+        journal.close()
+    device = device_info(settings.state_root, target.device, settings.peak_gbps)
+    summary: dict[str, Any] = {
+        "schema": 1,
+        "selftest_id": run_id,
+        "target": {"backend": target.backend, "name": target.name, "shape": target.shape},
+        "trials": trials,
+        "false_accepts": results["aa"]["accepts"],
+        "false_accept_rate": results["aa"]["accepts"] / trials,
+        "detections": results["planted"]["accepts"] if "planted" in results else None,
+        "detection_rate": results["planted"]["accepts"] / trials if "planted" in results else None,
+        "planted_speedup": planted_speedup,
+        "measured_planted_ratio": results["planted"]["median_ratio"] if "planted" in results
+        else None,
+        "seconds_per_decision": results["aa"]["seconds_per_decision"],
+        "naive": {
+            "gamma": NAIVE_GAMMA,
+            "false_accepts": results["aa"]["naive_accepts"],
+            "detections": results["planted"]["naive_accepts"] if "planted" in results else None,
+        },
+        "protocol": {"gamma": settings.gamma, "final_rounds": settings.final_rounds,
+                     "min_noise_pct": settings.min_noise_pct},
+        "machine": {"host": platform.node(), "platform": platform.platform(),
+                    "cpus": os.cpu_count()},
+        "device": {"kind": target.device, "name": device.name, "peak_gbps": device.peak_gbps},
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "results": results,
+        "dir": str(out_dir),
+    }
+    import json
+
+    (out_dir / "selftest.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
