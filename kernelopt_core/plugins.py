@@ -75,7 +75,8 @@ class PluginHost:
         if autoload is None:
             autoload = env.get("KERNELOPT_DISABLE_PLUGIN_AUTOLOAD", "") in ("", "0")
         if disabled is None:
-            disabled = [n for n in env.get("KERNELOPT_DISABLE_PLUGINS", "").split(",") if n]
+            disabled = [n.strip() for n in env.get("KERNELOPT_DISABLE_PLUGINS", "").split(",")
+                        if n.strip()]
         if strict is None:
             strict = env.get("KERNELOPT_STRICT_PLUGINS", "") not in ("", "0")
         self.disabled = set(disabled)
@@ -99,9 +100,20 @@ class PluginHost:
         if name in self.disabled:
             return
         info = PluginInfo(name, dist, version, module, builtin)
+        if name in self.infos:  # two packages chose one entry-point name: keep the first
+            first = self.infos[name]
+            key = f"{name} ({dist})"
+            info.name = key
+            info.error = (f"entry-point name {name!r} is already used by {first.distribution} "
+                          f"({first.module}); this plugin was not loaded")
+            info.hint = f"rename the entry point in {dist}, or uninstall one of the two"
+            if self.strict:
+                raise UsageError(info.error, hint=info.hint)
+            self.infos[key] = info
+            return
         try:
             self.pm.register(obj, name=name)
-        except Exception as exc:  # a bad hookimpl signature, a duplicate name
+        except Exception as exc:  # a bad hookimpl signature
             info.error = f"{type(exc).__name__}: {exc}"
             info.hint = "fix the plugin's hook implementations (see kernelopt_core.hookspecs)"
             if self.strict:
@@ -117,7 +129,7 @@ class PluginHost:
             version = dist.version if dist is not None else "?"
             try:
                 obj = ep.load()
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # a plugin may not exit the tool either
                 self.infos[ep.name] = PluginInfo(
                     ep.name,
                     dist_name,
@@ -145,7 +157,7 @@ class PluginHost:
             plugin = impl.plugin_name
             try:
                 records = impl.function() or []
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 info = self.infos.get(plugin)
                 if info is not None:
                     info.error = f"{REGISTRIES[kind]} raised {type(exc).__name__}: {exc}"
@@ -213,7 +225,7 @@ class PluginHost:
         for impl in self.pm.hook.kernelopt_register_commands.get_hookimpls():
             try:
                 impl.function(cli=cli)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 on_error(impl.plugin_name, exc)
 
 

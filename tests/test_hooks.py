@@ -170,3 +170,34 @@ def test_a_registration_hook_that_raises_is_reported_not_fatal() -> None:
     assert "scripted" in host.registry("backends")
     info = {i.name: i for i in host.plugin_infos()}["test-plugin-0"]
     assert "RuntimeError: boom" in info.error
+
+
+def _fake_dist(site: Path, dist: str, ep_name: str, module: str, body: str) -> None:
+    info = site / f"{dist.replace('-', '_')}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[kernelopt]\n{ep_name} = {module}\n")
+    (site / f"{module}.py").write_text(body)
+
+
+def test_entry_points_that_exit_or_clash_are_reported_not_fatal(tmp_path, monkeypatch) -> None:
+    from kernelopt_core.plugins import PluginHost
+
+    site = tmp_path / "site"
+    _fake_dist(site, "kernelopt-exiter", "exiter", "exiter_mod",
+               'import sys\nsys.exit("needs CUDA")\n')
+    _fake_dist(site, "kernelopt-aaa", "same", "aaa_mod", "")
+    _fake_dist(site, "kernelopt-bbb", "same", "bbb_mod", "")
+    monkeypatch.syspath_prepend(str(site))
+    host = PluginHost(autoload=True, disabled=[" core-tuner"], strict=False)
+    infos = {i.name: i for i in host.plugin_infos()}
+    assert "SystemExit: needs CUDA" in infos["exiter"].error
+    clash = [i for i in infos.values() if i.name.startswith("same (")]
+    assert len(clash) == 1 and "already used by" in clash[0].error
+    assert infos["same"].error is None
+    assert "core-tuner" in infos  # only exact names are disabled here
+    spaced = PluginHost(autoload=False, disabled=None, strict=False)
+    assert "core-tuner" in {i.name for i in spaced.plugin_infos()}
+    monkeypatch.setenv("KERNELOPT_DISABLE_PLUGINS", "core-replay, core-tuner")
+    names = {i.name for i in PluginHost(autoload=False).plugin_infos()}
+    assert "core-tuner" not in names and "core-replay" not in names

@@ -1,0 +1,395 @@
+"""The plugin architecture with real packages: wheels, a virtual environment, entry points.
+
+One module-scoped venv (``--system-site-packages``, so third-party dependencies come from the
+system offline) gets real wheels of kernelopt, kernelopt-cmake and a third-party backend written
+here (kernelopt-echo); a package that raises at import (kernelopt-broken) comes and goes per test.
+
+Removing a backend cannot be proved in that venv: the system site also holds kernelopt-cmake as
+an *editable* install, whose dist-info and import finder stay visible there after
+``pip uninstall``. So the uninstall test uses a second venv *without* system site-packages whose
+site-packages links to each third-party distribution of the system site, kernelopt's own
+(and every ``.pth`` file, editable finders included) left out: it sees exactly the wheels
+installed into it, and ``pip uninstall`` there removes the only copy it can see.
+
+Every command runs in a scratch directory (``python -c`` puts the working directory first on
+``sys.path``; run from the checkout it would import the source tree, not the wheel) with
+``PYTHONPATH`` and ``KERNELOPT_*`` removed from the environment. Nothing uses the network.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import last_run, summary
+
+from kernelopt_core.testing import write_chunk_project
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+CMAKE_PLUGIN = REPO / "plugins" / "kernelopt_cmake"
+BROKEN_TEXT = "kernelopt-broken fails at import on purpose (token 7f3a91)"
+
+ECHO_MODULE = r'''"""kernelopt-echo: a third-party backend for a directory holding kernel.py, check.py and
+bench.py. It imports only the core and the standard library, as hookspecs.py asks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kernelopt_core.errors import UsageError
+from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.target import BenchSpec, Command, Knob, Target
+
+FILES = ("kernel.py", "check.py", "bench.py")
+CHUNKS = ("1", "2", "4", "8", "16", "32", "64", "128", "256")
+COPY = "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])"
+
+
+def _is_project(path: Path) -> bool:
+    return path.is_dir() and all((path / name).is_file() for name in FILES)
+
+
+class EchoBackend:
+    name = "echo"
+
+    def detect(self, path: Path) -> float:
+        return 0.5 if _is_project(Path(path)) else 0.0
+
+    def discover(self, path: Path, settings: object) -> list[Target]:
+        root = Path(path).resolve()
+        if not _is_project(root):
+            raise UsageError(f"{root} is not an echo project", hint="it needs " + ", ".join(FILES))
+        knob = Knob("CHUNK", "kernel.py", CHUNKS, r"^CHUNK = (\d+)$")
+        return [Target(self.name, "echo-sum", root, ("kernel.py",),
+                       contract=("check.py", "bench.py"), shape="f64[20000]",
+                       bytes_moved=160000, knobs=(knob,), bench=BenchSpec(format="json"))]
+
+    def build(self, target: Target, tree) -> list[Command]:
+        return [Command((sys.executable, "-c", COPY, str(tree.src / "kernel.py"),
+                         str(tree.build / "kernel.py")), tree.src, timeout_s=120)]
+
+    def check(self, target: Target, tree, seed: int) -> Command:
+        return Command((sys.executable, str(tree.src / "check.py"), "--seed", str(seed),
+                        "--build", str(tree.build)), tree.src, timeout_s=120)
+
+    def bench(self, target: Target, tree) -> Command | None:
+        return Command((sys.executable, str(tree.src / "bench.py"), str(tree.build)), tree.src,
+                       timeout_s=120)
+
+    def engine(self, target: Target, tree) -> Command | None:
+        return None
+
+
+@hookimpl
+def kernelopt_register_backends() -> list[EchoBackend]:
+    return [EchoBackend()]
+'''
+
+BROKEN_MODULE = f'"""A kernelopt plugin that cannot be imported."""\n\nraise RuntimeError({BROKEN_TEXT!r})\n'
+
+
+def pyproject(dist: str, module: str, entry_point: str) -> str:
+    return f'''[build-system]
+requires = ["setuptools>=77", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{dist}"
+version = "0.2.0"
+description = "written by kernelopt's tests/test_packaging.py"
+requires-python = ">=3.10"
+dependencies = ["kernelopt>=0.1.0"]
+
+[project.entry-points.kernelopt]
+{entry_point} = "{module}"
+
+[tool.setuptools]
+packages = ["{module}"]
+'''
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("KERNELOPT_") and k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    env.update(extra)
+    return env
+
+
+def sh(*argv: str | Path, cwd: Path, env: dict[str, str] | None = None,
+       timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(a) for a in argv], cwd=cwd, env=env or clean_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, f"{result.args}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def bin_of(venv: Path, name: str) -> Path:
+    return venv / "bin" / name
+
+
+def pip(venv: Path, *args: str | Path, cwd: Path) -> str:
+    return ok(sh(bin_of(venv, "python"), "-m", "pip", *args, cwd=cwd))
+
+
+def py(venv: Path, code: str, cwd: Path, *args: str | Path) -> str:
+    return ok(sh(bin_of(venv, "python"), "-c", code, *args, cwd=cwd))
+
+
+def kernelopt(venv: Path, *args: str | Path, cwd: Path,
+              **env: str) -> subprocess.CompletedProcess[str]:
+    return sh(bin_of(venv, "kernelopt"), *args, cwd=cwd, env=clean_env(**env))
+
+
+def plugin_rows(stdout: str) -> dict[str, list[str]]:
+    """`kernelopt plugins` table rows by plugin name (a list: a name listed twice shows)."""
+    rows: dict[str, list[str]] = {}
+    for line in stdout.splitlines()[2:]:
+        if line.strip():
+            rows.setdefault(line.split()[0], []).append(line)
+    return rows
+
+
+def site_packages(venv: Path, cwd: Path) -> Path:
+    return Path(py(venv, "import sysconfig; print(sysconfig.get_path('purelib'))", cwd).strip())
+
+
+def is_own(name: str) -> bool:
+    """kernelopt's own distributions and import finders, and every .pth file."""
+    lower = name.lower()
+    return (lower.startswith(("kernelopt", "__editable__")) or lower.endswith(".pth")
+            or lower == "__pycache__")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("packaging")
+
+
+@pytest.fixture(scope="module")
+def wheels(work: Path) -> dict[str, Path]:
+    """Wheels of kernelopt, kernelopt-cmake, kernelopt-echo and kernelopt-broken.
+
+    The two in-repo projects are built from clean copies: an in-tree build writes build/ and
+    *.egg-info into the checkout, and a stale build/lib would leak into the wheel.
+    """
+    src = work / "src"
+    core = src / "kernelopt"
+    core.mkdir(parents=True)
+    junk = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist", ".kernelopt")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, core / name)
+    for name in ("kernelopt_core", "tests"):  # tests/ too: the wheel must leave it out
+        shutil.copytree(REPO / name, core / name, ignore=junk)
+    shutil.copytree(CMAKE_PLUGIN, src / "kernelopt_cmake", ignore=junk)
+    for dist, module, ep, text in (("kernelopt-echo", "kernelopt_echo", "echo", ECHO_MODULE),
+                                   ("kernelopt-broken", "kernelopt_broken", "broken",
+                                    BROKEN_MODULE)):
+        (src / dist / module).mkdir(parents=True)
+        (src / dist / "pyproject.toml").write_text(pyproject(dist, module, ep))
+        (src / dist / module / "__init__.py").write_text(text)
+    out = work / "wheels"
+    ok(sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+          "--no-cache-dir", "-w", out, core, src / "kernelopt_cmake", src / "kernelopt-echo",
+          src / "kernelopt-broken", cwd=work))
+    found = {}
+    for dist in ("kernelopt", "kernelopt_cmake", "kernelopt_echo", "kernelopt_broken"):
+        (wheel,) = out.glob(f"{dist}-*-py3-none-any.whl")
+        found[dist.replace("_", "-")] = wheel
+    return found
+
+
+@pytest.fixture(scope="module")
+def venv(work: Path, wheels: dict[str, Path]) -> Path:
+    """A venv over the system site, with kernelopt, kernelopt-cmake and kernelopt-echo wheels.
+
+    ``--without-pip`` saves seconds: ``<venv>/bin/python -m pip`` then runs the system's pip,
+    which installs into the venv it runs in (and never uninstalls outside it).
+    """
+    path = work / "venv"
+    ok(sh(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", path,
+          cwd=work))
+    pip(path, "install", "--no-deps", "--no-index", wheels["kernelopt"],
+        wheels["kernelopt-cmake"], wheels["kernelopt-echo"], cwd=work)
+    return path
+
+
+@pytest.fixture
+def broken_installed(venv: Path, wheels: dict[str, Path], work: Path):
+    pip(venv, "install", "--no-deps", "--no-index", wheels["kernelopt-broken"], cwd=work)
+    yield venv
+    pip(venv, "uninstall", "-y", "kernelopt-broken", cwd=work)
+
+
+@pytest.fixture(scope="module")
+def isolated_venv(work: Path, wheels: dict[str, Path]) -> Path:
+    """A venv without system site-packages; third-party distributions linked in, not ours."""
+    path = work / "venv-isolated"
+    ok(sh(sys.executable, "-m", "venv", "--without-pip", path, cwd=work))
+    target = site_packages(path, work)
+    for directory in map(Path, site.getsitepackages()):
+        for entry in sorted(directory.iterdir()) if directory.is_dir() else ():
+            if not is_own(entry.name) and not (target / entry.name).exists():
+                (target / entry.name).symlink_to(entry)
+    pip(path, "install", "--no-deps", "--no-index", wheels["kernelopt"],
+        wheels["kernelopt-cmake"], wheels["kernelopt-echo"], cwd=work)
+    return path
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_wheels_carry_package_data_entry_points_and_no_tests(wheels: dict[str, Path]) -> None:
+    with zipfile.ZipFile(wheels["kernelopt"]) as whl:
+        names = whl.namelist()
+        assert "kernelopt_core/py.typed" in names and "kernelopt_core/hookspecs.py" in names
+        (eps,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        assert "kernelopt = kernelopt_core.cli:main" in whl.read(eps).decode()
+        assert not [n for n in names if n.startswith(("tests/", "plugins/", "build/"))]
+    with zipfile.ZipFile(wheels["kernelopt-cmake"]) as whl:
+        names = whl.namelist()
+        assert "kernelopt_cmake/plugin.py" in names
+        (eps,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        assert "[kernelopt]\ncmake = kernelopt_cmake.plugin" in whl.read(eps).decode()
+        assert not [n for n in names if "tests/" in n or n.startswith("kernelopt_core/")]
+
+
+def test_venv_uses_the_wheels_and_lists_cmake(venv: Path, wheels: dict[str, Path],
+                                              work: Path) -> None:
+    paths = py(venv, "import kernelopt_core, kernelopt_cmake.plugin\n"
+               "print(kernelopt_core.__file__); print(kernelopt_cmake.plugin.__file__)", work)
+    for line in paths.split():
+        assert Path(line).resolve().is_relative_to(venv.resolve()), paths
+    # the entry point resolves to the venv's dist, not to the system's editable one
+    loaded = py(venv, "from kernelopt_core.plugins import PluginHost; import sys\n"
+                "h = PluginHost(autoload=True, disabled=(), strict=True)\n"
+                "print(h.owner('backends', 'cmake'), sys.modules['kernelopt_cmake'].__file__)",
+                work)
+    owner, module_file = loaded.split()
+    assert owner == "cmake" and Path(module_file).resolve().is_relative_to(venv.resolve())
+
+    result = kernelopt(venv, "plugins", cwd=work)
+    out = ok(result)
+    rows = plugin_rows(out)
+    assert len(rows.get("cmake", [])) == 1, out
+    (row,) = rows["cmake"]
+    version = wheels["kernelopt-cmake"].name.split("-")[1]
+    assert row.split()[1:5] == ["kernelopt-cmake", version, "entry", "point"], row
+    assert " ok " in row and "backends: cmake" in row, row
+    assert "core-tuner" in rows and "FAILED" not in out
+
+
+def test_third_party_backend_is_listed_and_drives_the_whole_loop(venv: Path, work: Path) -> None:
+    out = ok(kernelopt(venv, "plugins", cwd=work))
+    (row,) = plugin_rows(out)["echo"]
+    assert row.split()[1:3] == ["kernelopt-echo", "0.2.0"] and "backends: echo" in row, row
+
+    run_cwd = work / "echo-run"
+    project = write_chunk_project(run_cwd / "project")
+    (project / "kernelopt.toml").unlink()  # an echo project is just kernel.py, check.py, bench.py
+    # the loaded object satisfies the Backend protocol and is the only one claiming the project
+    probe = py(venv, "import json, sys; from pathlib import Path\n"
+               "from kernelopt_core.hookspecs import Backend\n"
+               "from kernelopt_core.plugins import PluginHost\n"
+               "from kernelopt_core.settings import load\n"
+               "backends = PluginHost(autoload=True, disabled=(), strict=True).registry('backends')\n"
+               "echo = backends['echo']; path = Path(sys.argv[1])\n"
+               "(t,) = echo.discover(path, load(None, {}))\n"
+               "print(json.dumps({'protocol': isinstance(echo, Backend), 'file': "
+               "sys.modules['kernelopt_echo'].__file__, 'knobs': [k.name for k in t.knobs], "
+               "'scores': {n: b.detect(path) for n, b in backends.items()}}))", work, project)
+    info = json.loads(probe)
+    assert info["protocol"] and info["knobs"] == ["CHUNK"]
+    assert Path(info["file"]).resolve().is_relative_to(venv.resolve())
+    assert info["scores"]["echo"] == 0.5 and info["scores"]["cmake"] == 0.0
+    assert [name for name, score in info["scores"].items() if score > 0] == ["echo"]
+
+    result = kernelopt(venv, "run", project, "--backend", "echo", "--iterations", "4",
+                       "--final-rounds", "3", cwd=run_cwd)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "(echo backend)" in result.stderr
+    s = summary(last_run(run_cwd / ".kernelopt"))
+    assert s["target"]["backend"] == "echo" and s["target"]["name"] == "echo-sum"
+    assert s["status"] == "optimized" and s["speedup"] > 1.0
+
+
+def test_plugin_that_raises_at_import_is_reported_not_fatal(broken_installed: Path,
+                                                            work: Path) -> None:
+    venv = broken_installed
+    result = kernelopt(venv, "plugins", cwd=work)
+    out = ok(result)
+    rows = plugin_rows(out)
+    (row,) = rows["broken"]
+    assert row.split()[1] == "kernelopt-broken" and "entry point" in row, row
+    assert f"FAILED: RuntimeError: {BROKEN_TEXT}" in row, row
+    assert "KERNELOPT_DISABLE_PLUGINS=broken" in result.stderr, result.stderr
+    for name in ("cmake", "echo"):
+        (good,) = rows[name]
+        assert " ok " in good and f"backends: {name}" in good, good
+
+    disabled = kernelopt(venv, "plugins", cwd=work, KERNELOPT_DISABLE_PLUGINS="broken")
+    out = ok(disabled)
+    assert "broken" not in plugin_rows(out) and "kernelopt-broken" not in out + disabled.stderr
+    assert "cmake" in plugin_rows(out)
+
+    run_cwd = work / "broken-run"
+    project = write_chunk_project(run_cwd / "project")  # its kernelopt.toml names cmake
+    run = kernelopt(venv, "run", project, "--iterations", "1", "--final-rounds", "2",
+                    "--screen-runs", "2", "--seeds", "1", cwd=run_cwd)
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    assert "(cmake backend)" in run.stderr
+    s = summary(last_run(run_cwd / ".kernelopt"))
+    assert s["target"]["backend"] == "cmake"
+
+
+def test_uninstalled_backend_is_gone_and_run_names_the_package(isolated_venv: Path,
+                                                               work: Path) -> None:
+    venv = isolated_venv
+    target = site_packages(venv, work)
+    assert not [p for p in target.iterdir() if p.name.startswith("kernelopt") and p.is_symlink()]
+    assert "cmake" in plugin_rows(ok(kernelopt(venv, "plugins", cwd=work)))  # it did work
+
+    pip(venv, "uninstall", "-y", "kernelopt-cmake", cwd=work)
+    gone = sh(bin_of(venv, "python"), "-c", "import kernelopt_cmake", cwd=work)
+    assert gone.returncode == 1 and "ModuleNotFoundError" in gone.stderr
+    result = kernelopt(venv, "plugins", cwd=work)
+    out = ok(result)
+    assert "cmake" not in plugin_rows(out) and "kernelopt-cmake" not in out + result.stderr
+    assert "echo" in plugin_rows(out)
+
+    project = write_chunk_project(work / "uninstalled" / "project")  # kernelopt.toml names cmake
+    run = kernelopt(venv, "run", project, cwd=project.parent)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "backend 'cmake' is not installed" in run.stderr
+    assert "pip install kernelopt-cmake" in run.stderr
+
+    pip(venv, "uninstall", "-y", "kernelopt-echo", cwd=work)  # now no backend at all
+    run = kernelopt(venv, "run", project, cwd=project.parent)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "no backend plugin is installed" in run.stderr and "kernelopt-cmake" in run.stderr
+    assert not (project.parent / ".kernelopt" / "runs").exists()
+
+    # the system's editable install, which this process imports, was never touched
+    dist = importlib.metadata.distribution("kernelopt-cmake")
+    assert [ep.name for ep in dist.entry_points if ep.group == "kernelopt"] == ["cmake"]
+    assert (CMAKE_PLUGIN / "kernelopt_cmake" / "plugin.py").is_file()
