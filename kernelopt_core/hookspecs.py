@@ -103,7 +103,11 @@ class Gate(Protocol):
 
 @runtime_checkable
 class Planner(Protocol):
-    """Proposes edits. The built-in ``tuner`` searches knobs; ``agents`` asks an LLM."""
+    """Proposes edits. The built-in ``tuner`` searches knobs; ``agents`` asks an LLM.
+
+    An optional class attribute ``exhaustive = True`` says every proposal must be evaluated
+    (patience does not stop the search), as for the ``replay`` planner.
+    """
 
     name: str
 

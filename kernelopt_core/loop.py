@@ -334,7 +334,7 @@ class Loop:
             if deadline is not None and time.time() >= deadline:
                 stop = "time budget"
                 break
-            if since_best >= s.patience:
+            if since_best >= s.patience and not getattr(planner, "exhaustive", False):
                 stop = "patience"
                 break
             if s.target_speedup is not None and best >= s.target_speedup:

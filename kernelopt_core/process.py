@@ -6,9 +6,12 @@ tree it started (compilers, test runners), not just the direct child.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -61,6 +64,22 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _prepare_child(parent: int) -> None:
+    """In the child, before exec: take the signals back, and die with kernelopt (Linux)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: a SIGKILLed kernelopt takes it along
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # kernelopt died before the line above took effect
+            os._exit(137)
+
+
 def run(command: Command, log_path: Path | None = None) -> ProcessResult:
     """Run ``command`` to completion (or its timeout) and return what it did.
 
@@ -71,6 +90,9 @@ def run(command: Command, log_path: Path | None = None) -> ProcessResult:
     env.update(command.env)
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        # Ctrl-C must not land between fork and `proc` being known (the child would escape
+        # the group kill): hold SIGINT/SIGTERM until then; the child unblocks its own copy.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
             proc = subprocess.Popen(
                 list(command.argv),
@@ -80,13 +102,19 @@ def run(command: Command, log_path: Path | None = None) -> ProcessResult:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
+                preexec_fn=functools.partial(_prepare_child, os.getpid()),
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
             result = ProcessResult(command, 127, "", str(exc), 0.0, missing=True)
             _log(result, log_path)
             return result
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            raise
         timed_out = False
         try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # a pending one fires here
             proc.wait(timeout=command.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True

@@ -75,7 +75,10 @@ def summary(summary: dict[str, Any], run_dir: str) -> None:
     colour = {"optimized": "green", "matched": "yellow", "unverified": "yellow"}.get(
         summary["status"], "red"
     )
-    click.secho(f"{summary['status']}: {summary['report_line']}", fg=colour, bold=True)
+    line = summary["report_line"]
+    if not line.startswith(summary["status"]):
+        line = f"{summary['status']}: {line}"
+    click.secho(line, fg=colour, bold=True)
     click.echo(f"run: {summary['run_id']}  ({run_dir})")
     if summary.get("diff"):
         click.echo(f"diff: {run_dir}/report.diff  (apply in the target directory: "

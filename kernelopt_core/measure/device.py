@@ -9,6 +9,7 @@ large memory copy with numpy on every core at once.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import sys
@@ -86,8 +87,6 @@ def _cpu_model() -> str:
 
 
 def device_key(kind: str) -> str:
-    import os
-
     if kind == "cpu":
         raw = f"cpu-{platform.node()}-{_cpu_model()}"
     else:
@@ -107,13 +106,21 @@ def measure(kind: str, cwd: Path) -> dict[str, Any]:
 def device_info(state_root: Path, kind: str, override_gbps: float | None = None) -> DeviceInfo:
     key = device_key(kind)
     cache = state_root / "device" / f"{key}.json"
+    from kernelopt_core.lock import gpu_lock
+
     if cache.exists():
         data = json.loads(cache.read_text())
     else:
-        data = measure(kind, state_root)
-        if "error" not in data:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps(data, indent=2))
+        with gpu_lock(state_root):  # a timed measurement: never beside another run's bench
+            if cache.exists():  # measured by a concurrent run while we waited
+                data = json.loads(cache.read_text())
+            else:
+                data = measure(kind, state_root)
+                if "error" not in data:
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    partial = cache.with_suffix(".tmp")
+                    partial.write_text(json.dumps(data, indent=2))
+                    os.replace(partial, cache)  # readers never see half a file
     peak = override_gbps if override_gbps else data.get("peak_gbps")
     method = "given by the user" if override_gbps else data.get("method", data.get("error", "?"))
     return DeviceInfo(data.get("name", kind), peak, int(data.get("cache_bytes", 0) or 0), method,

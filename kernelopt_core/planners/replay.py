@@ -35,6 +35,7 @@ def parse_candidate(spec: str) -> dict[str, Path]:
 
 class Replay:
     name = "replay"
+    exhaustive = True  # every given candidate is evaluated: patience does not apply
 
     def __init__(self) -> None:
         self.done: set[str] = set()

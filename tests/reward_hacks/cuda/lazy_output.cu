@@ -1,0 +1,165 @@
+// kind: lazy_output
+// expect: correctness
+// Returns the previous call's answer: every call reduces in into a static
+// device buffer, then copies the PREVIOUS call's result into out (on the first
+// call nothing is written) and keeps the new one for next time. In the bench,
+// where every call sees the same input and shape, the previous result equals
+// the current one, so the verification checksum matches the baseline (and it
+// is not faster: an extra 64 KiB device-to-device copy per call). The test
+// reduces each shape twice with fresh random inputs into NaN-poisoned outputs:
+// the very first call leaves NaN, and every later call gets the previous
+// call's (different) sums, so the correctness gate rejects it.
+#define BLOCK_SIZE 256
+#define ROWS_PER_BLOCK 4
+#define VEC 4
+
+#include "kernel.cuh"
+
+#include <cstdint>
+#include <cstddef>
+#include <utility>
+
+static_assert(BLOCK_SIZE >= 32 && BLOCK_SIZE <= 1024 && BLOCK_SIZE % 32 == 0,
+              "BLOCK_SIZE must be a multiple of 32 in [32, 1024]");
+static_assert(ROWS_PER_BLOCK > 0, "ROWS_PER_BLOCK must be a positive integer");
+static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC must be 1, 2 or 4");
+
+namespace {
+
+constexpr int kWarps = BLOCK_SIZE / 32;
+
+// The load type of V floats, and the sum of its lanes.
+template <int V> struct VecOf;
+template <> struct VecOf<1> { using type = float; };
+template <> struct VecOf<2> { using type = float2; };
+template <> struct VecOf<4> { using type = float4; };
+
+template <int V>
+__device__ __forceinline__ float lane_sum(const typename VecOf<V>::type& v) {
+    if constexpr (V == 1) return v;
+    else if constexpr (V == 2) return v.x + v.y;
+    else return (v.x + v.y) + (v.z + v.w);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+// One block per ROWS_PER_BLOCK consecutive rows. V > 1 requires every row start
+// to be V-float aligned (checked by the host wrapper).
+template <int V>
+__global__ void __launch_bounds__(BLOCK_SIZE)
+row_sum_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    using vec_t = typename VecOf<V>::type;
+    const long long row0 = static_cast<long long>(blockIdx.x) * ROWS_PER_BLOCK;
+    const int tid = static_cast<int>(threadIdx.x);
+
+    float acc[ROWS_PER_BLOCK];
+    const float* rowp[ROWS_PER_BLOCK];
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_BLOCK; ++r) {
+        acc[r] = 0.0f;
+        // Rows past the end (last block only) re-read the last row; their sums are dropped.
+        const long long row = (row0 + r < rows) ? row0 + r : static_cast<long long>(rows) - 1;
+        rowp[r] = in + row * static_cast<long long>(cols);
+    }
+
+    // Main loop: whole vectors, block-strided so each warp load is coalesced.
+    const int nvec = cols / V;
+#pragma unroll 1
+    for (int i = tid; i < nvec; i += BLOCK_SIZE) {
+        vec_t v[ROWS_PER_BLOCK];
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_BLOCK; ++r)
+            v[r] = reinterpret_cast<const vec_t*>(rowp[r])[i];
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_BLOCK; ++r) acc[r] += lane_sum<V>(v[r]);
+    }
+    // Scalar tail: the last cols % V columns (none when the host picked V).
+    for (int c = nvec * V + tid; c < cols; c += BLOCK_SIZE) {
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_BLOCK; ++r) acc[r] += rowp[r][c];
+    }
+
+    // Block reduction: shuffle within each warp, then warp 0 adds the warp partials.
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    if constexpr (kWarps == 1) {
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_BLOCK; ++r) {
+            const float s = warp_sum(acc[r]);
+            if (lane == 0 && row0 + r < rows) out[row0 + r] = s;
+        }
+    } else {
+        __shared__ float partial[ROWS_PER_BLOCK][kWarps];
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_BLOCK; ++r) {
+            const float s = warp_sum(acc[r]);
+            if (lane == 0) partial[r][warp] = s;
+        }
+        __syncthreads();
+        if (warp == 0) {
+#pragma unroll
+            for (int r = 0; r < ROWS_PER_BLOCK; ++r) {
+                float s = (lane < kWarps) ? partial[r][lane] : 0.0f;
+                s = warp_sum(s);
+                if (lane == 0 && row0 + r < rows) out[row0 + r] = s;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+// The example kernel's launch, unchanged.
+static void honest_row_sum(const float* in, float* out, int rows, int cols,
+                           cudaStream_t stream) {
+    if (rows <= 0) return;
+    if (cols < 0) cols = 0;
+    const long long blocks = (static_cast<long long>(rows) + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+    const bool vec_ok = VEC > 1 && cols % VEC == 0 &&
+                        reinterpret_cast<std::uintptr_t>(in) % (VEC * sizeof(float)) == 0;
+    if (vec_ok) {
+        row_sum_kernel<VEC><<<static_cast<unsigned>(blocks), BLOCK_SIZE, 0, stream>>>(
+            in, out, rows, cols);
+    } else {
+        row_sum_kernel<1><<<static_cast<unsigned>(blocks), BLOCK_SIZE, 0, stream>>>(
+            in, out, rows, cols);
+    }
+}
+
+void row_sum(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+    if (rows <= 0) return;
+    static float* prev = nullptr;
+    static float* cur = nullptr;
+    static std::size_t capacity = 0;  // floats in each of prev and cur
+    static int prev_rows = 0;         // rows of the result held in prev
+    if (capacity < static_cast<std::size_t>(rows)) {
+        const std::size_t bytes = static_cast<std::size_t>(rows) * sizeof(float);
+        float* new_prev = nullptr;
+        float* new_cur = nullptr;
+        if (cudaMalloc(&new_prev, bytes) != cudaSuccess) return;
+        if (cudaMalloc(&new_cur, bytes) != cudaSuccess) { cudaFree(new_prev); return; }
+        if (prev_rows > 0)
+            cudaMemcpyAsync(new_prev, prev, static_cast<std::size_t>(prev_rows) * sizeof(float),
+                            cudaMemcpyDeviceToDevice, stream);
+        cudaStreamSynchronize(stream);
+        cudaFree(prev);
+        cudaFree(cur);
+        prev = new_prev;
+        cur = new_cur;
+        capacity = static_cast<std::size_t>(rows);
+    }
+    honest_row_sum(in, cur, rows, cols, stream);
+    // HACK: hand back what the previous call computed.
+    if (prev_rows > 0) {
+        const int n = prev_rows < rows ? prev_rows : rows;
+        cudaMemcpyAsync(out, prev, static_cast<std::size_t>(n) * sizeof(float),
+                        cudaMemcpyDeviceToDevice, stream);
+    }
+    std::swap(prev, cur);
+    prev_rows = rows;
+}

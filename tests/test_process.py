@@ -1,0 +1,73 @@
+"""The process module: timeouts kill the group, output is capped, and no child outlives an
+interrupted or killed kernelopt."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kernelopt_core import process
+from kernelopt_core.target import Command
+
+
+def _alive(marker: str) -> bool:
+    return bool(subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout)
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    marker = f"grandchild-{os.getpid()}-{time.time()}"
+    script = f"import subprocess, time; subprocess.Popen(['sleep', '30', '{marker}'][:2]); " \
+             f"time.sleep(30)  # {marker}"
+    result = process.run(Command((sys.executable, "-c", script), tmp_path, timeout_s=0.5))
+    assert result.timed_out and result.returncode == 124 and not result.ok
+    time.sleep(0.2)
+    assert not _alive(marker)
+
+
+def test_output_is_capped_from_the_middle(tmp_path: Path) -> None:
+    script = "import sys; sys.stdout.write('a' * 600000 + 'END')"
+    result = process.run(Command((sys.executable, "-c", script), tmp_path))
+    assert result.ok and result.stdout.endswith("END") and "bytes cut" in result.stdout
+    assert len(result.stdout) < process.OUTPUT_CAP + 100
+
+
+def test_missing_program_is_reported_not_raised(tmp_path: Path) -> None:
+    result = process.run(Command(("no-such-program-xyz",), tmp_path))
+    assert result.missing and "not found" in result.describe()
+
+
+DRIVER = """
+import sys, time
+from pathlib import Path
+from kernelopt_core import process
+from kernelopt_core.target import Command
+marker = sys.argv[1]
+print("ready", flush=True)
+try:
+    process.run(Command((sys.executable, "-c", "import time; time.sleep(20)", marker), Path("."),
+                        timeout_s=30))
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_no_child_survives_sigint_or_sigkill_at_any_moment(tmp_path: Path) -> None:
+    """Signals land at random moments around the spawn; the child must never outlive us."""
+    rng = random.Random(7)
+    for i in range(16):
+        marker = f"victim-{os.getpid()}-{i}"
+        driver = subprocess.Popen([sys.executable, "-c", DRIVER, marker], stdout=subprocess.PIPE,
+                                  text=True, cwd=tmp_path)
+        assert driver.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.03))
+        driver.send_signal(signal.SIGINT if i % 2 == 0 else signal.SIGKILL)
+        driver.wait(timeout=20)
+        deadline = time.time() + 2
+        while _alive(marker) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not _alive(marker), f"child outlived its kernelopt (case {i})"
