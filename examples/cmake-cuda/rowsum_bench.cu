@@ -78,12 +78,18 @@ void check(cudaError_t err, const char* what) {
 }
 
 // Deterministic input: splitmix64 of the index -> 24-bit uniform in [0, 1).
-float input_value(std::uint64_t k) {
+// Generated on the device: a bench invocation must be cheap (the gate runs many).
+__host__ __device__ float input_value(std::uint64_t k) {
     std::uint64_t z = k + 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
     return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+}
+
+__global__ void fill_input(float* in, std::size_t n) {
+    const std::size_t k = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+    if (k < n) in[k] = input_value(k);
 }
 
 }  // namespace
@@ -132,12 +138,8 @@ int main(int argc, char** argv) {
     check(cudaMalloc(&d_in, n * sizeof(float)), "cudaMalloc (in)");
     check(cudaMalloc(&d_out, static_cast<std::size_t>(rows) * sizeof(float)), "cudaMalloc (out)");
     check(cudaMalloc(&d_flush, kFlushBytes), "cudaMalloc (flush)");
-    {
-        std::vector<float> h_in(n);
-        for (std::size_t k = 0; k < n; ++k) h_in[k] = input_value(k);
-        check(cudaMemcpy(d_in, h_in.data(), n * sizeof(float), cudaMemcpyHostToDevice),
-              "cudaMemcpy (upload)");
-    }
+    fill_input<<<static_cast<unsigned>((n + 255) / 256), 256>>>(d_in, n);
+    check(cudaGetLastError(), "fill_input");
     check(cudaMemset(d_out, 0, static_cast<std::size_t>(rows) * sizeof(float)), "cudaMemset");
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (setup)");
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Issue 3 on a GPU: the CUDA example end to end, the CUDA reward-hack corpus, and the gate
+# self-test (A/A and planted ~3 %), with the naive decision beside it.
+#
+# Run from the repository root on the GPU machine, with wheels of this repo's packages in
+# .whl/ (../shared/tools/h200-wheels builds them):
+#   bash bench/h200_gate.sh PART [ARGS]     results go to $OUT (default bench/results/out)
+# PART: env | run | hacks | selftest KIND TRIALS TAG   (KIND: aa | planted)
+# Set CUDA_VISIBLE_DEVICES to pick the GPU; each GPU gets its own state root.
+set -euo pipefail
+OUT=${OUT:-bench/results/out}
+mkdir -p "$OUT"
+if [ ! -d /tmp/site/kernelopt_core ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+gpu=${CUDA_VISIBLE_DEVICES:-0}
+export KERNELOPT_HOME=/tmp/kstate-gpu$gpu
+EXAMPLE=examples/cmake-cuda
+HACKS=tests/reward_hacks/cuda
+
+save_run() {  # save_run NAME: copy the last run's artifacts to $OUT/NAME
+  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* | tail -1)
+  mkdir -p "$OUT/$1"
+  cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/"
+}
+
+case "${1:-}" in
+  env)
+    { date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=index,name,driver_version,memory.total \
+        --format=csv,noheader; nvcc --version | tail -2; cmake --version | head -1;
+      python3 --version; kernelopt --version; } > "$OUT/env.txt" 2>&1
+    kernelopt setup > "$OUT/setup.txt" 2>&1 || true
+    cat "$OUT/env.txt" ;;
+  run)
+    set +e
+    kernelopt run "$EXAMPLE" --iterations "${2:-12}" --patience "${3:-6}" 2> "$OUT/run.stderr"
+    echo "exit $?" >> "$OUT/run.stderr"
+    set -e
+    save_run run ;;
+  hacks)
+    set +e
+    args=()
+    for h in "$HACKS"/*.cu; do
+      grep -q '^// expect: shape' "$h" && continue
+      args+=(--candidate "kernel.cu=$h")
+    done
+    kernelopt run "$EXAMPLE" --final-rounds 3 "${args[@]}" 2> "$OUT/hacks-search.stderr"
+    echo "exit $?" >> "$OUT/hacks-search.stderr"
+    save_run hacks-search
+    for h in $(grep -l '^// expect: shape' "$HACKS"/*.cu); do
+      name=$(basename "$h" .cu)
+      kernelopt run "$EXAMPLE" --final-rounds 3 --candidate "kernel.cu=$h" 2> "$OUT/hack-$name.stderr"
+      echo "exit $?" >> "$OUT/hack-$name.stderr"
+      save_run "hack-$name"
+    done
+    set -e ;;
+  selftest)
+    kind=$2 trials=$3 tag=$4
+    extra=()
+    [ "$kind" = planted ] && extra=(--planted-speedup 1.03)
+    kernelopt gate-selftest "$EXAMPLE" --trials "$trials" --gamma "${GAMMA:-1.01}" \
+      "${extra[@]}" --json > "$OUT/selftest-$kind-$tag.json" 2> "$OUT/selftest-$kind-$tag.stderr" ;;
+  *) echo "usage: $0 env|run|hacks|selftest KIND TRIALS TAG" >&2; exit 2 ;;
+esac
