@@ -56,6 +56,11 @@ case "${1:-}" in
       save_run "hack-$name"
     done
     set -e ;;
+  selftest-chunks)  # selftest-chunks KIND TRIALS_PER_CHUNK SECONDS: chunks until time is up
+    kind=$2 per=$3 end=$(( $(date +%s) + $4 )) i=0
+    while [ $(( $(date +%s) + per * 7 )) -lt "$end" ]; do
+      i=$((i + 1)); bash "$0" selftest "$kind" "$per" "c$i" || break
+    done ;;
   selftest)
     kind=$2 trials=$3 tag=$4
     extra=()

@@ -180,7 +180,7 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
         if raw is not None and raw != "":
             values[name] = _coerce(name, raw, f"environment variable {env_name}")
             origins[name] = f"env {env_name}"
-    if "KERNELOPT_HOME" in os.environ and "state_root" not in flags:
+    if os.environ.get("KERNELOPT_HOME") and flags.get("state_root") is None:
         values["state_root"] = Path(os.environ["KERNELOPT_HOME"])
         origins["state_root"] = "env KERNELOPT_HOME"
     for name, value in flags.items():
