@@ -125,7 +125,7 @@ def run(ctx: click.Context, path: Path, **flags: Any) -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--trials", type=int, default=20, show_default=True, help="Decisions of each kind.")
 @click.option("--planted-speedup", type=float, help="Also decide against a truly X× faster "
-              "candidate (its bench does 1/X of the work through {work}).")
+              "candidate (its bench does less work through {work}, calibrated to X).")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result instead of a table.")
 @click.option("--backend")
 @click.option("--target")

@@ -3,8 +3,9 @@
 A/A: the baseline is confirmed against an identical copy of itself through the full protocol
 (fresh processes, candidate bracketed by baselines, noise floor, sign test, margin) N times;
 each "optimized" decision is a false accept. Planted: the same, against a candidate that is
-truly faster because its bench does a fraction 1/X of the real work (the bench's ``{work}``
-placeholder); each "optimized" decision is a detection. The naive decision of the same rounds
+truly faster because its bench does a fraction of the real work (the bench's ``{work}``
+placeholder), calibrated by measurement so that the candidate really is about X× faster; each
+"optimized" decision is a detection. The naive decision of the same rounds
 — one invocation each, accept if candidate < baseline/1.03 — is reported beside it.
 """
 
@@ -25,10 +26,40 @@ from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.stats import confirm_stats, median
 from kernelopt_core.runner import Runner
 from kernelopt_core.settings import Settings
-from kernelopt_core.target import Target
+from kernelopt_core.target import Target, Tree
 from kernelopt_core.workspace import Workspace
 
 NAIVE_GAMMA = 1.03
+CALIBRATION_PAIRS = 5
+
+
+def calibrate_work(ctx: GateContext, candidate: Tree, target_ratio: float) -> tuple[float, float]:
+    """The {work} fraction that makes the candidate truly ``target_ratio`` faster.
+
+    A kernel's time is rarely proportional to its work (fixed costs, waves), so assuming
+    work = 1/X would plant a smaller speedup than claimed. Model time(w) = a + b·w from
+    measured pairs and solve for the ratio wanted; two refinements. Returns (work, ratio).
+    """
+    log = ctx.log_dir / "calibration.log"
+    work = 1.0 / target_ratio
+    ratio = 1.0
+    for _ in range(3):
+        base, cand = [], []
+        for _ in range(CALIBRATION_PAIRS):
+            base.append(ctx.runner.bench(ctx.baseline_tree, log, "calibrate").time_ms)
+            cand.append(ctx.runner.bench(candidate, log, "calibrate", work=work).time_ms)
+        ratio = median(base) / median(cand)
+        if abs(ratio / target_ratio - 1.0) < 0.002:
+            break
+        fraction = 1.0 / ratio  # time(work) / time(1)
+        fixed = (fraction - work) / (1.0 - work)  # a / (a + b) in the linear model
+        if fixed >= 1.0 / target_ratio:
+            raise UsageError(
+                f"the bench's time does not shrink with {{work}} (at work={work:.4f} it is "
+                f"{fraction:.4f} of the full time): a {target_ratio:g}× candidate cannot be "
+                "planted", hint="make {work} scale the timed work, or plant a smaller speedup")
+        work = min(1.0, max(1e-6, (1.0 / target_ratio - fixed) / (1.0 - fixed)))
+    return work, ratio
 
 
 def run_selftest(
@@ -58,7 +89,13 @@ def run_selftest(
             raise UsageError(f"target {target.name!r} has no bench: nothing to self-test")
         ctx = GateContext(runner, settings, target, "selftest", workspace.candidate_tree,
                           workspace.baseline_tree, out_dir, None)
-        kinds = [("aa", 1.0)] + ([("planted", 1.0 / planted_speedup)] if planted_speedup else [])
+        kinds = [("aa", 1.0)]
+        calibration = None
+        if planted_speedup:
+            work, ratio = calibrate_work(ctx, workspace.candidate_tree, planted_speedup)
+            calibration = {"work": work, "measured_ratio": ratio}
+            journal.write("selftest_calibration", planted_speedup=planted_speedup, **calibration)
+            kinds.append(("planted", work))
         results: dict[str, Any] = {}
         for kind, work in kinds:
             decisions, naive, ratios, seconds = [], [], [], []
@@ -92,6 +129,7 @@ def run_selftest(
         "detections": results["planted"]["accepts"] if "planted" in results else None,
         "detection_rate": results["planted"]["accepts"] / trials if "planted" in results else None,
         "planted_speedup": planted_speedup,
+        "planted_calibration": calibration,
         "measured_planted_ratio": results["planted"]["median_ratio"] if "planted" in results
         else None,
         "seconds_per_decision": results["aa"]["seconds_per_decision"],

@@ -60,3 +60,28 @@ def test_bad_flag_values_exit_2(chunk_project: Path) -> None:
     assert result.returncode == 2 and "`gamma` = 0.5" in result.stderr
     result = kernelopt("run", str(chunk_project), "--iterations", "x", cwd=chunk_project)
     assert result.returncode == 2
+
+
+def test_gate_selftest_aa_and_calibrated_planted(chunk_project: Path) -> None:
+    import json
+
+    result = kernelopt("gate-selftest", str(chunk_project), "--trials", "3",
+                       "--planted-speedup", "1.5", "--final-rounds", "4", "--json",
+                       cwd=chunk_project.parent)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert data["trials"] == 3 and data["false_accepts"] == 0 and data["detections"] == 3
+    calibration = data["planted_calibration"]
+    assert 0 < calibration["work"] < 1 and abs(calibration["measured_ratio"] - 1.5) < 0.2
+    for key in ("seconds_per_decision", "machine", "device", "naive"):
+        assert key in data
+    saved = Path(data["dir"]) / "selftest.json"
+    assert json.loads(saved.read_text())["false_accepts"] == 0
+
+
+def test_gate_selftest_without_work_placeholder_says_how_to_fix(chunk_project: Path) -> None:
+    toml = chunk_project / "kernelopt.toml"
+    toml.write_text(toml.read_text().replace(" {work}", ""))
+    result = kernelopt("gate-selftest", str(chunk_project), "--trials", "1",
+                       "--planted-speedup", "1.5", "--final-rounds", "2", cwd=chunk_project.parent)
+    assert result.returncode == 2 and "no {work} placeholder" in result.stderr
