@@ -310,11 +310,9 @@ class Loop:
         self._stage("profile", profiler=name)
         out_dir = self.run_dir / "profile"
         out_dir.mkdir(parents=True, exist_ok=True)
-        from kernelopt_core.lock import gpu_lock
-        from kernelopt_core.process import run
-
-        with gpu_lock(self.settings.state_root):
-            result = run(profiler.wrap(command, out_dir), out_dir / f"{name}.log")
+        result, _held = self.runner.spawn_locked(
+            profiler.wrap(command, out_dir), out_dir / f"{name}.log"
+        )
         metrics = profiler.parse(out_dir) if result.ok else {"error": result.describe()}
         self.journal.write("profile", profiler=name, metrics=metrics)
         return metrics

@@ -15,7 +15,7 @@ from kernelopt_core import process
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
-from kernelopt_core.lock import gpu_lock
+from kernelopt_core.lock import Held, gpu_lock
 from kernelopt_core.measure.parsers import BenchReading, parse
 from kernelopt_core.process import ProcessResult
 from kernelopt_core.settings import Settings
@@ -55,14 +55,18 @@ class Runner:
                 return result
         return result
 
+    def spawn_locked(self, command: Command, log: Path) -> tuple[ProcessResult, Held]:
+        """Spawn under the GPU lock (verify, bench, profile and engine steps)."""
+        with gpu_lock(self.settings.state_root) as held:
+            result = self._spawn(command, log)
+        self.gpu_seconds += held.released - held.acquired
+        return result, held
+
     def check(self, tree: Tree, seed: int, log: Path) -> ProcessResult:
         command = self._with_timeout(
             self.backend.check(self.target, tree, seed), self.settings.test_timeout_s
         )
-        with gpu_lock(self.settings.state_root) as held:
-            result = self._spawn(command, log)
-        self.gpu_seconds += held.released - held.acquired
-        return result
+        return self.spawn_locked(command, log)[0]
 
     def has_bench(self, tree: Tree) -> bool:
         return self.target.bench is not None and self._bench_command(tree) is not None
@@ -85,9 +89,7 @@ class Runner:
         command = self._bench_command(tree, work)
         assert command is not None and self.target.bench is not None
         command = self._with_timeout(command, self.settings.bench_timeout_s)
-        with gpu_lock(self.settings.state_root) as held:
-            result = self._spawn(command, log)
-        self.gpu_seconds += held.released - held.acquired
+        result, held = self.spawn_locked(command, log)
         if not result.ok:
             raise BenchFailed(f"bench {result.describe()}:\n{result.tail()}")
         reading = parse(self.target.bench, result.stdout, command.display())
@@ -109,19 +111,13 @@ class Runner:
         if command is None:
             return None
         command = self._with_timeout(command, self.settings.test_timeout_s)
-        with gpu_lock(self.settings.state_root) as held:
-            result = self._spawn(command, log)
-        self.gpu_seconds += held.released - held.acquired
-        return result
+        return self.spawn_locked(command, log)[0]
 
     def engine(self, tree: Tree, log: Path) -> ProcessResult | None:
         command = self.backend.engine(self.target, tree)
         if command is None:
             return None
-        with gpu_lock(self.settings.state_root) as held:
-            result = self._spawn(command, log)
-        self.gpu_seconds += held.released - held.acquired
-        return result
+        return self.spawn_locked(command, log)[0]
 
 
 class BenchFailed(Exception):
