@@ -38,3 +38,13 @@ class PrerequisiteError(KerneloptError):
 
 class BenchParseError(UsageError):
     """A bench command's output did not parse: names the command and the offending line."""
+
+
+class PlannerError(Exception):
+    """A planner could not produce a proposal (an LLM failed, replied nonsense too often).
+
+    The candidate fails; the run goes on."""
+
+
+class BudgetExhausted(PlannerError):
+    """A planner budget (LLM calls, cost) is spent: the search stops, the run goes on."""

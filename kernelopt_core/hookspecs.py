@@ -147,6 +147,9 @@ class LLMProvider:
     api_key_env: str | None  # None: no key needed (local servers)
     default_model: str
     docs_url: str = ""
+    # Extra request headers. The value "{session}" is replaced by a per-run id (OpenCode Go
+    # wants an x-opencode-session header per conversation).
+    headers: dict[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -28,7 +28,9 @@ from kernelopt_core.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_WIN,
     EXIT_OPTIMIZED,
+    BudgetExhausted,
     KerneloptError,
+    PlannerError,
     PrerequisiteError,
     UsageError,
 )
@@ -89,6 +91,7 @@ class Loop:
         self.run_dir = settings.state_root / "runs" / self.run_id
         self._seen: set[str] = set()
         self.rejections: dict[str, str] = {}
+        self.last_outcome: dict[str, Any] = {}
         self.profile: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ set-up
@@ -112,6 +115,9 @@ class Loop:
 
     def _planner(self) -> tuple[Any, str]:
         planners = self.host.registry("planners")
+        for planner in planners.values():  # planners that use other plugins get the host
+            if hasattr(planner, "host"):
+                planner.host = self.host
         name = self.settings.planner
         if name is None and self.settings.candidates:
             name = "replay"
@@ -251,7 +257,7 @@ class Loop:
         search = BeamSearch(root, width=self.settings.beam)
         ctx = PlanContext(
             self.target, self.settings, files, knobs, baseline_knobs, search, self.journal,
-            profile, host=self.host,
+            profile, host=self.host, baseline_ms=baseline_ms,
         )
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
         self._search(planner, ctx, candidate_gates, baseline_ms)
@@ -343,7 +349,16 @@ class Loop:
                 stop = "search space exhausted"
                 break
             self._stage("plan", parent=parent.id)
-            proposals = planner.propose(ctx, parent, min(s.plans, s.iterations - evaluated))
+            try:
+                proposals = planner.propose(ctx, parent, min(s.plans, s.iterations - evaluated))
+            except BudgetExhausted as exc:
+                stop = str(exc)
+                break
+            except PlannerError as exc:  # this attempt fails; the run goes on
+                evaluated += 1
+                since_best += 1
+                self.journal.write("planner_error", parent=parent.id, message=str(exc))
+                continue
             proposals = [p for p in proposals if self._is_new(p)]
             if not proposals:  # nothing (new) to offer from this parent
                 parent.exhausted = True
@@ -351,8 +366,7 @@ class Loop:
             for proposal in proposals:
                 evaluated += 1
                 node = self._evaluate(proposal, parent, gates, baseline_ms, evaluated)
-                planner.observe(ctx, proposal, {"accepted": node is not None,
-                                                "speedup": node.speedup if node else None})
+                planner.observe(ctx, proposal, self.last_outcome)
                 if node is not None:
                     ctx.search.add(node)
                 if node is not None and node.speedup > best:
@@ -419,6 +433,13 @@ class Loop:
         failed = next((r for r in results if not r.passed), None)
         if failed is not None:
             self.rejections[cid] = failed.gate
+        self.last_outcome = {
+            "candidate": cid, "accepted": accepted, "speedup": speedup,
+            "failed_gate": failed.gate if failed else None,
+            "reason": failed.reason if failed else "passed every candidate gate",
+            "log_tail": failed.metrics.get("log_tail", "") if failed else "",
+            "diff": (log_dir / "edit.diff").read_text(encoding="utf-8"),
+        }
         self.journal.write(
             "candidate_result", candidate=cid, accepted=accepted, speedup=speedup,
             failed_gate=failed.gate if failed else None,

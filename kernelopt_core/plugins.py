@@ -32,6 +32,7 @@ BUILTIN_MODULES = {
     "core-gates": "kernelopt_core.gates.builtin",
     "core-tuner": "kernelopt_core.planners.tuner",
     "core-replay": "kernelopt_core.planners.replay",
+    "core-agents": "kernelopt_core.planners.agents",
     "core-profilers": "kernelopt_core.profilers",
     "core-llm-providers": "kernelopt_core.llm_providers",
     "core-docs-lookup": "kernelopt_core.docs_lookup",

@@ -93,7 +93,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
             "correct": sum((r["candidate"], "correctness") in passed for r in results),
             "accepted": sum(bool(r["accepted"]) for r in results),
         },
-        "llm": {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0.0},
+        "llm": _llm_usage(events),
         "planner": config.get("planner"),
         "gpu_seconds": end.get("gpu_seconds"),
         "wall_seconds": end.get("wall_seconds"),
@@ -107,6 +107,22 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     summary["caught_by"] = verdict.get("caught_by", []) if verdict else []
     summary["report_line"] = report_line(summary, n_rounds)
     return summary
+
+
+def _llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
+    calls = [e for e in events if e["event"] == "llm_call"]
+    ok = [e for e in calls if e.get("status") == 200 and "tokens_in" in e]
+    return {
+        "calls": len(ok),
+        "failed_attempts": len(calls) - len(ok),
+        "tokens_in": sum(e["tokens_in"] for e in ok),
+        "tokens_out": sum(e["tokens_out"] for e in ok),
+        "latency_s": round(sum(e.get("latency_s", 0.0) for e in calls), 3),
+        "cost": round(sum(e.get("cost", 0.0) for e in ok), 6),
+        "unpriced_calls": sum(not e.get("priced", True) for e in ok),
+        "by_role": {role: sum(e.get("role") == role for e in ok)
+                    for role in ("planner", "executor", "summarizer")},
+    }
 
 
 def report_line(s: dict[str, Any], n_rounds: int) -> str:
@@ -157,6 +173,11 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         f"- search ended: {search_end.get('reason', '?')} after "
         f"{search_end.get('evaluated', 0)} candidates",
         f"- candidates: {s['candidates']}",
+        f"- LLM: {s['llm']['calls']} calls ({s['llm']['failed_attempts']} failed attempts), "
+        f"{s['llm']['tokens_in']} tokens in / {s['llm']['tokens_out']} out, "
+        f"{s['llm']['latency_s']} s, ${s['llm']['cost']:.4f}"
+        + (f" ({s['llm']['unpriced_calls']} calls at unknown price)"
+           if s['llm']['unpriced_calls'] else ""),
         f"- wall {s['wall_seconds']} s, GPU-lock time {s['gpu_seconds']} s",
         "",
     ]

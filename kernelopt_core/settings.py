@@ -56,6 +56,20 @@ class Settings:
     final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES
     profiler: str | None = None
     candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
+    # LLM agents (docs/agents.md, docs/providers.md)
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    reasoning_effort: str | None = None
+    edit_mode: str = "file"  # file (whole-file writes) | patch (unified diffs)
+    retries: int = 2  # repair attempts after a build or test failure
+    budget_llm_calls: int | None = None
+    budget_cost: float | None = None  # USD
+    prices: str | None = None  # JSON file {"model": [usd_per_mtok_in, usd_per_mtok_out]}
+    llm_timeout_s: float = 120.0
+    llm_backoff_s: float = 1.0
+    max_turns: int = 16  # tool-calling turns per agent per candidate
+    max_malformed: int = 3  # malformed or refused tool calls before a candidate fails
     build_timeout_s: float = 1800.0
     test_timeout_s: float = 600.0
     bench_timeout_s: float = 600.0
@@ -205,6 +219,10 @@ def _validate(s: Settings) -> None:
         (s.screen_runs >= 1, "screen_runs", "at least 1"),
         (s.final_rounds >= 2, "final_rounds", "at least 2"),
         (s.kappa >= 1.0, "kappa", "at least 1.0"),
+        (s.edit_mode in ("file", "patch"), "edit_mode", "`file` or `patch`"),
+        (s.retries >= 0, "retries", "0 or more"),
+        (s.budget_llm_calls is None or s.budget_llm_calls >= 1, "budget_llm_calls", "at least 1"),
+        (s.max_turns >= 1, "max_turns", "at least 1"),
         (s.peak_gbps is None or s.peak_gbps > 0, "peak_gbps", "positive"),
         (s.checksum_rtol >= 0, "checksum_rtol", "non-negative"),
         (bool(s.seeds), "seeds", "a non-empty list of integers"),

@@ -49,7 +49,10 @@ def _gpu() -> Check:
 def prerequisites(host: PluginHost) -> list[Check]:
     providers = host.registry("llm_providers")
     keys = sorted({p.api_key_env for p in providers.values() if p.api_key_env})
-    have_key = [k for k in keys if os.environ.get(k)]
+    from kernelopt_core.settings import read_dotenv
+
+    dotenv = read_dotenv(Path.cwd() / ".env")  # as runs read keys: the real environment wins
+    have_key = [k for k in keys if os.environ.get(k) or dotenv.get(k)]
     return [
         _tool("git", fix="apt-get install git"),
         _tool("cc", "gcc", "clang", fix="apt-get install build-essential"),

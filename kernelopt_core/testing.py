@@ -192,3 +192,105 @@ def kernelopt_host() -> PluginHost:
 @pytest.fixture
 def chunk_project(tmp_path: Path) -> Iterator[Path]:
     yield write_chunk_project(tmp_path / "project")
+
+
+# --------------------------------------------------------------------------- scripted LLM
+
+class ScriptedLLMServer:
+    """A real OpenAI-compatible HTTP server on 127.0.0.1 that replays scripted replies.
+
+    ``script`` maps an agent role (planner, executor, summarizer — recognised from the system
+    or first message) to a list of steps, consumed in order. A step is one of:
+    ``{"message": {...}}`` (a 200 reply with that assistant message), ``{"status": 429,
+    "headers": {...}}`` (an error reply), ``{"sleep": 2.0, "then": step}`` (answer late).
+    Every request is kept in ``requests`` (path, headers, JSON body) for assertions.
+    """
+
+    def __init__(self, script: dict[str, list[dict]]) -> None:
+        import http.server
+        import json as _json
+        import threading
+
+        self.script = {role: list(steps) for role, steps in script.items()}
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("content-length", 0))
+                body = _json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append({"path": self.path, "headers": dict(self.headers),
+                                        "json": body})
+                step = server._next(body)
+                while "sleep" in step:
+                    import time as _time
+
+                    _time.sleep(step["sleep"])
+                    step = step.get("then", {"message": {"role": "assistant", "content": ""}})
+                if "status" in step:
+                    self.send_response(step["status"])
+                    for key, value in step.get("headers", {}).items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(step.get("body", "scripted error").encode())
+                    return
+                payload = {
+                    "id": "scripted", "object": "chat.completion", "model": body.get("model"),
+                    "choices": [{"index": 0, "message": step["message"],
+                                 "finish_reason": "tool_calls" if step["message"].get(
+                                     "tool_calls") else "stop"}],
+                    "usage": {"prompt_tokens": len(_json.dumps(body)) // 4,
+                              "completion_tokens": len(_json.dumps(step["message"])) // 4},
+                }
+                data = _json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @staticmethod
+    def role_of(body: dict) -> str:
+        first = (body.get("messages") or [{}])[0].get("content") or ""
+        for role in ("planner", "executor", "summarizer"):
+            if f"You are the {role.capitalize()}" in first:
+                return role
+        return "other"
+
+    def _next(self, body: dict) -> dict:
+        steps = self.script.get(self.role_of(body)) or []
+        if not steps:
+            return {"message": {"role": "assistant", "content": ""}}
+        return steps.pop(0)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedLLMServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def tool_call(name: str, call_id: str | None = None, **arguments: object) -> dict:
+    """A scripted assistant message calling one tool."""
+    import json as _json
+
+    return {"message": {"role": "assistant", "content": None, "tool_calls": [{
+        "id": call_id or f"call_{name}", "type": "function",
+        "function": {"name": name, "arguments": _json.dumps(arguments)}}]}}
+
+
+def say(text: str) -> dict:
+    """A scripted assistant message with text and no tool call."""
+    return {"message": {"role": "assistant", "content": text}}

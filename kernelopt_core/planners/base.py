@@ -32,3 +32,4 @@ class PlanContext:
     profile: dict[str, Any] = attrs.field(factory=dict)
     tried: set[tuple[tuple[str, str], ...]] = attrs.field(factory=set)  # knob assignments seen
     host: Any = None  # the PluginHost, for doc lookup and prompt fragments
+    baseline_ms: float | None = None

@@ -1,0 +1,268 @@
+"""The ``agents`` planner: Planner → Executor → Summarizer over an OpenAI-compatible API.
+
+The Planner inspects the code with read-only tools and submits one plan; the Executor edits the
+editable files (whole files, or unified patches with ``--edit-mode patch``); the loop builds,
+tests and times the result like any other proposal; the Summarizer attributes the measured
+outcome and updates the experience archive. A candidate that fails to build or test is handed
+back to the Executor with the error (and, for compile errors, doc lookups of the symbols it
+names) up to ``--retries`` times. Malformed replies go back to the model a bounded number of
+times; then the candidate fails — never the run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from typing import Any
+
+from kernelopt_core.errors import PlannerError
+from kernelopt_core.experience import Experience
+from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.llm.client import ChatClient, load_prices
+from kernelopt_core.llm.tools import ToolBox, ToolError
+from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.search import Node
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Target
+
+UNDEFINED_SYMBOL = re.compile(
+    r"identifier \"(\w+)\" is undefined|'(\w+)' was not declared|undeclared identifier '(\w+)'|"
+    r"no member named '(\w+)'|undefined reference to `(\w+)")
+
+
+def prompt(name: str) -> str:
+    return resources.files("kernelopt_core.prompts").joinpath(f"{name}.md").read_text("utf-8")
+
+
+def _language(target: Target) -> str:
+    files = " ".join(target.editable)
+    return "cuda" if ".cu" in files else "hip" if ".hip" in files else (
+        "triton" if ".py" in files else "cpp")
+
+
+class Agents:
+    name = "agents"
+    host: Any = None  # set by the core before use: the PluginHost (providers, docs, fragments)
+
+    def __init__(self) -> None:
+        self.client: ChatClient | None = None
+        self.pending: dict[int, dict[str, Any]] = {}  # id(proposal) -> plan, parent, attempts
+        self.repairs: dict[str, dict[str, Any]] = {}  # parent id -> failed attempt to repair
+        self.history: list[str] = []
+
+    # ------------------------------------------------------------------ provider
+    def _provider(self, settings: Settings) -> tuple[str, str, str | None, str | None]:
+        """(base_url, model, api key, key variable) from flags, env/.env and the registry."""
+        return self._resolve(settings)[:4]
+
+    def _resolve(self, settings: Settings) -> tuple[str, str, str | None, str | None,
+                                                    dict[str, str]]:
+        name = settings.provider or settings.env("KERNELOPT_PROVIDER") or "opencode-go"
+        providers = self.host.registry("llm_providers") if self.host is not None else {}
+        record = providers.get(name)
+        if record is None and not settings.base_url:
+            known = ", ".join(sorted(providers)) or "none installed"
+            raise PlannerError(f"unknown LLM provider {name!r} (known: {known})")
+        base_url = settings.base_url or record.base_url
+        model = settings.model or settings.env("KERNELOPT_MODEL") or (
+            record.default_model if record else "default")
+        key_env = record.api_key_env if record else None
+        headers = dict(record.headers) if record else {}
+        return base_url, model, settings.env(key_env) if key_env else None, key_env, headers
+
+    def unavailable_reason(self, settings: Settings, target: Target) -> str | None:
+        try:
+            _url, _model, key, key_env = self._provider(settings)
+        except PlannerError as exc:
+            return str(exc)
+        if key_env and not key:
+            return f"no LLM key configured ({key_env} is not set in the environment or .env)"
+        return None
+
+    def _client(self, ctx: PlanContext) -> ChatClient:
+        if self.client is None:
+            s = ctx.settings
+            base_url, model, key, _, headers = self._resolve(s)
+            session = ctx.journal.path.parent.name  # the run id
+            self.client = ChatClient(
+                headers={k: v.replace("{session}", session) for k, v in headers.items()},
+                base_url=base_url, api_key=key, model=model, journal=ctx.journal,
+                timeout_s=s.llm_timeout_s,
+                reasoning_effort=s.reasoning_effort, prices=load_prices(s.prices),
+                max_calls=s.budget_llm_calls, max_cost=s.budget_cost,
+                backoff_s=s.llm_backoff_s,
+            )
+        return self.client
+
+    # ------------------------------------------------------------------ agent turns
+    def _converse(self, ctx: PlanContext, role: str, system: str, user: str,
+                  toolbox: ToolBox) -> str:
+        """Run one agent until it finishes; returns its final text."""
+        client = self._client(ctx)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system},
+                                          {"role": "user", "content": user}]
+        strikes = 0
+        for _turn in range(ctx.settings.max_turns):
+            reply = client.complete(messages, toolbox.schemas(), role)
+            calls = reply.get("tool_calls") or []
+            messages.append({"role": "assistant", "content": reply.get("content") or "",
+                             **({"tool_calls": calls} if calls else {})})
+            if not calls:
+                text = (reply.get("content") or "").strip()
+                if role == "planner" and toolbox.plan is None:
+                    strikes += 1
+                    messages.append({"role": "user", "content": "Finish by calling submit_plan "
+                                     "with your plan." if text else "Your reply was empty. Use "
+                                     "the tools, then call submit_plan."})
+                elif role == "executor" and not toolbox.edits:
+                    strikes += 1
+                    messages.append({"role": "user", "content": "You have not changed any file. "
+                                     "Make the change with your tools."})
+                else:
+                    return text
+            for call in calls:
+                function = call.get("function") or {}
+                try:
+                    result = toolbox.call(str(function.get("name")), function.get("arguments")
+                                          or "{}")
+                except ToolError as exc:
+                    strikes += 1
+                    result = f"error: {exc}"
+                messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
+                                 "content": result})
+            if role == "planner" and toolbox.plan is not None:
+                return toolbox.plan
+            if strikes > ctx.settings.max_malformed:
+                raise PlannerError(f"the {role} made {strikes} malformed or refused moves")
+        raise PlannerError(f"the {role} did not finish in {ctx.settings.max_turns} turns")
+
+    def _fill(self, template: str, ctx: PlanContext, **extra: str) -> str:
+        t = ctx.target
+        fragments = "\n".join(self.host.prompt_fragments(t.backend, extra.get("role", ""))
+                              if self.host is not None else [])
+        values = {
+            "target": t.name, "backend": t.backend, "shape": t.shape or "unpinned",
+            "baseline_ms": f"{ctx.baseline_ms:.4g} ms" if ctx.baseline_ms else "(no bench)",
+            "roofline": f", {t.bytes_moved} bytes moved" if t.bytes_moved else "",
+            "editable": ", ".join(t.editable), "context": ", ".join(t.context) or "none",
+            "rules": prompt("rules"), "fragments": fragments, "history": "", **extra,
+        }
+        return template.format(**values)
+
+    def _plan(self, ctx: PlanContext, parent: Node) -> str:
+        files = {**ctx.files, **parent.edits}
+        memory = Experience(ctx.settings.state_root)
+        toolbox = ToolBox(files, ctx.target.editable, "planner", profile=ctx.profile,
+                          memory_search=lambda q: memory.search(q, ctx.target.backend))
+        history = ""
+        if self.history:
+            history = "Earlier candidates in this run:\n" + "\n".join(self.history[-6:])
+            if _converged(self.history[-3:]):
+                history += ("\nThe last plans converged on one direction without a win: "
+                            "choose a clearly different one.")
+        start = "the baseline" if parent.id == "baseline" else \
+            f"candidate {parent.id} ({parent.description}, {parent.speedup:.3f}× faster)"
+        system = self._fill(prompt("planner"), ctx, role="planner", history=history)
+        return self._converse(ctx, "planner", system, f"Start from {start}. Plan one change.",
+                              toolbox)
+
+    def _execute(self, ctx: PlanContext, files: dict[str, bytes], plan: str,
+                 repair: str | None) -> dict[str, bytes]:
+        mode = ctx.settings.edit_mode
+        toolbox = ToolBox(dict(files), ctx.target.editable, "executor", edit_mode=mode)
+        instruction = ("write_file with the whole new content of each file you change"
+                       if mode == "file" else "apply_patch with a unified diff")
+        system = self._fill(prompt("executor"), ctx, role="executor", plan=plan,
+                            edit_instruction=instruction)
+        self._converse(ctx, "executor", system, repair or "Make the change.", toolbox)
+        return toolbox.edits
+
+    # ------------------------------------------------------------------ planner protocol
+    def propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
+        out = []
+        for _ in range(count):
+            repair = self.repairs.pop(parent.id, None)
+            files = {**ctx.files, **parent.edits}
+            if repair is not None:
+                plan, attempts = repair["plan"], repair["attempts"]
+                files.update(repair["edits"])
+                edits = self._execute(ctx, files, plan, self._repair_text(ctx, repair))
+            else:
+                plan, attempts = self._plan(ctx, parent), 0
+                edits = self._execute(ctx, files, plan, None)
+            merged = {**parent.edits, **(repair["edits"] if repair else {}), **edits}
+            merged = {p: d for p, d in merged.items() if ctx.files.get(p) != d}
+            if not merged:
+                raise PlannerError("the executor left every file as it was")
+            title = plan.strip().splitlines()[0][:100] if plan.strip() else "agent edit"
+            proposal = Proposal(("repair: " if repair else "") + title, merged, planner=self.name)
+            self.pending[id(proposal)] = {"plan": plan, "parent": parent.id, "attempts": attempts}
+            out.append(proposal)
+        return out
+
+    def _repair_text(self, ctx: PlanContext, repair: dict[str, Any]) -> str:
+        outcome = repair["outcome"]
+        log = str(outcome.get("log_tail") or "")[-3000:]
+        docs = []
+        if outcome.get("failed_gate") == "build" and self.host is not None:
+            symbols = {next(g for g in m.groups() if g) for m in UNDEFINED_SYMBOL.finditer(log)}
+            for symbol in sorted(symbols)[:3]:
+                for hit in self.host.doc_lookup(symbol, _language(ctx.target))[:2]:
+                    docs.append(f"{symbol} — {hit.source}:{hit.line}\n{hit.text}")
+        return prompt("repair").format(
+            files=", ".join(sorted(repair["edits"])), gate=outcome.get("failed_gate"),
+            reason=outcome.get("reason", ""), log=f"Output:\n{log}" if log else "",
+            docs=("Documentation found for symbols in the error:\n" + "\n\n".join(docs))
+            if docs else "")
+
+    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
+        meta = self.pending.pop(id(proposal), None)
+        if meta is None:
+            return
+        gate = outcome.get("failed_gate")
+        verdict = "accepted" if outcome.get("accepted") else f"rejected at {gate}"
+        self.history.append(f"- {proposal.description} → {verdict}, "
+                            f"screen {outcome.get('speedup') or 1.0:.3f}×")
+        if gate in ("build", "correctness") and meta["attempts"] < ctx.settings.retries:
+            self.repairs[meta["parent"]] = {"plan": meta["plan"], "edits": proposal.edits,
+                                            "outcome": outcome, "attempts": meta["attempts"] + 1}
+        self._summarize(ctx, proposal, meta["plan"], outcome)
+
+    def _summarize(self, ctx: PlanContext, proposal: Proposal, plan: str,
+                   outcome: dict[str, Any]) -> None:
+        diff = outcome.get("diff", "")[:6000]
+        text = prompt("summarizer").format(plan=plan, diff=diff, outcome=json.dumps(
+            {k: outcome.get(k) for k in ("accepted", "speedup", "failed_gate", "reason")}))
+        try:
+            reply = self._client(ctx).complete([{"role": "user", "content": text}], None,
+                                               "summarizer")
+        except PlannerError:
+            return  # no summary is no reason to fail anything
+        match = re.search(r"\{.*\}", reply.get("content") or "", re.S)
+        try:
+            data = json.loads(match.group(0)) if match else {}
+        except json.JSONDecodeError:
+            data = {}
+        if not isinstance(data, dict) or data.get("action") not in ("append", "replace", "skip"):
+            return
+        Experience(ctx.settings.state_root).update(
+            data["action"], str(data.get("strategy", "")), str(data.get("lesson", "")),
+            ctx.target.backend, ctx.target.name, bool(outcome.get("accepted")),
+            outcome.get("speedup"))
+        ctx.journal.write("experience", strategy=data.get("strategy"),
+                          lesson=data.get("lesson"), action=data["action"])
+
+
+def _converged(lines: list[str]) -> bool:
+    """Three recent plans that share most of their words and none of which won."""
+    if len(lines) < 3 or any("accepted" in line for line in lines):
+        return False
+    words = [set(re.findall(r"[a-z]{4,}", line.lower())) for line in lines]
+    common = set.intersection(*words)
+    return len(common) >= 0.6 * min(len(w) for w in words if w)
+
+
+@hookimpl
+def kernelopt_register_planners() -> list[object]:
+    return [Agents()]

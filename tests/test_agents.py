@@ -1,0 +1,183 @@
+"""The agents planner driven through a real local OpenAI-compatible HTTP server.
+
+Each test runs the real CLI in a child process against ``ScriptedLLMServer`` on 127.0.0.1; the
+server replays the Planner's, Executor's and Summarizer's replies and records every request.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import events, kernelopt, last_run, summary
+
+from kernelopt_core.testing import ScriptedLLMServer, say, tool_call
+
+KEY = "sk-test-DO-NOT-LEAK-7f3a9c"
+SUMMARY = say('{"strategy": "bigger chunks", "lesson": "fewer Python-level slices", '
+              '"action": "append"}')
+
+
+def fast_kernel(project: Path, chunk: int = 128) -> str:
+    return (project / "kernel.py").read_text().replace("CHUNK = 1\n", f"CHUNK = {chunk}\n")
+
+
+def planner_steps() -> list[dict]:
+    return [tool_call("read_file", path="kernel.py"),
+            tool_call("submit_plan", plan="Walk the list in chunks of 128 to cut slicing overhead")]
+
+
+def run_agents(project: Path, server: ScriptedLLMServer, *extra: str,
+               env: dict[str, str] | None = None):
+    return kernelopt("run", str(project), "--planner", "agents", "--provider", "openai",
+                     "--base-url", server.url, "--model", "gpt-4.1-mini", "--iterations", "1",
+                     "--final-rounds", "3", *extra, cwd=project.parent,
+                     env={"OPENAI_API_KEY": KEY, "KERNELOPT_LLM_BACKOFF_S": "0.05", **(env or {})})
+
+
+def assert_key_never_written(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), f"API key leaked into {path}"
+
+
+def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) -> None:
+    script = {"planner": planner_steps(),
+              "executor": [tool_call("write_file", path="kernel.py",
+                                     content=fast_kernel(chunk_project)), say("CHUNK is 128.")],
+              "summarizer": [SUMMARY]}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server)
+    assert result.returncode == 0, result.stderr[-3000:]
+    run_dir = last_run(chunk_project.parent / ".kernelopt")
+    s = summary(run_dir)
+    assert s["status"] == "optimized" and s["planner"] == "agents"
+    assert s["llm"]["calls"] == 5 and s["llm"]["tokens_in"] > 0
+    assert s["llm"]["by_role"] == {"planner": 2, "executor": 2, "summarizer": 1}
+    first = server.requests[0]
+    assert first["path"] == "/v1/chat/completions"
+    assert first["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert {t["function"]["name"] for t in first["json"]["tools"]} == {
+        "search_repo", "read_file", "get_profile", "search_memory", "submit_plan"}
+    executor_tools = {t["function"]["name"] for t in server.requests[2]["json"]["tools"]}
+    assert executor_tools == {"read_file", "write_file"}
+    memory = (chunk_project.parent / ".kernelopt" / "experience.jsonl").read_text()
+    assert "bigger chunks" in memory
+    assert "LLM: 5 calls" in (run_dir / "report.md").read_text()
+    assert_key_never_written(chunk_project.parent)
+
+
+def test_a_wrong_kernel_is_rejected_at_correctness_then_repaired(chunk_project: Path) -> None:
+    wrong = fast_kernel(chunk_project).replace("acc = 0.0", "acc = 0.5")
+    script = {"planner": planner_steps(),
+              "executor": [tool_call("write_file", path="kernel.py", content=wrong), say("done"),
+                           tool_call("write_file", path="kernel.py",
+                                     content=fast_kernel(chunk_project)), say("fixed the init")],
+              "summarizer": [SUMMARY, SUMMARY]}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server, "--iterations", "2", "--retries", "1")
+    run_dir = last_run(chunk_project.parent / ".kernelopt")
+    outcomes = [e for e in events(run_dir) if e["event"] == "candidate_result"]
+    assert outcomes[0]["failed_gate"] == "correctness" and not outcomes[0]["accepted"]
+    assert outcomes[1]["accepted"], outcomes[1]
+    repair_request = next(r for r in server.requests
+                          if "failed at the correctness gate" in json.dumps(r["json"]))
+    assert "mismatch at n=" in json.dumps(repair_request["json"])
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_a_hack_is_rejected_by_the_gate(chunk_project: Path) -> None:
+    hack = fast_kernel(chunk_project) + "import threading\nthreading.Thread(target=print).start()\n"
+    script = {"planner": planner_steps(),
+              "executor": [tool_call("write_file", path="kernel.py", content=hack), say("done")],
+              "summarizer": [SUMMARY]}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server)
+    assert result.returncode == 1
+    run_dir = last_run(chunk_project.parent / ".kernelopt")
+    outcome = next(e for e in events(run_dir) if e["event"] == "candidate_result")
+    assert outcome["failed_gate"] == "policy" and "side stream or thread" in outcome["reason"]
+
+
+def test_malformed_tool_calls_go_back_to_the_model(chunk_project: Path) -> None:
+    bad_json = {"message": {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{oops"}}]}}
+    script = {"planner": [bad_json, tool_call("run_shell", command="ls"), say(""),
+                          *planner_steps()],
+              "executor": [tool_call("write_file", path="check.py", content="print(1)\n"),
+                           tool_call("write_file", path="../outside.py", content="x"),
+                           tool_call("write_file", path="kernel.py",
+                                     content=fast_kernel(chunk_project)), say("done")],
+              "summarizer": [SUMMARY]}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server, env={"KERNELOPT_MAX_MALFORMED": "4"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    sent = json.dumps([r["json"]["messages"] for r in server.requests])
+    assert "error:" in sent and "run_shell" in sent
+    assert not (chunk_project.parent / "outside.py").exists()
+    assert "print(1)" not in (chunk_project / "check.py").read_text()
+
+
+def test_too_many_malformed_replies_fail_the_candidate_not_the_run(chunk_project: Path) -> None:
+    script = {"planner": [say(""), say(""), say(""), say("")], "summarizer": []}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server, env={"KERNELOPT_MAX_MALFORMED": "2"})
+    assert result.returncode == 1, result.stderr[-2000:]
+    run_dir = last_run(chunk_project.parent / ".kernelopt")
+    assert any(e["event"] == "planner_error" for e in events(run_dir))
+    assert summary(run_dir)["status"] == "fallback"
+
+
+def test_429_then_success_and_a_timeout_then_success(chunk_project: Path) -> None:
+    script = {"planner": [{"status": 429, "headers": {"Retry-After": "0"}},
+                          {"sleep": 2.5, "then": planner_steps()[0]}, planner_steps()[0],
+                          planner_steps()[1]],
+              "executor": [{"status": 503}, tool_call("write_file", path="kernel.py",
+                                                      content=fast_kernel(chunk_project)),
+                           say("done")],
+              "summarizer": [SUMMARY]}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server, env={"KERNELOPT_LLM_TIMEOUT_S": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    calls = [e for e in events(last_run(chunk_project.parent / ".kernelopt"))
+             if e["event"] == "llm_call"]
+    statuses = [c["status"] for c in calls]
+    assert 429 in statuses and 503 in statuses and None in statuses  # None: the timeout
+    assert summary(last_run(chunk_project.parent / ".kernelopt"))["llm"]["failed_attempts"] == 3
+
+
+def test_patch_mode(chunk_project: Path) -> None:
+    patch = ("--- a/kernel.py\n+++ b/kernel.py\n@@ -1,3 +1,3 @@\n"
+             + "".join(f" {line}\n" if i != 1 else f"-{line}\n+CHUNK = 128\n"
+                       for i, line in enumerate((chunk_project / "kernel.py").read_text()
+                                                .splitlines()[:3])))
+    script = {"planner": planner_steps(),
+              "executor": [tool_call("apply_patch", patch=patch), say("done")],
+              "summarizer": [SUMMARY]}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server, "--edit-mode", "patch")
+    assert result.returncode == 0, result.stderr[-3000:]
+    tools = {t["function"]["name"] for t in server.requests[2]["json"]["tools"]}
+    assert tools == {"read_file", "apply_patch"}
+
+
+def test_without_a_key_the_tuner_runs_and_says_why(chunk_project: Path, monkeypatch) -> None:
+    for name in ("OPENCODE_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    result = kernelopt("run", str(chunk_project), "--iterations", "1", "--final-rounds", "2",
+                       cwd=chunk_project.parent)
+    assert "planner: tuner (using the built-in tuner: no LLM key configured (OPENCODE_API_KEY" \
+        in result.stderr
+    forced = kernelopt("run", str(chunk_project), "--planner", "agents", cwd=chunk_project.parent)
+    assert forced.returncode == 3 and "OPENCODE_API_KEY" in forced.stderr
+
+
+@pytest.mark.parametrize("flag", ["--budget-llm-calls"])
+def test_llm_call_budget_stops_the_search(chunk_project: Path, flag: str) -> None:
+    script = {"planner": planner_steps(), "executor": [], "summarizer": []}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server, flag, "1", "--iterations", "5")
+    run_dir = last_run(chunk_project.parent / ".kernelopt")
+    end = next(e for e in events(run_dir) if e["event"] == "search_end")
+    assert "budget" in end["reason"] and result.returncode == 1
