@@ -483,3 +483,17 @@ def test_tools_never_touch_the_filesystem(tmp_path, monkeypatch) -> None:
     box = executor()
     call(box, "write_file", path="src/kernel.cu", content="x\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.txt"]
+
+
+def test_docs_agents_md_lists_every_tool_and_argument_the_model_sees() -> None:
+    from pathlib import Path
+
+    from kernelopt_core.llm.tools import ToolBox
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text()
+    for role, mode in (("planner", "file"), ("executor", "file"), ("executor", "patch")):
+        for tool in ToolBox({"k.cu": b"x\n"}, ("k.cu",), role, edit_mode=mode).schemas():
+            function = tool["function"]
+            assert f"### `{function['name']}`" in doc
+            for argument in function["parameters"]["properties"]:
+                assert f"- `{argument}`" in doc, (function["name"], argument)
