@@ -117,3 +117,12 @@ def test_materialize_keeps_mtimes_of_unchanged_files(tmp_path: Path) -> None:
     ws.use_candidate({})
     assert bench.stat().st_mtime_ns == stamp
     assert (ws.candidate_tree.src / "kernel.py").read_bytes() == ws.files["kernel.py"]
+
+
+def test_kernelopt_home_moves_the_state_root_unless_a_flag_does(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KERNELOPT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KERNELOPT_CONFIG", str(tmp_path / "none.toml"))
+    # the CLI passes every option, unset ones as None
+    assert load(None, {"state_root": None}, cwd=tmp_path).state_root == tmp_path / "home"
+    flagged = load(None, {"state_root": tmp_path / "flag"}, cwd=tmp_path)
+    assert flagged.state_root == tmp_path / "flag"
