@@ -83,6 +83,8 @@ def snapshot(root: Path, state_root: Path | None = None) -> tuple[Files, dict[st
             rel = full.relative_to(root).as_posix()
             if ignore is not None and ignore.is_ignored(full.relative_to(git_root).as_posix()):
                 continue
+            if full.is_symlink() and not full.resolve().is_relative_to(root):
+                continue  # never read (or show an agent) a file outside the target
             try:
                 st = full.stat()
             except OSError:

@@ -181,3 +181,34 @@ def test_llm_call_budget_stops_the_search(chunk_project: Path, flag: str) -> Non
     run_dir = last_run(chunk_project.parent / ".kernelopt")
     end = next(e for e in events(run_dir) if e["event"] == "search_end")
     assert "budget" in end["reason"] and result.returncode == 1
+
+
+def test_a_third_party_provider_plugin_is_used_by_name(chunk_project: Path, tmp_path) -> None:
+    from kernelopt_core.hookspecs import LLMProvider, hookimpl
+    from kernelopt_core.loop import Loop
+    from kernelopt_core.settings import Settings
+    from kernelopt_core.testing import ScriptedBackend, ScriptedBackendPlugin, plugin_host
+
+    script = {"planner": planner_steps(),
+              "executor": [tool_call("write_file", path="kernel.py",
+                                     content=fast_kernel(chunk_project)), say("done")],
+              "summarizer": [SUMMARY]}
+    with ScriptedLLMServer(script) as server:
+        class Provider:
+            @hookimpl
+            def kernelopt_register_llm_providers(self):
+                return [LLMProvider("acme", server.url, "ACME_KEY", "acme-coder-1",
+                                    headers={"x-acme-run": "{session}"})]
+
+        host = plugin_host(ScriptedBackendPlugin(), Provider())
+        settings = Settings(state_root=tmp_path / "s", planner="agents", provider="acme",
+                            iterations=1, final_rounds=3, dotenv={"ACME_KEY": "acme-secret"},
+                            llm_backoff_s=0.05)
+        backend = ScriptedBackend()
+        outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0],
+                       settings).run()
+    assert outcome.status == "optimized", outcome.summary
+    first = server.requests[0]
+    assert first["json"]["model"] == "acme-coder-1"
+    assert first["headers"]["Authorization"] == "Bearer acme-secret"
+    assert first["headers"]["x-acme-run"] == outcome.run_id

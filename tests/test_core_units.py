@@ -126,3 +126,13 @@ def test_kernelopt_home_moves_the_state_root_unless_a_flag_does(tmp_path, monkey
     assert load(None, {"state_root": None}, cwd=tmp_path).state_root == tmp_path / "home"
     flagged = load(None, {"state_root": tmp_path / "flag"}, cwd=tmp_path)
     assert flagged.state_root == tmp_path / "flag"
+
+
+def test_snapshot_skips_symlinks_that_leave_the_target(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside")
+    project = write_chunk_project(tmp_path / "p")
+    (project / "leak.txt").symlink_to(secret)
+    (project / "alias.py").symlink_to(project / "kernel.py")
+    files, _ = snapshot(project)
+    assert "leak.txt" not in files and "alias.py" in files
