@@ -199,7 +199,7 @@ def wheels(work: Path) -> dict[str, Path]:
     junk = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist", ".kernelopt")
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, core / name)
-    for name in ("kernelopt_core", "tests"):  # tests/ too: the wheel must leave it out
+    for name in ("kernelopt_core", "prompts", "tests"):  # tests/ too: the wheel must leave it out
         shutil.copytree(REPO / name, core / name, ignore=junk)
     shutil.copytree(CMAKE_PLUGIN, src / "kernelopt_cmake", ignore=junk)
     for dist, module, ep, text in (("kernelopt-echo", "kernelopt_echo", "echo", ECHO_MODULE),
@@ -263,6 +263,7 @@ def test_wheels_carry_package_data_entry_points_and_no_tests(wheels: dict[str, P
     with zipfile.ZipFile(wheels["kernelopt"]) as whl:
         names = whl.namelist()
         assert "kernelopt_core/py.typed" in names and "kernelopt_core/hookspecs.py" in names
+        assert "kernelopt_core/prompts/planner.md" in names  # prompts ship as package data
         (eps,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         assert "kernelopt = kernelopt_core.cli:main" in whl.read(eps).decode()
         assert not [n for n in names if n.startswith(("tests/", "plugins/", "build/"))]
