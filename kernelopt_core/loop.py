@@ -378,9 +378,8 @@ class Loop:
 
     def _is_new(self, proposal: Proposal) -> bool:
         """The same content is never evaluated twice in a run (planners may repeat)."""
-        merged = {**self.workspace.files, **proposal.edits}
         key = hashlib.sha256(
-            b"\0".join(p.encode() + b"\0" + merged[p] for p in sorted(proposal.edits))
+            b"\0".join(p.encode() + b"\0" + proposal.edits[p] for p in sorted(proposal.edits))
         ).hexdigest()
         unchanged = all(self.workspace.files.get(p) == d for p, d in proposal.edits.items())
         if key in self._seen or unchanged:

@@ -39,12 +39,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
 
     confirm = final_gate("confirm")
     roofline = (final_gate("roofline") or {}).get("metrics", {})
-    if verdict is not None:
-        status = verdict["status"]
-    elif error is not None or any(e["event"] == "interrupted" for e in events):
-        status = "error"
-    else:
-        status = "error"
+    status = verdict["status"] if verdict is not None else "error"  # killed, interrupted, failed
     rounds = {"baseline_ms": [], "candidate_ms": []}
     speedup = final_ms = noise = None
     wins = n_rounds = 0
@@ -58,9 +53,8 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     elif verdict and verdict.get("screen_speedup") and status == "optimized":
         speedup = verdict["screen_speedup"]  # no confirm gate configured: screen only
     baseline_ms = median(rounds["baseline_ms"]) if rounds["baseline_ms"] else baseline.get("ms")
-    if status not in ("optimized",):
-        # Only a confirmed win changes the kernel; otherwise the baseline stands.
-        final_ms = baseline_ms if status in ("fallback", "matched") else final_ms
+    if status in ("fallback", "matched"):  # only a confirmed win changes the kernel
+        final_ms = baseline_ms
     nbytes = roofline.get("bytes", target.get("bytes"))
     achieved = _bandwidth(nbytes, final_ms)
     peak = roofline.get("peak_gbps")

@@ -11,6 +11,7 @@ placeholder), calibrated by measurement so that the candidate really is about XÃ
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
@@ -151,7 +152,5 @@ def run_selftest(
         "results": results,
         "dir": str(out_dir),
     }
-    import json
-
     (out_dir / "selftest.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

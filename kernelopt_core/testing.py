@@ -17,9 +17,13 @@ Use them from a conftest.py with ``pytest_plugins = ["kernelopt_core.testing"]``
 from __future__ import annotations
 
 import hashlib
+import http.server
+import json as _json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -207,10 +211,6 @@ class ScriptedLLMServer:
     """
 
     def __init__(self, script: dict[str, list[dict]]) -> None:
-        import http.server
-        import json as _json
-        import threading
-
         self.script = {role: list(steps) for role, steps in script.items()}
         self.requests: list[dict] = []
         server = self
@@ -226,9 +226,7 @@ class ScriptedLLMServer:
                                         "json": body})
                 step = server._next(body)
                 while "sleep" in step:
-                    import time as _time
-
-                    _time.sleep(step["sleep"])
+                    time.sleep(step["sleep"])
                     step = step.get("then", {"message": {"role": "assistant", "content": ""}})
                 if "status" in step:
                     self.send_response(step["status"])
@@ -284,8 +282,6 @@ class ScriptedLLMServer:
 
 def tool_call(name: str, call_id: str | None = None, **arguments: object) -> dict:
     """A scripted assistant message calling one tool."""
-    import json as _json
-
     return {"message": {"role": "assistant", "content": None, "tool_calls": [{
         "id": call_id or f"call_{name}", "type": "function",
         "function": {"name": name, "arguments": _json.dumps(arguments)}}]}}

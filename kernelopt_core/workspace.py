@@ -146,6 +146,7 @@ class Workspace:
         self.files: Files = {}
         self.modes: dict[str, int] = {}
         self.baseline_commit: bytes = b""
+        self._applied: dict[str, bytes] = {}  # the edits the candidate tree holds now
 
     # ------------------------------------------------------------------ lifetime
     def acquire(self, timeout: float = 24 * 3600) -> None:
@@ -199,6 +200,7 @@ class Workspace:
         self.tag(run_id, "baseline", self.baseline_commit)
         materialize(self.baseline_tree.src, self.files, self.modes)
         materialize(self.candidate_tree.src, self.files, self.modes)
+        self._applied = {}
         return self.baseline_commit
 
     def tag(self, run_id: str, name: str, commit_id: bytes) -> str:
@@ -220,8 +222,19 @@ class Workspace:
         return commit_id, self.tag(run_id, name, commit_id)
 
     def use_candidate(self, edits: Mapping[str, bytes]) -> None:
-        """Put baseline + ``edits`` into the candidate tree (only changed files rewritten)."""
-        materialize(self.candidate_tree.src, {**self.files, **edits}, self.modes)
+        """Put baseline + ``edits`` into the candidate tree.
+
+        Only the files this candidate or the previous one edited can differ from the tree, so
+        only those are compared and rewritten (a large target is not re-read per candidate).
+        """
+        for rel in set(self._applied) | set(edits):
+            data = edits.get(rel, self.files.get(rel))
+            if data is None or self._applied.get(rel, self.files.get(rel)) == data:
+                continue
+            path = self.candidate_tree.src / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        self._applied = dict(edits)
 
     def diff(self, old_commit: bytes, new_commit: bytes) -> bytes:
         out = io.BytesIO()
