@@ -5,8 +5,11 @@
 # Run from the repository root on the GPU machine, with wheels of this repo's packages in
 # .whl/ (../shared/tools/h200-wheels builds them):
 #   bash bench/h200_gate.sh PART [ARGS]     results go to $OUT (default bench/results/out)
-# PART: env | run | hacks | selftest KIND TRIALS TAG   (KIND: aa | planted)
-# Set CUDA_VISIBLE_DEVICES to pick the GPU; each GPU gets its own state root.
+# PART: env | run | hacks | mkfast | selftest KIND TRIALS TAG   (KIND: aa | planted)
+#       | selftest-chunks KIND TRIALS_PER_CHUNK SECONDS
+# Set CUDA_VISIBLE_DEVICES to pick the GPU; each GPU gets its own state root. EXAMPLE picks the
+# target (default examples/cmake-cuda; `mkfast` makes /tmp/fast, the example with fast knobs,
+# whose time scales with its rows, for the planted self-test).
 set -euo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
@@ -17,7 +20,7 @@ fi
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 gpu=${CUDA_VISIBLE_DEVICES:-0}
 export KERNELOPT_HOME=/tmp/kstate-gpu$gpu
-EXAMPLE=examples/cmake-cuda
+EXAMPLE=${EXAMPLE:-examples/cmake-cuda}
 HACKS=tests/reward_hacks/cuda
 
 save_run() {  # save_run NAME: copy the last run's artifacts to $OUT/NAME
@@ -56,9 +59,16 @@ case "${1:-}" in
       save_run "hack-$name"
     done
     set -e ;;
+  mkfast)  # the example with the fast knobs found by the tuner (BLOCK_SIZE 512, ROWS 2, VEC 4)
+    rm -rf /tmp/fast; cp -r examples/cmake-cuda /tmp/fast
+    sed -i -e 's/^#define BLOCK_SIZE 32$/#define BLOCK_SIZE 512/' \
+      -e 's/^#define ROWS_PER_BLOCK 1$/#define ROWS_PER_BLOCK 2/' \
+      -e 's/^#define VEC 1$/#define VEC 4/' /tmp/fast/kernel.cu
+    grep -n '^#define' /tmp/fast/kernel.cu ;;
   selftest-chunks)  # selftest-chunks KIND TRIALS_PER_CHUNK SECONDS: chunks until time is up
+    # (a decision takes ~12 s on the H200; a chunk's calibration and start ~30 s)
     kind=$2 per=$3 end=$(( $(date +%s) + $4 )) i=0
-    while [ $(( $(date +%s) + per * 7 )) -lt "$end" ]; do
+    while [ $(( $(date +%s) + per * 12 + 30 )) -lt "$end" ]; do
       i=$((i + 1)); bash "$0" selftest "$kind" "$per" "c$i" || break
     done ;;
   selftest)
