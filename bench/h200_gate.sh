@@ -5,7 +5,7 @@
 # Run from the repository root on the GPU machine, with wheels of this repo's packages in
 # .whl/ (../shared/tools/h200-wheels builds them):
 #   bash bench/h200_gate.sh PART [ARGS]     results go to $OUT (default bench/results/out)
-# PART: env | run | hacks | mkfast | selftest KIND TRIALS TAG   (KIND: aa | planted)
+# PART: env | run | hacks | mkfast | selftest KIND TRIALS TAG   (KIND: aa | planted | planted-only)
 #       | selftest-chunks KIND TRIALS_PER_CHUNK SECONDS
 # Set CUDA_VISIBLE_DEVICES to pick the GPU; each GPU gets its own state root. EXAMPLE picks the
 # target (default examples/cmake-cuda; `mkfast` makes /tmp/fast, the example with fast knobs,
@@ -75,6 +75,7 @@ case "${1:-}" in
     kind=$2 trials=$3 tag=$4
     extra=()
     [ "$kind" = planted ] && extra=(--planted-speedup 1.03)
+    [ "$kind" = planted-only ] && extra=(--planted-speedup 1.03 --no-aa)
     kernelopt gate-selftest "$EXAMPLE" --trials "$trials" --gamma "${GAMMA:-1.01}" \
       "${extra[@]}" --json > "$OUT/selftest-$kind-$tag.json" 2> "$OUT/selftest-$kind-$tag.stderr" ;;
   *) echo "usage: $0 env|run|hacks|selftest KIND TRIALS TAG" >&2; exit 2 ;;

@@ -136,6 +136,7 @@ def run(ctx: click.Context, path: Path, **flags: Any) -> None:
 @click.option("--trials", type=int, default=20, show_default=True, help="Decisions of each kind.")
 @click.option("--planted-speedup", type=float, help="Also decide against a truly X× faster "
               "candidate (its bench does less work through {work}, calibrated to X).")
+@click.option("--no-aa", is_flag=True, help="With --planted-speedup: only the planted decisions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result instead of a table.")
 @click.option("--backend")
 @click.option("--target")
@@ -144,20 +145,23 @@ def run(ctx: click.Context, path: Path, **flags: Any) -> None:
 @click.option("--state-root", type=click.Path(path_type=Path))
 @click.pass_context
 def gate_selftest(ctx: click.Context, path: Path, trials: int, planted_speedup: float | None,
-                  as_json: bool, **flags: Any) -> None:
+                  no_aa: bool, as_json: bool, **flags: Any) -> None:
     """Measure the confirm gate's false-accept rate (A/A) and detection rate (planted)."""
     import json
 
     from kernelopt_core.selftest import run_selftest
 
     _host, backend, target, settings = resolve(ctx, path, flags)
-    result = run_selftest(backend, target, settings, trials, planted_speedup, [ui.Progress()])
+    result = run_selftest(backend, target, settings, trials, planted_speedup, [ui.Progress()],
+                          include_aa=not no_aa)
     if as_json:
         ui.echo(json.dumps(result, indent=2))
         return
-    rows = [["A/A (identical)", trials, f"{result['false_accepts']} false accepts",
-             f"{result['naive']['false_accepts']} false accepts",
-             f"{result['results']['aa']['median_ratio']:.4f}"]]
+    rows = []
+    if not no_aa:
+        rows.append(["A/A (identical)", trials, f"{result['false_accepts']} false accepts",
+                     f"{result['naive']['false_accepts']} false accepts",
+                     f"{result['results']['aa']['median_ratio']:.4f}"])
     if planted_speedup:
         rows.append([f"planted {planted_speedup:g}×", trials, f"{result['detections']} detected",
                      f"{result['naive']['detections']} detected",

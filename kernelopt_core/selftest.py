@@ -69,10 +69,12 @@ def calibrate_work(ctx: GateContext, candidate: Tree, target_ratio: float) -> tu
 
 def run_selftest(
     backend: Backend, target: Target, settings: Settings, trials: int,
-    planted_speedup: float | None, listeners: list[Any],
+    planted_speedup: float | None, listeners: list[Any], include_aa: bool = True,
 ) -> dict[str, Any]:
     if trials < 1:
         raise UsageError("--trials must be at least 1")
+    if not include_aa and planted_speedup is None:
+        raise UsageError("--no-aa leaves nothing to decide without --planted-speedup")
     if planted_speedup is not None and planted_speedup <= 1.0:
         raise UsageError("--planted-speedup must be above 1 (e.g. 1.03)")
     prepare_state_root(settings.state_root)
@@ -94,7 +96,7 @@ def run_selftest(
             raise UsageError(f"target {target.name!r} has no bench: nothing to self-test")
         ctx = GateContext(runner, settings, target, "selftest", workspace.candidate_tree,
                           workspace.baseline_tree, out_dir, None)
-        kinds = [("aa", 1.0)]
+        kinds = [("aa", 1.0)] if include_aa else []
         calibration = None
         if planted_speedup:
             work, ratio = calibrate_work(ctx, workspace.candidate_tree, planted_speedup)
@@ -129,18 +131,18 @@ def run_selftest(
         "selftest_id": run_id,
         "target": {"backend": target.backend, "name": target.name, "shape": target.shape},
         "trials": trials,
-        "false_accepts": results["aa"]["accepts"],
-        "false_accept_rate": results["aa"]["accepts"] / trials,
+        "false_accepts": results["aa"]["accepts"] if include_aa else None,
+        "false_accept_rate": results["aa"]["accepts"] / trials if include_aa else None,
         "detections": results["planted"]["accepts"] if "planted" in results else None,
         "detection_rate": results["planted"]["accepts"] / trials if "planted" in results else None,
         "planted_speedup": planted_speedup,
         "planted_calibration": calibration,
         "measured_planted_ratio": results["planted"]["median_ratio"] if "planted" in results
         else None,
-        "seconds_per_decision": results["aa"]["seconds_per_decision"],
+        "seconds_per_decision": results["aa" if include_aa else "planted"]["seconds_per_decision"],
         "naive": {
             "gamma": NAIVE_GAMMA,
-            "false_accepts": results["aa"]["naive_accepts"],
+            "false_accepts": results["aa"]["naive_accepts"] if include_aa else None,
             "detections": results["planted"]["naive_accepts"] if "planted" in results else None,
         },
         "protocol": {"gamma": settings.gamma, "final_rounds": settings.final_rounds,
