@@ -36,9 +36,27 @@ class KerneloptGroup(click.Group):
         return super().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in self.commands:
+        if name not in self.commands or name in ("run", "gate-selftest"):
             self.get_host()
-        return super().get_command(ctx, name)
+        command = super().get_command(ctx, name)
+        if command is not None and name in ("run", "gate-selftest") and self.host is not None:
+            self._add_plugin_options(command)
+        return command
+
+    def _add_plugin_options(self, command: click.Command) -> None:
+        """Plugin flags (``kernelopt_run_options``) go on ``run`` and ``gate-selftest``, once per
+        plugin host (a new host, as in tests, replaces the previous host's flags)."""
+        added: tuple[PluginHost, list[click.Parameter]] | None = getattr(command, "_plugin_options",
+                                                                          None)
+        if added is not None and added[0] is self.host:
+            return
+        assert self.host is not None
+        if added is not None:
+            command.params = [p for p in command.params if all(p is not q for q in added[1])]
+        taken = {n for p in command.params for n in (*p.opts, *p.secondary_opts, p.name or "")}
+        options = self.host.run_options(taken)
+        command.params.extend(options)
+        command._plugin_options = (self.host, options)  # type: ignore[attr-defined]
 
 
 @click.group(cls=KerneloptGroup)
@@ -85,6 +103,8 @@ def run_options(fn: Any) -> Any:
         click.option("--budget-cost", type=float, help="Stop the search after this many USD."),
         click.option("--prices", help="JSON price table {model: [in, out] USD per Mtok}."),
         click.option("--peak-gbps", type=float, help="Use this peak bandwidth, not a measured one."),
+        click.option("-o", "--option", multiple=True, metavar="KEY=VALUE",
+                     help="A backend option (e.g. -o op=SOFT_MAX); plugins' own flags do the same."),
         click.option("--state-root", type=click.Path(path_type=Path),
                      help="State directory [./.kernelopt or $KERNELOPT_HOME]."),
     ]
@@ -93,33 +113,62 @@ def run_options(fn: Any) -> Any:
     return fn
 
 
-def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any, ...]:
-    """PATH and flags → (plugin host, backend, target, settings)."""
+def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any, ...]:
+    """PATH and flags → (plugin host, backend, targets to run, settings)."""
     host = host_of(ctx)
     if not path.exists():
         raise UsageError(f"{path} does not exist", hint="give a kernel file, directory or repo")
     path = path.resolve()
     settings = settings_mod.load(discovery.project_toml(path), flags)
     backend = discovery.choose_backend(host, path, settings.backend)
-    targets = backend.discover(path, settings)
-    target = discovery.choose_target(targets, settings.target, path)
-    ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at {target.root}")
-    return host, backend, target, settings
+    targets = discovery.choose_targets(backend.discover(path, settings), settings.target, path)
+    return host, backend, targets, settings
+
+
+def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any, ...]:
+    """PATH and flags → (plugin host, backend, the one target, settings)."""
+    host, backend, targets, settings = resolve_all(ctx, path, flags)
+    if len(targets) > 1:
+        raise UsageError(f"{path} declares {len(targets)} targets",
+                         hint=f"choose one with --target: {', '.join(t.name for t in targets)}")
+    ui.note(f"kernelopt {__version__}: {targets[0].name} ({backend.name} backend) at {targets[0].root}")
+    return host, backend, targets[0], settings
 
 
 def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
-    """Resolve backend and target, run the loop, print the outcome. Used by plugin commands too."""
+    """Resolve backend and targets, run the loop once per target, print the outcomes.
+
+    Several targets (a directory of kernels, a model's top kernels) run in turn, each its own
+    run. Exit code: the most severe error (4 > 3 > 2) if any run failed that way, else 0 if any
+    target ended optimized, else 1. Used by plugin commands too.
+    """
     from kernelopt_core.loop import Loop
 
-    host, backend, target, settings = resolve(ctx, path, flags)
-    loop = Loop(host, backend, target, settings, [ui.Progress()], argv=sys.argv)
-    outcome = loop.run()
-    ui.summary(outcome.summary, str(outcome.run_dir))
-    if outcome.summary.get("error"):
-        ui.error(outcome.summary["error"], outcome.exit_code)
-        if outcome.exit_code == EXIT_INTERNAL:
-            ui.note(f"this is a bug in kernelopt; the traceback is in {outcome.run_dir}/error.log")
-    return outcome.exit_code
+    host, backend, targets, settings = resolve_all(ctx, path, flags)
+    codes: list[int] = []
+    rows: list[list[Any]] = []
+    for i, target in enumerate(targets, 1):
+        count = f" [{i}/{len(targets)}]" if len(targets) > 1 else ""
+        ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at "
+                f"{target.root}{count}")
+        loop = Loop(host, backend, target, settings, [ui.Progress()], argv=sys.argv)
+        outcome = loop.run()
+        ui.summary(outcome.summary, str(outcome.run_dir))
+        if outcome.summary.get("error"):
+            ui.error(outcome.summary["error"], outcome.exit_code)
+            if outcome.exit_code == EXIT_INTERNAL:
+                ui.note(f"this is a bug in kernelopt; the traceback is in {outcome.run_dir}/error.log")
+        codes.append(outcome.exit_code)
+        rows.append([target.name, outcome.summary["status"], outcome.summary["report_line"],
+                     outcome.run_id])
+        if outcome.exit_code == EXIT_INTERRUPTED:
+            break
+    if len(targets) > 1:
+        ui.table(rows, ["target", "status", "report line", "run"])
+    severe = [c for c in codes if c not in (0, 1)]
+    if severe:
+        return max(severe)
+    return 0 if 0 in codes else 1
 
 
 @cli.command()

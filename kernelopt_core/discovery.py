@@ -72,18 +72,25 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
     return backends[best[0]]
 
 
-def choose_target(targets: list[Target], name: str | None, path: Path) -> Target:
+def choose_targets(targets: list[Target], name: str | None, path: Path) -> list[Target]:
+    """The targets to run: the one named by ``--target``, else every target, in order."""
     if not targets:
         raise UsageError(f"no targets found at {path}")
     if name is None:
-        if len(targets) == 1:
-            return targets[0]
-        raise UsageError(
-            f"{path} declares {len(targets)} targets",
-            hint=f"choose one with --target: {', '.join(t.name for t in targets)}",
-        )
+        return list(targets)
     for target in targets:
         if target.name == name:
-            return target
+            return [target]
     raise UsageError(f"no target named {name!r} at {path}",
                      hint=f"targets: {', '.join(t.name for t in targets)}")
+
+
+def choose_target(targets: list[Target], name: str | None, path: Path) -> Target:
+    """Exactly one target (commands that work on one, like gate-selftest)."""
+    chosen = choose_targets(targets, name, path)
+    if len(chosen) > 1:
+        raise UsageError(
+            f"{path} declares {len(chosen)} targets",
+            hint=f"choose one with --target: {', '.join(t.name for t in chosen)}",
+        )
+    return chosen[0]

@@ -206,3 +206,14 @@ def kernelopt_prompt_fragments(backend: str, role: str) -> list[str]:
 @hookspec
 def kernelopt_register_commands(cli: click.Group) -> None:
     """Add click commands to the ``kernelopt`` CLI (e.g. ``run-llamacpp``)."""
+
+
+@hookspec
+def kernelopt_run_options() -> list[click.Option]:
+    """Flags this plugin adds to ``kernelopt run`` and ``kernelopt gate-selftest`` (e.g. ``--op``).
+
+    A given flag's value lands in ``settings.options[param.name]``; flags left out are absent.
+    The same dict is filled from kernelopt.toml's ``[options]`` table and from ``-o KEY=VALUE``
+    (the flag wins). A flag whose name the core or another plugin already uses is not added, and
+    ``kernelopt plugins`` shows the clash. Read options with ``settings.options.get(name)``.
+    """

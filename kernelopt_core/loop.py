@@ -516,8 +516,10 @@ class Loop:
             return ("unverified" if not failures else FALLBACK), failures
         if not failures:
             return "optimized", failures
-        return (FALLBACK if any(f.failed_verdict == FALLBACK for f in failures) else "matched",
-                failures)
+        verdicts = {f.failed_verdict for f in failures}
+        if FALLBACK in verdicts:
+            return FALLBACK, failures
+        return ("unverified" if "unverified" in verdicts else "matched"), failures
 
     def _gate_context(
         self, cid: str, edits: dict[str, bytes], log_dir: Path, baseline_ms: float | None

@@ -222,6 +222,34 @@ class PluginHost:
             out.extend(result or [])
         return out
 
+    def run_options(self, taken: set[str]) -> list[Any]:
+        """click options plugins add to ``run`` (see ``kernelopt_run_options``); clashes are
+        reported on the plugin and skipped, so one plugin cannot shadow a core flag."""
+        options: list[Any] = []
+        for impl in self.pm.hook.kernelopt_run_options.get_hookimpls():
+            try:
+                offered = list(impl.function() or [])
+            except (Exception, SystemExit) as exc:
+                self._blame(impl.plugin_name, f"kernelopt_run_options raised {type(exc).__name__}: {exc}")
+                continue
+            for option in offered:
+                flags = set(option.opts) | set(option.secondary_opts)
+                if option.name in taken or flags & taken:
+                    self._blame(impl.plugin_name, f"run option {option.opts[0]!r} clashes with an "
+                                "option kernelopt or another plugin already has; not added")
+                    continue
+                taken |= flags | {option.name}
+                options.append(option)
+        return options
+
+    def _blame(self, plugin: str, error: str) -> None:
+        info = self.infos.get(plugin)
+        if info is not None:
+            info.error = error
+            info.hint = "fix or disable the plugin (KERNELOPT_DISABLE_PLUGINS=NAME)"
+        if self.strict:
+            raise UsageError(f"plugin {plugin!r}: {error}")
+
     def add_commands(self, cli: Any, on_error: Callable[[str, Exception], None]) -> None:
         for impl in self.pm.hook.kernelopt_register_commands.get_hookimpls():
             try:

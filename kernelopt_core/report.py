@@ -53,8 +53,10 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     elif verdict and verdict.get("screen_speedup") and status == "optimized":
         speedup = verdict["screen_speedup"]  # no confirm gate configured: screen only
     baseline_ms = median(rounds["baseline_ms"]) if rounds["baseline_ms"] else baseline.get("ms")
-    if status in ("fallback", "matched"):  # only a confirmed win changes the kernel
+    if status in ("fallback", "matched", "unverified"):  # only a confirmed win changes the kernel
         final_ms = baseline_ms
+    engine = final_gate("engine") or {}
+    engine_metrics = engine.get("metrics", {}) if not engine.get("skipped") else {}
     nbytes = roofline.get("bytes", target.get("bytes"))
     achieved = _bandwidth(nbytes, final_ms)
     peak = roofline.get("peak_gbps")
@@ -81,6 +83,16 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
             "fraction": achieved / peak if achieved and peak else None,
             "note": (final_gate("roofline") or {}).get("reason"),
         },
+        "engine": {
+            "passed": engine.get("passed"),
+            "baseline_ms": engine_metrics.get("baseline_ms"),
+            "candidate_ms": engine_metrics.get("candidate_ms"),
+            "speedup": engine_metrics.get("speedup"),
+            "amdahl_speedup": engine_metrics.get("amdahl_speedup"),
+            "time_share": engine_metrics.get("time_share"),
+            "note": engine.get("reason"),
+        } if engine and not engine.get("skipped") else None,
+        "interpreted": bool(confirm and confirm.get("metrics", {}).get("interpreted")),
         "candidates": {
             "proposed": len(results),
             "built": sum((r["candidate"], "build") in passed for r in results),
@@ -126,6 +138,9 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
         return f"error: {s.get('error', 'the run did not finish')}"
     if s["status"] == "fallback":
         return f"no verified win; baseline kept ({_fmt_ms(s['baseline_ms'])}, shape {shape})"
+    if s["status"] == "unverified" and s.get("interpreted"):
+        return (f"unverified: correct; {s['speedup'] or 1.0:.2f}× measured under an interpreter, "
+                f"not on the device, so nothing is claimed (shape {shape})")
     if s["status"] == "unverified":
         return f"unverified: correct, but no bench exists (shape {shape})"
     parts = [
@@ -143,6 +158,11 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
         else:
             parts.append(f"{rate} = {gbps / peak:.0%} of measured peak" if peak else
                          f"{rate} (peak not measured)")
+    engine = s.get("engine") or {}
+    if engine.get("speedup"):
+        amdahl = engine.get("amdahl_speedup")
+        parts.append(f"whole program {engine['speedup']:.3f}×"
+                     + (f" (Amdahl {amdahl:.3f}×)" if amdahl else ""))
     speed = f"{s['speedup']:.2f}×" if s["speedup"] else "?"
     prefix = speed if s["status"] == "optimized" else f"matched (median {speed}, not proven faster)"
     return f"{prefix} ({', '.join(parts)})"

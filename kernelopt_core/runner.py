@@ -113,10 +113,17 @@ class Runner:
         command = self._with_timeout(command, self.settings.test_timeout_s)
         return self.spawn_locked(command, log)[0]
 
-    def engine(self, tree: Tree, log: Path) -> ProcessResult | None:
+    def has_engine(self, tree: Tree) -> bool:
+        return self.backend.engine(self.target, tree) is not None
+
+    def engine(self, tree: Tree, log: Path, env: dict[str, str] | None = None) -> ProcessResult | None:
+        """One run of the whole program (model, app) with ``env`` added (the engine contract:
+        KERNELOPT_ENGINE_OUT, KERNELOPT_ENGINE_REFERENCE; docs/plugins.md)."""
         command = self.backend.engine(self.target, tree)
         if command is None:
             return None
+        command = attrs.evolve(command, env={**command.env, **(env or {})})
+        command = self._with_timeout(command, self.settings.bench_timeout_s)
         return self.spawn_locked(command, log)[0]
 
 

@@ -28,7 +28,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 DEFAULT_CANDIDATE_GATES = ("policy", "build", "correctness", "screen")
-DEFAULT_FINAL_GATES = ("confirm", "shape", "roofline")
+DEFAULT_FINAL_GATES = ("confirm", "shape", "roofline", "engine")
 CORE_SECTIONS = ("run", "gates")
 
 
@@ -75,6 +75,8 @@ class Settings:
     bench_timeout_s: float = 600.0
     origins: dict[str, str] = attrs.field(factory=dict)
     dotenv: dict[str, str] = attrs.field(factory=dict)
+    # Plugin options (``kernelopt_run_options``, ``-o KEY=VALUE``, kernelopt.toml [options]).
+    options: dict[str, Any] = attrs.field(factory=dict)
 
     def env(self, name: str) -> str | None:
         """A variable from the real environment, else from .env (the real one wins)."""
@@ -82,7 +84,8 @@ class Settings:
 
 
 attrs.resolve_types(Settings)
-FIELDS = {f.name: f for f in attrs.fields(Settings) if f.name not in ("origins", "dotenv")}
+FIELDS = {f.name: f for f in attrs.fields(Settings)
+          if f.name not in ("origins", "dotenv", "options")}
 _converter = cattrs.Converter()
 
 
@@ -131,7 +134,8 @@ def _apply_sections(
 ) -> None:
     run = data.get("run", {})
     gates = data.get("gates", {})
-    for section, content in (("run", run), ("gates", gates)):
+    options = data.get("options", {})
+    for section, content in (("run", run), ("gates", gates), ("options", options)):
         if not isinstance(content, dict):
             raise UsageError(f"{where(path, text, section)}: [{section}] must be a table")
     for key, value in run.items():
@@ -155,6 +159,9 @@ def _apply_sections(
             )
         values[f"{key}_gates"] = tuple(value)
         origins[f"{key}_gates"] = str(path)
+    for key, value in options.items():
+        values.setdefault("options", {})[key] = value
+        origins[f"options.{key}"] = str(path)
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -197,12 +204,23 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
     if os.environ.get("KERNELOPT_HOME") and flags.get("state_root") is None:
         values["state_root"] = Path(os.environ["KERNELOPT_HOME"])
         origins["state_root"] = "env KERNELOPT_HOME"
+    options = values.pop("options", {})
+    for pair in flags.get("option") or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"-o {pair!r} is not KEY=VALUE", hint="e.g. -o op=SOFT_MAX")
+        options[key.strip().replace("-", "_")] = value
+        origins[f"options.{key.strip()}"] = "flag -o"
     for name, value in flags.items():
-        if value is None or value == ():  # not given on the command line
+        if value is None or value == () or name == "option":  # not given on the command line
+            continue
+        if name not in FIELDS:  # a plugin's flag (kernelopt_run_options)
+            options[name] = value
+            origins[f"options.{name}"] = "flag"
             continue
         values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
         origins[name] = "flag"
-    settings = Settings(**values, origins=origins, dotenv=dotenv)
+    settings = Settings(**values, origins=origins, dotenv=dotenv, options=options)
     if not settings.state_root.is_absolute():
         settings.state_root = (cwd / settings.state_root).resolve()
     _validate(settings)

@@ -103,3 +103,43 @@ def test_gate_selftest_no_aa_decides_only_planted(chunk_project: Path) -> None:
     assert data["naive"]["false_accepts"] is None and data["seconds_per_decision"] > 0
     result = kernelopt("gate-selftest", str(chunk_project), "--no-aa", cwd=chunk_project.parent)
     assert result.returncode == 2 and "--no-aa" in result.stderr
+
+
+def test_several_targets_run_in_turn_each_its_own_run(chunk_project: Path, tmp_path: Path) -> None:
+    toml = chunk_project / "kernelopt.toml"
+    text = toml.read_text()
+    second = text[text.index("[[target]]"):].replace('name = "chunk-sum"', 'name = "chunk-sum-2"')
+    toml.write_text(text + "\n" + second)
+    fast = tmp_path / "fast.py"
+    fast.write_text((chunk_project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 256\n"))
+    result = kernelopt("run", str(chunk_project), "--candidate", f"kernel.py={fast}",
+                       "--final-rounds", "2", cwd=chunk_project.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "[1/2]" in result.stderr and "[2/2]" in result.stderr
+    runs = sorted((chunk_project.parent / ".kernelopt" / "runs").iterdir())
+    import json
+
+    names = [json.loads((r / "summary.json").read_text())["target"]["name"] for r in runs]
+    assert names == ["chunk-sum", "chunk-sum-2"]
+    assert "chunk-sum-2" in result.stdout and "report line" in result.stdout
+    one = kernelopt("run", str(chunk_project), "--target", "chunk-sum-2", "--candidate",
+                    f"kernel.py={fast}", "--final-rounds", "2", cwd=chunk_project.parent)
+    assert one.returncode == 0 and "[1/2]" not in one.stderr
+
+
+def test_interpreter_timings_never_claim_a_speedup(chunk_project: Path, tmp_path: Path) -> None:
+    import json
+
+    bench = chunk_project / "bench.py"
+    bench.write_text(bench.read_text().replace('"checksum": checksum', '"checksum": checksum, '
+                                               '"interpreted": True, "timer": "interpreter"'))
+    fast = tmp_path / "fast.py"
+    fast.write_text((chunk_project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 256\n"))
+    result = kernelopt("run", str(chunk_project), "--candidate", f"kernel.py={fast}",
+                       "--final-rounds", "2", cwd=chunk_project.parent)
+    assert result.returncode == 1, result.stderr[-3000:]
+    summary = json.loads(next((chunk_project.parent / ".kernelopt" / "runs").glob("*/summary.json"))
+                         .read_text())
+    assert summary["status"] == "unverified" and summary["interpreted"] is True
+    assert "under an interpreter" in summary["report_line"]
+    assert summary["final_ms"] == summary["baseline_ms"]

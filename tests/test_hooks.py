@@ -23,7 +23,7 @@ def test_every_hookspec_has_a_test_here() -> None:
     source = Path(__file__).read_text()
     specs = [n for n, _ in inspect.getmembers(hookspecs, inspect.isfunction)
              if n.startswith("kernelopt_")]
-    assert len(specs) == 8
+    assert len(specs) == 9
     for name in specs:
         assert f"def test_{name}" in source, f"no test for hook {name}"
 
@@ -157,6 +157,39 @@ def test_kernelopt_register_commands() -> None:
         assert "hello" in CliRunner().invoke(cli, ["--help"]).output
     finally:
         cli.commands.pop("hello", None)
+        cli.host = None
+
+
+def test_kernelopt_run_options_reach_settings_options(chunk_project) -> None:
+    seen: dict = {}
+
+    class Recording(ScriptedBackend):
+        def discover(self, path, settings):
+            seen.update(settings.options)
+            raise UsageError("stop here")
+
+    class Plugin:
+        @hookimpl
+        def kernelopt_register_backends(self):
+            return [Recording()]
+
+        @hookimpl
+        def kernelopt_run_options(self):
+            return [click.Option(["--op"], help="an op"),
+                    click.Option(["--gamma"], help="clashes with a core flag")]
+
+    cli.host = plugin_host(Plugin())
+    try:
+        result = CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted",
+                                          "--op", "SOFT_MAX", "-o", "case=big", "--gamma", "1.05"],
+                                    standalone_mode=False)
+        assert isinstance(result.exception, UsageError), result.output
+        assert seen == {"op": "SOFT_MAX", "case": "big"}
+        info = next(i for i in cli.host.plugin_infos() if i.name == "test-plugin-0")
+        assert "'--gamma' clashes" in (info.error or "")
+        help_text = CliRunner().invoke(cli, ["run", "--help"]).output
+        assert "--op" in help_text and help_text.count("--gamma") == 1
+    finally:
         cli.host = None
 
 

@@ -14,6 +14,7 @@ from kernelopt_core.target import Target, Tree
 # What a failed final gate leaves the verdict at.
 MATCHED = "matched"  # correct, not proven faster
 FALLBACK = "fallback"  # not even correct: the baseline is kept
+UNVERIFIED = "unverified"  # correct, but its times cannot back a claim (e.g. an interpreter's)
 
 
 @attrs.define

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
+from kernelopt_core.gates.engine import EngineGate
 from kernelopt_core.gates.perf import ConfirmGate, RooflineGate, ScreenGate, ShapeGate
 from kernelopt_core.hookspecs import hookimpl
 
@@ -98,4 +99,4 @@ class CorrectnessGate:
 @hookimpl
 def kernelopt_register_gates() -> list[object]:
     return [PolicyGate(), BuildGate(), CorrectnessGate(), ScreenGate(), ConfirmGate(),
-            ShapeGate(), RooflineGate()]
+            ShapeGate(), RooflineGate(), EngineGate()]

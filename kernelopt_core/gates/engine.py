@@ -1,0 +1,119 @@
+"""The engine gate: the whole program (a model, an app) still gives the same outputs with the
+candidate in it, and is not slower.
+
+The engine contract (docs/plugins.md): ``Backend.engine(target, tree)`` describes a command
+that runs the whole program once and prints one JSON line
+``{"time_ms": float, "match": true | false | null, "detail": str, ...}``. The core sets
+``KERNELOPT_ENGINE_OUT`` (a file the command writes its outputs to) on every run and, on the
+candidate's runs, ``KERNELOPT_ENGINE_REFERENCE`` (the baseline's output file); the command
+compares its outputs with the reference itself, since only it knows their format and tolerance.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
+from kernelopt_core.measure.stats import median
+from kernelopt_core.target import Tree
+
+OUT_ENV = "KERNELOPT_ENGINE_OUT"
+REFERENCE_ENV = "KERNELOPT_ENGINE_REFERENCE"
+ROUNDS = 3  # interleaved baseline/candidate pairs; the engine is slow, the kernel gates came first
+
+
+def parse_engine_line(stdout: str) -> dict[str, Any] | None:
+    """The last JSON object line with a numeric ``time_ms``, or None."""
+    found = None
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("time_ms"), (int, float)):
+            found = obj
+    return found
+
+
+def amdahl(share: float, kernel_speedup: float) -> float:
+    """Whole-program speedup when a fraction ``share`` of its time gets ``kernel_speedup``×."""
+    return 1.0 / ((1.0 - share) + share / kernel_speedup)
+
+
+class EngineGate:
+    """Whole-program outputs equal to the baseline's, and whole-program time not slower."""
+
+    name = "engine"
+    phase = "final"
+
+    def _run(self, ctx: GateContext, tree: Tree, tag: str, reference: str | None
+             ) -> tuple[dict[str, Any] | None, str]:
+        log = ctx.log_dir / "engine.log"
+        env = {OUT_ENV: str(ctx.log_dir / f"engine-{tag}.out")}
+        if reference:
+            env[REFERENCE_ENV] = reference
+        result = ctx.runner.engine(tree, log, env)
+        if result is None:
+            return None, "no engine"
+        if not result.ok:
+            return None, f"{result.describe()}: {result.tail(600)}"
+        parsed = parse_engine_line(result.stdout)
+        if parsed is None:
+            return None, 'no JSON line with "time_ms" in its output (docs/plugins.md, engine)'
+        return parsed, ""
+
+    def evaluate(self, ctx: GateContext) -> GateResult:
+        if not ctx.runner.has_engine(ctx.baseline_tree):
+            return GateResult(self.name, True, "no engine declared: whole-program check skipped",
+                              skipped=True)
+        reference = str(ctx.log_dir / "engine-baseline.out")
+        base_times: list[float] = []
+        cand_times: list[float] = []
+        details: list[str] = []
+        extra: dict[str, Any] = {}
+        for i in range(ROUNDS):
+            order = ["baseline", "candidate"] if i % 2 == 0 else ["candidate", "baseline"]
+            for role in order:
+                if role == "baseline":
+                    # the first baseline run writes the reference the candidate is compared with
+                    tag = "baseline" if not base_times else f"baseline{i + 1}"
+                    parsed, error = self._run(ctx, ctx.baseline_tree, tag, None)
+                    if parsed is None:
+                        return GateResult(self.name, False, f"the baseline's engine run failed: "
+                                          f"{error}", failed_verdict=MATCHED)
+                    base_times.append(float(parsed["time_ms"]))
+                    continue
+                parsed, error = self._run(ctx, ctx.candidate_tree, f"candidate{i + 1}", reference)
+                if parsed is None:
+                    return GateResult(self.name, False, f"the engine fails with the candidate: "
+                                      f"{error}", failed_verdict=FALLBACK)
+                if parsed.get("match") is not True:
+                    return GateResult(self.name, False, "whole-program outputs differ from the "
+                                      f"baseline's: {parsed.get('detail', '')}".rstrip(": "),
+                                      {"detail": parsed.get("detail")}, failed_verdict=FALLBACK)
+                cand_times.append(float(parsed["time_ms"]))
+                details.append(str(parsed.get("detail", "")))
+                extra = {k: v for k, v in parsed.items() if k not in ("time_ms", "match", "detail")}
+        b, c = median(base_times), median(cand_times)
+        noise = max(abs(t / b - 1.0) for t in base_times) if len(base_times) > 1 else 0.0
+        noise = max(noise, ctx.settings.min_noise_pct / 100.0)
+        metrics: dict[str, Any] = {
+            "baseline_ms": base_times, "candidate_ms": cand_times, "speedup": b / c,
+            "noise_pct": 100.0 * noise, "detail": details[-1] if details else "", **extra,
+        }
+        text = (f"outputs match ({metrics['detail'] or 'per the engine'}); whole program "
+                f"{b:.4g} → {c:.4g} ms ({b / c:.3f}×, noise ±{100 * noise:.1f} %)")
+        kernel = (ctx.shared.get("confirm") or {}).get("median_ratio")
+        share = ctx.target.time_share
+        if share is not None and kernel:
+            metrics["time_share"] = share
+            metrics["amdahl_speedup"] = amdahl(share, kernel)
+            text += f"; Amdahl from a {share:.0%} share at {kernel:.2f}×: {metrics['amdahl_speedup']:.3f}×"
+        if c > b * (1.0 + noise):
+            return GateResult(self.name, False, f"whole program slower: {text}", metrics,
+                              failed_verdict=MATCHED)
+        return GateResult(self.name, True, text, metrics)
