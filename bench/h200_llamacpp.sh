@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# kernelopt-llamacpp on a GPU. Each PART is meant for its own device call (10-minute limit):
+# a run builds two trees (baseline, candidate) clean the first time.
+# clean build time, incremental rebuild after a one-file edit, run-llamacpp --op SOFT_MAX and
+# --op ROPE with the tuner, the engine gate with a random-weight GGUF. Results go to $OUT.
+#
+# Run from the repository root on the GPU machine, with wheels of this repo's packages in
+# .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
+# there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
+#   bash bench/h200_llamacpp.sh [PART...]   PART: build | softmax | rope | engine (default: all)
+set -euo pipefail
+OUT=${OUT:-bench/results/out}
+mkdir -p "$OUT"
+if [ ! -d /tmp/site/kernelopt_llamacpp ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+export KERNELOPT_HOME=/tmp/kstate-llamacpp
+REPO=/tmp/llama.cpp
+[ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
+export LLAMACPP_REPO=$REPO
+PARTS=${*:-build softmax rope engine}
+nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
+nvcc --version >> "$OUT/gpu.txt" 2>&1 || true
+
+save_run() {  # save_run NAME: the last run's artifacts to $OUT/NAME
+  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* | tail -1)
+  mkdir -p "$OUT/$1"
+  cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/" 2>/dev/null || true
+  cp "$KERNELOPT_HOME"/llamacpp/*.pin.json "$OUT/$1/" 2>/dev/null || true
+}
+
+for part in $PARTS; do
+  case $part in
+  build)  # the same configure the backend uses, in a scratch build dir; then a one-file edit
+    B=/tmp/llamacpp-build-bench
+    rm -rf "$B"
+    t0=$(date +%s.%N)
+    cmake -S "$REPO" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=native -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+      -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+      -DLLAMA_BUILD_TOOLS=OFF -DGGML_CUDA_FA=OFF > "$OUT/build-configure.log" 2>&1
+    t1=$(date +%s.%N)
+    cmake --build "$B" --target test-backend-ops -j "$(nproc)" > "$OUT/build-clean.log" 2>&1
+    t2=$(date +%s.%N)
+    echo "// kernelopt bench edit" >> "$REPO/ggml/src/ggml-cuda/softmax.cu"
+    cmake --build "$B" --target test-backend-ops -j "$(nproc)" > "$OUT/build-incremental.log" 2>&1
+    t3=$(date +%s.%N)
+    sed -i '$ d' "$REPO/ggml/src/ggml-cuda/softmax.cu"
+    python3 - "$t0" "$t1" "$t2" "$t3" > "$OUT/build-times.json" <<'PY'
+import json, sys
+t0, t1, t2, t3 = map(float, sys.argv[1:])
+print(json.dumps({"configure_s": t1 - t0, "clean_build_s": t2 - t1, "incremental_softmax_cu_s": t3 - t2}))
+PY
+    grep -c "Building CUDA object" "$OUT/build-incremental.log" > "$OUT/build-incremental-objects.txt" || true
+    "$B/bin/test-backend-ops" perf -o SOFT_MAX -b CUDA0 > "$OUT/perf-softmax.txt" 2>&1 || true
+    rm -rf "$B"
+    ;;
+  softmax)
+    kernelopt run-llamacpp --op SOFT_MAX --iterations 8 --patience 4 --final-rounds 4 \
+      --budget-minutes 4 > "$OUT/softmax.log" 2>&1 || echo "exit $?" >> "$OUT/softmax.log"
+    save_run softmax
+    ;;
+  rope)
+    kernelopt run-llamacpp --op ROPE --iterations 6 --patience 3 --final-rounds 4 \
+      --budget-minutes 3 > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
+    save_run rope
+    ;;
+  engine)  # reuses the SOFT_MAX workspace (warm build); adds llama-completion and llama-bench
+    python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
+      --out /tmp/random-llama.gguf > "$OUT/engine-model.log" 2>&1
+    kernelopt run-llamacpp --op SOFT_MAX --e2e-model /tmp/random-llama.gguf --iterations 3 \
+      --patience 2 --final-rounds 3 --budget-minutes 3 > "$OUT/engine.log" 2>&1 \
+      || echo "exit $?" >> "$OUT/engine.log"
+    save_run engine
+    ;;
+  *) echo "unknown part $part" >&2; exit 2 ;;
+  esac
+done

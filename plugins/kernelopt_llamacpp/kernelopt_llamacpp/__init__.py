@@ -1,0 +1,1 @@
+"""kernelopt backend for llama.cpp ggml-cuda ops (docs/llamacpp.md)."""

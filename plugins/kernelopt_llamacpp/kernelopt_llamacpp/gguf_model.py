@@ -1,0 +1,98 @@
+"""A tiny random-weight llama GGUF for the engine gate (models cannot be downloaded here).
+
+``python -m kernelopt_llamacpp.gguf_model --vocab models/ggml-vocab-llama-spm.gguf --out m.gguf``
+
+The tokenizer (every ``tokenizer.*`` key) is copied from a vocab-only GGUF of the llama.cpp
+tree (``models/ggml-vocab-llama-spm.gguf``); the weights are seeded random f32 tensors of a
+small llama (2 layers, width 256 by default), so generation is deterministic for a given file
+and exercises the same ops (RMS_NORM, ROPE, SOFT_MAX or flash attention, MUL_MAT, SILU/SWIGLU,
+GET_ROWS) as a real model. Outputs are gibberish; what the gate compares is that the candidate's
+greedy tokens equal the baseline's. Needs ``pip install kernelopt-llamacpp[gguf]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _copy_tokenizer(writer, vocab: Path) -> int:  # noqa: ANN001 (gguf is an optional import)
+    import gguf
+
+    reader = gguf.GGUFReader(str(vocab))
+    n_vocab = 0
+    for name, field in reader.fields.items():
+        if not name.startswith("tokenizer."):
+            continue
+        vtype = field.types[0]
+        if vtype == gguf.GGUFValueType.ARRAY:
+            values = field.contents()
+            writer.add_array(name, values)
+            if name == "tokenizer.ggml.tokens":
+                n_vocab = len(values)
+        else:
+            writer.add_key_value(name, field.contents(), vtype)
+    if not n_vocab:
+        raise SystemExit(f"{vocab} has no tokenizer.ggml.tokens: not a vocab GGUF")
+    return n_vocab
+
+
+def write_model(out: Path, vocab: Path | None, *, n_embd: int = 256, n_layer: int = 2, n_head: int = 4,
+                n_ff: int = 512, n_vocab: int = 0, seed: int = 0) -> Path:
+    import gguf
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(out), "llama")
+    writer.add_name("kernelopt random llama")
+    if vocab is not None:
+        n_vocab = _copy_tokenizer(writer, vocab)
+    elif not n_vocab:
+        raise SystemExit("give --vocab (a vocab-only GGUF) or --n-vocab")
+    writer.add_context_length(512)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head)
+    writer.add_rope_dimension_count(n_embd // n_head)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+
+    def tensor(name: str, *shape: int, scale: float = 0.02) -> None:
+        # numpy shape is (rows, cols): GGUF's ne is reversed, so (n_out, n_in) gives ne=[n_in, n_out]
+        writer.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
+
+    tensor("token_embd.weight", n_vocab, n_embd)
+    for i in range(n_layer):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
+        for w in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            tensor(f"blk.{i}.{w}.weight", n_embd, n_embd)
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
+        tensor(f"blk.{i}.ffn_gate.weight", n_ff, n_embd)
+        tensor(f"blk.{i}.ffn_up.weight", n_ff, n_embd)
+        tensor(f"blk.{i}.ffn_down.weight", n_embd, n_ff)
+    writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
+    tensor("output.weight", n_vocab, n_embd)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kernelopt_llamacpp.gguf_model")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--vocab", type=Path, help="a vocab-only GGUF (models/ggml-vocab-llama-spm.gguf)")
+    parser.add_argument("--n-vocab", type=int, default=0, help="without --vocab: no tokenizer (tests)")
+    parser.add_argument("--seed", type=int, default=0)
+    a = parser.parse_args(argv)
+    write_model(a.out, a.vocab, n_vocab=a.n_vocab, seed=a.seed)
+    print(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,349 @@
+"""The ``llamacpp`` backend: one ggml-cuda op of a llama.cpp tree, through test-backend-ops.
+
+``kernelopt run-llamacpp --op SOFT_MAX [--repo PATH]`` is ``kernelopt run PATH --backend
+llamacpp --op SOFT_MAX``. docs/llamacpp.md is the user's page; the op table is ops.py, the
+test-backend-ops steps tbo.py, the knobs tuning.py, the engine gate engine.py.
+
+Fixture trees: a tree whose root holds ``kernelopt-fixture.toml`` with ``standins = true``
+declares itself a CPU stand-in of llama.cpp (our CI fixture). Only then are nvcc and a GPU not
+required and the op's files compiled by the tree's own CPU build; every command is otherwise the
+same. A real tree never carries that file, so the seam cannot hide a missing GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover (Python 3.10)
+    import tomli as tomllib  # type: ignore[no-redef]
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import BenchSpec, Command, Target, Tree
+
+DISPATCH = "ggml/src/ggml-cuda/ggml-cuda.cu"
+MARKER = "kernelopt-fixture.toml"
+TOOL = "test-backend-ops"
+ENGINE_TOOLS = ("llama-bench", "llama-completion")
+REPO_ENV = "LLAMACPP_REPO"
+
+
+@attrs.frozen
+class OpData:
+    """Backend-private data of a target (Target.data)."""
+
+    route: Any  # ops.Route
+    pin: Path  # the pinned perf case (tbo.py), shared by baseline and candidate trees
+    case: str | None  # --case
+    device_backend: str  # test-backend-ops -b: CUDA0
+    standins: bool
+    cuda_arch: str
+    e2e_model: str | None
+    engine_args: tuple[str, ...] = ()
+
+
+def fixture_marker(root: Path) -> dict[str, Any] | None:
+    path = root / MARKER
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from exc
+    fixture = data.get("fixture", {})
+    return fixture if fixture.get("standins") is True else None
+
+
+def gpu_problem() -> str | None:
+    """Why this machine cannot build and run ggml-cuda, or None."""
+    nvcc = shutil.which("nvcc") or next(
+        (p for p in ("/usr/local/cuda/bin/nvcc",) if os.access(p, os.X_OK)), None)
+    if nvcc is None:
+        return ("nvcc (the CUDA toolkit) is not on PATH: install the CUDA toolkit "
+                "(https://developer.nvidia.com/cuda-downloads) and put its bin/ on PATH")
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+        if listed.returncode == 0 and "GPU" in listed.stdout:
+            return None if shutil.which("cmake") else "cmake is not on PATH: install CMake 3.21 or newer"
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    if Path("/dev/nvidia0").exists():
+        if shutil.which("cmake") is None:
+            return "cmake is not on PATH: install CMake 3.21 or newer"
+        return None
+    return ("no NVIDIA GPU is visible (`nvidia-smi -L` lists none and /dev/nvidia0 is absent): "
+            "run on a machine with an NVIDIA GPU and its driver installed")
+
+
+def cuda_arch() -> str:
+    """The local GPU's architecture for CMAKE_CUDA_ARCHITECTURES (e.g. 90), else ``native``."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        if out and out[0].replace(".", "").isdigit():
+            return out[0].replace(".", "")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return "native"
+
+
+def default_repo() -> str | None:
+    from kernelopt_core.settings import read_dotenv
+
+    return os.environ.get(REPO_ENV) or read_dotenv(Path.cwd() / ".env").get(REPO_ENV)
+
+
+class LlamaCppBackend:
+    name = "llamacpp"
+
+    def detect(self, path: Path) -> float:
+        if path.is_dir() and (path / DISPATCH).is_file() and (path / "CMakeLists.txt").is_file():
+            return 0.9
+        return 0.0
+
+    # ------------------------------------------------------------------ discovery
+    def discover(self, path: Path, settings: Settings) -> list[Target]:
+        from kernelopt_llamacpp import ops, tbo, tuning
+
+        root = path.resolve()
+        if self.detect(root) == 0.0:
+            raise UsageError(f"{root} is not a llama.cpp tree (no {DISPATCH})",
+                             hint=f"point --repo (or {REPO_ENV}) at a llama.cpp checkout")
+        options = getattr(settings, "options", None) or {}
+        op = options.get("op") or settings.target
+        table = ops.op_table(root)
+        known = ops.editable_ops(table)
+        if not op:
+            raise UsageError("name the ggml op to optimize with --op",
+                             hint=f"known ops: {', '.join(known)}")
+        route = table.get(op) or table.get(str(op).upper())
+        if route is None:
+            raise UsageError(f"unknown op {op!r}: {DISPATCH} dispatches no such op",
+                             hint=f"known ops: {', '.join(known)}")
+        if route.kind == "library":
+            raise UsageError(f"{route.op} is computed by {route.library} (library: not editable): "
+                             f"{route.note}", hint=f"ops with editable kernels: {', '.join(known)}")
+        if route.kind == "none":
+            raise UsageError(f"{route.op} launches no kernel ({route.note})",
+                             hint=f"ops with editable kernels: {', '.join(known)}")
+        marker = fixture_marker(root)
+        if marker is None:
+            problem = gpu_problem()
+            if problem:
+                raise PrerequisiteError(
+                    f"kernelopt-llamacpp needs nvcc and an NVIDIA GPU to build and run ggml-cuda's "
+                    f"{route.op}: {problem}",
+                    hint="install what is missing, then rerun; `kernelopt setup` lists prerequisites")
+        elif shutil.which("cmake") is None:
+            raise PrerequisiteError("cmake is not on PATH", hint="install CMake")
+        digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
+        pin = settings.state_root / "llamacpp" / f"{digest}-{route.op}.pin.json"
+        case = options.get("case")
+        pinned = tbo.read_pin(pin, route.op)
+        if case or (pinned and pinned.get("chosen_by") == "--case"):
+            pinned = pinned if pinned and case and pinned["case"] == tbo.case_name(route.op, case) else None
+        e2e_model = options.get("e2e_model") or (
+            (marker or {}).get("e2e_model") if options.get("e2e") else None)
+        if options.get("e2e") and not e2e_model:
+            e2e_model = str(self._random_model(root, settings.state_root / "llamacpp"))
+        files = {f: (root / f).read_bytes() for f in route.files}
+        data = OpData(
+            route=route, pin=pin, case=case,
+            device_backend=str(options.get("device_backend") or (marker or {}).get("backend", "CUDA0")),
+            standins=marker is not None, cuda_arch="native" if marker else cuda_arch(),
+            e2e_model=str(Path(e2e_model).resolve()) if e2e_model else None,
+        )
+        shape = pinned["case"] if pinned else (
+            tbo.case_name(route.op, case) if case else
+            f"{route.op}: the largest-us/run case of `test-backend-ops perf -o {route.op}` "
+            "(pinned at the first bench)")
+        context = tuple(f for f in ("ggml/src/ggml-cuda/common.cuh",) if (root / f).is_file())
+        return [Target(
+            backend=self.name, name=route.op, root=root, editable=route.files, context=context,
+            contract=tuple(f for f in (DISPATCH, "tests/test-backend-ops.cpp") if (root / f).is_file()),
+            shape=shape,
+            bytes_moved=int(pinned["kb"]) * 1024 if pinned and pinned.get("kb") else None,
+            knobs=tuple(tuning.scan(files, route.op)),
+            bench=BenchSpec(format="regex", regex=tbo.line_regex(pinned["case"] if pinned else None),
+                            unit="us"),
+            has_engine=data.e2e_model is not None,
+            device="cpu" if marker else "cuda",
+            data=data,
+        )]
+
+    def _random_model(self, root: Path, out_dir: Path) -> Path:
+        """--e2e without --e2e-model: a random-weight llama with the tree's llama-spm vocab."""
+        out = out_dir / "random-llama.gguf"
+        if out.is_file():
+            return out
+        vocab = root / "models" / "ggml-vocab-llama-spm.gguf"
+        if not vocab.is_file():
+            raise UsageError(f"--e2e needs {vocab} for the tokenizer",
+                             hint="give a real model with --e2e-model PATH.gguf")
+        try:
+            from kernelopt_llamacpp.gguf_model import write_model
+        except ImportError as exc:  # pragma: no cover
+            raise PrerequisiteError(f"--e2e needs the gguf package: {exc}",
+                                    hint="pip install 'kernelopt-llamacpp[gguf]'") from exc
+        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return write_model(out, vocab)
+        except ModuleNotFoundError as exc:
+            raise PrerequisiteError(f"--e2e needs the gguf package ({exc})",
+                                    hint="pip install 'kernelopt-llamacpp[gguf]'") from exc
+
+    # ------------------------------------------------------------------ commands
+    def build(self, target: Target, tree: Tree) -> list[Command]:
+        data: OpData = target.data
+        engine = data.e2e_model is not None
+        configure = ["cmake", "-S", str(tree.src), "-B", str(tree.build)]
+        if shutil.which("ninja"):
+            configure += ["-G", "Ninja"]
+        configure += [
+            "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON",
+            f"-DCMAKE_CUDA_ARCHITECTURES={data.cuda_arch}",
+            "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
+            "-DLLAMA_BUILD_TESTS=ON", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
+            f"-DLLAMA_BUILD_TOOLS={'ON' if engine else 'OFF'}",
+        ]
+        if target.name != "FLASH_ATTN_EXT" and not engine:
+            # the flash-attention template instances are most of a clean ggml-cuda build and no
+            # other op's test-backend-ops cases need them (the engine gate keeps the full build)
+            configure.append("-DGGML_CUDA_FA=OFF")
+        commands = []
+        stamp = tree.build / "kernelopt-configure.txt"
+        wanted = shlex.join(configure)
+        cached = (tree.build / "CMakeCache.txt").is_file()
+        # configure once per build directory: later candidates only rebuild what changed
+        if not cached or not stamp.is_file() or stamp.read_text() != wanted:
+            if cached:  # other arguments (the engine gate turned on): start from a clean cache
+                (tree.build / "CMakeCache.txt").unlink()
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(wanted)
+            commands.append(Command(tuple(configure), tree.src, timeout_s=900, label="configure"))
+        targets = [TOOL, *(ENGINE_TOOLS if engine else ())]
+        commands.append(Command(
+            ("cmake", "--build", str(tree.build), "--target", *targets, "-j", str(os.cpu_count() or 2)),
+            tree.src, timeout_s=3600, label="build"))
+        return commands
+
+    def _tbo(self, target: Target, tree: Tree, mode: str, *extra: str) -> Command:
+        data: OpData = target.data
+        argv = [sys.executable, "-m", "kernelopt_llamacpp.tbo", mode,
+                "--tool", str(tree.build / "bin" / TOOL), "--op", target.name,
+                "--backend", data.device_backend, *extra]
+        return Command(tuple(argv), tree.src, timeout_s=900, label=f"test-backend-ops {mode}")
+
+    def check(self, target: Target, tree: Tree, seed: int) -> Command:
+        # test-backend-ops has no seed option: every run draws fresh inputs (std::random_device),
+        # so each of the core's seeds is one more independent random draw, not a replayable one.
+        return self._tbo(target, tree, "check")
+
+    def bench(self, target: Target, tree: Tree) -> Command | None:
+        data: OpData = target.data
+        extra = ["--pin", str(data.pin)] + (["--case", data.case] if data.case else [])
+        return self._tbo(target, tree, "bench", *extra)
+
+    def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None:
+        """The timed case in test mode, when test-backend-ops' test set holds it (recorded at
+        pin time); otherwise None and the shape gate reports the timed shape as unverified."""
+        from kernelopt_llamacpp import tbo
+
+        data: OpData = target.data
+        pin = tbo.read_pin(data.pin, target.name)
+        if pin is None or not pin.get("checkable"):
+            return None
+        return self._tbo(target, tree, "shape", "--pin", str(data.pin))
+
+    def engine(self, target: Target, tree: Tree) -> Command | None:
+        data: OpData = target.data
+        if data.e2e_model is None:
+            return None
+        argv = [sys.executable, "-m", "kernelopt_llamacpp.engine", "--build", str(tree.build),
+                "--model", data.e2e_model, *data.engine_args]
+        return Command(tuple(argv), tree.src, timeout_s=900, label="engine")
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+@hookimpl
+def kernelopt_register_backends() -> list[object]:
+    return [LlamaCppBackend()]
+
+
+def _plugin_options() -> list[Any]:
+    import click
+
+    return [
+        click.Option(["--op"], help="llamacpp: the ggml op to optimize (e.g. SOFT_MAX)."),
+        click.Option(["--case"], help="llamacpp: the test-backend-ops perf case to time "
+                     "[the op's largest us/run]."),
+        click.Option(["--e2e-model"], help="llamacpp: a GGUF model for the engine gate "
+                     "(llama-completion outputs + llama-bench tokens/s)."),
+        click.Option(["--e2e"], is_flag=True, default=None,
+                     help="llamacpp: engine gate with a generated random-weight GGUF."),
+    ]
+
+
+@hookimpl
+def kernelopt_run_options() -> list[Any]:
+    return _plugin_options()
+
+
+@hookimpl
+def kernelopt_register_commands(cli: Any) -> None:
+    import click
+
+    from kernelopt_core import cli as core_cli
+
+    @click.pass_context
+    def run_llamacpp(ctx: click.Context, repo: str | None, **flags: Any) -> None:
+        """Optimize one ggml-cuda op of a llama.cpp tree (= run REPO --backend llamacpp --op OP)."""
+        repo = repo or default_repo()
+        problem = gpu_problem() if not repo or fixture_marker(Path(repo)) is None else None
+        if problem:  # checked before anything else: without nvcc and a GPU nothing can run
+            raise PrerequisiteError(f"kernelopt-llamacpp needs nvcc and an NVIDIA GPU: {problem}",
+                                    hint="install what is missing, then rerun")
+        if not repo:
+            raise UsageError("no llama.cpp tree given",
+                             hint=f"pass --repo PATH or set {REPO_ENV} (environment or .env)")
+        flags["backend"] = "llamacpp"
+        ctx.exit(core_cli.execute(ctx, Path(repo), flags))
+
+    command = click.command("run-llamacpp")(core_cli.run_options(run_llamacpp))
+    taken = {n for p in command.params for n in (*p.opts, p.name or "")}
+    for option in _plugin_options():
+        if option.name not in taken:
+            if option.name == "op":
+                option.required = True
+            command.params.append(option)
+    command.params.append(click.Option(
+        ["--repo"], help=f"The llama.cpp tree [${REPO_ENV} from the environment or .env]."))
+    cli.add_command(command)
+
+
+STRATEGIES = """Strategies for ggml-cuda ops (llama.cpp):
+- the op's CUDA_*_BLOCK_SIZE and launch bounds against the pinned shape's row length;
+- warp-level reductions (warp_reduce_sum/max in common.cuh) over shared-memory trees;
+- vectorized loads (float2/float4, half2) where ne00 is a multiple and rows are aligned;
+- several rows per block for short rows; fewer __syncthreads; keep the existing template
+  specializations (ncols) that test-backend-ops exercises;
+- correctness is NMSE against the CPU backend over every case of `test-backend-ops test -o OP`."""
+
+
+@hookimpl
+def kernelopt_prompt_fragments(backend: str, role: str) -> list[str]:
+    return [STRATEGIES] if backend == "llamacpp" and role == "planner" else []

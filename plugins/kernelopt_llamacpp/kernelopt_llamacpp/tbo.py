@@ -1,0 +1,238 @@
+"""test-backend-ops: its console output, the pinned perf case, and the check/bench/shape steps.
+
+The backend's commands run ``python -m kernelopt_llamacpp.tbo check|bench|shape ...``, which
+calls the tree's own ``test-backend-ops`` and passes its output through unchanged, so what the
+core parses (``BenchSpec(format="regex", unit="us")``) is the real tool's line::
+
+      SOFT_MAX(type=f32,ne=[4096,4096,5,1],...):   3536 runs -   283.24 us/run - 655360 kB/run - 2227.83 GB/s
+
+The wrapper exists for what the bare tool does not do:
+
+* ``check``: ``test -o OP -b CUDA0`` exits 0 even when no case ran ("0/0 tests passed"); the
+  wrapper demands at least one case OK and none FAIL.
+* ``bench``: the **pinned case**. Unless ``--case`` names one, the first bench runs
+  ``perf -o OP -b CUDA0`` and ``test -o OP -b CUDA0`` once, takes the case with the largest
+  ``us/run`` among the perf cases the test set also holds (the op's heaviest *checkable* shape:
+  most headroom above launch overhead, least timer noise, and the shape gate can test exactly
+  it), else the largest of all (then the measured shape cannot be checked: at best matched),
+  and writes it to the pin
+  file (JSON) that every later invocation, baseline's or candidate's, reads. Every timed run
+  then executes only that case, by its full case string (``-o 'OP(params)'``, which the tool
+  matches exactly — unlike ``-p``, a regex over the params that brackets and dots would need
+  escaping for).
+* ``shape``: ``test -o 'OP(params)'`` on the pinned case, when the tool's test set contains it
+  (recorded at pin time); the shape gate then checks exactly the timed shape.
+
+An op with no perf cases (RMS_NORM in the vendored version) cannot be timed: ``bench`` says so
+and exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
+PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
+KB = re.compile(r"(\d+) kB/run")
+EXIT_CANNOT_TIME = 3
+
+
+@attrs.frozen
+class PerfCase:
+    op: str
+    params: str
+    runs: int
+    us: float
+    kb: int | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.op}({self.params})"
+
+
+@attrs.frozen
+class TestResults:
+    ok: tuple[str, ...]
+    failed: tuple[str, ...]
+    unsupported: tuple[str, ...]
+
+
+def strip(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+def parse_perf(text: str) -> list[PerfCase]:
+    cases = []
+    for line in strip(text).splitlines():
+        m = CASE_LINE.match(line)
+        if not m:
+            continue
+        p = PERF_REST.match(m.group("rest"))
+        if not p:
+            continue
+        kb = KB.search(p.group("size"))
+        cases.append(PerfCase(m.group("op"), m.group("params"), int(p.group("runs")),
+                              float(p.group("us")), int(kb.group(1)) if kb else None))
+    return cases
+
+
+def parse_test(text: str) -> TestResults:
+    ok, failed, unsupported = [], [], []
+    for line in strip(text).splitlines():
+        m = CASE_LINE.match(line)
+        if not m:
+            continue
+        name, rest = f"{m.group('op')}({m.group('params')})", m.group("rest")
+        if rest.endswith("OK"):
+            ok.append(name)
+        elif rest.endswith("FAIL"):
+            failed.append(name)
+        elif rest.startswith("not supported"):
+            unsupported.append(name)
+    return TestResults(tuple(ok), tuple(failed), tuple(unsupported))
+
+
+def case_name(op: str, case: str) -> str:
+    """``--case`` may be the full case string or only its params."""
+    case = case.strip()
+    return case if case.startswith(f"{op}(") else f"{op}({case})"
+
+
+def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
+           checkable: tuple[str, ...] = ()) -> PerfCase | None:
+    """The pinned case: ``wanted`` if given (full string or params), else the largest us/run
+    among the cases in ``checkable`` (the test set's), else the largest us/run of all."""
+    mine = [c for c in cases if c.op == op]
+    if wanted:
+        name = case_name(op, wanted)
+        return next((c for c in mine if c.name == name), None)
+    covered = [c for c in mine if c.name in checkable]
+    return max(covered or mine, key=lambda c: c.us, default=None)
+
+
+def line_regex(case: str | None) -> str:
+    """The BenchSpec regex: the pinned case's line when known, else any perf line (the wrapper
+    runs only the pinned case, so there is exactly one)."""
+    head = re.escape(f"{case}:") if case else r"[A-Z0-9_]+\(.*\):"
+    return rf"^\s*{head}\s+\d+ runs -\s+([0-9.]+) us/run"
+
+
+# --------------------------------------------------------------------------- the wrapper
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace")
+    return proc.returncode, proc.stdout
+
+
+def read_pin(path: Path, op: str) -> dict | None:
+    try:
+        pin = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return pin if pin.get("op") == op else None
+
+
+def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | None) -> dict:
+    """Choose the case (module docstring), record whether the test set covers it, save it."""
+    code, out = _run([tool, "perf", "-o", op, "-b", backend])
+    cases = parse_perf(out)
+    _code, test_all = _run([tool, "test", "-o", op, "-b", backend])
+    tested = parse_test(test_all)
+    chosen = choose(cases, op, wanted, tested.ok + tested.failed)
+    if chosen is None:
+        if wanted:
+            known = "\n  ".join(c.name for c in cases if c.op == op) or "(none)"
+            raise SystemExit(_say(f"--case {wanted!r} is not among {op}'s perf cases:\n  {known}", 2))
+        sys.stdout.write(out[-2000:])
+        raise SystemExit(_say(
+            f"{op} has no perf cases in this llama.cpp's test-backend-ops (`perf -o {op}` printed "
+            f"none; exit {code}), so it cannot be timed. Its correctness can still be tested "
+            "(`test-backend-ops test -o OP`). To time it, add a perf case for it to "
+            "make_test_cases_perf() in tests/test-backend-ops.cpp, or pick another op.",
+            EXIT_CANNOT_TIME))
+    _code, test_out = _run([tool, "test", "-o", chosen.name, "-b", backend])
+    covered = parse_test(test_out)
+    pin = {"op": op, "case": chosen.name, "params": chosen.params, "us": chosen.us,
+           "kb": chosen.kb, "checkable": chosen.name in covered.ok + covered.failed,
+           "chosen_by": "--case" if wanted else "largest us/run of the perf cases the test set "
+           "also holds (else of all perf cases)",
+           "candidates": [{"case": c.name, "us": c.us} for c in cases if c.op == op]}
+    pin_path.parent.mkdir(parents=True, exist_ok=True)
+    pin_path.write_text(json.dumps(pin, indent=1))
+    print(f"kernelopt-llamacpp: pinned {chosen.name} ({chosen.us} us/run, "
+          f"{len(pin['candidates'])} perf cases; test set covers it: {pin['checkable']}) "
+          f"in {pin_path}", file=sys.stderr)
+    return pin
+
+
+def _say(message: str, code: int) -> int:
+    print(f"kernelopt-llamacpp: {message}", file=sys.stderr)
+    return code
+
+
+def cmd_check(a: argparse.Namespace) -> int:
+    code, out = _run([a.tool, "test", "-o", a.op, "-b", a.backend])
+    sys.stdout.write(out)
+    r = parse_test(out)
+    if r.failed:
+        return _say(f"{len(r.failed)} case(s) FAIL, e.g. {r.failed[0]}", 1)
+    if not r.ok:
+        return _say(f"no {a.op} case ran OK on {a.backend} ({len(r.unsupported)} not supported; "
+                    f"exit {code}): nothing was checked", 1)
+    if code != 0:
+        return _say(f"test-backend-ops exited {code}", 1)
+    print(f"kernelopt-llamacpp: {len(r.ok)} {a.op} cases OK on {a.backend} (NMSE vs the CPU backend)")
+    return 0
+
+
+def cmd_bench(a: argparse.Namespace) -> int:
+    pin_path = Path(a.pin)
+    pin = read_pin(pin_path, a.op)
+    wanted = a.case
+    if pin is None or (wanted and pin["case"] != case_name(a.op, wanted)):
+        pin = pin_case(a.tool, a.op, a.backend, pin_path, wanted)
+    code, out = _run([a.tool, "perf", "-o", pin["case"], "-b", a.backend])
+    sys.stdout.write(out)
+    if not any(c.name == pin["case"] for c in parse_perf(out)):
+        return _say(f"the pinned case {pin['case']} printed no perf line (exit {code})", 1)
+    return code
+
+
+def cmd_shape(a: argparse.Namespace) -> int:
+    pin = read_pin(Path(a.pin), a.op)
+    if pin is None:
+        return _say(f"no pinned case in {a.pin}: the bench has not run", 2)
+    code, out = _run([a.tool, "test", "-o", pin["case"], "-b", a.backend])
+    sys.stdout.write(out)
+    r = parse_test(out)
+    if pin["case"] not in r.ok or r.failed or code != 0:
+        return _say(f"the timed case {pin['case']} did not pass (exit {code})", 1)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kernelopt_llamacpp.tbo")
+    parser.add_argument("mode", choices=("check", "bench", "shape"))
+    parser.add_argument("--tool", required=True, help="path to test-backend-ops")
+    parser.add_argument("--op", required=True)
+    parser.add_argument("--backend", default="CUDA0")
+    parser.add_argument("--pin", help="the pin file (bench, shape)")
+    parser.add_argument("--case", help="the perf case to time (full string or params)")
+    a = parser.parse_args(argv)
+    if not Path(a.tool).is_file():
+        return _say(f"{a.tool} does not exist: did the build of test-backend-ops succeed?", 1)
+    return {"check": cmd_check, "bench": cmd_bench, "shape": cmd_shape}[a.mode](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Tuner knobs in an op's ggml-cuda files: block sizes, launch bounds, unroll factors.
+
+* ``#define CUDA_<NAME>_BLOCK_SIZE <int>`` (these live in the ``.cuh``). unary.cuh holds one
+  per unary op; a file with several keeps only the ones whose NAME belongs to the op
+  (``CUDA_SILU_BLOCK_SIZE`` for SILU, not ``CUDA_SILU_BACK_BLOCK_SIZE``): the others cannot
+  change the op's time.
+* ``__launch_bounds__(<int>...)`` and ``#pragma unroll <int>`` with an integer literal. A file
+  may hold several; each becomes its own knob, its pattern anchored on the text after it on the
+  same line and the next line, and kept only when that anchor makes it unique (the core's
+  tuner needs a pattern that matches exactly once). ``__launch_bounds__(8*WARP_SIZE, 1)`` and
+  ``#pragma unroll`` without a number are not knobs.
+
+Values tried are the core's powers of two around the current value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from kernelopt_core.knobs import define_pattern, powers_around
+from kernelopt_core.target import Knob
+
+BLOCK_DEFINE = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+(CUDA_([A-Z0-9_]+)_BLOCK_SIZE)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
+LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\(\s*(\d+)(?=\s*[,)])")
+PRAGMA_UNROLL = re.compile(r"^([ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+)(\d+)", re.M)
+
+
+def _squash(name: str) -> str:
+    return name.replace("_", "")
+
+
+def _belongs(define_stem: str, op: str) -> bool:
+    return _squash(define_stem) == _squash(op)  # SILU owns CUDA_SILU_*, not CUDA_SILU_BACK_*
+
+
+def _anchored(text: str, start: int, end: int, prefix: str) -> str | None:
+    """A pattern for the number at text[start:end], made unique by what follows it."""
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    next_end = text.find("\n", line_end + 1)
+    next_end = len(text) if next_end < 0 else next_end
+    for stop in (line_end, next_end):
+        tail = text[end:stop]
+        pattern = prefix + r"(\d+)" + "(?=" + re.escape(tail) + ")"
+        if len(re.findall(pattern, text, re.M)) == 1:
+            return pattern
+    return None
+
+
+def scan(files: Mapping[str, bytes], op: str) -> list[Knob]:
+    knobs: list[Knob] = []
+    for path, data in sorted(files.items()):
+        text = data.decode("utf-8", errors="replace")
+        defines = BLOCK_DEFINE.findall(text)
+        for name, stem, value in defines:
+            if len(defines) == 1 or _belongs(stem, op):
+                knobs.append(Knob(name, path, powers_around(int(value), 32, 1024), define_pattern(name)))
+        for i, m in enumerate(LAUNCH_BOUNDS.finditer(text)):
+            pattern = _anchored(text, m.start(1), m.end(1), r"__launch_bounds__\(\s*")
+            if pattern:
+                knobs.append(Knob(f"launch_bounds#{i}@{path}", path,
+                                  powers_around(int(m.group(1)), 32, 1024), pattern))
+        for i, m in enumerate(PRAGMA_UNROLL.finditer(text)):
+            pattern = _anchored(text, m.start(2), m.end(2), r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+")
+            if pattern:
+                knobs.append(Knob(f"unroll#{i}@{path}", path,
+                                  powers_around(int(m.group(2)), 1, 32), pattern))
+    return knobs

@@ -1,0 +1,19 @@
+"""Shared fixtures: a fresh copy of the llama.cpp-layout fixture repo."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # llamacpp_fixture, whatever the rootdir
+
+from llamacpp_fixture import copy_fixture  # noqa: E402
+
+pytest_plugins = ["kernelopt_core.testing"]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return copy_fixture(tmp_path / "llama.cpp")

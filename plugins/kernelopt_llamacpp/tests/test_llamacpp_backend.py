@@ -1,0 +1,88 @@
+"""Detection, discovery, prerequisites and build orchestration of the llamacpp backend."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from kernelopt_llamacpp import plugin
+from kernelopt_llamacpp.plugin import LlamaCppBackend
+from llamacpp_fixture import copy_fixture
+
+from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Tree
+from kernelopt_core.workspace import materialize, snapshot
+
+
+def _settings(tmp_path: Path, **options: object) -> Settings:
+    return Settings(state_root=tmp_path / ".kernelopt", options=dict(options))
+
+
+def test_detect(repo: Path, tmp_path: Path):
+    backend = LlamaCppBackend()
+    assert backend.detect(repo) == 0.9
+    assert backend.detect(tmp_path) == 0.0
+
+
+def test_discover_one_target_for_the_op(repo: Path, tmp_path: Path):
+    [target] = LlamaCppBackend().discover(repo, _settings(tmp_path, op="SOFT_MAX"))
+    assert target.name == "SOFT_MAX" and target.backend == "llamacpp"
+    assert target.editable == ("ggml/src/ggml-cuda/softmax.cu", "ggml/src/ggml-cuda/softmax.cuh")
+    assert "tests/test-backend-ops.cpp" in target.contract
+    assert [k.name for k in target.knobs] == ["CUDA_SOFT_MAX_BLOCK_SIZE"]
+    assert target.bench.format == "regex" and target.bench.unit == "us"
+    assert target.has_engine is False and target.data.standins is True
+    # --target OP works too
+    [same] = LlamaCppBackend().discover(repo, Settings(state_root=tmp_path / "s", target="SOFT_MAX"))
+    assert same.name == "SOFT_MAX"
+
+
+def test_unknown_and_library_ops(repo: Path, tmp_path: Path):
+    with pytest.raises(UsageError, match="unknown op 'NOPE'") as exc:
+        LlamaCppBackend().discover(repo, _settings(tmp_path, op="NOPE"))
+    assert "SOFT_MAX" in str(exc.value) and "RMS_NORM" in str(exc.value)
+    with pytest.raises(UsageError, match="cuBLAS"):
+        LlamaCppBackend().discover(repo, _settings(tmp_path, op="OUT_PROD"))
+
+
+def test_real_layout_without_gpu_is_a_prerequisite_error(tmp_path: Path, monkeypatch):
+    real = copy_fixture(tmp_path / "real", marker=False)
+    monkeypatch.setattr(plugin, "gpu_problem", lambda: "no NVIDIA GPU is visible")
+    with pytest.raises(PrerequisiteError, match="nvcc and an NVIDIA GPU"):
+        LlamaCppBackend().discover(real, _settings(tmp_path, op="SOFT_MAX"))
+
+
+def _objects(build: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in build.rglob("*.o")}
+
+
+def test_configure_once_then_incremental(repo: Path, tmp_path: Path):
+    backend = LlamaCppBackend()
+    [target] = backend.discover(repo, _settings(tmp_path, op="SOFT_MAX"))
+    files, modes = snapshot(repo)
+    tree = Tree("candidate", tmp_path / "src", tmp_path / "build")
+    materialize(tree.src, files, modes)
+    first = backend.build(target, tree)
+    assert [c.label for c in first] == ["configure", "build"]
+    configure = first[0].argv
+    for flag in ("-DGGML_CUDA=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=ON",
+                 "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DCMAKE_BUILD_TYPE=Release"):
+        assert flag in configure
+    assert "test-backend-ops" in first[1].argv
+    for command in first:
+        subprocess.run(command.argv, cwd=command.cwd, check=True, capture_output=True)
+    assert (tree.build / "bin" / "test-backend-ops").is_file()
+    before = _objects(tree.build)
+    assert "softmax.cu.o" in before and "ggml-cuda.cu.o" in before
+    # a candidate edits one file: only that translation unit is rebuilt, no reconfigure
+    edited = dict(files)
+    edited["ggml/src/ggml-cuda/softmax.cu"] += b"\n// candidate edit\n"
+    materialize(tree.src, edited, modes)
+    second = backend.build(target, tree)
+    assert [c.label for c in second] == ["build"]
+    subprocess.run(second[0].argv, cwd=second[0].cwd, check=True, capture_output=True)
+    after = _objects(tree.build)
+    changed = sorted(name for name in before if after[name] != before[name])
+    assert changed == ["softmax.cu.o"]

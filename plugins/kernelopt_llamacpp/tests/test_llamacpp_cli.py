@@ -1,0 +1,81 @@
+"""The command line end to end: `kernelopt run-llamacpp` on the fixture, exit codes, and the
+command's absence when the plugin is not loaded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from llamacpp_fixture import copy_fixture
+
+KERNELOPT = [sys.executable, "-c", "from kernelopt_core.cli import main; main()"]
+
+
+def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "FIXTURE_PERF_MS": "15", **env}
+    full_env.pop("LLAMACPP_REPO", None)
+    return subprocess.run([*KERNELOPT, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_whole_loop_on_the_fixture_ends_with_a_verdict(repo: Path, tmp_path: Path):
+    (tmp_path / ".env").write_text(f"LLAMACPP_REPO={repo}\n")  # --repo's default, from .env
+    result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--iterations", "3", "--patience", "3",
+                   "--screen-runs", "1", "--final-rounds", "2", "--seeds", "1"], tmp_path)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    [run_dir] = (tmp_path / ".kernelopt" / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] in ("optimized", "matched")
+    assert summary["target"]["backend"] == "llamacpp" and summary["target"]["name"] == "SOFT_MAX"
+    assert summary["candidates"]["built"] >= 1
+    [pin] = (tmp_path / ".kernelopt" / "llamacpp").glob("*SOFT_MAX.pin.json")
+    pinned = json.loads(pin.read_text())
+    assert pinned["case"] == "SOFT_MAX(type=f32,ne=[4096,8,1,1],scale=1.000000)"
+    assert pinned["checkable"] is True
+    if summary["status"] == "optimized":
+        assert "CUDA_SOFT_MAX_BLOCK_SIZE" in (run_dir / "report.diff").read_text()
+
+
+def test_unknown_op_exits_2_listing_known_ops(repo: Path, tmp_path: Path):
+    result = _run(["run-llamacpp", "--op", "NOPE", "--repo", str(repo)], tmp_path)
+    assert result.returncode == 2
+    assert "unknown op 'NOPE'" in result.stderr + result.stdout
+    assert "SOFT_MAX" in result.stderr + result.stdout
+
+
+def test_real_tree_without_gpu_exits_3(tmp_path: Path):
+    real = copy_fixture(tmp_path / "llama.cpp", marker=False)
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    # no nvcc on PATH and no GPU: PATH holds only an empty directory
+    result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--repo", str(real)], tmp_path,
+                  PATH=str(empty))
+    out = result.stderr + result.stdout
+    if result.returncode != 3 and Path("/dev/nvidia0").exists():
+        return  # a GPU machine with a CUDA toolkit at /usr/local/cuda: nothing to assert
+    assert result.returncode == 3, out
+    assert "nvcc" in out or "GPU" in out
+
+
+def test_no_repo_and_no_gpu_exits_3(tmp_path: Path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = _run(["run-llamacpp", "--op", "SOFT_MAX"], tmp_path, PATH=str(empty))
+    if Path("/dev/nvidia0").exists():
+        return  # a GPU machine: the missing repo is then the error (exit 2)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "needs nvcc and an NVIDIA GPU" in result.stderr + result.stdout
+
+
+def test_command_absent_when_the_plugin_is_not_loaded(tmp_path: Path):
+    # KERNELOPT_DISABLE_PLUGINS keeps the entry point from loading: the host then sees exactly
+    # what it sees with the distribution uninstalled (docs/llamacpp.md, "Tests").
+    listed = _run(["plugins"], tmp_path, KERNELOPT_DISABLE_PLUGINS="llamacpp")
+    assert listed.returncode == 0 and "llamacpp" not in listed.stdout
+    missing = _run(["run-llamacpp", "--op", "SOFT_MAX"], tmp_path, KERNELOPT_DISABLE_PLUGINS="llamacpp")
+    assert missing.returncode == 2 and "No such command" in missing.stderr + missing.stdout
+    present = _run(["plugins"], tmp_path)
+    assert "llamacpp" in present.stdout

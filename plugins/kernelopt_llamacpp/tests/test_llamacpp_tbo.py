@@ -1,0 +1,90 @@
+"""test-backend-ops output parsing, the pinned case, and the check/bench wrapper."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from kernelopt_llamacpp import tbo
+
+from kernelopt_core.measure.parsers import parse
+from kernelopt_core.target import BenchSpec
+
+# the real tool's console format (tests/test-backend-ops.cpp, print_perf_console), colours included
+PARAMS = "mask=0,sinks=0,m_prec=f32,nr23=[1,1],scale=1.000000,max_bias=0.000000,inplace=0"
+PERF = (
+    "Testing 2 devices\n\nBackend 1/2: CUDA0\n  Device description: NVIDIA H200\n"
+    f"  SOFT_MAX(type=f32,ne=[4096,4096,5,1],{PARAMS}):                     3536 runs -   283.24 us/run"
+    " -   655360 kB/run - \x1b[1;34m2227.83 GB/s\x1b[0m\n"
+    f"  SOFT_MAX(type=f32,ne=[12888,256,5,1],{PARAMS}):                    9000 runs -   112.50 us/run"
+    " -   128880 kB/run - \x1b[1;34m1100.00 GB/s\x1b[0m\n"
+    f"  SOFT_MAX(type=f32,ne=[77,64,20,1],{PARAMS}): not supported\n"
+    "  MUL_MAT(type_a=f16,type_b=f32,m=4096,n=512,k=4096):           200 runs -  1500.00 us/run -"
+    "  34.36 GFLOP/run - \x1b[1;34m 22.91 TFLOPS\x1b[0m\n"
+    "  Backend CUDA0: \x1b[1;32mOK\x1b[0m\n"
+)
+
+
+def test_parse_perf_lines_with_ansi():
+    cases = tbo.parse_perf(PERF)
+    assert [c.us for c in cases] == [283.24, 112.5, 1500.0]
+    assert cases[0].kb == 655360 and cases[2].kb is None  # FLOP lines carry no kB
+    assert cases[0].name.startswith("SOFT_MAX(type=f32,ne=[4096,4096,5,1]")
+
+
+def test_pinned_case_is_the_largest_or_the_named_one():
+    cases = tbo.parse_perf(PERF)
+    assert tbo.choose(cases, "SOFT_MAX").us == 283.24  # MUL_MAT's line is another op
+    params = cases[1].params
+    assert tbo.choose(cases, "SOFT_MAX", params).us == 112.5
+    assert tbo.choose(cases, "SOFT_MAX", f"SOFT_MAX({params})").us == 112.5
+    assert tbo.choose(cases, "SOFT_MAX", "type=f99") is None
+    assert tbo.choose(cases, "RMS_NORM") is None
+    # the heaviest case the test set also holds wins over a heavier one it cannot check
+    assert tbo.choose(cases, "SOFT_MAX", checkable=(cases[1].name,)).us == 112.5
+
+
+def test_core_regex_parser_reads_the_pinned_line():
+    cases = tbo.parse_perf(PERF)
+    spec = BenchSpec(format="regex", regex=tbo.line_regex(cases[1].name), unit="us")
+    assert parse(spec, PERF, "tbo").time_ms == pytest.approx(0.1125)
+    generic = BenchSpec(format="regex", regex=tbo.line_regex(None), unit="us")
+    assert parse(generic, PERF, "tbo").time_ms == pytest.approx(0.28324)
+
+
+def test_parse_test_results():
+    out = ("  SOFT_MAX(type=f32,ne=[16,2,1,1]): \x1b[1;32mOK\x1b[0m\n"
+           "  SOFT_MAX(type=f32,ne=[32,2,1,1]): [SOFT_MAX] NMSE = 0.000000103 > 0.000000100 "
+           "\x1b[1;31mFAIL\x1b[0m\n"
+           "  SOFT_MAX(type=f16,ne=[32,2,1,1]): not supported [CUDA0] \n"
+           "  2/3 tests passed\n")
+    r = tbo.parse_test(out)
+    assert len(r.ok) == 1 and len(r.failed) == 1 and len(r.unsupported) == 1
+
+
+def _fake_tool(tmp_path: Path, test_out: str, perf_out: str) -> str:
+    tool = tmp_path / "test-backend-ops"
+    tool.write_text(f"#!{sys.executable}\nimport sys\n"
+                    f"print({perf_out!r} if sys.argv[1] == 'perf' else {test_out!r})\n")
+    tool.chmod(0o755)
+    return str(tool)
+
+
+def test_check_refuses_a_vacuous_pass(tmp_path: Path, capsys):
+    tool = _fake_tool(tmp_path, "  0/0 tests passed\n", "")
+    assert tbo.main(["check", "--tool", tool, "--op", "SOFT_MAX"]) == 1
+    assert "nothing was checked" in capsys.readouterr().err
+
+
+def test_bench_pins_once_and_says_when_an_op_cannot_be_timed(tmp_path: Path, capsys):
+    tool = _fake_tool(tmp_path, "  SOFT_MAX(" + tbo.parse_perf(PERF)[0].params + "): OK\n", PERF)
+    pin = tmp_path / "pin.json"
+    assert tbo.main(["bench", "--tool", tool, "--op", "SOFT_MAX", "--pin", str(pin)]) == 0
+    saved = json.loads(pin.read_text())
+    assert saved["us"] == 283.24 and saved["checkable"] is True and len(saved["candidates"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        tbo.main(["bench", "--tool", tool, "--op", "RMS_NORM", "--pin", str(tmp_path / "p2")])
+    assert exc.value.code == tbo.EXIT_CANNOT_TIME
+    assert "RMS_NORM has no perf cases" in capsys.readouterr().err
