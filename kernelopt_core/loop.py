@@ -512,6 +512,15 @@ class Loop:
             )
             if not result.passed:
                 failures.append(result)
+        if self.runner.interpreted and all(f.failed_verdict != FALLBACK for f in failures) \
+                and not any(f.failed_verdict == "unverified" for f in failures):
+            # whatever gates ran, an interpreter's times never make a device speedup
+            note = GateResult("timing", False, "the bench times come from an interpreter, not "
+                              "the device: no speedup is claimed", failed_verdict="unverified")
+            self.journal.write("gate", candidate=node.id, gate=note.gate, passed=False, final=True,
+                               skipped=False, reason=note.reason, metrics={},
+                               failed_verdict=note.failed_verdict)
+            failures.append(note)
         if baseline_ms is None:
             return ("unverified" if not failures else FALLBACK), failures
         if not failures:

@@ -92,7 +92,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
             "time_share": engine_metrics.get("time_share"),
             "note": engine.get("reason"),
         } if engine and not engine.get("skipped") else None,
-        "interpreted": bool(confirm and confirm.get("metrics", {}).get("interpreted")),
+        "interpreted": any(e.get("interpreted") for e in events if e["event"] == "bench"),
         "candidates": {
             "proposed": len(results),
             "built": sum((r["candidate"], "build") in passed for r in results),

@@ -30,6 +30,7 @@ class Runner:
     journal: Journal
     gpu_seconds: float = 0.0  # time holding the GPU lock
     child_seconds: float = 0.0  # time inside child processes
+    interpreted: bool = False  # some bench reading came from an interpreter (e.g. Triton's)
 
     def _with_timeout(self, command: Command, timeout_s: float) -> Command:
         # the descriptor's own timeout wins when it is tighter
@@ -93,12 +94,15 @@ class Runner:
         if not result.ok:
             raise BenchFailed(f"bench {result.describe()}:\n{result.tail()}")
         reading = parse(self.target.bench, result.stdout, command.display())
+        if reading.extra.get("interpreted"):
+            self.interpreted = True  # an interpreter's times: never a device speedup
         self.journal.write(
             "bench",
             tree=tree.role,
             purpose=purpose,
             ms=reading.time_ms,
             checksum=reading.extra.get("checksum"),
+            **({"interpreted": True} if reading.extra.get("interpreted") else {}),
             acquired=held.acquired,
             released=held.released,
         )

@@ -40,9 +40,9 @@ def test_directory_no_backend_recognises(tmp_path: Path) -> None:
 
 
 def test_named_backend_not_installed_exits_3_naming_the_package(chunk_project: Path) -> None:
-    result = kernelopt("run", str(chunk_project), "--backend", "triton", cwd=chunk_project)
+    result = kernelopt("run", str(chunk_project), "--backend", "ninfer", cwd=chunk_project)
     assert result.returncode == 3
-    assert "pip install kernelopt-triton" in result.stderr
+    assert "pip install kernelopt-ninfer" in result.stderr
     unknown = kernelopt("run", str(chunk_project), "--backend", "nope", cwd=chunk_project)
     assert unknown.returncode == 2 and "installed backends: cmake" in unknown.stderr
 
@@ -143,3 +143,7 @@ def test_interpreter_timings_never_claim_a_speedup(chunk_project: Path, tmp_path
     assert summary["status"] == "unverified" and summary["interpreted"] is True
     assert "under an interpreter" in summary["report_line"]
     assert summary["final_ms"] == summary["baseline_ms"]
+    # without the confirm gate too: whatever gates run, interpreter times claim nothing
+    result = kernelopt("run", str(chunk_project), "--candidate", f"kernel.py={fast}",
+                       "--final-gates", "shape,roofline", cwd=chunk_project.parent)
+    assert result.returncode == 1 and "unverified" in result.stdout, result.stderr[-3000:]

@@ -22,10 +22,12 @@ POLICY_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"rocblas|hipblas|miopen|torch|ATen)", re.I)),
     ("timer tampering", re.compile(
         r"\b(clock_gettime|gettimeofday|QueryPerformanceCounter|__rdtsc|rdtsc|"
-        r"cudaEvent\w+|hipEvent\w+|std::chrono|perf_counter|time\.time)\b")),
+        r"cudaEvent\w+|hipEvent\w+|std::chrono|perf_counter|time\.time|"
+        r"torch\.cuda\.Event|elapsed_time)\b")),
     ("work on a side stream or thread", re.compile(
         r"\b(cudaStreamCreate\w*|hipStreamCreate\w*|std::thread|std::async|std::jthread|"
-        r"pthread_create|fork|threading\.Thread|multiprocessing|concurrent\.futures)\b")),
+        r"pthread_create|fork|threading\.Thread|multiprocessing|concurrent\.futures|"
+        r"torch\.cuda\.(Stream|stream|ExternalStream))\b")),
     ("process or environment tampering", re.compile(
         r"\b(system|popen|execv\w*|setenv|putenv|dlsym|dlopen|LD_PRELOAD)\s*\(|LD_PRELOAD")),
 ]

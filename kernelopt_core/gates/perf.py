@@ -81,9 +81,10 @@ class ConfirmGate:
         if not ctx.runner.has_bench(ctx.candidate_tree):
             return GateResult(self.name, True, "no bench: cannot confirm", skipped=True)
         try:
-            base, cand, aa, b_read, c_read = bracketed_rounds(
-                ctx, ctx.candidate_tree, ctx.settings.final_rounds, "confirm"
-            )
+            # an interpreter's times cannot back a claim whatever they say: the fewest rounds
+            rounds = 2 if ctx.runner.interpreted else ctx.settings.final_rounds
+            base, cand, aa, b_read, c_read = bracketed_rounds(ctx, ctx.candidate_tree, rounds,
+                                                              "confirm")
         except BenchFailed as exc:
             return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
         ctx.shared["readings"] = {"baseline": b_read, "candidate": c_read}

@@ -1,0 +1,136 @@
+"""The harness for real: Triton kernels run under Triton's interpreter on CPU torch.
+
+Most tests call the harness in this process (torch is imported once); one runs it as the
+backend's command does, to check the exit code and the one-line reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import EXAMPLES, HACKS
+from kernelopt_triton import harness
+
+from kernelopt_core.gates.builtin import PolicyGate
+
+pytestmark = pytest.mark.usefixtures("small")
+
+
+def wrong_vecadd(tmp_path: Path) -> Path:
+    text = (EXAMPLES / "vecadd.py").read_text()
+    bad = tmp_path / "vecadd.py"
+    bad.write_text(text.replace("tl.store(out_ptr + offsets, x + y, mask=mask)",
+                                "tl.store(out_ptr + offsets, x + y + 1e-3, mask=mask)"))
+    return bad
+
+
+@pytest.mark.parametrize("example", ["softmax.py", "layernorm.py", "vecadd.py"])
+def test_examples_pass_their_check(example: str) -> None:
+    summary = harness.run_check(EXAMPLES / example, 2, EXAMPLES / example)
+    assert summary.startswith(f"ok: {example} seed 2 on ")
+
+
+@pytest.mark.parametrize("block", ["32", "512", "4096"])
+def test_softmax_is_correct_for_every_block_size(tmp_path: Path, block: str) -> None:
+    text = (EXAMPLES / "softmax.py").read_text().replace("BLOCK_SIZE=128, num_warps=1",
+                                                        f"BLOCK_SIZE={block}, num_warps=8")
+    (tmp_path / "softmax.py").write_text(text)
+    harness.run_check(tmp_path / "softmax.py", 1, EXAMPLES / "softmax.py")
+
+
+def test_a_wrong_kernel_fails_the_check(tmp_path: Path) -> None:
+    with pytest.raises(harness.Mismatch, match=r"first launch: output 0 \(arg 2\): 1000 of 1000"):
+        harness.run_check(wrong_vecadd(tmp_path), 1, EXAMPLES / "vecadd.py")
+
+
+def test_check_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line the backend runs: exit 1 and a one-line reason on a wrong kernel, 2 on
+    a file that breaks the convention, 0 when correct. (The whole-run test runs it as a child
+    process; here main() runs in this process, so torch is imported once.)"""
+    bad = wrong_vecadd(tmp_path)
+    oracle = str(EXAMPLES / "vecadd.py")
+    assert harness.main(["check", str(bad), "--seed", "1", "--oracle", oracle]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"^MISMATCH: seed 1, first launch: output 0 \(arg 2\)", err, re.M), err
+    assert len(err.strip().splitlines()) == 1
+    (tmp_path / "c.py").write_text(bad.read_text().replace("OUTPUTS = (2,)", "OUTPUTS = ()"))
+    assert harness.main(["check", str(tmp_path / "c.py"), "--seed", "1"]) == 2
+    assert "OUTPUTS must be a non-empty tuple" in capsys.readouterr().err
+    assert harness.main(["check", oracle, "--seed", "1", "--oracle", oracle]) == 0
+    assert capsys.readouterr().out.startswith("ok: vecadd.py seed 1")
+
+
+def test_the_oracle_is_the_original_file(tmp_path: Path) -> None:
+    """A candidate that loosens its own TOLERANCE or reference changes nothing."""
+    text = wrong_vecadd(tmp_path).read_text().replace('"atol": 0.0', '"atol": 1.0')
+    (tmp_path / "vecadd.py").write_text(text)
+    harness.run_check(tmp_path / "vecadd.py", 1)  # its own (loosened) contract passes it...
+    with pytest.raises(harness.Mismatch):  # ...the original's does not
+        harness.run_check(tmp_path / "vecadd.py", 1, EXAMPLES / "vecadd.py")
+
+
+def test_convention_errors(tmp_path: Path) -> None:
+    text = (EXAMPLES / "vecadd.py").read_text()
+    (tmp_path / "a.py").write_text(text.replace("OUTPUTS = (2,)", "OUTPUTS = (5,)"))
+    with pytest.raises(harness.ConventionError, match="OUTPUTS names arg 5"):
+        harness.run_check(tmp_path / "a.py", 1)
+    (tmp_path / "b.py").write_text(text.replace("torch.randn(N, generator=gen)", "torch.zeros(N)"))
+    with pytest.raises(harness.ConventionError, match="all-zero inputs"):
+        harness.run_check(tmp_path / "b.py", 1)
+
+
+def test_bench_reports_one_interpreted_reading() -> None:
+    reading = harness.run_bench(EXAMPLES / "softmax.py", EXAMPLES / "softmax.py", iters=2)
+    assert reading["kernelopt_bench"] == 1 and reading["time_ms"] > 0
+    assert reading["shape"] == "f32[4,300]" and reading["bytes"] == 2 * 4 * 300 * 4
+    assert math.isclose(reading["checksum"], 4.0, rel_tol=1e-5)  # each row sums to 1
+    if reading["device"] == "cpu":
+        assert reading["interpreted"] is True and reading["timer"] == "interpreter"
+        assert reading["cache_flushed"] is False
+    json.dumps(reading)
+
+
+def expectation(path: Path) -> tuple[str, str]:
+    text = path.read_text()
+    kind = re.search(r"^# kind: (\S+)", text, re.M)
+    expect = re.search(r"^# expect: (\S+)", text, re.M)
+    assert kind and expect, f"{path.name} lacks # kind: and # expect: lines"
+    return kind.group(1), expect.group(1)
+
+
+HACK_FILES = sorted(HACKS.glob("*.py"))
+
+
+def test_corpus_covers_the_kinds() -> None:
+    kinds = {expectation(p)[0] for p in HACK_FILES}
+    assert {"skip_work", "lazy_output", "pointer_cache", "lowered_precision", "mutate_input",
+            "stale_buffer", "side_thread", "timer_tamper", "vendor_swap"} <= kinds
+
+
+@pytest.mark.parametrize("hack", HACK_FILES, ids=lambda p: p.stem)
+def test_each_reward_hack_is_rejected_by_its_gate(hack: Path) -> None:
+    """Each hack replaces examples/triton/softmax.py; the gate its header names rejects it.
+
+    Policy hacks are only scanned (they patch clocks or start threads: not in this process)."""
+    _kind, expect = expectation(hack)
+    base = EXAMPLES / "softmax.py"
+    policy = PolicyGate().evaluate(SimpleNamespace(  # the gate reads only these two fields
+        edits={"softmax.py": hack.read_bytes()}, baseline_files={"softmax.py": base.read_bytes()}))
+    if expect == "policy":
+        assert not policy.passed, policy.reason
+        return
+    assert policy.passed, policy.reason
+    if expect == "correctness":
+        with pytest.raises(harness.Mismatch):
+            harness.run_check(hack, 1, base)
+        return
+    assert expect == "screen", expect
+    # correct, with the baseline's checksum: only its speed could win, and it does more work
+    harness.run_check(hack, 1, base)
+    hacked = harness.run_bench(hack, base, iters=1)["checksum"]
+    assert hacked == harness.run_bench(base, base, iters=1)["checksum"]
