@@ -160,6 +160,18 @@ def kernelopt_register_backends() -> list[object]:
     return [TritonBackend(), *_model_backends()]
 
 
+@hookimpl
+def kernelopt_run_options() -> list[Any]:
+    import click
+
+    return [
+        click.Option(["--top"], type=int, help="Model files: optimize the K kernels with the "
+                     "largest share of GPU time [1]."),
+        click.Option(["--kernel"], help="Model files: optimize this kernel (a name from "
+                     "ranking.txt)."),
+    ]
+
+
 STRATEGIES = """Strategies that often pay off in Triton kernels:
 - BLOCK sizes that cover a whole row (triton.next_power_of_2) for row-wise reductions, so the
   row is read once; masks keep any block size correct;

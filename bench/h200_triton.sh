@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# torch.compile models on the H200: capture + ranking, the tuner per top kernel, the engine gate,
+# and Inductor's own max-autotune + coordinate descent per kernel, side by side.
+#
+# Run from the repository root on the GPU machine with wheels in .whl/ (../shared/tools/h200-wheels):
+#   bash bench/h200_triton.sh [MODEL ...]      (default: examples/pointwise_fused.py examples/mlp.py)
+# Results go to $OUT (default bench/results/triton). Sized for a 10-minute device call: TOP kernels
+# per model (default 1), ITER tuner iterations (default 6). Progress lines start with "==".
+set -uo pipefail
+OUT=${OUT:-bench/results/triton}
+TOP=${TOP:-1} ITER=${ITER:-6}
+mkdir -p "$OUT"
+if [ ! -d /tmp/site/kernelopt_core ] && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+export KERNELOPT_HOME=/tmp/kstate-triton
+models=("$@"); [ ${#models[@]} -eq 0 ] && models=(examples/pointwise_fused.py examples/mlp.py)
+t0=$(date +%s)
+say() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
+summary="$OUT/summary.txt"; : > "$summary"
+
+for model in "${models[@]}"; do
+  m=$(basename "$model" .py); cap=/tmp/cap-$m
+  say "$m: capture (default torch.compile) + ranking"
+  rm -rf "$cap"
+  python3 -m kernelopt_triton.inductor capture "$model" --out "$cap" --steps 5 > "$OUT/$m-capture.log" 2>&1 \
+    || { say "$m: capture failed"; tail -20 "$OUT/$m-capture.log"; continue; }
+  cp "$cap/ranking.txt" "$OUT/$m-ranking.txt"; cat "$cap/ranking.txt"
+  python3 -m kernelopt_triton.inductor generate "$cap" --top "$TOP" | tee -a "$OUT/$m-capture.log"
+
+  say "$m: Inductor per-kernel times, default and max-autotune + coordinate descent"
+  python3 bench/inductor_kernel_times.py "$model" --mode default --out "$OUT/$m-default.json" \
+    > "$OUT/$m-times.log" 2>&1
+  python3 bench/inductor_kernel_times.py "$model" --mode max-autotune --out "$OUT/$m-maxautotune.json" \
+    >> "$OUT/$m-times.log" 2>&1
+  grep -E '^ +(default|max-autotune) ' "$OUT/$m-times.log"
+
+  for f in "$cap"/targets/*.json; do
+    [ -e "$f" ] || continue
+    k=$(basename "$f" .json); src="$cap/targets/$k.py"
+    say "$m/$k: kernelopt run (tuner, $ITER iterations)"
+    kernelopt run "$src" --iterations "$ITER" --patience 3 > "$OUT/$m-$k-run.log" 2>&1
+    echo "exit $?" >> "$OUT/$m-$k-run.log"
+    run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1)
+    tuned=$cap/tuned; rm -rf "$tuned"; cp -r "$cap/targets" "$tuned"
+    if [ -n "$run" ] && [ -s "$run/report.diff" ]; then
+      (cd "$tuned" && git apply -p1 "$run/report.diff" 2>/dev/null || patch -p1 -s < "$run/report.diff")
+    fi
+    [ -n "$run" ] && cp "$run/summary.json" "$OUT/$m-$k-summary.json"
+
+    say "$m/$k: engine gate (baseline, then tuned against it)"
+    KERNELOPT_ENGINE_OUT=/tmp/base-$k.pt python3 -m kernelopt_triton.engine "$model" --kernel "$k" \
+      --source "$src" > "$OUT/$m-$k-engine-base.json" 2> "$OUT/$m-$k-engine.log"
+    KERNELOPT_ENGINE_OUT=/tmp/cand-$k.pt KERNELOPT_ENGINE_REFERENCE=/tmp/base-$k.pt \
+      python3 -m kernelopt_triton.engine "$model" --kernel "$k" --source "$tuned/$k.py" \
+      > "$OUT/$m-$k-engine-cand.json" 2>> "$OUT/$m-$k-engine.log"
+    python3 - "$m" "$k" "$OUT" "$cap/kernels.json" >> "$summary" <<'EOF'
+import json, sys
+from pathlib import Path
+m, k, out, rec = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(Path(sys.argv[4]).read_text())
+def load(p):
+    try:
+        return json.loads(Path(p).read_text().strip().splitlines()[-1])
+    except Exception:
+        return {}
+share = next((x["share"] for x in rec["kernels"] if x["name"] == k), 0.0)
+s = load(out / f"{m}-{k}-summary.json")
+base, cand = load(out / f"{m}-{k}-engine-base.json"), load(out / f"{m}-{k}-engine-cand.json")
+d = load(out / f"{m}-default.json").get("ms", {}).get(k)
+a = load(out / f"{m}-maxautotune.json").get("ms", {}).get(k)
+ks = s.get("speedup") or 1.0
+amdahl = 1 / ((1 - share) + share / ks)
+model_x = base.get("time_ms", 0) / cand["time_ms"] if cand.get("time_ms") else None
+fmt = lambda v: f"{v * 1e3:.1f} us" if v else "n/a"
+print(f"{m} {k}\n  share {100 * share:.1f}%  kernelopt: {s.get('status')} {ks:.3f}x "
+      f"({s.get('baseline_ms')} -> {s.get('final_ms')} ms)  Inductor default {fmt(d)}, "
+      f"max-autotune+coordesc {fmt(a)}\n  engine: base {base.get('time_ms')} ms, tuned {cand.get('time_ms')} ms, "
+      f"model {model_x and round(model_x, 4)}x vs Amdahl {amdahl:.4f}x, match {cand.get('match')} "
+      f"({cand.get('detail')})")
+EOF
+    tail -3 "$summary"
+  done
+done
+say "done"; cat "$summary"

@@ -1,0 +1,224 @@
+"""The engine command: the whole model under torch.compile with one kernel swapped for a candidate.
+
+    python -m kernelopt_triton.engine MODEL_FILE --kernel NAME --source CANDIDATE_FILE
+
+CANDIDATE_FILE is a standalone kernel file (inductor_gen.py) for kernel NAME of the model. The
+model is compiled in this fresh process (fresh TORCHINDUCTOR_CACHE_DIR, FX graph and autograd
+caches off); when Inductor hands kernel NAME to ``AsyncCompile.triton``, its ``@triton.jit``
+function is replaced by the candidate's and its autotuning decorator by
+``triton_heuristics.fixed_config`` with the candidate's launch keywords (XBLOCK, num_warps...),
+so the model runs exactly the candidate. The baseline runs through the same swap (with the
+unedited file), so both sides use one mechanism.
+
+Outputs are saved to ``$KERNELOPT_ENGINE_OUT`` (torch.save of a list of CPU tensors); with
+``$KERNELOPT_ENGINE_REFERENCE`` they are compared with that file in float64 under the model's
+TOLERANCE. Then the model is timed (CUDA events, warm-up, median of N) and ONE JSON line is
+printed: {"time_ms": float, "match": true|false|null, "detail": "..."}. Exit 0 unless the
+engine itself failed (3: no GPU; 4: the swap or the model failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelopt_triton.inductor import (
+    build_model,
+    load_model_file,
+    model_prerequisite_error,
+    model_tolerance,
+)
+
+ENGINE_SEED = 20240917  # fixed inputs: baseline and candidate see the same data
+
+
+# --------------------------------------------------------------------------- the swap (pure)
+
+
+def candidate_parts(candidate_text: str, name: str) -> tuple[list[str], dict[str, int]]:
+    """The candidate's @triton.jit functions (sources, NAME last) and its launch keywords."""
+    tree = ast.parse(candidate_text)
+    lines = candidate_text.splitlines()
+    funcs: list[tuple[int, str]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
+            start = min(d.lineno for d in node.decorator_list) - 1
+            text = "\n".join(lines[start:node.end_lineno]) + "\n"
+            funcs.append((1 if node.name == name else 0, text))
+    if not any(is_main for is_main, _ in funcs):
+        raise ValueError(f"the candidate defines no @triton.jit function {name}")
+    config: dict[str, int] = {}
+    for node in ast.walk(tree):
+        # NAME[grid](..., XBLOCK=64, num_warps=4): the launch keywords are the config.
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+                and ast.unparse(node.func.value) == name):
+            for kw in node.keywords:
+                if kw.arg and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, int):
+                    config[kw.arg] = kw.value.value
+    funcs.sort(key=lambda f: f[0])
+    return [text for _, text in funcs], config
+
+
+def swap_kernel_source(inductor_source: str, candidate_text: str, name: str) -> str:
+    """Inductor's kernel source with the candidate's jit function(s) and a fixed launch config."""
+    tree = ast.parse(inductor_source)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        raise ValueError(f"kernel {name} not found in Inductor's source")
+    heur = next((d for d in fn.decorator_list if isinstance(d, ast.Call)
+                 and ast.unparse(d.func).startswith("triton_heuristics.")), None)
+    funcs, config = candidate_parts(candidate_text, name)
+    lines = inductor_source.splitlines()
+    start = min(d.lineno for d in fn.decorator_list) - 1
+    end = fn.end_lineno or len(lines)
+    decorator: list[str] = []
+    if heur is not None:
+        kws = {k.arg: ast.get_source_segment(inductor_source, k.value) for k in heur.keywords}
+        if config:
+            decorator = [
+                "@triton_heuristics.fixed_config(",
+                f"    config={config!r},",
+                "    filename=__file__,",
+                f"    triton_meta={kws.get('triton_meta', '{}')},",
+                f"    inductor_meta={kws.get('inductor_meta', '{}')},",
+                ")",
+            ]
+        else:  # no launch keywords found: keep Inductor's own autotuning
+            decorator = lines[heur.lineno - 1:heur.end_lineno]
+    helpers, main = funcs[:-1], funcs[-1]
+    new = lines[:start] + [h.rstrip("\n") for h in helpers] + decorator + main.rstrip("\n").splitlines()
+    return "\n".join(new + lines[end:]) + "\n"
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def flatten_outputs(out: Any) -> list[Any]:
+    """Tensors of a model's output (tensor, tuple/list, dict), in a fixed order, on the CPU."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out.detach().cpu()]
+    if isinstance(out, dict):
+        return [t for k in sorted(out) for t in flatten_outputs(out[k])]
+    if isinstance(out, (list, tuple)):
+        return [t for item in out for t in flatten_outputs(item)]
+    return []
+
+
+def compare(outputs: list[Any], reference: list[Any], atol: float, rtol: float) -> tuple[bool, str]:
+    """Element-wise |a - b| <= atol + rtol |b| in float64, every output; NaN never matches."""
+    if len(outputs) != len(reference):
+        return False, f"{len(outputs)} outputs, reference has {len(reference)}"
+    worst_abs = worst_rel = 0.0
+    ok = True
+    for got, want in zip(outputs, reference, strict=True):
+        if got.shape != want.shape:
+            return False, f"shape {tuple(got.shape)} != reference {tuple(want.shape)}"
+        a, b = got.double(), want.double()
+        diff = (a - b).abs()
+        if diff.numel():
+            worst_abs = max(worst_abs, float(diff.max()))
+            worst_rel = max(worst_rel, float((diff / b.abs().clamp_min(1e-12)).max()))
+            ok = ok and bool((diff <= atol + rtol * b.abs()).all()) and not bool(a.isnan().any())
+    return ok, f"max abs err {worst_abs:.3g}, max rel err {worst_rel:.3g} (atol {atol:g}, rtol {rtol:g})"
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _install_swap(name: str, candidate_text: str, swapped: list[str]) -> None:
+    from torch._inductor.async_compile import AsyncCompile
+
+    original = AsyncCompile.triton
+
+    def triton(self: Any, kernel_name: str, source_code: str, *args: Any, **kwargs: Any) -> Any:
+        if kernel_name == name:
+            source_code = swap_kernel_source(source_code, candidate_text, name)
+            swapped.append(kernel_name)
+        return original(self, kernel_name, source_code, *args, **kwargs)
+
+    AsyncCompile.triton = triton  # type: ignore[method-assign]
+
+
+def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int) -> dict:
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelopt-engine-")
+    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+    os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    import torch
+
+    if device == "cpu":  # tests and demos without a GPU: Triton's interpreter
+        from kernelopt_triton.inductor import _prepare_cpu_triton
+
+        os.environ["TRITON_INTERPRET"] = "1"
+        _prepare_cpu_triton()
+    swapped: list[str] = []
+    _install_swap(name, source.read_text(), swapped)
+    module = load_model_file(model_file)
+    model = build_model(module, device)
+    args = module.inputs(ENGINE_SEED, device)
+    compiled = torch.compile(model)
+    cuda = device.startswith("cuda")
+    with torch.no_grad():
+        out = flatten_outputs(compiled(*args))
+        if not swapped:
+            raise RuntimeError(f"kernel {name} was not compiled for this model (capture again?)")
+        if path := os.environ.get("KERNELOPT_ENGINE_OUT"):
+            torch.save(out, path)
+        match: bool | None = None
+        detail = "no reference"
+        if ref := os.environ.get("KERNELOPT_ENGINE_REFERENCE"):
+            tol = model_tolerance(module)
+            match, detail = compare(out, torch.load(ref), tol["atol"], tol["rtol"])
+        for _ in range(warmup):
+            compiled(*args)
+        times: list[float] = []
+        for _ in range(iters):
+            if cuda:
+                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                compiled(*args)
+                stop.record()
+                stop.synchronize()
+                times.append(start.elapsed_time(stop))
+            else:
+                t0 = time.perf_counter()
+                compiled(*args)
+                times.append((time.perf_counter() - t0) * 1e3)
+    return {"time_ms": statistics.median(times), "match": match, "detail": detail}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kernelopt_triton.engine")
+    parser.add_argument("model_file", type=Path)
+    parser.add_argument("--kernel", required=True)
+    parser.add_argument("--source", type=Path, required=True, help="the candidate standalone kernel file")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--iters", type=int, default=int(os.environ.get("KERNELOPT_ENGINE_ITERS", "30")))
+    parser.add_argument("--warmup", type=int, default=5)
+    ns = parser.parse_args(argv)
+    if ns.device.startswith("cuda") and (err := model_prerequisite_error()):
+        print(f"kernelopt-triton engine: {err}", file=sys.stderr)
+        return 3
+    try:
+        result = run_engine(ns.model_file, ns.kernel, ns.source, ns.device, ns.iters, ns.warmup)
+    except Exception as exc:  # the engine itself failed: say why on stderr, exit 4
+        import traceback
+
+        traceback.print_exc()
+        print(f"kernelopt-triton engine failed: {exc}", file=sys.stderr)
+        return 4
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

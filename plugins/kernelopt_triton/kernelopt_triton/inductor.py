@@ -1,0 +1,380 @@
+"""torch.compile (Inductor) models: recognise a model file, capture its Triton kernels, rank them.
+
+Entry point (run in a child process, so the compile's state and caches never leak into kernelopt)::
+
+    python -m kernelopt_triton.inductor capture MODEL_FILE --out DIR [--steps N] [--device cuda]
+    python -m kernelopt_triton.inductor generate DIR [--top K | --kernel NAME] [--targets DIR/targets]
+
+``capture`` compiles the model with an isolated ``TORCHINDUCTOR_CACHE_DIR`` (``DIR/cache``) and
+``config.benchmark_kernel`` on (so every kernel source carries Inductor's own ``get_args()``),
+profiles compiled steps with torch.profiler, and writes ``DIR/kernels.json``,
+``DIR/ranking.txt``, ``DIR/profile.txt``, ``DIR/output_code/*.py`` (wrapper modules) and
+``DIR/kernels/NAME.py`` (each kernel source as emitted). ``generate`` writes standalone kernel
+files (docs/triton-models.md) for the top kernels. The parsing is in inductor_parse.py (pure,
+tested on fixtures), the file generation in inductor_gen.py.
+
+``--device cpu`` is for machines without a GPU: Inductor's ``cpu_backend = "triton"`` emits
+the same kind of Triton kernels for the CPU, run by Triton's interpreter; no profile then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelopt_triton.inductor_parse import (
+    ProfileRow,
+    is_wrapper_module,
+    parse_call_sites,
+    parse_kernel_source,
+    parse_output_code,
+    rank_kernels,
+    ranking_table,
+)
+
+NO_GPU_MESSAGE = (
+    "needs a CUDA GPU: torch.compile's Triton kernels are compiled and timed for the GPU the model "
+    "runs on, and none is visible here ({why}); on a CPU-only machine use standalone kernel files "
+    "under the interpreter (TRITON_INTERPRET=1)"
+)
+SCHEMA = 1
+
+
+# --------------------------------------------------------------------------- model files
+
+
+def is_model_file(path: Path) -> bool:
+    """A model file defines ``model()`` (or ``MODEL``) and ``inputs()`` and has no @triton.jit."""
+    if path.suffix != ".py" or not path.is_file():
+        return False
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except SyntaxError:
+        return False
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any("jit" in ast.unparse(d) for d in node.decorator_list):
+                return False
+    return ("model" in names or "MODEL" in names) and "inputs" in names
+
+
+def load_model_file(path: Path) -> Any:
+    """Import a model file as a module (its own name, so its classes pickle by reference)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"kernelopt_model_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_model(module: Any, device: str) -> Any:
+    model = module.model() if hasattr(module, "model") else module.MODEL
+    return model.to(device).eval()
+
+
+def model_tolerance(module: Any) -> dict[str, float]:
+    tol = dict(getattr(module, "TOLERANCE", {}) or {})
+    return {"atol": float(tol.get("atol", 1e-2)), "rtol": float(tol.get("rtol", 1e-2))}
+
+
+def model_prerequisite_error() -> str | None:
+    """None when torch.compile can make and time Triton kernels here; else the message to exit 3 with.
+
+    Imports torch (a second or two): call it when a model file was found, not in ``detect``.
+    """
+    try:
+        import torch
+    except ImportError:
+        return NO_GPU_MESSAGE.format(why="torch is not installed")
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return NO_GPU_MESSAGE.format(why="triton is not installed")
+    if not torch.cuda.is_available():
+        build = ("a CPU-only torch build" if torch.version.cuda is None
+                 else "torch.cuda.is_available() is False")
+        return NO_GPU_MESSAGE.format(why=build)
+    return None
+
+
+# --------------------------------------------------------------------------- interpreter support
+
+
+class InterpreterLibdevice:
+    """Stand-in for ``libdevice`` under TRITON_INTERPRET=1: names resolved in ``tl.math``.
+
+    Triton's interpreter patches ``tl.math`` but not the libdevice extern functions Inductor's
+    kernels call (rsqrt, erf, exp...). Resolved at call time, while the interpreter's patch is
+    active. Functions tl.math lacks (tanh, log1p...) stay unsupported under the interpreter.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        import triton.language as tl
+
+        fn = getattr(tl.math, name, None) or getattr(tl, name, None)
+        if fn is None:
+            raise AttributeError(f"libdevice.{name} has no interpreter stand-in in triton.language.math")
+        return fn
+
+
+def patch_interpreter() -> None:
+    """Make Triton 3.6's interpreter work with NumPy 2: scalar kernel arguments are 1-element
+    arrays there, and ``int()`` of those (``tl.range(0, n, B)`` with a runtime ``n``) raises."""
+    import numpy as np
+    import triton.runtime.interpreter as interp
+
+    original = interp._patch_lang_tensor
+    if getattr(original, "_kernelopt", False):
+        return
+
+    def patched(tensor: Any, scope: Any) -> None:
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    patched._kernelopt = True  # type: ignore[attr-defined]
+    interp._patch_lang_tensor = patched
+
+
+def _prepare_cpu_triton() -> None:
+    """Let Inductor emit Triton kernels for the CPU and run them with Triton's interpreter."""
+    import torch._inductor.config as config
+    import torch._inductor.runtime.triton_helpers as helpers
+    import torch.utils._triton as utils_triton
+    from torch._inductor.codegen.triton import TritonKernel
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    config.cpu_backend = "triton"
+    config.compile_threads = 1
+    patch_interpreter()
+    # Benchmarking every config under the interpreter takes minutes: take the first config.
+    CachingAutotuner.benchmark_all_configs = lambda self, *a, **k: {
+        launcher: float(i) for i, launcher in enumerate(self.launchers)}
+    # Inductor's benchmark-harness imports for the CPU are a multi-line def that its dedent
+    # breaks (IndentationError in every kernel module); the CUDA variant is one import line.
+    TritonKernel.imports_for_benchmark_kernel = lambda self: (
+        "\nfrom torch._dynamo.testing import rand_strided\n"
+        "def get_raw_stream(_):\n    return 0\nimport torch\n")
+    # The backend hash asks the active Triton driver, and the interpreter has none.
+    utils_triton.triton_hash_with_backend = lambda: "0" * 64
+    helpers.libdevice = InterpreterLibdevice()
+
+
+# --------------------------------------------------------------------------- capture (child)
+
+
+def _configure_env(out: Path, device: str) -> None:
+    # Before torch is imported: Inductor reads these at import.
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(out / "cache")
+    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+    os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    os.environ["TORCHINDUCTOR_BENCHMARK_KERNEL"] = "1"
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+def _device_events(prof: Any) -> list[ProfileRow]:
+    """Device-side kernel time per name from the profiler's raw events (exact, no table cut)."""
+    totals: dict[str, list[float]] = {}
+    for evt in prof.events():
+        dev_type = str(getattr(evt, "device_type", ""))
+        if "CUDA" not in dev_type and "XPU" not in dev_type and "PrivateUse1" not in dev_type:
+            continue
+        t = float(getattr(evt, "self_device_time_total", 0) or getattr(evt, "device_time", 0) or 0)
+        entry = totals.setdefault(evt.name, [0.0, 0])
+        entry[0] += t
+        entry[1] += 1
+    return [ProfileRow(name, t, int(n)) for name, (t, n) in totals.items()]
+
+
+def _chosen_configs() -> dict[str, dict[str, int]]:
+    """The config Inductor's autotuner settled on per kernel, read from the loaded modules."""
+    from torch._inductor.codecache import PyCodeCache
+
+    modules = list(PyCodeCache.modules) + list(PyCodeCache.modules_no_attr.values())
+    chosen: dict[str, dict[str, int]] = {}
+    for module in modules:
+        for name, obj in list(vars(module).items()):
+            launchers = getattr(obj, "launchers", None)
+            if not name.startswith("triton_") or not launchers:
+                continue
+            cfg = launchers[0].config
+            chosen[name] = {**{k: int(v) for k, v in cfg.kwargs.items()},
+                            "num_warps": int(cfg.num_warps), "num_stages": int(cfg.num_stages)}
+    return chosen
+
+
+def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -> dict[str, Any]:
+    """Compile, run and profile the model; write kernels.json and friends under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    _configure_env(out, device)
+    import torch
+
+    if device == "cpu":
+        _prepare_cpu_triton()
+    module = load_model_file(model_file)
+    model = build_model(module, device)
+    args = module.inputs(0, device)
+    compiled = torch.compile(model)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        compiled(*args)
+        sync()
+        compile_s = time.perf_counter() - t0
+        for _ in range(3 if device != "cpu" else 0):
+            compiled(*args)
+        sync()
+        rows: list[ProfileRow] = []
+        table = ""
+        if device.startswith("cuda"):
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(steps):
+                    compiled(*args)
+                sync()
+            rows = _device_events(prof)
+            table = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=60)
+    cache = out / "cache"
+    configs = _chosen_configs()
+    wrappers = sorted(p for p in cache.rglob("*.py") if is_wrapper_module(p.read_text(errors="replace")))
+    (out / "output_code").mkdir(exist_ok=True)
+    (out / "kernels").mkdir(exist_ok=True)
+    kernels: list[dict[str, Any]] = []
+    for gi, wrapper in enumerate(wrappers):
+        text = wrapper.read_text()
+        copy = out / "output_code" / f"graph_{gi}.py"
+        shutil.copyfile(wrapper, copy)
+        sites = parse_call_sites(text)
+        for kdef in parse_output_code(text):
+            (out / "kernels" / f"{kdef.name}.py").write_text(kdef.source)
+            ks = parse_kernel_source(kdef.source, kdef.name)
+            kernels.append({
+                "name": kdef.name, "file": f"kernels/{kdef.name}.py", "wrapper": f"output_code/{copy.name}",
+                "device": kdef.device_str, "heuristic": ks.heuristic, "grid_type": ks.grid_type,
+                "launch": configs.get(kdef.name, {}), "static_calls": len(sites.get(kdef.name, [])),
+                "args": [a.to_json() for a in ks.args], "num_gb": ks.num_gb,
+            })
+    ranked, total = rank_kernels([k["name"] for k in kernels], rows)
+    by_name = {r.name: r for r in ranked}
+    for k in kernels:
+        r = by_name[k["name"]]
+        k.update(share=r.share, time_us=r.time_us / steps, calls=r.calls // steps)
+    order = {k["name"]: i for i, k in enumerate(kernels)}
+    kernels.sort(key=lambda k: (-k["time_us"], order[k["name"]]))
+    record = {
+        "schema": SCHEMA, "model": str(model_file.resolve()), "device": device,
+        "torch": torch.__version__, "triton": _triton_version(), "steps": steps,
+        "compile_s": round(compile_s, 3), "device_us_per_step": total / steps, "kernels": kernels,
+        "others": sorted(({"name": r.name, "time_us": r.device_us / steps} for r in rows
+                          if r.name not in by_name), key=lambda o: -o["time_us"])[:20],
+    }
+    (out / "kernels.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out / "profile.txt").write_text(table)
+    head = f"model {model_file} on {device} (torch {torch.__version__}), per step of {steps} profiled\n"
+    if not rows:
+        head += "no device profile on this device: kernels in order of definition, times unknown\n"
+    per_step = [_per_step(r, steps) for r in ranked]
+    (out / "ranking.txt").write_text(head + ranking_table(per_step, total / steps))
+    return record
+
+
+def _per_step(r: Any, steps: int) -> Any:
+    import attrs
+
+    return attrs.evolve(r, time_us=r.time_us / steps, calls=r.calls // steps)
+
+
+def _triton_version() -> str:
+    try:
+        import triton
+
+        return str(triton.__version__)
+    except ImportError:
+        return ""
+
+
+def load_record(capture_dir: Path) -> dict[str, Any]:
+    path = capture_dir / "kernels.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found: run `python -m kernelopt_triton.inductor capture` first")
+    return json.loads(path.read_text())
+
+
+def select_kernels(record: dict[str, Any], top: int | None = None, kernel: str | None = None) -> list[dict]:
+    """The kernels to optimize: one by name, else the top K by share (record order)."""
+    kernels = record["kernels"]
+    if kernel:
+        hit = [k for k in kernels if k["name"] == kernel]
+        if not hit:
+            names = ", ".join(k["name"] for k in kernels)
+            raise KeyError(f"kernel {kernel!r} not in the capture; kernels: {names}")
+        return hit
+    return kernels[: top or 1]
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kernelopt_triton.inductor")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    cap = sub.add_parser("capture", help="compile, profile and record a model's Triton kernels")
+    cap.add_argument("model_file", type=Path)
+    cap.add_argument("--out", type=Path, required=True)
+    cap.add_argument("--steps", type=int, default=5)
+    cap.add_argument("--device", default="cuda", help="cuda (default) or cpu (interpreter, no profile)")
+    gen = sub.add_parser("generate", help="write standalone kernel files from a capture")
+    gen.add_argument("capture_dir", type=Path)
+    gen.add_argument("--top", type=int, default=None)
+    gen.add_argument("--kernel", default=None)
+    gen.add_argument("--targets", type=Path, default=None, help="default: CAPTURE_DIR/targets")
+    ns = parser.parse_args(argv)
+    if ns.cmd == "capture":
+        if ns.device.startswith("cuda"):
+            err = model_prerequisite_error()
+            if err:
+                print(f"kernelopt-triton: {err}", file=sys.stderr)
+                return 3
+        record = capture(ns.model_file, ns.out, ns.steps, ns.device)
+        print((ns.out / "ranking.txt").read_text(), end="")
+        print(f"captured {len(record['kernels'])} Triton kernels in {record['compile_s']} s of compile "
+              f"-> {ns.out / 'kernels.json'}")
+        return 0
+    from kernelopt_triton.inductor_gen import generate_files
+
+    record = load_record(ns.capture_dir)
+    targets = ns.targets or ns.capture_dir / "targets"
+    try:
+        chosen = select_kernels(record, ns.top, ns.kernel)
+    except KeyError as exc:
+        print(f"kernelopt-triton: {exc.args[0]}", file=sys.stderr)
+        return 2
+    for k in chosen:
+        files = generate_files(ns.capture_dir, record, k, targets)
+        print(f"{k['name']}: {100 * k.get('share', 0):.1f}% -> {', '.join(str(f) for f in files)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The ``inductor`` backend: a torch.compile'd model's own Triton kernels (docs/triton-models.md).
+
+``kernelopt run model.py`` captures the kernels Inductor generates for the model on the GPU
+(a child process: ``python -m kernelopt_triton.inductor capture``), ranks them by share of GPU
+time (``ranking.txt`` beside the capture, also printed), writes a standalone kernel file for
+each of the top K (``--top``, default 1) or the one named (``--kernel``), and hands those to
+the same harness as any user kernel file. The engine gate swaps the edited kernel back into the
+compiled model (``python -m kernelopt_triton.engine``) and compares whole-model outputs and time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kernelopt_core import process
+from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Command, Target, Tree
+from kernelopt_triton.plugin import TritonBackend, require_prerequisites
+
+MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
+CAPTURE_TIMEOUT_S = 1800.0
+
+
+def _is_model_file(path: Path) -> bool:
+    from kernelopt_triton.inductor import is_model_file  # AST only: cheap, no torch
+
+    return is_model_file(path)
+
+
+class InductorBackend(TritonBackend):
+    name = "inductor"
+
+    def detect(self, path: Path) -> float:
+        return MODEL_CONFIDENCE if path.is_file() and _is_model_file(path) else 0.0
+
+    def discover(self, path: Path, settings: Settings) -> list[Target]:
+        from kernelopt_triton import inductor
+
+        if not _is_model_file(path):
+            raise UsageError(f"{path} is not a model file",
+                             hint="a model file defines model() (or MODEL) and inputs(seed, device) "
+                             "(docs/triton-models.md)")
+        require_prerequisites()
+        why = inductor.model_prerequisite_error()
+        if why:
+            raise PrerequisiteError(f"{path.name}: {why}",
+                                    hint="run it on a machine with a CUDA GPU and a CUDA build of "
+                                    "torch; `kernelopt run examples/triton/` checks kernels here")
+        model = path.resolve()
+        digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
+        capture_dir = settings.state_root / "work" / f"inductor-{model.stem}-{digest}"
+        if not (capture_dir / "kernels.json").is_file():
+            self._child(("capture", str(model), "--out", str(capture_dir)), capture_dir, "capture")
+        record = inductor.load_record(capture_dir)
+        top = int(settings.options.get("top") or 1)
+        name = settings.options.get("kernel")
+        try:
+            chosen = inductor.select_kernels(record, top, name)
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0]), hint="--kernel takes a name from ranking.txt") from exc
+        targets_dir = capture_dir / "targets"
+        args = ("generate", str(capture_dir), "--targets", str(targets_dir))
+        args += ("--kernel", name) if name else ("--top", str(top))
+        self._child(args, capture_dir, "generate")
+        self._own_repository(targets_dir)
+        return [self._model_target(targets_dir / f"{k['name']}.py", model, k) for k in chosen]
+
+    def _child(self, args: tuple[str, ...], capture_dir: Path, step: str) -> None:
+        capture_dir.mkdir(parents=True, exist_ok=True)
+        command = Command((sys.executable, "-m", "kernelopt_triton.inductor", *args), capture_dir,
+                          timeout_s=CAPTURE_TIMEOUT_S, label=step)
+        result = process.run(command, capture_dir / f"{step}.log")
+        if not result.ok:
+            raise PrerequisiteError(f"the model's {step} step failed: {result.describe()}\n"
+                                    f"{result.tail(1500)}",
+                                    hint=f"the whole log is {capture_dir / f'{step}.log'}")
+
+    @staticmethod
+    def _own_repository(targets_dir: Path) -> None:
+        # The generated files live under the state root, which git ignores; as their own
+        # repository the workspace snapshots them as files of a project, not ignored ones.
+        if not (targets_dir / ".git").exists():
+            from dulwich.repo import Repo
+
+            Repo.init(str(targets_dir))
+
+    def _model_target(self, file: Path, model: Path, kernel: dict[str, Any]) -> Target:
+        target = self._target(file)
+        meta_path = file.with_suffix(".json")
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        context = tuple(c for c in meta.get("context", [f"{file.stem}_orig.py"])
+                        if (file.parent / c).is_file())
+        data = {**(target.data or {}), "model": model, "kernel": kernel["name"]}
+        return attrs.evolve(target, context=context, has_engine=True,
+                            time_share=kernel.get("share"), data=data,
+                            name=f"{model.stem}-{kernel['name']}")
+
+    def engine(self, target: Target, tree: Tree) -> Command | None:
+        data = target.data or {}
+        if "model" not in data:
+            return None
+        return Command((sys.executable, "-m", "kernelopt_triton.engine", str(data["model"]),
+                        "--kernel", data["kernel"], "--source", str(tree.src / target.editable[0])),
+                       tree.src, env=self._env(target), timeout_s=600.0, label="engine")
+
+
+def backends() -> list[object]:
+    return [InductorBackend()]
