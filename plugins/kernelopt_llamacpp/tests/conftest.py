@@ -11,8 +11,6 @@ sys.path.insert(0, str(Path(__file__).parent))  # llamacpp_fixture, whatever the
 
 from llamacpp_fixture import copy_fixture  # noqa: E402
 
-pytest_plugins = ["kernelopt_core.testing"]
-
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
