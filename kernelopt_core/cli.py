@@ -147,6 +147,8 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
     host, backend, targets, settings = resolve_all(ctx, path, flags)
     codes: list[int] = []
     rows: list[list[Any]] = []
+    for preface in dict.fromkeys(t.preface for t in targets if t.preface):
+        ui.echo(preface.rstrip("\n"))
     for i, target in enumerate(targets, 1):
         count = f" [{i}/{len(targets)}]" if len(targets) > 1 else ""
         ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at "

@@ -143,6 +143,8 @@ class Loop:
         prepare_state_root(self.settings.state_root)
         self.journal = Journal(self.run_dir / "journal.jsonl")
         self.journal.listeners.extend(self.listeners)
+        if self.target.preface:
+            (self.run_dir / "preface.txt").write_text(self.target.preface)
         self.started = time.time()
         self.runner = Runner(self.backend, self.target, self.settings, self.journal)
         self.workspace = Workspace(self.settings.state_root, self.target)

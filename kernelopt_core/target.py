@@ -78,6 +78,9 @@ class Target:
     bench: BenchSpec | None = attrs.field(factory=BenchSpec)
     has_engine: bool = False
     time_share: float | None = None  # the kernel's share of the engine's GPU time (Amdahl)
+    # Text the backend wants shown before the run and kept in its run directory as
+    # preface.txt (e.g. a model's kernel ranking).
+    preface: str = ""
     device: str = "cpu"  # cpu | cuda | hip: which peak bandwidth bounds the roofline
     peak_gbps: float | None = None  # the descriptor's override of the measured peak
     # Backend-private data (a parsed descriptor, an op table row...). The core never reads it.

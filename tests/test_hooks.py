@@ -82,6 +82,17 @@ def test_kernelopt_register_planners_a_plugin_planner_drives_the_loop(tmp_path, 
         "oneshot"
 
 
+def test_kernelopt_register_backends_a_target_preface_is_kept_in_the_run(tmp_path, chunk_project):
+    import attrs
+
+    settings = Settings(state_root=tmp_path / "s", iterations=1, final_rounds=2)
+    backend = ScriptedBackend()
+    target = attrs.evolve(backend.discover(chunk_project, settings)[0],
+                          preface="kernel ranking\n  k1  61.0 %\n")
+    outcome = Loop(plugin_host(ScriptedBackendPlugin()), backend, target, settings).run()
+    assert (outcome.run_dir / "preface.txt").read_text() == "kernel ranking\n  k1  61.0 %\n"
+
+
 def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -> None:
     import attrs
 

@@ -70,7 +70,11 @@ class InductorBackend(TritonBackend):
         args += ("--kernel", name) if name else ("--top", str(top))
         self._child(args, capture_dir, "generate")
         self._own_repository(targets_dir)
-        return [self._model_target(targets_dir / f"{k['name']}.py", model, k) for k in chosen]
+        ranking = capture_dir / "ranking.txt"
+        preface = (f"{model.name}: Triton kernels by share of GPU time ({ranking})\n"
+                   + ranking.read_text()) if ranking.is_file() else ""
+        return [attrs.evolve(self._model_target(targets_dir / f"{k['name']}.py", model, k),
+                             preface=preface) for k in chosen]
 
     def _child(self, args: tuple[str, ...], capture_dir: Path, step: str) -> None:
         capture_dir.mkdir(parents=True, exist_ok=True)
