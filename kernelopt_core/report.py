@@ -70,7 +70,9 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
             "shape": target.get("shape", ""),
         },
         "status": status,
-        "speedup": speedup if status == "optimized" else (speedup or 1.0),
+        # only a verified win has a speedup; what the rounds measured otherwise is median_ratio
+        "speedup": speedup if status == "optimized" else 1.0,
+        "median_ratio": speedup,
         "baseline_ms": baseline_ms,
         "final_ms": final_ms,
         "noise_pct": noise,
@@ -139,7 +141,7 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
     if s["status"] == "fallback":
         return f"no verified win; baseline kept ({_fmt_ms(s['baseline_ms'])}, shape {shape})"
     if s["status"] == "unverified" and s.get("interpreted"):
-        return (f"unverified: correct; {s['speedup'] or 1.0:.2f}× measured under an interpreter, "
+        return (f"unverified: correct; {s['median_ratio'] or 1.0:.2f}× measured under an interpreter, "
                 f"not on the device, so nothing is claimed (shape {shape})")
     if s["status"] == "unverified":
         return f"unverified: correct, but no bench exists (shape {shape})"
@@ -163,7 +165,8 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
         amdahl = engine.get("amdahl_speedup")
         parts.append(f"whole program {engine['speedup']:.3f}×"
                      + (f" (Amdahl {amdahl:.3f}×)" if amdahl else ""))
-    speed = f"{s['speedup']:.2f}×" if s["speedup"] else "?"
+    ratio = s["speedup"] if s["status"] == "optimized" else s.get("median_ratio")
+    speed = f"{ratio:.2f}×" if ratio else "?"
     prefix = speed if s["status"] == "optimized" else f"matched (median {speed}, not proven faster)"
     return f"{prefix} ({', '.join(parts)})"
 
@@ -208,6 +211,10 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         "unverified": "the candidate is correct, but the target has no bench to time it.",
         "error": "the run did not finish; see the error below.",
     }[s["status"]]
+    if s["status"] == "unverified" and s.get("interpreted"):
+        meaning = ("the candidate is correct, but its times come from an interpreter, not the "
+                   "device: nothing about its speed is known. Time it on the device before "
+                   "applying it.")
     lines += [f"Meaning: {meaning}", ""]
     finals = [e for e in events if e["event"] == "gate" and e.get("final")]
     if finals:
@@ -235,9 +242,11 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
                      f"{r['speedup']:.3f} | {reason} |")
     lines.append("")
     if s["diff"]:
+        caution = (" It was timed only under an interpreter: not a proven speedup."
+                   if s.get("interpreted") else "")
         lines += ["## Apply", "",
                   "In the target's directory: `git apply report.diff` or `patch -p1 < report.diff`"
-                  "; `kernelopt revert " + str(s["run_id"]) + "` undoes it.", ""]
+                  "; `kernelopt revert " + str(s["run_id"]) + "` undoes it." + caution, ""]
     error = next((e for e in events if e["event"] == "error"), None)
     if error:
         lines += ["## Error", "", "```", error["message"], "```", ""]

@@ -28,9 +28,32 @@ POLICY_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"\b(cudaStreamCreate\w*|hipStreamCreate\w*|std::thread|std::async|std::jthread|"
         r"pthread_create|fork|threading\.Thread|multiprocessing|concurrent\.futures|"
         r"torch\.cuda\.(Stream|stream|ExternalStream))\b")),
+    ("bypass of the harness's instrumentation", re.compile(
+        r"\b(DisableTorchFunction|DisableTorchFunctionSubclass|_disable_current_modes|torch\._C|"
+        r"sys\.modules|set_stream|torch\.Stream|cuda\.streams)\b")),
     ("process or environment tampering", re.compile(
         r"\b(system|popen|execv\w*|setenv|putenv|dlsym|dlopen|LD_PRELOAD)\s*\(|LD_PRELOAD")),
 ]
+
+
+def strip_comment(line: str, marker: str) -> str:
+    """``line`` without its trailing comment (``marker``: "#" or "//"); a marker inside a
+    string literal is not a comment, so `s = "#"; threading.Thread(...)` is still seen."""
+    quote = ""
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif line.startswith(marker, i):
+            return line[:i]
+        i += 1
+    return line
 
 
 def added_lines(old: bytes | None, new: bytes) -> list[tuple[int, str]]:
@@ -52,7 +75,7 @@ class PolicyGate:
         findings = []
         for path, data in sorted(ctx.edits.items()):
             for number, line in added_lines(ctx.baseline_files.get(path), data):
-                code = line.split("//", 1)[0] if not path.endswith(".py") else line.split("#")[0]
+                code = strip_comment(line, "#" if path.endswith(".py") else "//")
                 for reason, pattern in POLICY_RULES:
                     match = pattern.search(code)
                     if match:

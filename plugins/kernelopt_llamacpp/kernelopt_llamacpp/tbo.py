@@ -199,7 +199,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     pin_path = Path(a.pin)
     pin = read_pin(pin_path, a.op)
     wanted = a.case
-    if pin is None or (wanted and pin["case"] != case_name(a.op, wanted)):
+    if pin is None or (wanted and pin["case"] != case_name(a.op, wanted)) or \
+            (not wanted and pin.get("chosen_by") == "--case"):  # the default pin, not the last --case
         pin = pin_case(a.tool, a.op, a.backend, pin_path, wanted)
     code, out = _run([a.tool, "perf", "-o", pin["case"], "-b", a.backend])
     sys.stdout.write(out)

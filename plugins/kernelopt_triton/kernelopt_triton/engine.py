@@ -149,8 +149,9 @@ def _install_swap(name: str, candidate_text: str, swapped: list[str]) -> None:
     AsyncCompile.triton = triton  # type: ignore[method-assign]
 
 
-def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int) -> dict:
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelopt-engine-")
+def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
+               cache_dir: str) -> dict:
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
     import torch
@@ -209,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kernelopt-triton engine: {err}", file=sys.stderr)
         return 3
     try:
-        result = run_engine(ns.model_file, ns.kernel, ns.source, ns.device, ns.iters, ns.warmup)
+        with tempfile.TemporaryDirectory(prefix="kernelopt-engine-") as cache_dir:  # fresh compile
+            result = run_engine(ns.model_file, ns.kernel, ns.source, ns.device, ns.iters,
+                                ns.warmup, cache_dir)
     except Exception as exc:  # the engine itself failed: say why on stderr, exit 4
         import traceback
 

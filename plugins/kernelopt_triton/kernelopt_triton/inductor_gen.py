@@ -147,14 +147,21 @@ def render(ks: KernelSource, kernel: dict[str, Any], model: str, original_source
     outputs = tuple(i for i, p in enumerate(params) if p in ks.output_params())
     if not outputs:
         raise ValueError(f"{ks.name}: no output pointer among {params}")
+    # in_out_ptr* and declared mutated args are read before they are written: the harness
+    # restores them before each launch instead of poisoning them
+    inplace = tuple(i for i in outputs
+                    if params[i].startswith("in_out_ptr") or params[i] in ks.mutated)
     out_dtypes = {tensors[i].dtype for i in outputs}
-    atol = max(TOLERANCES.get(d, (1e-2, 1e-2))[0] for d in out_dtypes)
-    rtol = max(TOLERANCES.get(d, (1e-2, 1e-2))[1] for d in out_dtypes)
+    # integer and bool outputs (indices, masks) compare exactly; floats by their loosest dtype
+    floats = {d for d in out_dtypes if d in TOLERANCES}
+    atol = max((TOLERANCES[d][0] for d in floats), default=0.0)
+    rtol = max((TOLERANCES[d][1] for d in floats), default=0.0)
     share = kernel.get("share") or 0.0
     common = "\n".join([
         f"SHAPE = {shape_string(ks.args)!r}",
         f"TOLERANCE = {{'atol': {atol}, 'rtol': {rtol}}}",
         f"OUTPUTS = {outputs!r}",
+        f"INPLACE = {inplace!r}",
         f"BYTES = {_bytes_moved(ks, tensors)}",
         f"KERNEL = {ks.name!r}",
     ])

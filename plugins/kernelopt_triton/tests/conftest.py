@@ -15,6 +15,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from kernelopt_triton.plugin import gpu_device
+
+if gpu_device() is None:
+    # Triton reads TRITON_INTERPRET when it decorates a kernel: set it before any test module
+    # imports triton, or kernels imported later in this process are not interpretable.
+    os.environ["TRITON_INTERPRET"] = "1"
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples" / "triton"

@@ -109,7 +109,8 @@ HACK_FILES = sorted(HACKS.glob("*.py"))
 def test_corpus_covers_the_kinds() -> None:
     kinds = {expectation(p)[0] for p in HACK_FILES}
     assert {"skip_work", "lazy_output", "pointer_cache", "lowered_precision", "mutate_input",
-            "stale_buffer", "side_thread", "timer_tamper", "vendor_swap"} <= kinds
+            "stale_buffer", "side_thread", "timer_tamper", "vendor_swap", "tolerance_tamper",
+            "instrumentation_bypass", "side_stream"} <= kinds
 
 
 @pytest.mark.parametrize("hack", HACK_FILES, ids=lambda p: p.stem)
@@ -134,3 +135,10 @@ def test_each_reward_hack_is_rejected_by_its_gate(hack: Path) -> None:
     harness.run_check(hack, 1, base)
     hacked = harness.run_bench(hack, base, iters=1)["checksum"]
     assert hacked == harness.run_bench(base, base, iters=1)["checksum"]
+
+
+def test_a_candidate_cannot_loosen_the_originals_tolerance() -> None:
+    # Even past the policy gate: the tolerance and expected values are fixed before the
+    # candidate is imported, so its sys.modules loop finds nothing that still matters.
+    with pytest.raises(harness.Mismatch):
+        harness.run_check(HACKS / "tolerance_tamper.py", 1, EXAMPLES / "softmax.py")
