@@ -119,6 +119,9 @@ def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[
     if not path.exists():
         raise UsageError(f"{path} does not exist", hint="give a kernel file, directory or repo")
     path = path.resolve()
+    # a flag's click default is not "given": kernelopt.toml and -o must still win over it
+    defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+    flags = {k: v for k, v in flags.items() if ctx.get_parameter_source(k) not in defaults}
     settings = settings_mod.load(discovery.project_toml(path), flags)
     backend = discovery.choose_backend(host, path, settings.backend)
     targets = discovery.choose_targets(backend.discover(path, settings), settings.target, path)
@@ -229,6 +232,8 @@ def gate_selftest(ctx: click.Context, path: Path, trials: int, planted_speedup: 
 def plugins(ctx: click.Context) -> None:
     """List installed plugins, their versions and what each provides."""
     host = host_of(ctx)
+    run_command = cli.get_command(ctx, "run")  # adds plugin flags, recording any clash
+    assert run_command is not None
     rows = []
     for info in host.plugin_infos():
         provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.provides.items()))

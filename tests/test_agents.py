@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import events, kernelopt, last_run, summary
+from kernelopt_tests_support import events, kernelopt, last_run, summary
 
 from kernelopt_core.testing import ScriptedLLMServer, say, tool_call
 

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO, kernelopt, last_run, summary
+from kernelopt_tests_support import REPO, kernelopt, last_run, summary
 
 
 def reply(body: dict) -> dict:

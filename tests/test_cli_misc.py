@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import kernelopt
+from kernelopt_tests_support import kernelopt
 
 
 def test_setup_lists_prerequisites_with_what_to_do(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import kernelopt
+from kernelopt_tests_support import kernelopt
 
 from kernelopt_core.gates.engine import amdahl, parse_engine_line
 

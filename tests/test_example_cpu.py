@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, events, kernelopt, summary
+from kernelopt_tests_support import REPO, events, kernelopt, summary
 
 EXAMPLE = REPO / "examples" / "cmake-cpu"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import events
+from kernelopt_tests_support import events
 
 from kernelopt_core import hookspecs
 from kernelopt_core.cli import cli
@@ -187,6 +187,7 @@ def test_kernelopt_run_options_reach_settings_options(chunk_project) -> None:
         @hookimpl
         def kernelopt_run_options(self):
             return [click.Option(["--op"], help="an op"),
+                    click.Option(["--top"], type=int, default=3, help="has a click default"),
                     click.Option(["--gamma"], help="clashes with a core flag")]
 
     cli.host = plugin_host(Plugin())
@@ -195,11 +196,18 @@ def test_kernelopt_run_options_reach_settings_options(chunk_project) -> None:
                                           "--op", "SOFT_MAX", "-o", "case=big", "--gamma", "1.05"],
                                     standalone_mode=False)
         assert isinstance(result.exception, UsageError), result.output
+        # a click default is not "given": -o top=5 wins over it
         assert seen == {"op": "SOFT_MAX", "case": "big"}
         info = next(i for i in cli.host.plugin_infos() if i.name == "test-plugin-0")
         assert "'--gamma' clashes" in (info.error or "")
         help_text = CliRunner().invoke(cli, ["run", "--help"]).output
         assert "--op" in help_text and help_text.count("--gamma") == 1
+        seen.clear()
+        CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted", "-o", "top=5"],
+                           standalone_mode=False)
+        assert seen == {"top": "5"}
+        listing = CliRunner().invoke(cli, ["plugins"]).output
+        assert "'--gamma' clashes" in listing
     finally:
         cli.host = None
 

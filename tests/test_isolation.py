@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import summary
+from kernelopt_tests_support import summary
 
 from kernelopt_core import journal as journal_mod
 from kernelopt_core.testing import fingerprint, git_repo, write_chunk_project

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import events, kernelopt, last_run, summary
+from kernelopt_tests_support import events, kernelopt, last_run, summary
 
 from kernelopt_core.loop import Loop
 from kernelopt_core.settings import load

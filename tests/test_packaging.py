@@ -29,7 +29,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import last_run, summary
+from kernelopt_tests_support import last_run, summary
 
 from kernelopt_core.testing import write_chunk_project
 

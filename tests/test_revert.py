@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import kernelopt, last_run
+from kernelopt_tests_support import kernelopt, last_run
 
 from kernelopt_core.testing import fingerprint
 

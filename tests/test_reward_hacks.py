@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO, events, kernelopt
+from kernelopt_tests_support import REPO, events, kernelopt
 
 CORPUS = REPO / "tests" / "reward_hacks" / "cpu"
 HACKS = sorted(CORPUS.glob("*.cpp"))

@@ -156,7 +156,11 @@ def op_table(repo: Path) -> dict[str, Route]:
             table[name] = Route(name, enum, function, "mixed", _with_headers(repo, stems),
                                 library, note)
             continue
-        file, body = definitions.get(function, (DISPATCH, ""))
+        if function not in definitions:  # e.g. defined in a header: not guessed at
+            table[name] = Route(name, enum, function, "none",
+                                note=f"{function}'s definition was not found in a .cu file: not edited")
+            continue
+        file, body = definitions[function]
         stem = Path(file).name.rsplit(".", 1)[0]
         files = _with_headers(repo, (stem,))
         library_call = LIBRARY_CALL.search(body)
@@ -171,9 +175,9 @@ def op_table(repo: Path) -> dict[str, Route]:
             else:
                 table[name] = Route(name, enum, function, "library", (), lib,
                                     f"{function} ({file}) hands the work to {lib}: not edited")
-        elif file == DISPATCH:
-            table[name] = Route(name, enum, function, "kernel", (file,),
-                                note=f"{function} is defined in ggml-cuda.cu itself")
+        elif file == DISPATCH:  # the dispatch file also decides routing: never a candidate's
+            table[name] = Route(name, enum, function, "none",
+                                note=f"{function} is defined in ggml-cuda.cu itself: not edited")
         else:
             table[name] = Route(name, enum, function, "kernel", files)
     return table

@@ -136,7 +136,7 @@ class LlamaCppBackend:
             raise UsageError(f"{route.op} is computed by {route.library} (library: not editable): "
                              f"{route.note}", hint=f"ops with editable kernels: {', '.join(known)}")
         if route.kind == "none":
-            raise UsageError(f"{route.op} launches no kernel ({route.note})",
+            raise UsageError(f"{route.op} has no kernel file kernelopt edits ({route.note})",
                              hint=f"ops with editable kernels: {', '.join(known)}")
         marker = fixture_marker(root)
         if marker is None:
@@ -154,9 +154,9 @@ class LlamaCppBackend:
         pinned = tbo.read_pin(pin, route.op)
         if case or (pinned and pinned.get("chosen_by") == "--case"):
             pinned = pinned if pinned and case and pinned["case"] == tbo.case_name(route.op, case) else None
-        e2e_model = options.get("e2e_model") or (
-            (marker or {}).get("e2e_model") if options.get("e2e") else None)
-        if options.get("e2e") and not e2e_model:
+        e2e = str(options.get("e2e", "")).strip().lower() in ("1", "true", "yes", "on")
+        e2e_model = options.get("e2e_model") or ((marker or {}).get("e2e_model") if e2e else None)
+        if e2e and not e2e_model:
             e2e_model = str(self._random_model(root, settings.state_root / "llamacpp"))
         files = {f: (root / f).read_bytes() for f in route.files}
         data = OpData(

@@ -22,9 +22,9 @@ if gpu_device() is None:
     # imports triton, or kernels imported later in this process are not interpretable.
     os.environ["TRITON_INTERPRET"] = "1"
 
-REPO = Path(__file__).resolve().parents[3]
-EXAMPLES = REPO / "examples" / "triton"
-HACKS = REPO / "tests" / "reward_hacks" / "triton"
+sys.path.insert(0, str(Path(__file__).parent))  # kernelopt_triton_testpaths, whatever the rootdir
+from kernelopt_triton_testpaths import EXAMPLES, HACKS, REPO  # noqa: E402, F401
+
 WHOLE_RUN_TEST = "test_whole_run_under_the_interpreter_is_never_optimized"
 WHOLE_RUN_ARGS = ("--iterations", "1", "--final-rounds", "2", "--seeds", "1", "--screen-runs", "1")
 _background: dict[str, object] = {}

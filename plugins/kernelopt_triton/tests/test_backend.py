@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES
 from kernelopt_triton import convention
 from kernelopt_triton.plugin import TritonBackend, require_prerequisites
+from kernelopt_triton_testpaths import EXAMPLES
 
 from kernelopt_core.errors import EXIT_PREREQUISITE, PrerequisiteError, UsageError
 from kernelopt_core.settings import Settings

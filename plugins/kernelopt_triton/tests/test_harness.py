@@ -13,8 +13,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import EXAMPLES, HACKS
 from kernelopt_triton import harness
+from kernelopt_triton_testpaths import EXAMPLES, HACKS
 
 from kernelopt_core.gates.builtin import PolicyGate
 

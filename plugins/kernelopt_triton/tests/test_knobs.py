@@ -6,8 +6,8 @@ import itertools
 import re
 
 import pytest
-from conftest import EXAMPLES
 from kernelopt_triton.knobs import detect
+from kernelopt_triton_testpaths import EXAMPLES
 
 from kernelopt_core.knobs import apply, current_values
 
