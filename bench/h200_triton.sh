@@ -82,5 +82,15 @@ print(f"{m} {k}\n  share {100 * share:.1f}%  kernelopt: {s.get('status')} {ks:.3
 EOF
     tail -3 "$summary"
   done
+  if [ "${PRODUCT:-1}" = 1 ]; then  # the product path: capture, ranking, tuner, engine gate in the loop
+    say "$m: kernelopt run $model --top $TOP (the engine gate inside the loop)"
+    kernelopt run "$model" --top "$TOP" --iterations "$ITER" --patience 3 > "$OUT/$m-product.log" 2>&1
+    echo "exit $?" >> "$OUT/$m-product.log"
+    for run in $(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -"$TOP"); do
+      cp "$run/summary.json" "$OUT/$m-product-$(basename "$run")-summary.json"
+      cp "$run/report.md" "$OUT/$m-product-$(basename "$run")-report.md"
+    done
+    tail -5 "$OUT/$m-product.log"
+  fi
 done
 say "done"; cat "$summary"
