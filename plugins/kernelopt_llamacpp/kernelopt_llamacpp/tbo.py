@@ -38,7 +38,8 @@ from pathlib import Path
 
 import attrs
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+from kernelopt_core.measure.parsers import ANSI
+
 CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
 PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
 KB = re.compile(r"(\d+) kB/run")
