@@ -12,6 +12,7 @@ placeholder), calibrated by measurement so that the candidate really is about XÃ
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import time
@@ -40,17 +41,18 @@ def calibrate_work(ctx: GateContext, candidate: Tree, target_ratio: float) -> tu
 
     A kernel's time is rarely proportional to its work (fixed costs, waves), so assuming
     work = 1/X would plant a smaller speedup than claimed. Model time(w) = a + bÂ·w from
-    measured pairs and solve for the ratio wanted; two refinements. Returns (work, ratio).
+    measured pairs and solve for the ratio wanted; up to three refinements. Returns (work, ratio).
     """
     log = ctx.log_dir / "calibration.log"
     work = 1.0 / target_ratio
-    ratio = 1.0
+    measured: list[tuple[float, float]] = []  # (work, ratio measured at that work)
     for attempt in range(CALIBRATION_ROUNDS):
         base, cand = [], []
         for _ in range(CALIBRATION_PAIRS):
             base.append(ctx.runner.bench(ctx.baseline_tree, log, "calibrate").time_ms)
             cand.append(ctx.runner.bench(candidate, log, "calibrate", work=work).time_ms)
-        ratio = median(base) / median(cand)  # measured at `work`, which is what we return
+        ratio = median(base) / median(cand)
+        measured.append((work, ratio))
         if abs(ratio / target_ratio - 1.0) < 0.002 or attempt == CALIBRATION_ROUNDS - 1:
             break
         fraction = 1.0 / ratio  # time(work) / time(1)
@@ -59,6 +61,9 @@ def calibrate_work(ctx: GateContext, candidate: Tree, target_ratio: float) -> tu
             work = max(work / 2, 1e-6)  # try with much less work before judging
         else:
             work = min(1.0, max(1e-6, (1.0 / target_ratio - fixed) / (1.0 - fixed)))
+    # A noisy machine can spoil one refinement: return the measured point nearest the target
+    # (a pair measured together, never an extrapolation), not merely the last one.
+    work, ratio = min(measured, key=lambda point: abs(math.log(point[1] / target_ratio)))
     if ratio - 1.0 < (target_ratio - 1.0) / 2:
         raise UsageError(
             f"the bench's time does not shrink enough with {{work}}: at work={work:.4f} the "
