@@ -20,7 +20,6 @@ import hashlib
 import http.server
 import json as _json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelopt_core import process
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import Settings
@@ -154,10 +154,12 @@ def plugin_host(*plugins: object, autoload: bool = False) -> PluginHost:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                          text=True).stdout
+    result = process.run(Command(("git", *args), cwd, env=env, timeout_s=60))
+    if not result.ok:
+        raise RuntimeError(f"{result.describe()}: {result.tail()}")
+    return result.stdout
 
 
 def git_repo(path: Path) -> Path:

@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from kernelopt_core import process
+from kernelopt_core.target import Command
 
 PROMPT = "The quick brown fox"
 
@@ -33,23 +35,26 @@ def _tool(build: Path, name: str) -> str:
     return str(path)
 
 
+def _run(argv: list[str]) -> process.ProcessResult:
+    return process.run(Command(tuple(argv), Path.cwd(), timeout_s=600))
+
+
 def generate(build: Path, model: str, tokens: int, prompt: str) -> str:
     argv = [_tool(build, "llama-completion"), "-m", model, "-p", prompt, "-n", str(tokens),
             "--temp", "0", "--seed", "1", "-no-cnv", "--no-display-prompt", "--ignore-eos",
             "-ngl", "99", "--no-perf"]
-    proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=600,
-                          stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise SystemExit(f"llama-completion exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    proc = _run(argv)
+    if not proc.ok:
+        raise SystemExit(f"{proc.describe()}:\n{proc.stderr[-2000:]}")
     return proc.stdout
 
 
 def bench(build: Path, model: str) -> dict[str, float]:
     argv = [_tool(build, "llama-bench"), "-m", model, "-p", "64", "-n", "32", "-ngl", "99",
             "-r", "3", "-o", "jsonl"]
-    proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=600)
-    if proc.returncode != 0:
-        raise SystemExit(f"llama-bench exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    proc = _run(argv)
+    if not proc.ok:
+        raise SystemExit(f"{proc.describe()}:\n{proc.stderr[-2000:]}")
     out: dict[str, float] = {}
     for line in proc.stdout.splitlines():
         if line.startswith("{"):

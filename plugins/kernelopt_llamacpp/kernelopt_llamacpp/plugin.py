@@ -16,7 +16,6 @@ import hashlib
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 
 try:
@@ -28,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import process
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.settings import Settings
@@ -73,12 +73,9 @@ def gpu_problem() -> str | None:
     if nvcc is None:
         return ("nvcc (the CUDA toolkit) is not on PATH: install the CUDA toolkit "
                 "(https://developer.nvidia.com/cuda-downloads) and put its bin/ on PATH")
-    try:
-        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-        if listed.returncode == 0 and "GPU" in listed.stdout:
-            return None if shutil.which("cmake") else "cmake is not on PATH: install CMake 3.21 or newer"
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    listed = _nvidia_smi("-L")
+    if listed.ok and "GPU" in listed.stdout:
+        return None if shutil.which("cmake") else "cmake is not on PATH: install CMake 3.21 or newer"
     if Path("/dev/nvidia0").exists():
         if shutil.which("cmake") is None:
             return "cmake is not on PATH: install CMake 3.21 or newer"
@@ -89,14 +86,14 @@ def gpu_problem() -> str | None:
 
 def cuda_arch() -> str:
     """The local GPU's architecture for CMAKE_CUDA_ARCHITECTURES (e.g. 90), else ``native``."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30).stdout.split()
-        if out and out[0].replace(".", "").isdigit():
-            return out[0].replace(".", "")
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    out = _nvidia_smi("--query-gpu=compute_cap", "--format=csv,noheader").stdout.split()
+    if out and out[0].replace(".", "").isdigit():
+        return out[0].replace(".", "")
     return "native"
+
+
+def _nvidia_smi(*args: str) -> process.ProcessResult:
+    return process.run(Command(("nvidia-smi", *args), Path.cwd(), timeout_s=30))
 
 
 def default_repo() -> str | None:

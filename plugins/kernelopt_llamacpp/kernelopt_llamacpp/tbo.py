@@ -32,18 +32,20 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import attrs
 
+from kernelopt_core import process
 from kernelopt_core.measure.parsers import ANSI
+from kernelopt_core.target import Command
 
 CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
 PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
 KB = re.compile(r"(\d+) kB/run")
 EXIT_CANNOT_TIME = 3
+TOOL_TIMEOUT_S = 3600.0
 
 
 @attrs.frozen
@@ -130,9 +132,9 @@ def line_regex(case: str | None) -> str:
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace")
-    return proc.returncode, proc.stdout
+    # The backend's own Command bounds the whole wrapper; this bound only stops a hung tool.
+    result = process.run(Command(tuple(argv), Path.cwd(), timeout_s=TOOL_TIMEOUT_S))
+    return result.returncode, result.stdout + result.stderr
 
 
 def read_pin(path: Path, op: str) -> dict | None:
