@@ -25,8 +25,9 @@ nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
 nvcc --version >> "$OUT/gpu.txt" 2>&1 || true
 
 save_run() {  # save_run NAME: the last run's artifacts to $OUT/NAME
-  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* | tail -1)
+  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1 || true)
   mkdir -p "$OUT/$1"
+  [ -n "$run" ] || { echo "no run was made (see $1's log)" > "$OUT/$1/no-run.txt"; return 0; }
   cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/" 2>/dev/null || true
   cp "$KERNELOPT_HOME"/llamacpp/*.pin.json "$OUT/$1/" 2>/dev/null || true
 }

@@ -38,12 +38,15 @@ for model in "${models[@]}"; do
   grep -E '^ +(default|max-autotune) ' "$OUT/$m-times.log"
 
   for f in "$cap"/targets/*.json; do
-    [ -e "$f" ] || continue
     k=$(basename "$f" .json); src="$cap/targets/$k.py"
+    [ -e "$src" ] || continue  # skipped.json, or a kernel generate skipped
     say "$m/$k: kernelopt run (tuner, $ITER iterations)"
+    before=$(ls "$KERNELOPT_HOME"/runs 2>/dev/null || true)
     kernelopt run "$src" --iterations "$ITER" --patience 3 > "$OUT/$m-$k-run.log" 2>&1
     echo "exit $?" >> "$OUT/$m-$k-run.log"
-    run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1)
+    # this kernel's run only: a run that failed before making one must not pick up the last one's
+    run=$(comm -13 <(echo "$before") <(ls "$KERNELOPT_HOME"/runs 2>/dev/null) | tail -1)
+    run=${run:+$KERNELOPT_HOME/runs/$run}
     tuned=$cap/tuned; rm -rf "$tuned"; cp -r "$cap/targets" "$tuned"
     if [ -n "$run" ] && [ -s "$run/report.diff" ]; then
       (cd "$tuned" && git apply -p1 "$run/report.diff" 2>/dev/null || patch -p1 -s < "$run/report.diff")
@@ -84,11 +87,12 @@ EOF
   done
   if [ "${PRODUCT:-1}" = 1 ]; then  # the product path: capture, ranking, tuner, engine gate in the loop
     say "$m: kernelopt run $model --top $TOP (the engine gate inside the loop)"
+    before=$(ls "$KERNELOPT_HOME"/runs 2>/dev/null || true)
     kernelopt run "$model" --top "$TOP" --iterations "$ITER" --patience 3 > "$OUT/$m-product.log" 2>&1
     echo "exit $?" >> "$OUT/$m-product.log"
-    for run in $(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -"$TOP"); do
-      cp "$run/summary.json" "$OUT/$m-product-$(basename "$run")-summary.json"
-      cp "$run/report.md" "$OUT/$m-product-$(basename "$run")-report.md"
+    for name in $(comm -13 <(echo "$before") <(ls "$KERNELOPT_HOME"/runs 2>/dev/null)); do
+      cp "$KERNELOPT_HOME/runs/$name/summary.json" "$OUT/$m-product-$name-summary.json"
+      cp "$KERNELOPT_HOME/runs/$name/report.md" "$OUT/$m-product-$name-report.md"
     done
     tail -5 "$OUT/$m-product.log"
   fi

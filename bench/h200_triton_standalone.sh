@@ -14,6 +14,10 @@ seconds=$1; shift
 { date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
 } > "$OUT/env.txt" 2>&1
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "$#" -gt "${gpus:-0}" ]; then  # an absent CUDA_VISIBLE_DEVICES index would mean the interpreter
+  echo "$# kernels but ${gpus:-0} GPUs: one kernel per GPU" >&2; exit 2
+fi
 gpu=0
 for kernel in "$@"; do
   name=$(basename "$kernel" .py)

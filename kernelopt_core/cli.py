@@ -113,8 +113,12 @@ def run_options(fn: Any) -> Any:
     return fn
 
 
-def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any, ...]:
-    """PATH and flags → (plugin host, backend, targets to run, settings)."""
+def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any],
+                forced: dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """PATH and flags → (plugin host, backend, targets to run, settings).
+
+    ``forced``: values a command fixes whatever the user typed (run-llamacpp's backend).
+    """
     host = host_of(ctx)
     if not path.exists():
         raise UsageError(f"{path} does not exist", hint="give a kernel file, directory or repo")
@@ -122,6 +126,7 @@ def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[
     # a flag's click default is not "given": kernelopt.toml and -o must still win over it
     defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
     flags = {k: v for k, v in flags.items() if ctx.get_parameter_source(k) not in defaults}
+    flags.update(forced or {})
     settings = settings_mod.load(discovery.project_toml(path), flags)
     backend = discovery.choose_backend(host, path, settings.backend)
     targets = discovery.choose_targets(backend.discover(path, settings), settings.target, path)
@@ -138,7 +143,8 @@ def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any,
     return host, backend, targets[0], settings
 
 
-def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
+def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
+            forced: dict[str, Any] | None = None) -> int:
     """Resolve backend and targets, run the loop once per target, print the outcomes.
 
     Several targets (a directory of kernels, a model's top kernels) run in turn, each its own
@@ -147,7 +153,7 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any]) -> int:
     """
     from kernelopt_core.loop import Loop
 
-    host, backend, targets, settings = resolve_all(ctx, path, flags)
+    host, backend, targets, settings = resolve_all(ctx, path, flags, forced)
     codes: list[int] = []
     rows: list[list[Any]] = []
     for preface in dict.fromkeys(t.preface for t in targets if t.preface):

@@ -20,7 +20,10 @@ from pathlib import Path
 def _copy_tokenizer(writer, vocab: Path) -> int:  # noqa: ANN001 (gguf is an optional import)
     import gguf
 
-    reader = gguf.GGUFReader(str(vocab))
+    try:
+        reader = gguf.GGUFReader(str(vocab))
+    except (OSError, ValueError) as exc:  # the gguf package's own "not a GGUF file" and I/O
+        raise ValueError(f"{vocab} cannot be read as a GGUF file: {exc}") from exc
     n_vocab = 0
     for name, field in reader.fields.items():
         if not name.startswith("tokenizer."):
@@ -34,7 +37,7 @@ def _copy_tokenizer(writer, vocab: Path) -> int:  # noqa: ANN001 (gguf is an opt
         else:
             writer.add_key_value(name, field.contents(), vtype)
     if not n_vocab:
-        raise SystemExit(f"{vocab} has no tokenizer.ggml.tokens: not a vocab GGUF")
+        raise ValueError(f"{vocab} has no tokenizer.ggml.tokens: not a vocab GGUF")
     return n_vocab
 
 
@@ -49,7 +52,7 @@ def write_model(out: Path, vocab: Path | None, *, n_embd: int = 256, n_layer: in
     if vocab is not None:
         n_vocab = _copy_tokenizer(writer, vocab)
     elif not n_vocab:
-        raise SystemExit("give --vocab (a vocab-only GGUF) or --n-vocab")
+        raise ValueError("give --vocab (a vocab-only GGUF) or --n-vocab")
     writer.add_context_length(512)
     writer.add_embedding_length(n_embd)
     writer.add_block_count(n_layer)
@@ -89,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-vocab", type=int, default=0, help="without --vocab: no tokenizer (tests)")
     parser.add_argument("--seed", type=int, default=0)
     a = parser.parse_args(argv)
-    write_model(a.out, a.vocab, n_vocab=a.n_vocab, seed=a.seed)
+    try:
+        write_model(a.out, a.vocab, n_vocab=a.n_vocab, seed=a.seed)
+    except ValueError as exc:
+        print(f"kernelopt-llamacpp: {exc}", file=sys.stderr)
+        return 2
     print(a.out)
     return 0
 

@@ -120,7 +120,12 @@ class LlamaCppBackend:
                              hint=f"point --repo (or {REPO_ENV}) at a llama.cpp checkout")
         options = getattr(settings, "options", None) or {}
         op = options.get("op") or settings.target
-        table = ops.op_table(root)
+        try:
+            table = ops.op_table(root)
+        except ValueError as exc:  # a tree whose dispatch this version of the table cannot read
+            raise UsageError(f"{root / DISPATCH}: {exc}",
+                             hint=f"kernelopt-llamacpp reads the switch in {ops.DISPATCH_FUNCTION}; "
+                                  "point --repo at a llama.cpp tree that has it") from exc
         known = ops.editable_ops(table)
         if not op:
             raise UsageError("name the ggml op to optimize with --op",
@@ -200,6 +205,9 @@ class LlamaCppBackend:
         except ModuleNotFoundError as exc:
             raise PrerequisiteError(f"--e2e needs the gguf package ({exc})",
                                     hint="pip install 'kernelopt-llamacpp[gguf]'") from exc
+        except ValueError as exc:
+            raise UsageError(f"--e2e cannot make a model: {exc}",
+                             hint="give a real model with --e2e-model PATH.gguf") from exc
 
     # ------------------------------------------------------------------ commands
     def build(self, target: Target, tree: Tree) -> list[Command]:
@@ -215,16 +223,19 @@ class LlamaCppBackend:
             "-DLLAMA_BUILD_TESTS=ON", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
             f"-DLLAMA_BUILD_TOOLS={'ON' if engine else 'OFF'}",
         ]
-        if target.name != "FLASH_ATTN_EXT" and not engine:
+        if target.name != "FLASH_ATTN_EXT":
             # the flash-attention template instances are most of a clean ggml-cuda build and no
-            # other op's test-backend-ops cases need them (the engine gate keeps the full build)
+            # other op needs them; the engine gate runs the model with flash attention off too,
+            # so that attention goes through SOFT_MAX (the op being optimized), not fattn
             configure.append("-DGGML_CUDA_FA=OFF")
         commands = []
         stamp = tree.build / "kernelopt-configure.txt"
         wanted = shlex.join(configure)
         cached = (tree.build / "CMakeCache.txt").is_file()
+        # a failed configure leaves a cache but no build system: configure again then
+        generated = any((tree.build / f).is_file() for f in ("build.ninja", "Makefile"))
         # configure once per build directory: later candidates only rebuild what changed
-        if not cached or not stamp.is_file() or stamp.read_text() != wanted:
+        if not (cached and generated and stamp.is_file() and stamp.read_text() == wanted):
             if cached:  # other arguments (the engine gate turned on): start from a clean cache
                 (tree.build / "CMakeCache.txt").unlink()
             stamp.parent.mkdir(parents=True, exist_ok=True)
@@ -269,7 +280,9 @@ class LlamaCppBackend:
         if data.e2e_model is None:
             return None
         argv = [sys.executable, "-m", "kernelopt_llamacpp.engine", "--build", str(tree.build),
-                "--model", data.e2e_model, *data.engine_args]
+                "--model", data.e2e_model,
+                "--flash-attn", "on" if target.name == "FLASH_ATTN_EXT" else "off",
+                *data.engine_args]
         return Command(tuple(argv), tree.src, timeout_s=900, label="engine")
 
 
@@ -317,8 +330,7 @@ def kernelopt_register_commands(cli: Any) -> None:
         if not repo:
             raise UsageError("no llama.cpp tree given",
                              hint=f"pass --repo PATH or set {REPO_ENV} (environment or .env)")
-        flags["backend"] = "llamacpp"
-        ctx.exit(core_cli.execute(ctx, Path(repo), flags))
+        ctx.exit(core_cli.execute(ctx, Path(repo), flags, forced={"backend": "llamacpp"}))
 
     command = click.command("run-llamacpp")(core_cli.run_options(run_llamacpp))
     taken = {n for p in command.params for n in (*p.opts, p.name or "")}

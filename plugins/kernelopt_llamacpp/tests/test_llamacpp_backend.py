@@ -86,3 +86,7 @@ def test_configure_once_then_incremental(repo: Path, tmp_path: Path):
     after = _objects(tree.build)
     changed = sorted(name for name in before if after[name] != before[name])
     assert changed == ["softmax.cu.o"]
+    # a configure that failed leaves a cache but no build system: the next build configures again
+    for generated in ("build.ninja", "Makefile"):
+        (tree.build / generated).unlink(missing_ok=True)
+    assert [c.label for c in backend.build(target, tree)] == ["configure", "build"]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from llamacpp_fixture import copy_fixture
 
+REPO = Path(__file__).resolve().parents[3]
 KERNELOPT = [sys.executable, "-c", "from kernelopt_core.cli import main; main()"]
 
 
@@ -44,6 +46,26 @@ def test_unknown_op_exits_2_listing_known_ops(repo: Path, tmp_path: Path):
     assert result.returncode == 2
     assert "unknown op 'NOPE'" in result.stderr + result.stdout
     assert "SOFT_MAX" in result.stderr + result.stdout
+
+
+def test_run_llamacpp_always_uses_the_llamacpp_backend(tmp_path: Path):
+    # a CMake project another backend would take: run-llamacpp must not hand it to that one
+    other = tmp_path / "not-llama"
+    shutil.copytree(REPO / "examples" / "cmake-cpu", other)
+    (other / "kernelopt-fixture.toml").write_text("[fixture]\nstandins = true\n")  # no GPU check
+    result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--repo", str(other)], tmp_path)
+    out = result.stderr + result.stdout
+    assert result.returncode == 2, out
+    assert "is not a llama.cpp tree" in out and "(cmake backend)" not in out
+
+
+def test_a_tree_whose_dispatch_cannot_be_read_exits_2(repo: Path, tmp_path: Path):
+    dispatch = repo / "ggml" / "src" / "ggml-cuda" / "ggml-cuda.cu"
+    dispatch.write_text(dispatch.read_text().replace("ggml_cuda_compute_forward", "renamed_forward"))
+    result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--repo", str(repo)], tmp_path)
+    out = result.stderr + result.stdout
+    assert result.returncode == 2, out
+    assert "ggml_cuda_compute_forward" in out and "Traceback" not in out
 
 
 def test_real_tree_without_gpu_exits_3(tmp_path: Path):

@@ -38,4 +38,21 @@ def test_engine_only_when_asked(repo: Path, tmp_path: Path):
     command = backend.engine(e2e, tree)
     assert command is not None and "kernelopt_llamacpp.engine" in command.argv
     assert str(model) in command.argv
+    # attention must reach SOFT_MAX: flash attention off, in the build and in the model's run
+    flag = command.argv.index("--flash-attn")
+    assert command.argv[flag + 1] == "off"
+    configure = backend.build(e2e, tree)[0].argv
+    assert "-DGGML_CUDA_FA=OFF" in configure and "-DLLAMA_BUILD_TOOLS=ON" in configure
     assert "llama-bench" in backend.build(e2e, tree)[-1].argv
+
+
+def test_a_vocab_that_is_not_gguf_is_a_usage_error(repo: Path, tmp_path: Path):
+    pytest.importorskip("gguf")
+    from kernelopt_core.errors import UsageError
+
+    vocab = repo / "models" / "ggml-vocab-llama-spm.gguf"
+    vocab.parent.mkdir(parents=True, exist_ok=True)
+    vocab.write_bytes(b"not a gguf file at all")
+    with pytest.raises(UsageError, match="cannot be read as a GGUF file"):
+        LlamaCppBackend().discover(repo, Settings(state_root=tmp_path / "s",
+                                                  options={"op": "SOFT_MAX", "e2e": "true"}))

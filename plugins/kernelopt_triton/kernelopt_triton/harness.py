@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = sub.add_parser("bench", help="print one kernelopt JSON line")
     bench.add_argument("file", type=Path)
     bench.add_argument("--oracle", type=Path)
-    bench.add_argument("--iters", type=int, default=None, help="timed launches [50; 3 interpreted]")
+    bench.add_argument("--iters", type=int, default=None, help="timed launches [50; 4 interpreted]")
     bench.add_argument("--warmup", type=int, default=None)
     args = parser.parse_args(argv)
     try:

@@ -45,6 +45,7 @@ NO_GPU_MESSAGE = (
     "under the interpreter (TRITON_INTERPRET=1)"
 )
 SCHEMA = 1
+SKIPPED_FILE = "skipped.json"  # kernels `generate` could not turn into standalone files, with why
 
 
 # --------------------------------------------------------------------------- model files
@@ -370,10 +371,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as exc:
         print(f"kernelopt-triton: {exc.args[0]}", file=sys.stderr)
         return 2
+    skipped: dict[str, str] = {}
     for k in chosen:
-        files = generate_files(ns.capture_dir, record, k, targets)
+        try:
+            files = generate_files(ns.capture_dir, record, k, targets)
+        except ValueError as exc:  # one kernel we cannot stand alone must not lose the others
+            skipped[k["name"]] = str(exc)
+            print(f"kernelopt-triton: skipped {k['name']}: {exc}", file=sys.stderr)
+            continue
         print(f"{k['name']}: {100 * k.get('share', 0):.1f}% -> {', '.join(str(f) for f in files)}")
-    return 0
+    targets.mkdir(parents=True, exist_ok=True)
+    (targets / SKIPPED_FILE).write_text(json.dumps(skipped, indent=1))
+    return 2 if skipped and len(skipped) == len(chosen) else 0
 
 
 if __name__ == "__main__":

@@ -34,6 +34,17 @@ def _is_model_file(path: Path) -> bool:
     return is_model_file(path)
 
 
+def _positive(value: object, option: str) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise UsageError(f"--{option} must be a positive whole number, not {value!r}",
+                         hint=f"e.g. --{option} 3 (or -o {option}=3)")
+    return number
+
+
 class InductorBackend(TritonBackend):
     name = "inductor"
 
@@ -47,6 +58,7 @@ class InductorBackend(TritonBackend):
             raise UsageError(f"{path} is not a model file",
                              hint="a model file defines model() (or MODEL) and inputs(seed, device) "
                              "(docs/triton-models.md)")
+        top = _positive(settings.options.get("top", 1), "top")
         require_prerequisites()
         why = inductor.model_prerequisite_error()
         if why:
@@ -59,7 +71,6 @@ class InductorBackend(TritonBackend):
         if not (capture_dir / "kernels.json").is_file():
             self._child(("capture", str(model), "--out", str(capture_dir)), capture_dir, "capture")
         record = inductor.load_record(capture_dir)
-        top = int(settings.options.get("top") or 1)
         name = settings.options.get("kernel")
         try:
             chosen = inductor.select_kernels(record, top, name)
@@ -68,13 +79,17 @@ class InductorBackend(TritonBackend):
         targets_dir = capture_dir / "targets"
         args = ("generate", str(capture_dir), "--targets", str(targets_dir))
         args += ("--kernel", name) if name else ("--top", str(top))
+        skipped_file = targets_dir / inductor.SKIPPED_FILE
+        skipped_file.unlink(missing_ok=True)
         self._child(args, capture_dir, "generate")
+        skipped = json.loads(skipped_file.read_text()) if skipped_file.is_file() else {}
         self._own_repository(targets_dir)
         ranking = capture_dir / "ranking.txt"
         preface = (f"{model.name}: Triton kernels by share of GPU time ({ranking})\n"
                    + ranking.read_text()) if ranking.is_file() else ""
+        preface += "".join(f"skipped {k}: {why}\n" for k, why in skipped.items())
         return [attrs.evolve(self._model_target(targets_dir / f"{k['name']}.py", model, k),
-                             preface=preface) for k in chosen]
+                             preface=preface) for k in chosen if k["name"] not in skipped]
 
     def _child(self, args: tuple[str, ...], capture_dir: Path, step: str) -> None:
         capture_dir.mkdir(parents=True, exist_ok=True)
@@ -82,9 +97,11 @@ class InductorBackend(TritonBackend):
                           timeout_s=CAPTURE_TIMEOUT_S, label=step)
         result = process.run(command, capture_dir / f"{step}.log")
         if not result.ok:
-            raise PrerequisiteError(f"the model's {step} step failed: {result.describe()}\n"
-                                    f"{result.tail(1500)}",
-                                    hint=f"the whole log is {capture_dir / f'{step}.log'}")
+            # the child exits 3 for a missing prerequisite; anything else is the model's or a
+            # kernel's problem (the model raised, no kernel could stand alone): the user's input
+            error = PrerequisiteError if result.returncode == 3 else UsageError
+            raise error(f"the model's {step} step failed: {result.describe()}\n"
+                        f"{result.tail(1500)}", hint=f"the whole log is {capture_dir / f'{step}.log'}")
 
     @staticmethod
     def _own_repository(targets_dir: Path) -> None:

@@ -126,6 +126,18 @@ def test_generate_writes_standalone_files_in_the_convention(tmp_path, output_cod
     assert inductor.main(["generate", str(cap), "--kernel", "nope"]) == 2
 
 
+def test_a_kernel_that_cannot_stand_alone_is_skipped_not_the_others(tmp_path, output_code):
+    cap = _capture_dir(tmp_path, output_code)
+    source = cap / "kernels" / f"{RED}.py"
+    source.write_text(source.read_text().replace("'grid_type': 'Grid1D'", "'grid_type': 'FancyGrid'"))
+    assert inductor.main(["generate", str(cap), "--top", "2"]) == 0
+    targets = cap / "targets"
+    assert (targets / f"{POI}.py").is_file() and not (targets / f"{RED}.py").exists()
+    skipped = json.loads((targets / inductor.SKIPPED_FILE).read_text())
+    assert list(skipped) == [RED] and "FancyGrid" in skipped[RED]
+    assert inductor.main(["generate", str(cap), "--kernel", RED]) == 2  # nothing left: an error
+
+
 def test_generated_pointwise_file_runs_under_the_interpreter_and_matches(tmp_path, output_code):
     cap = _capture_dir(tmp_path, output_code)
     record = json.loads((cap / "kernels.json").read_text())

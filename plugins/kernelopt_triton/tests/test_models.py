@@ -35,3 +35,11 @@ def test_run_a_model_without_a_gpu_exits_3_saying_what_is_needed(tmp_path: Path)
 def test_model_flags_are_on_run() -> None:
     text = kernelopt("run", "--help", cwd=REPO).stdout
     assert "--top" in text and "--kernel" in text
+
+
+def test_a_bad_top_is_a_usage_error_before_anything_runs(tmp_path: Path) -> None:
+    model = str(REPO / "examples" / "mlp.py")
+    for args in (("--top", "0"), ("--top", "-2"), ("-o", "top=abc")):
+        result = kernelopt("run", model, *args, cwd=tmp_path)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "must be a positive whole number" in result.stderr and "Traceback" not in result.stderr
