@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 
 from kernelopt_core import process
-from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.errors import BenchParseError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock
@@ -93,7 +93,14 @@ class Runner:
         result, held = self.spawn_locked(command, log)
         if not result.ok:
             raise BenchFailed(f"bench {result.describe()}:\n{result.tail()}")
-        reading = parse(self.target.bench, result.stdout, command.display())
+        try:
+            reading = parse(self.target.bench, result.stdout, command.display())
+        except BenchParseError as exc:
+            if tree.role == "baseline":
+                raise  # the user's bench breaks the contract: a usage error (exit 2)
+            # a candidate's output that breaks it (a forged second time line, garbage) is that
+            # candidate's failure, not the run's
+            raise BenchFailed(f"{exc}\n{result.tail()}") from exc
         if reading.extra.get("interpreted"):
             self.interpreted = True  # an interpreter's times: never a device speedup
         self.journal.write(

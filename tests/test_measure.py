@@ -10,8 +10,8 @@ from kernelopt_core.measure.stats import confirm_stats, noise_pct
 from kernelopt_core.target import BenchSpec
 
 
-def test_json_line_last_one_wins_and_extras_kept() -> None:
-    out = 'warming up\n{"time_ms": 9}\n{"kernelopt_bench": 1, "time_ms": 0.5, "shape": "x"}\n'
+def test_json_line_other_output_ignored_and_extras_kept() -> None:
+    out = 'warming up\n{"note": 9}\n{"kernelopt_bench": 1, "time_ms": 0.5, "shape": "x"}\n'
     reading = parse(BenchSpec(), out, "b")
     assert reading.time_ms == 0.5 and reading.extra == {"shape": "x"}
 
@@ -36,6 +36,9 @@ def test_regex_with_ansi_colours_like_test_backend_ops() -> None:
         (BenchSpec(), '{"time_ms": 1,,}\n', "invalid JSON"),
         (BenchSpec("csv", "median_ms"), "a,b\n1,2\n", "no CSV header"),
         (BenchSpec("regex", regex=r"t=(\d+)"), "x\n", "matched nothing"),
+        # a second time line could be forged by the code under test (it shares stdout)
+        (BenchSpec(), '{"time_ms": 9}\n{"time_ms": 0.5}\n', "exactly one per invocation"),
+        (BenchSpec("regex", regex=r"t=(\d+)"), "t=9\nt=1\n", "matched 2 times"),
     ],
 )
 def test_unparseable_output_names_command_and_line(spec, out: str, message: str) -> None:

@@ -109,3 +109,18 @@ def test_timer_tamper_is_caught_by_the_roofline_when_policy_is_off(example: Path
     assert result.returncode == 1
     assert summary["status"] == "fallback" and "roofline" in summary["caught_by"], summary
     assert "physically implausible" in roofline["reason"]
+
+
+def test_forged_time_line_fails_the_candidates_bench_when_policy_is_off(example: Path) -> None:
+    """The second line of defense: a second time line on the bench's stdout is not believed
+    (the parser wants exactly one); the candidate's bench fails and the screen rejects it."""
+    state = example / "state-forged"
+    result = kernelopt("run", str(example / "example"), "--state-root", str(state),
+                       "--final-rounds", "3", "--gates", "build,correctness,screen",
+                       "--candidate", f"kernel.cpp={CORPUS / 'forged_time_line.cpp'}", cwd=example)
+    run_dir = run_dir_of(state)
+    assert result.returncode == 1, result.stderr[-3000:]
+    outcome = next(e for e in events(run_dir) if e["event"] == "candidate_result")
+    assert outcome["accepted"] is False and outcome["failed_gate"] == "screen", outcome
+    screen = next(e for e in events(run_dir) if e["event"] == "gate" and e["gate"] == "screen")
+    assert "exactly one per invocation" in screen["reason"], screen

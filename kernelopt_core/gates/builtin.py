@@ -31,6 +31,9 @@ POLICY_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("bypass of the harness's instrumentation", re.compile(
         r"\b(DisableTorchFunction|DisableTorchFunctionSubclass|_disable_current_modes|torch\._C|"
         r"sys\.modules|set_stream|torch\.Stream|cuda\.streams)\b")),
+    ("output forging (the bench's time line shares the kernel's stdout)", re.compile(
+        r"\b(printf|puts|fputs|fprintf|fwrite|print|device_print|_exit|quick_exit|atexit|at_quick_exit)\s*\(|"
+        r"\bstd::(cout|cerr|clog)\b|\bsys\.(stdout|stderr|__stdout__)\b|\bos\.write\b")),
     ("process or environment tampering", re.compile(
         r"\b(system|popen|execv\w*|setenv|putenv|dlsym|dlopen|LD_PRELOAD)\s*\(|LD_PRELOAD")),
 ]

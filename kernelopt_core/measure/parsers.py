@@ -2,9 +2,12 @@
 
 * ``json``: a line holding a JSON object with ``time_ms`` (ours:
   ``{"kernelopt_bench": 1, "time_ms": 0.412, "shape": "f32[2048,2048]", "bytes": 33554432}``);
-  the last such line wins.
+  exactly one such line.
 * ``csv``: a header line naming the ``column`` (default ``median_ms``); the first data row after it.
-* ``regex``: the first group of the first match is the time, in ``unit``.
+* ``regex``: the first group of the one match is the time, in ``unit``.
+
+One time per invocation, so a second time line is an error, not a choice: the code under test
+shares the bench's stdout and could otherwise print a forged time the parser would believe.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ def parse(spec: BenchSpec, stdout: str, command: str) -> BenchReading:
     if unit is None:
         raise _fail(command, f"unknown unit {spec.unit!r} (ns, us, ms, s)")
     if spec.format == "json":
-        found = None
+        found: list[tuple[dict[str, Any], str]] = []
         for line in text.splitlines():
             stripped = line.strip()
             if not stripped.startswith("{"):
@@ -64,10 +67,13 @@ def parse(spec: BenchSpec, stdout: str, command: str) -> BenchReading:
                     raise _fail(command, f"invalid JSON ({exc.msg})", stripped) from exc
                 continue
             if isinstance(obj, dict) and "time_ms" in obj:
-                found = (obj, stripped)
-        if found is None:
+                found.append((obj, stripped))
+        if not found:
             raise _fail(command, 'no JSON line with a "time_ms" field')
-        obj, line = found
+        if len(found) > 1:
+            raise _fail(command, f'{len(found)} JSON lines with "time_ms": a bench prints '
+                        "exactly one per invocation", found[1][1])
+        [(obj, line)] = found
         try:
             value = float(obj["time_ms"])
         except (TypeError, ValueError) as exc:
@@ -90,9 +96,13 @@ def parse(spec: BenchSpec, stdout: str, command: str) -> BenchReading:
                 raise _fail(command, f"CSV column {spec.column!r} has no data row")
         raise _fail(command, f"no CSV header with column {spec.column!r}")
     if spec.format == "regex":
-        match = re.search(spec.regex, text, re.MULTILINE)
-        if match is None:
+        matches = list(re.finditer(spec.regex, text, re.MULTILINE))
+        if not matches:
             raise _fail(command, f"regex {spec.regex!r} matched nothing")
+        if len(matches) > 1:
+            raise _fail(command, f"regex {spec.regex!r} matched {len(matches)} times: a bench "
+                        "prints exactly one time per invocation", matches[1].group(0))
+        match = matches[0]
         line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
         try:
             value = float(match.group(1)) * unit

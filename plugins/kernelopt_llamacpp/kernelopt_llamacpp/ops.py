@@ -199,5 +199,19 @@ def markdown(table: dict[str, Route]) -> str:
     return "\n".join(rows)
 
 
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0].startswith("-"):
+        print("usage: python -m kernelopt_llamacpp.ops LLAMA_CPP_TREE  (prints the op table)",
+              file=sys.stderr)
+        return 2
+    try:
+        print(markdown(op_table(Path(args[0]))))
+    except (OSError, ValueError) as exc:
+        print(f"kernelopt-llamacpp: {args[0]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    print(markdown(op_table(Path(sys.argv[1]))))
+    sys.exit(main())

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from kernelopt_llamacpp import tbo
 
+from kernelopt_core.errors import BenchParseError
 from kernelopt_core.measure.parsers import parse
 from kernelopt_core.target import BenchSpec
 
@@ -50,8 +51,12 @@ def test_core_regex_parser_reads_the_pinned_line():
     cases = tbo.parse_perf(PERF)
     spec = BenchSpec(format="regex", regex=tbo.line_regex(cases[1].name), unit="us")
     assert parse(spec, PERF, "tbo").time_ms == pytest.approx(0.1125)
+    # before the pin exists the regex is generic: the wrapper prints only the pinned case's line
     generic = BenchSpec(format="regex", regex=tbo.line_regex(None), unit="us")
-    assert parse(generic, PERF, "tbo").time_ms == pytest.approx(0.28324)
+    one_case = "".join(line + "\n" for line in PERF.splitlines() if "ne=[4096,4096" in line)
+    assert parse(generic, one_case, "tbo").time_ms == pytest.approx(0.28324)
+    with pytest.raises(BenchParseError, match="matched 3 times"):  # several time lines: refused
+        parse(generic, PERF, "tbo")
 
 
 def test_parse_test_results():
@@ -88,3 +93,25 @@ def test_bench_pins_once_and_says_when_an_op_cannot_be_timed(tmp_path: Path, cap
         tbo.main(["bench", "--tool", tool, "--op", "RMS_NORM", "--pin", str(tmp_path / "p2")])
     assert exc.value.code == tbo.EXIT_CANNOT_TIME
     assert "RMS_NORM has no perf cases" in capsys.readouterr().err
+
+
+REAL = Path(__file__).parent / "fixtures" / "real-tbo"
+
+
+def test_real_test_backend_ops_output_parses():
+    """Recorded from the real tool (llama.cpp 0c1e57098bba, CPU build, -b CPU: the console
+    format is the backend's, not CUDA's; bench/results/2026-11-30-cpu-llamacpp-real)."""
+    perf = (REAL / "softmax-perf-cpu.txt").read_text()
+    cases = tbo.parse_perf(perf)
+    assert len(cases) == 29 and {c.op for c in cases} == {"SOFT_MAX"}
+    first = cases[0]
+    assert first.params.startswith("type=f32,ne=[4096,4096,5,1],mask=0,sinks=0")
+    assert (first.runs, first.us, first.kb) == (13, 167247.0, 655360)
+    tested = tbo.parse_test((REAL / "softmax-test-cpu.txt").read_text())
+    assert len(tested.ok) == 8 and not tested.failed
+    # none of the perf shapes is in the test set: the largest of all is pinned, not checkable
+    chosen = tbo.choose(cases, "SOFT_MAX", None, tested.ok)
+    assert chosen is not None and chosen.name == first.name
+    # the core's regex for the pinned case finds exactly its line, through the colour codes
+    spec = BenchSpec(format="regex", regex=tbo.line_regex(chosen.name), unit="us")
+    assert parse(spec, perf, "tbo bench").time_ms == pytest.approx(167.247)
