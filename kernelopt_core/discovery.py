@@ -55,11 +55,20 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
             )
         raise UsageError(f"unknown backend {name!r}",
                          hint=f"installed backends: {', '.join(sorted(backends))}")
-    scores = {n: float(b.detect(path) or 0.0) for n, b in backends.items()}
+    scores: dict[str, float] = {}
+    broken: list[str] = []
+    for n, backend in backends.items():
+        try:  # one broken plugin must not take the tool down (DESIGN §3)
+            scores[n] = float(backend.detect(path) or 0.0)
+        except Exception as exc:  # noqa: BLE001 (a third party's detect(): anything)
+            scores[n] = 0.0
+            broken.append(f"{n} ({host.owner('backends', n)}): detect() raised "
+                          f"{type(exc).__name__}: {exc}")
     top = max(scores.values())
     if top <= 0:
         raise UsageError(
-            f"no installed backend recognises {path}",
+            f"no installed backend recognises {path}"
+            + (f"; broken: {'; '.join(broken)}" if broken else ""),
             hint="add a kernelopt.toml (docs/descriptor.md), name one with --backend, or "
             f"install the backend for this kind of project (installed: {', '.join(sorted(backends))})",
         )

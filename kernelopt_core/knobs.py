@@ -62,13 +62,16 @@ def detect(files: Mapping[str, bytes]) -> list[Knob]:
     return knobs
 
 
-def current_values(knobs: tuple[Knob, ...], files: Mapping[str, bytes]) -> dict[str, str]:
-    """The baseline value of each knob; a pattern that does not match exactly once is an error."""
+def current_values(knobs: tuple[Knob, ...], files: Mapping[str, bytes],
+                   editable: tuple[str, ...] | None = None) -> dict[str, str]:
+    """The baseline value of each knob; a knob outside the editable files, or a pattern that
+    does not match exactly once, is an error (every tuner proposal would fail otherwise)."""
     values = {}
     for knob in knobs:
-        if knob.file not in files:
+        if knob.file not in files or (editable is not None and knob.file not in editable):
             raise UsageError(
-                f"knob {knob.name!r}: file {knob.file!r} is not in the target",
+                f"knob {knob.name!r}: file {knob.file!r} is not one of the target's editable "
+                f"files ({', '.join(editable or sorted(files))})",
                 hint="a knob's `file` must be one of the target's editable files",
             )
         text = files[knob.file].decode("utf-8", errors="replace")

@@ -34,7 +34,7 @@ from kernelopt_core.errors import (
     PrerequisiteError,
     UsageError,
 )
-from kernelopt_core.gates.base import FALLBACK, UNVERIFIED, GateContext, GateResult
+from kernelopt_core.gates.base import FALLBACK, MATCHED, UNVERIFIED, GateContext, GateResult
 from kernelopt_core.hookspecs import Backend, Gate
 from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
@@ -213,6 +213,7 @@ class Loop:
     def _run(self) -> str:
         candidate_gates = self._gates(self.settings.candidate_gates, "candidate")
         final_gates = self._gates(self.settings.final_gates, "final")
+        _check_gate_plan([g.name for g in candidate_gates], [g.name for g in final_gates])
         planner, why = self._planner()
         self.journal.write(
             "config",
@@ -231,7 +232,7 @@ class Loop:
         knobs = self.target.knobs or tuple(
             knob_edit.detect({p: files[p] for p in self.target.editable})
         )
-        baseline_knobs = knob_edit.current_values(knobs, files)
+        baseline_knobs = knob_edit.current_values(knobs, files, self.target.editable)
         if planner.name == "replay":  # replayed candidates must be editable files
             for spec in self.settings.candidates:
                 from kernelopt_core.planners.replay import parse_candidate
@@ -500,8 +501,6 @@ class Loop:
         self.workspace.use_candidate(node.edits)
         log_dir = self.run_dir / "candidates" / node.id
         rebuilt = self.runner.build(self.workspace.candidate_tree, log_dir / "final-build.log")
-        if rebuilt is not None and not rebuilt.ok:
-            raise UsageError(f"candidate {node.id} no longer builds: {rebuilt.describe()}")
         ctx = self._gate_context(node.id, node.edits, log_dir, baseline_ms)
         results: list[GateResult] = []
 
@@ -513,14 +512,24 @@ class Loop:
             )
             results.append(result)
 
+        if rebuilt is not None and not rebuilt.ok:  # built during the search: flaky, disk full
+            record(GateResult("build", False, f"no longer builds: {rebuilt.describe()}",
+                              failed_verdict=FALLBACK))
+            return FALLBACK, results  # the next best candidate gets its turn
         for gate in gates:
             self._stage(gate.name, candidate=node.id)
             record(gate.evaluate(ctx))
-        if self.runner.interpreted and not any(not r.passed and r.failed_verdict == FALLBACK
-                                               for r in results):
+        caught = any(not r.passed and r.failed_verdict == FALLBACK for r in results)
+        if self.runner.interpreted and not caught:
             # whatever gates ran, an interpreter's times never make a device speedup
             record(GateResult("timing", False, "the bench times come from an interpreter, not "
                               "the device: no speedup is claimed", failed_verdict=UNVERIFIED))
+        elif baseline_ms is not None and not caught and "confirm" not in {g.name for g in gates}:
+            # DESIGN §5.4: optimized only with every confirm round won; the screen alone is
+            # three invocations, which noise passes (report.md shows "screen only")
+            record(GateResult("protocol", False, "the confirm gate did not run (removed from the "
+                              "final gates): no speedup is claimed without it",
+                              failed_verdict=MATCHED))
         failures = [r for r in results if not r.passed]
         if baseline_ms is None:
             return ("unverified" if not failures else FALLBACK), failures
@@ -539,6 +548,17 @@ class Loop:
             self.workspace.baseline_tree, log_dir, baseline_ms, edits=dict(edits),
             baseline_files=self.workspace.files, profile=self.profile,
         )
+
+
+def _check_gate_plan(candidate: list[str], final: list[str]) -> None:
+    """Gate lists a verdict cannot rest on: refuse them before any work is done."""
+    if "correctness" not in candidate:
+        raise UsageError("the candidate gates lack `correctness`: kernelopt never hands back a "
+                         "kernel it has not checked", hint="keep correctness in --gates / [gates]")
+    if "roofline" in final and ("confirm" not in final
+                                or final.index("roofline") < final.index("confirm")):
+        raise UsageError("the roofline gate bounds the confirmed time: it needs `confirm` "
+                         "before it in the final gates", hint="e.g. --final-gates confirm,roofline")
 
 
 def _text_diff(files: dict[str, bytes], edits: dict[str, bytes]) -> str:

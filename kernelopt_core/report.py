@@ -50,8 +50,8 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         final_ms = median(m["candidate_ms"])
         noise = m["noise_pct"]
         wins, n_rounds = m["wins"], m["rounds"]
-    elif verdict and verdict.get("screen_speedup") and status == "optimized":
-        speedup = verdict["screen_speedup"]  # no confirm gate configured: screen only
+    elif verdict and verdict.get("screen_speedup") and status == "matched":
+        speedup = verdict["screen_speedup"]  # no confirm gate configured: the screen's, no claim
     baseline_ms = median(rounds["baseline_ms"]) if rounds["baseline_ms"] else baseline.get("ms")
     if status in ("fallback", "matched", "unverified"):  # only a confirmed win changes the kernel
         final_ms = baseline_ms
@@ -96,7 +96,8 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         } if engine and not engine.get("skipped") else None,
         "interpreted": any(e.get("interpreted") for e in events if e["event"] == "bench"),
         "candidates": {
-            "proposed": len(results),
+            # every proposal journaled, also one a run that errored never finished judging
+            "proposed": len({e["candidate"] for e in events if e["event"] == "candidate"}),
             "built": sum((r["candidate"], "build") in passed for r in results),
             "correct": sum((r["candidate"], "correctness") in passed for r in results),
             "accepted": sum(bool(r["accepted"]) for r in results),

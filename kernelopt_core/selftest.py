@@ -26,7 +26,7 @@ from kernelopt_core.journal import Journal
 from kernelopt_core.loop import new_run_id, prepare_state_root
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.stats import confirm_stats, median
-from kernelopt_core.runner import Runner
+from kernelopt_core.runner import BenchFailed, Runner
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target, Tree
 from kernelopt_core.workspace import Workspace
@@ -127,6 +127,9 @@ def run_selftest(
                 "trials": trials, "accepts": sum(decisions), "naive_accepts": sum(naive),
                 "median_ratio": median(ratios), "seconds_per_decision": median(seconds),
             }
+    except BenchFailed as exc:  # the self-test's "candidate" is the baseline: the bench's fault
+        raise UsageError(f"the bench fails during the self-test: {exc}",
+                         hint=f"run the bench by hand; the log is in {out_dir}") from exc
     finally:
         workspace.release()
         journal.close()

@@ -145,5 +145,5 @@ def test_interpreter_timings_never_claim_a_speedup(chunk_project: Path, tmp_path
     assert summary["final_ms"] == summary["baseline_ms"]
     # without the confirm gate too: whatever gates run, interpreter times claim nothing
     result = kernelopt("run", str(chunk_project), "--candidate", f"kernel.py={fast}",
-                       "--final-gates", "shape,roofline", cwd=chunk_project.parent)
+                       "--final-gates", "shape", cwd=chunk_project.parent)
     assert result.returncode == 1 and "unverified" in result.stdout, result.stderr[-3000:]

@@ -45,6 +45,9 @@ def test_knob_pattern_must_match_exactly_once() -> None:
         knobs.current_values((knob,), {"a.c": b"int x;\n"})
     with pytest.raises(UsageError, match="matches 2 times"):
         knobs.current_values((knob,), {"a.c": b"#define X 1\n#define X 2\n"})
+    # a knob in a file the target may not edit: every tuner proposal would fail at `editable`
+    with pytest.raises(UsageError, match="not one of the target's editable files"):
+        knobs.current_values((knob,), {"a.c": b"#define X 1\n", "b.c": b""}, ("b.c",))
 
 
 def test_settings_precedence_and_origins(tmp_path: Path, monkeypatch) -> None:
@@ -60,6 +63,21 @@ def test_settings_precedence_and_origins(tmp_path: Path, monkeypatch) -> None:
     assert s.origins["gamma"] == "flag"
     with pytest.raises(UsageError, match="`gamma` = 0.9"):
         load(None, {"gamma": 0.9}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    ({"min_noise_pct": 0.0}, "`min_noise_pct` = 0.0"),
+    ({"bench_timeout_s": -1.0}, "`bench_timeout_s` = -1.0"),
+    ({"llm_timeout_s": 0.0}, "`llm_timeout_s` = 0.0"),
+    ({"budget_cost": -2.0}, "`budget_cost` = -2.0"),
+    ({"max_malformed": -3}, "`max_malformed` = -3"),
+    ({"seeds": "1,1"}, "distinct"),
+])
+def test_settings_that_would_break_a_run_are_refused(tmp_path: Path, monkeypatch, flags,
+                                                     message: str) -> None:
+    monkeypatch.setenv("KERNELOPT_CONFIG", str(tmp_path / "none.toml"))
+    with pytest.raises(UsageError, match=message):
+        load(None, flags, cwd=tmp_path)
 
 
 def test_beam_ucb_prefers_fast_nodes_but_explores() -> None:

@@ -98,7 +98,14 @@ def test_engine_gate_catches_what_only_the_whole_program_sees(chunk_project, tmp
 
 
 def test_engine_line_and_amdahl() -> None:
-    assert parse_engine_line('noise\n{"time_ms": 2.5, "match": true}\n{"x": 1}\n') == {
-        "time_ms": 2.5, "match": True}
-    assert parse_engine_line('{"time_ms": "fast"}') is None
+    assert parse_engine_line('noise\n{"time_ms": 2.5, "match": true}\n{"x": 1}\n') == (
+        {"time_ms": 2.5, "match": True}, "")
+    for bad, why in (('{"time_ms": "fast"}', "not a positive finite"),
+                     ('{"time_ms": 0, "match": true}', "not a positive finite"),
+                     ('{"time_ms": true}', "not a positive finite"),
+                     ('{"time_ms": NaN}', "not a positive finite"),
+                     ('{"time_ms": 2}\n{"time_ms": 1}', "exactly one"),
+                     ("nothing", "no JSON line")):
+        parsed, error = parse_engine_line(bad)
+        assert parsed is None and why in error, (bad, error)
     assert abs(amdahl(0.5, 2.0) - 1 / 0.75) < 1e-12 and amdahl(0.0, 9.0) == 1.0

@@ -34,6 +34,32 @@ def test_kernelopt_register_backends() -> None:
     assert host.owner("backends", "scripted") == "test-plugin-0"
 
 
+def test_kernelopt_register_backends_a_detect_that_raises_does_not_stop_selection(
+        tmp_path) -> None:
+    from kernelopt_core.discovery import choose_backend
+
+    project = tmp_path / "p"  # what the scripted backend detects, with no kernelopt.toml
+    project.mkdir()
+    (project / "kernel.py").write_text("")
+    (project / "bench.py").write_text("")
+
+    class Broken:
+        name = "broken"
+
+        def detect(self, path):
+            raise RuntimeError("boom")
+
+    class BrokenPlugin:
+        @hookimpl
+        def kernelopt_register_backends(self) -> list[object]:
+            return [Broken()]
+
+    host = plugin_host(ScriptedBackendPlugin(), BrokenPlugin())
+    assert choose_backend(host, project, None).name == "scripted"
+    with pytest.raises(UsageError, match="broken .*detect\\(\\) raised RuntimeError: boom"):
+        choose_backend(plugin_host(BrokenPlugin()), project, None)
+
+
 def test_kernelopt_register_gates_duplicate_names_are_an_error_naming_both() -> None:
     class Twin:
         @hookimpl

@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from kernelopt_tests_support import events, kernelopt, last_run, summary
 
 from kernelopt_core.loop import Loop
@@ -56,8 +57,27 @@ def test_gates_from_config_change_what_runs(kernelopt_host, chunk_project: Path,
     config = next(e for e in ev if e["event"] == "config")
     assert config["candidate_gates"] == ["build", "correctness"] and config["final_gates"] == []
     gates_run = {e["gate"] for e in ev if e["event"] == "gate"}
-    assert gates_run == {"build", "correctness"}
+    assert gates_run - {"protocol"} == {"build", "correctness"}
     assert not [e for e in ev if e["event"] == "bench" and e["purpose"].startswith("screen")]
+    # without confirm nothing is claimed: at most matched, and the protocol result says why
+    verdict = next(e for e in ev if e["event"] == "verdict")
+    assert verdict["status"] != "optimized"
+    if verdict["status"] == "matched":
+        assert verdict["caught_by"] == ["protocol"] and "confirm gate did not run" in verdict["reason"]
+
+
+@pytest.mark.parametrize(("candidate", "final", "message"), [
+    ("build,screen", "confirm", "lack `correctness`"),
+    ("build,correctness", "roofline,confirm", "needs `confirm` before it"),
+    ("build,correctness", "shape,roofline", "needs `confirm` before it"),
+])
+def test_gate_plans_a_verdict_cannot_rest_on_are_refused(chunk_project: Path, candidate: str,
+                                                         final: str, message: str) -> None:
+    result = kernelopt("run", str(chunk_project), "--gates", candidate, "--final-gates", final,
+                       cwd=chunk_project.parent)
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+    assert not (chunk_project.parent / ".kernelopt" / "runs").exists() or \
+        not any((chunk_project.parent / ".kernelopt" / "runs").glob("*/candidates/*"))
 
 
 def test_unknown_gate_in_config_is_a_usage_error(chunk_project: Path) -> None:

@@ -12,6 +12,7 @@ compares its outputs with the reference itself, since only it knows their format
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
@@ -23,9 +24,12 @@ REFERENCE_ENV = "KERNELOPT_ENGINE_REFERENCE"
 ROUNDS = 3  # interleaved baseline/candidate pairs; the engine is slow, the kernel gates came first
 
 
-def parse_engine_line(stdout: str) -> dict[str, Any] | None:
-    """The last JSON object line with a numeric ``time_ms``, or None."""
-    found = None
+def parse_engine_line(stdout: str) -> tuple[dict[str, Any] | None, str]:
+    """The one JSON object line with ``time_ms`` (a positive finite number), or None and why.
+
+    Exactly one: the program under test shares the engine's stdout and could print a second.
+    """
+    found = []
     for line in stdout.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -34,9 +38,17 @@ def parse_engine_line(stdout: str) -> dict[str, Any] | None:
             obj = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and isinstance(obj.get("time_ms"), (int, float)):
-            found = obj
-    return found
+        if isinstance(obj, dict) and "time_ms" in obj:
+            found.append(obj)
+    if not found:
+        return None, 'no JSON line with "time_ms" in its output (docs/plugins.md, engine)'
+    if len(found) > 1:
+        return None, f'{len(found)} JSON lines with "time_ms": the engine prints exactly one'
+    value = found[0]["time_ms"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not math.isfinite(value) or value <= 0:
+        return None, f'"time_ms" {value!r} is not a positive finite number'
+    return found[0], ""
 
 
 def amdahl(share: float, kernel_speedup: float) -> float:
@@ -61,10 +73,7 @@ class EngineGate:
             return None, "no engine"
         if not result.ok:
             return None, f"{result.describe()}: {result.tail(600)}"
-        parsed = parse_engine_line(result.stdout)
-        if parsed is None:
-            return None, 'no JSON line with "time_ms" in its output (docs/plugins.md, engine)'
-        return parsed, ""
+        return parse_engine_line(result.stdout)
 
     def evaluate(self, ctx: GateContext) -> GateResult:
         if not ctx.runner.has_engine(ctx.baseline_tree):
