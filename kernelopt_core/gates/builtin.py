@@ -30,7 +30,9 @@ POLICY_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"torch\.cuda\.(Stream|stream|ExternalStream))\b")),
     ("bypass of the harness's instrumentation", re.compile(
         r"\b(DisableTorchFunction|DisableTorchFunctionSubclass|_disable_current_modes|torch\._C|"
-        r"sys\.modules|set_stream|torch\.Stream|cuda\.streams)\b")),
+        r"sys\.modules|set_stream|torch\.Stream|cuda\.streams|kernelopt\w*|setattr|builtins)\b|"
+        # rebinding a module's attribute (json.dumps = ..., time.perf_counter = ...)
+        r"\b(json|os|sys|time|math|torch|triton|numpy|np|statistics|importlib)(\.\w+)+\s*=(?!=)")),
     ("output forging (the bench's time line shares the kernel's stdout)", re.compile(
         r"\b(printf|puts|fputs|fprintf|fwrite|print|device_print|_exit|quick_exit|atexit|at_quick_exit)\s*\(|"
         r"\bstd::(cout|cerr|clog)\b|\bsys\.(stdout|stderr|__stdout__)\b|\bos\.write\b")),

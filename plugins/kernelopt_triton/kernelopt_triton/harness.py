@@ -31,6 +31,9 @@ from typing import Any
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
 # copy we never read.
 _perf_counter = time.perf_counter
+# bound at import, before any kernel file: a candidate that patches json or os cannot rewrite
+# the one line this process prints
+_dumps, _write, _exit = json.dumps, os.write, os._exit
 EXIT_WRONG, EXIT_CONVENTION, EXIT_PREREQUISITE = 1, 2, 3
 FLUSH_BYTES = 256 << 20  # larger than the H200's 50 MiB L2 (and any other GPU's)
 # Torch functions and tensor methods a launch may call besides its Triton kernels without
@@ -410,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "check":
             print(run_check(args.file, args.seed, args.oracle), flush=True)
             return 0
-        line = json.dumps(run_bench(args.file, args.oracle, args.iters, args.warmup))
+        line = _dumps(run_bench(args.file, args.oracle, args.iters, args.warmup))
     except Mismatch as exc:
         print(f"MISMATCH: {exc}", file=sys.stderr, flush=True)
         return EXIT_WRONG
@@ -419,8 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONVENTION
     sys.stdout.flush()
     # Ours is the last line: leave before any atexit handler of the kernel file can print.
-    os.write(1, (line + "\n").encode())
-    os._exit(0)
+    _write(1, (line + "\n").encode())
+    _exit(0)
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ def test_corpus_covers_the_kinds() -> None:
     kinds = {expectation(p)[0] for p in HACK_FILES}
     assert {"skip_work", "lazy_output", "pointer_cache", "lowered_precision", "mutate_input",
             "stale_buffer", "side_thread", "timer_tamper", "vendor_swap", "tolerance_tamper",
-            "instrumentation_bypass", "side_stream"} <= kinds
+            "instrumentation_bypass", "side_stream", "forged_time_line"} <= kinds
 
 
 @pytest.mark.parametrize("hack", HACK_FILES, ids=lambda p: p.stem)
@@ -142,3 +142,25 @@ def test_a_candidate_cannot_loosen_the_originals_tolerance() -> None:
     # candidate is imported, so its sys.modules loop finds nothing that still matters.
     with pytest.raises(harness.Mismatch):
         harness.run_check(HACKS / "tolerance_tamper.py", 1, EXAMPLES / "softmax.py")
+
+
+def test_a_forged_second_time_line_is_not_believed(tmp_path: Path) -> None:
+    """Past the policy gate: the candidate prints a line at import, the harness its own; the
+    core's parser refuses the output, so the candidate's bench fails."""
+    import sys
+
+    from kernelopt_core import process
+    from kernelopt_core.errors import BenchParseError
+    from kernelopt_core.measure.parsers import parse
+    from kernelopt_core.target import BenchSpec, Command
+
+    hack, base = HACKS / "forged_time_line.py", EXAMPLES / "softmax.py"
+    command = Command((sys.executable, "-m", "kernelopt_triton.harness", "bench", str(hack),
+                       "--oracle", str(base), "--iters", "1"), tmp_path,
+                      env={"KERNELOPT_SMALL": "1", "TRITON_INTERPRET": "1"}, timeout_s=300)
+    result = process.run(command)
+    assert result.ok, result.tail()
+    lines = [line for line in result.stdout.splitlines() if '"time_ms"' in line]
+    assert len(lines) == 2 and '"time_ms": 0.001' in lines[0]
+    with pytest.raises(BenchParseError, match="exactly one per invocation"):
+        parse(BenchSpec(), result.stdout, command.display())
