@@ -247,14 +247,26 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
         rows: list[ProfileRow] = []
         table = ""
         if device.startswith("cuda"):
-            from torch.profiler import ProfilerActivity, profile
+            from torch.profiler import ProfilerActivity, profile, schedule
 
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                for _ in range(steps):
+            # one profiled warm-up step is discarded: CUPTI before CUDA 13.1 can drop kernel
+            # events at the start of a session (pytorch/pytorch#192021), which would skew shares.
+            # The cycle's events are cleared when it ends: read them in on_trace_ready.
+            seen: dict[str, Any] = {}
+
+            def ready(prof: Any) -> None:
+                seen["rows"] = _device_events(prof)
+                seen["table"] = prof.key_averages().table(sort_by="self_cuda_time_total",
+                                                          row_limit=60)
+
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                         schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                         on_trace_ready=ready) as prof:
+                for _ in range(steps + 1):
                     compiled(*args)
-                sync()
-            rows = _device_events(prof)
-            table = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=60)
+                    sync()
+                    prof.step()
+            rows, table = seen.get("rows", []), seen.get("table", "")
     cache = out / "cache"
     configs = _chosen_configs()
     wrappers = sorted(p for p in cache.rglob("*.py") if is_wrapper_module(p.read_text(errors="replace")))

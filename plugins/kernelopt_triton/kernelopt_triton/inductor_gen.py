@@ -77,9 +77,10 @@ def grid_expr(ks: KernelSource, numels: dict[str, int]) -> str:
         return f"lambda meta: ({cdiv('x')}, {cdiv('y')})"
     if gt == "Grid3D":
         return f"lambda meta: ({cdiv('x')}, {cdiv('y')}, {cdiv('z')})"
-    # Grid2DWithYZOverflow: y blocks beyond the y limit spill into z.
-    return (f"lambda meta: ({cdiv('x')}, triton.cdiv({cdiv('y')}, triton.cdiv({cdiv('y')}, {MAX_Y_GRID})), "
-            f"triton.cdiv({cdiv('y')}, {MAX_Y_GRID}))")
+    # Grid2DWithYZOverflow: y blocks beyond the y limit spill into z (max(1, ...): no y blocks
+    # must not divide by zero)
+    return (f"lambda meta: ({cdiv('x')}, triton.cdiv({cdiv('y')}, max(1, triton.cdiv({cdiv('y')}, "
+            f"{MAX_Y_GRID}))), triton.cdiv({cdiv('y')}, {MAX_Y_GRID}))")
 
 
 def _launch_def(ks: KernelSource, launch: dict[str, int], tensor_params: list[str]) -> str:
