@@ -49,10 +49,10 @@ class ProcessResult:
         return f"`{self.command.display()}` exited {self.returncode}"
 
 
-def _cap(data: bytes) -> str:
-    if len(data) > OUTPUT_CAP:
-        half = OUTPUT_CAP // 2
-        cut = len(data) - OUTPUT_CAP
+def _cap(data: bytes, cap: int = OUTPUT_CAP) -> str:
+    if len(data) > cap:
+        half = cap // 2
+        cut = len(data) - cap
         data = data[:half] + f"\n…[{cut} bytes cut]…\n".encode() + data[-half:]
     return data.decode("utf-8", errors="replace")
 
@@ -80,11 +80,13 @@ def _prepare_child(parent: int) -> None:
             os._exit(137)
 
 
-def run(command: Command, log_path: Path | None = None) -> ProcessResult:
+def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP) -> ProcessResult:
     """Run ``command`` to completion (or its timeout) and return what it did.
 
     Output goes to temporary files, not pipes, so a chatty child can never block on a full
     pipe. If ``log_path`` is given, the command, exit status and output are written there.
+    ``cap``: bytes kept of each stream (the middle is cut); a caller that parses every line
+    of a long output asks for more.
     """
     env = dict(os.environ)
     env.update(command.env)
@@ -130,8 +132,8 @@ def run(command: Command, log_path: Path | None = None) -> ProcessResult:
         result = ProcessResult(
             command,
             proc.returncode if not timed_out else 124,
-            _cap(out.read()),
-            _cap(err.read()),
+            _cap(out.read(), cap),
+            _cap(err.read(), cap),
             seconds,
             timed_out=timed_out,
         )

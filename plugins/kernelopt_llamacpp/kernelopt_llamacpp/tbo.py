@@ -46,6 +46,7 @@ PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<
 KB = re.compile(r"(\d+) kB/run")
 EXIT_CANNOT_TIME = 3
 TOOL_TIMEOUT_S = 3600.0
+TOOL_OUTPUT_CAP = 256 << 20  # test -o MUL_MAT prints thousands of case lines
 
 
 @attrs.frozen
@@ -133,7 +134,9 @@ def line_regex(case: str | None) -> str:
 
 def _run(argv: list[str]) -> tuple[int, str]:
     # The backend's own Command bounds the whole wrapper; this bound only stops a hung tool.
-    result = process.run(Command(tuple(argv), Path.cwd(), timeout_s=TOOL_TIMEOUT_S))
+    # every case line matters (the test set, a FAIL): keep the whole output, not the core's cap
+    result = process.run(Command(tuple(argv), Path.cwd(), timeout_s=TOOL_TIMEOUT_S),
+                         cap=TOOL_OUTPUT_CAP)
     return result.returncode, result.stdout + result.stderr
 
 

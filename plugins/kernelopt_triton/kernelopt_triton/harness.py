@@ -31,9 +31,10 @@ from typing import Any
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
 # copy we never read.
 _perf_counter = time.perf_counter
-# bound at import, before any kernel file: a candidate that patches json or os cannot rewrite
-# the one line this process prints
+# bound at import, before any kernel file: a candidate that patches json, os, statistics or
+# math cannot rewrite the one line this process prints
 _dumps, _write, _exit = json.dumps, os.write, os._exit
+_median, _isfinite = statistics.median, math.isfinite
 EXIT_WRONG, EXIT_CONVENTION, EXIT_PREREQUISITE = 1, 2, 3
 FLUSH_BYTES = 256 << 20  # larger than the H200's 50 MiB L2 (and any other GPU's)
 # Torch functions and tensor methods a launch may call besides its Triton kernels without
@@ -379,12 +380,12 @@ def run_bench(path: Path, oracle: Path | None = None, iters: int | None = None,
     _sync(torch, device)
     times += [elapsed_time(s, e) for s, e in events]
     after, want = _checksum(torch, args, outputs), checksums[(iters - 1) % 2]
-    consistent = math.isfinite(after) and abs(after - want) <= 1e-6 * max(abs(want), 1e-30)
+    consistent = _isfinite(after) and abs(after - want) <= 1e-6 * max(abs(want), 1e-30)
     checksum = checksums[0]
     reading: dict[str, Any] = {
-        "kernelopt_bench": 1, "time_ms": statistics.median(times), "shape": spec["shape"],
+        "kernelopt_bench": 1, "time_ms": _median(times), "shape": spec["shape"],
         "bytes": spec["bytes"] if isinstance(spec["bytes"], int) else None,
-        "checksum": checksum if math.isfinite(checksum) and consistent else "nan",
+        "checksum": checksum if _isfinite(checksum) and consistent else "nan",
         "cache_flushed": flush is not None, "timer": "interpreter" if interpreted else "cuda_event",
         "iters": iters, "device": device,
     }
