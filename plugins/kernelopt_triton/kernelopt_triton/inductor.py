@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +335,13 @@ def load_record(capture_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def raised_in(exc: BaseException, file: Path) -> bool:
+    """Whether ``exc`` passed through ``file`` (the user's model file) on its way up."""
+    target = file.resolve()
+    frames = traceback.extract_tb(exc.__traceback__)
+    return any(Path(frame.filename).resolve() == target for frame in frames if frame.filename)
+
+
 def select_kernels(record: dict[str, Any], top: int | None = None, kernel: str | None = None) -> list[dict]:
     """The kernels to optimize: one by name, else the top K by share (record order)."""
     kernels = record["kernels"]
@@ -369,7 +377,15 @@ def main(argv: list[str] | None = None) -> int:
             if err:
                 print(f"kernelopt-triton: {err}", file=sys.stderr)
                 return 3
-        record = capture(ns.model_file, ns.out, ns.steps, ns.device)
+        try:
+            record = capture(ns.model_file, ns.out, ns.steps, ns.device)
+        except Exception as exc:
+            if not raised_in(exc, ns.model_file):
+                raise  # ours (or torch's): a traceback and exit 1
+            traceback.print_exc()
+            print(f"kernelopt-triton: the model file raised {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            return 2
         print((ns.out / "ranking.txt").read_text(), end="")
         print(f"captured {len(record['kernels'])} Triton kernels in {record['compile_s']} s of compile "
               f"-> {ns.out / 'kernels.json'}")

@@ -96,12 +96,16 @@ class InductorBackend(TritonBackend):
         command = Command((sys.executable, "-m", "kernelopt_triton.inductor", *args), capture_dir,
                           timeout_s=CAPTURE_TIMEOUT_S, label=step)
         result = process.run(command, capture_dir / f"{step}.log")
-        if not result.ok:
-            # the child exits 3 for a missing prerequisite; anything else is the model's or a
-            # kernel's problem (the model raised, no kernel could stand alone): the user's input
-            error = PrerequisiteError if result.returncode == 3 else UsageError
-            raise error(f"the model's {step} step failed: {result.describe()}\n"
-                        f"{result.tail(1500)}", hint=f"the whole log is {capture_dir / f'{step}.log'}")
+        if result.ok:
+            return
+        log = capture_dir / f"{step}.log"
+        what = f"the model's {step} step failed: {result.describe()}\n{result.tail(1500)}"
+        if result.returncode == 3:  # the child's word for a missing prerequisite
+            raise PrerequisiteError(what, hint=f"the whole log is {log}")
+        if result.returncode == 2 or result.timed_out:  # the model raised, nothing stands alone
+            raise UsageError(what, hint=f"the whole log is {log}" + (
+                "; a smaller model or fewer inputs captures faster" if result.timed_out else ""))
+        raise RuntimeError(f"{what}\n(the whole log is {log})")  # ours: exit 4, a bug to report
 
     @staticmethod
     def _own_repository(targets_dir: Path) -> None:

@@ -215,3 +215,18 @@ def test_without_a_gpu_capture_and_engine_exit_3_with_the_message(tmp_path):
                               cwd=str(tmp_path), env=CHILD_ENV)
         assert proc.returncode == 3, proc.stderr[-2000:]
         assert "needs a CUDA GPU" in proc.stderr
+
+
+def test_a_model_that_raises_is_the_users_error_exit_2(tmp_path):
+    model = tmp_path / "broken_model.py"
+    model.write_text("import torch\n\n\ndef model():\n    raise ValueError('no weights here')\n\n\n"
+                     "def inputs(seed, device):\n    return (torch.randn(4, device=device),)\n")
+    proc = subprocess.run([sys.executable, "-m", "kernelopt_triton.inductor", "capture", str(model),
+                           "--out", str(tmp_path / "cap"), "--device", "cpu"],
+                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path), env=CHILD_ENV)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "the model file raised ValueError: no weights here" in proc.stderr
+    try:
+        raise KeyError("x")
+    except KeyError as exc:  # raised here, not in the model file
+        assert not inductor.raised_in(exc, model)
