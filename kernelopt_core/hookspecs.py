@@ -53,6 +53,17 @@ class Backend(Protocol):
     """Knows one kind of kernel project. It never owns a loop.
 
     ``name``: unique, used by ``--backend NAME`` and ``backend = "NAME"`` in kernelopt.toml.
+
+    Optional methods (looked up with getattr; leave them out when they do not apply):
+
+    * ``shape_check(target, tree, seed) -> Command | None``: a check of exactly the shape and
+      launch path the bench times (the ``shape`` final gate); without it the gate compares the
+      bench's ``checksum`` with the baseline's.
+    * ``check_seeds(target, tree, seeds) -> Command | None``: one command that checks every seed
+      in one process, each seed with its own fresh inputs, exiting non-zero when any fails. For
+      backends whose process start-up dominates a check (Python, CUDA); None: ``check`` per seed.
+    * ``bench(target, tree, work=F)``: accepting ``work`` lets ``gate-selftest`` plant a truly
+      faster candidate (the bench does the fraction F of its timed work).
     """
 
     name: str

@@ -277,15 +277,15 @@ class Loop:
                 hint=f"make the unmodified target build (full log: {log_dir / 'build.log'})",
             )
         self._stage("baseline test")
-        for seed in self.settings.seeds:
-            result = self.runner.check(tree, seed, log_dir / "test.log")
-            if not result.ok:
-                raise UsageError(
-                    f"the baseline fails its own test (seed {seed}): {result.describe()}\n"
-                    f"{result.tail()}",
-                    hint="kernelopt only optimizes a kernel whose unmodified test passes; fix "
-                    f"the test or the kernel first (full log: {log_dir / 'test.log'})",
-                )
+        failed = self.runner.check_all(tree, log_dir / "test.log")
+        if failed is not None:
+            which, result = failed
+            raise UsageError(
+                f"the baseline fails its own test ({which}): {result.describe()}\n"
+                f"{result.tail()}",
+                hint="kernelopt only optimizes a kernel whose unmodified test passes; fix "
+                f"the test or the kernel first (full log: {log_dir / 'test.log'})",
+            )
         if not self.runner.has_bench(tree):
             self.journal.write("baseline", ms=None, samples=[], note="no bench command")
             return None

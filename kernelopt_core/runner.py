@@ -69,6 +69,24 @@ class Runner:
         )
         return self.spawn_locked(command, log)[0]
 
+    def check_all(self, tree: Tree, log: Path) -> tuple[str, ProcessResult] | None:
+        """Every configured seed; None when all pass, else (which seeds, the failing result).
+
+        One process for all seeds when the backend offers ``check_seeds`` (each seed still gets
+        its own fresh inputs; what is saved is the process start-up), else one per seed."""
+        seeds = tuple(self.settings.seeds)
+        method = getattr(self.backend, "check_seeds", None)
+        command = method(self.target, tree, seeds) if method is not None else None
+        if command is not None:
+            command = self._with_timeout(command, self.settings.test_timeout_s * len(seeds))
+            result = self.spawn_locked(command, log)[0]
+            return None if result.ok else (f"seeds {list(seeds)}", result)
+        for seed in seeds:
+            result = self.check(tree, seed, log)
+            if not result.ok:
+                return f"seed {seed}", result
+        return None
+
     def has_bench(self, tree: Tree) -> bool:
         return self.target.bench is not None and self._bench_command(tree) is not None
 

@@ -119,6 +119,39 @@ def test_kernelopt_register_backends_a_target_preface_is_kept_in_the_run(tmp_pat
     assert (outcome.run_dir / "preface.txt").read_text() == "kernel ranking\n  k1  61.0 %\n"
 
 
+def test_kernelopt_register_backends_check_seeds_checks_every_seed_in_one_process(
+        tmp_path, chunk_project) -> None:
+    """A backend's optional check_seeds replaces the per-seed checks: one process per tree,
+    every seed still checked with its own inputs, a failure named by its seeds."""
+    import sys
+
+    from kernelopt_core.target import Command
+
+    calls = tmp_path / "calls.txt"
+    script = ("import subprocess, sys; open(sys.argv[1], 'a').write(sys.argv[2] + '\\n'); "
+              "sys.exit(max(subprocess.run([sys.executable, sys.argv[3], '--seed', s, '--build', "
+              "sys.argv[4]]).returncode for s in sys.argv[2].split(',')))")
+
+    class Batched(ScriptedBackend):
+        def check(self, target, tree, seed):
+            raise AssertionError("check_seeds was offered: no per-seed check")
+
+        def check_seeds(self, target, tree, seeds):
+            return Command((sys.executable, "-c", script, str(calls), ",".join(map(str, seeds)),
+                            str(tree.src / "check.py"), str(tree.build)), tree.src, timeout_s=60)
+
+    settings = Settings(state_root=tmp_path / "s", iterations=2, final_rounds=2, seeds=(4, 5, 6))
+    backend = Batched()
+    outcome = Loop(plugin_host(ScriptedBackendPlugin()), backend,
+                   backend.discover(chunk_project, settings)[0], settings).run()
+    assert outcome.exit_code in (0, 1), outcome.summary
+    lines = calls.read_text().split()
+    assert lines and set(lines) == {"4,5,6"}  # the baseline's and each candidate's: one call
+    correctness = [e for e in events(outcome.run_dir) if e["event"] == "gate"
+                   and e["gate"] == "correctness"]
+    assert correctness and all(e["passed"] and "[4, 5, 6]" in e["reason"] for e in correctness)
+
+
 def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -> None:
     import attrs
 

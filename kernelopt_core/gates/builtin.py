@@ -36,16 +36,12 @@ class CorrectnessGate:
     phase = "candidate"
 
     def evaluate(self, ctx: GateContext) -> GateResult:
-        for seed in ctx.settings.seeds:
-            result = ctx.runner.check(ctx.candidate_tree, seed, ctx.log_dir / "test.log")
-            if not result.ok:
-                return GateResult(
-                    self.name,
-                    False,
-                    f"seed {seed}: {result.describe()}",
-                    {"seed": seed, "log_tail": result.tail(4000)},
-                    failed_verdict=FALLBACK,
-                )
+        failed = ctx.runner.check_all(ctx.candidate_tree, ctx.log_dir / "test.log")
+        if failed is not None:
+            which, result = failed
+            return GateResult(self.name, False, f"{which}: {result.describe()}",
+                              {"seeds": which, "log_tail": result.tail(4000)},
+                              failed_verdict=FALLBACK)
         return GateResult(self.name, True, f"passed on seeds {list(ctx.settings.seeds)}")
 
 

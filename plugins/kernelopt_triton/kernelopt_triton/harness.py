@@ -233,18 +233,24 @@ def _prepare(torch: Any, args: list[Any], originals: list[Any], spec: dict[str, 
 
 
 def run_check(path: Path, seed: int, oracle: Path | None = None) -> str:
-    """Check one kernel file on ``seed``; returns a summary, raises Mismatch/ConventionError.
+    """Check one kernel file on ``seed``; returns a summary, raises Mismatch/ConventionError."""
+    return run_checks(path, (seed,), oracle)[0]
 
-    Everything the verdict rests on — tolerance, outputs, inputs and expected values — comes from
-    the original file and is computed before the candidate is imported, so a candidate cannot
-    reach into the original module to loosen it."""
+
+def run_checks(path: Path, seeds: tuple[int, ...], oracle: Path | None = None) -> list[str]:
+    """Check one kernel file on every seed in one process; a summary per seed.
+
+    Everything the verdict rests on — tolerance, outputs, inputs and expected values of every
+    seed — comes from the original file and is computed before the candidate is imported, so a
+    candidate cannot reach into the original module to loosen it. Module state the candidate
+    keeps between seeds (a cache) faces every later seed's new inputs."""
     torch, device, _interpreted = setup_device()
     # no original given: the file is its own oracle (loaded once: Triton's interpreter does not
     # take the same file loaded as two modules)
     oracle_module = load(oracle if oracle is not None else path, "oracle")
     oracle = oracle if oracle is not None else path
     spec = contract(oracle_module, oracle)
-    outputs, atol, rtol = spec["outputs"], spec["atol"], spec["rtol"]
+    outputs = spec["outputs"]
 
     def expected_for(originals: list[Any]) -> list[Any]:
         copies = [o.clone() if isinstance(o, torch.Tensor) else o for o in originals]
@@ -258,14 +264,15 @@ def run_check(path: Path, seed: int, oracle: Path | None = None) -> str:
     def clones(values: list[Any]) -> list[Any]:
         return [a.clone() if isinstance(a, torch.Tensor) else a for a in values]
 
-    args = make_args(torch, spec, seed, device)
-    first = clones(args)
-    want_first = expected_for(first)
-    fresh = clones(make_args(torch, spec, seed + 7919, device))
-    want_fresh = expected_for(fresh)
+    cases = []
+    for seed in seeds:
+        args = make_args(torch, spec, seed, device)
+        first = clones(args)
+        fresh = clones(make_args(torch, spec, seed + 7919, device))
+        cases.append((seed, args, first, expected_for(first), fresh, expected_for(fresh)))
     base_calls: set[str] | None = None
     if oracle.read_bytes() != path.read_bytes():
-        base_args = make_args(torch, spec, seed, device)
+        base_args = make_args(torch, spec, seeds[0], device)
         with _CallRecorder() as recorder:
             oracle_module.launch(*base_args)
         _sync(torch, device)
@@ -274,6 +281,15 @@ def run_check(path: Path, seed: int, oracle: Path | None = None) -> str:
     candidate = load(path, "candidate") if oracle != path else oracle_module
     if not callable(getattr(candidate, "launch", None)):
         raise ConventionError(f"{path.name} does not define launch(*args)")
+    return [_check_seed(torch, device, spec, candidate, case, base_calls, path.name)
+            for case in cases]
+
+
+def _check_seed(torch: Any, device: str, spec: dict[str, Any], candidate: ModuleType,
+                case: tuple[Any, ...], base_calls: set[str] | None, name: str) -> str:
+    """Three launches on one seed's buffers (see run_checks), each compared in float64."""
+    seed, args, first, want_first, fresh, want_fresh = case
+    outputs, atol, rtol = spec["outputs"], spec["atol"], spec["rtol"]
 
     def launch_and_compare(originals: list[Any], want: list[Any], label: str) -> set[str]:
         _prepare(torch, args, originals, spec, want)
@@ -305,7 +321,7 @@ def run_check(path: Path, seed: int, oracle: Path | None = None) -> str:
             raise Mismatch(f"launch() computes with torch calls the original does not make: "
                            f"{', '.join(extra)} (a vendor library or an eager fallback is not a "
                            "Triton optimization)")
-    return (f"ok: {path.name} seed {seed} on {device}, {len(outputs)} output(s) within atol "
+    return (f"ok: {name} seed {seed} on {device}, {len(outputs)} output(s) within atol "
             f"{atol:g} rtol {rtol:g}, three launches")
 
 
@@ -397,12 +413,24 @@ def run_bench(path: Path, oracle: Path | None = None, iters: int | None = None,
     return reading
 
 
+def _seed_list(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        seeds = ()
+    if not seeds:
+        raise SystemExit(f"--seeds {text!r}: give comma-separated integers, e.g. 1,2,3")
+    return seeds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernelopt_triton.harness")
     sub = parser.add_subparsers(dest="mode", required=True)
-    check = sub.add_parser("check", help="exit 0 when the kernel is correct on --seed")
+    check = sub.add_parser("check", help="exit 0 when the kernel is correct on every seed")
     check.add_argument("file", type=Path)
-    check.add_argument("--seed", type=int, required=True)
+    seeds = check.add_mutually_exclusive_group(required=True)
+    seeds.add_argument("--seed", type=int)
+    seeds.add_argument("--seeds", help="comma-separated: every seed in this one process")
     check.add_argument("--oracle", type=Path, help="the original file: make_args/reference/...")
     bench = sub.add_parser("bench", help="print one kernelopt JSON line")
     bench.add_argument("file", type=Path)
@@ -412,7 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.mode == "check":
-            print(run_check(args.file, args.seed, args.oracle), flush=True)
+            wanted = (args.seed,) if args.seed is not None else _seed_list(args.seeds)
+            for line in run_checks(args.file, wanted, args.oracle):
+                print(line, flush=True)
             return 0
         line = _dumps(run_bench(args.file, args.oracle, args.iters, args.warmup))
     except Mismatch as exc:

@@ -136,6 +136,11 @@ class TritonBackend:
     def check(self, target: Target, tree: Tree, seed: int) -> Command:
         return self._harness(target, tree, "check", "--seed", str(seed), label="check")
 
+    def check_seeds(self, target: Target, tree: Tree, seeds: tuple[int, ...]) -> Command:
+        # one process for all seeds: torch + Triton + CUDA start-up costs seconds per process
+        return self._harness(target, tree, "check", "--seeds", ",".join(map(str, seeds)),
+                             label="check")
+
     def bench(self, target: Target, tree: Tree) -> Command | None:
         return self._harness(target, tree, "bench", label="bench")
 

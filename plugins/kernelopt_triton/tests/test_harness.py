@@ -63,6 +63,12 @@ def test_check_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "OUTPUTS must be a non-empty tuple" in capsys.readouterr().err
     assert harness.main(["check", oracle, "--seed", "1", "--oracle", oracle]) == 0
     assert capsys.readouterr().out.startswith("ok: vecadd.py seed 1")
+    # every seed in one process (the backend's check_seeds): a line per seed, or the failing one
+    assert harness.main(["check", oracle, "--seeds", "1,2,3", "--oracle", oracle]) == 0
+    assert [line.split(" on ")[0] for line in capsys.readouterr().out.splitlines()] == [
+        f"ok: vecadd.py seed {s}" for s in (1, 2, 3)]
+    assert harness.main(["check", str(bad), "--seeds", "2,3", "--oracle", oracle]) == 1
+    assert capsys.readouterr().err.startswith("MISMATCH: seed 2, first launch")
 
 
 def test_the_oracle_is_the_original_file(tmp_path: Path) -> None:
