@@ -13,11 +13,7 @@
 set -euo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
-if [ ! -d /tmp/site/kernelopt_core ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+source bench/h200_site.sh
 gpu=${CUDA_VISIBLE_DEVICES:-0}
 export KERNELOPT_HOME=/tmp/kstate-gpu$gpu
 EXAMPLE=${EXAMPLE:-examples/cmake-cuda}

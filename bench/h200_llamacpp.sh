@@ -11,11 +11,7 @@
 set -euo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
-if [ ! -d /tmp/site/kernelopt_llamacpp ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+SITE_MARKER=kernelopt_llamacpp source bench/h200_site.sh
 export KERNELOPT_HOME=/tmp/kstate-llamacpp
 REPO=/tmp/llama.cpp
 [ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp

@@ -10,11 +10,7 @@ set -uo pipefail
 OUT=${OUT:-bench/results/triton}
 TOP=${TOP:-1} ITER=${ITER:-6}
 mkdir -p "$OUT"
-if [ ! -d /tmp/site/kernelopt_core ] && ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+source bench/h200_site.sh
 export KERNELOPT_HOME=/tmp/kstate-triton
 models=("$@"); [ ${#models[@]} -eq 0 ] && models=(examples/pointwise_fused.py examples/mlp.py)
 t0=$(date +%s)

@@ -11,11 +11,11 @@ compares its outputs with the reference itself, since only it knows their format
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
+from kernelopt_core.measure.parsers import json_time_lines
 from kernelopt_core.measure.stats import median
 from kernelopt_core.target import Tree
 
@@ -29,17 +29,7 @@ def parse_engine_line(stdout: str) -> tuple[dict[str, Any] | None, str]:
 
     Exactly one: the program under test shares the engine's stdout and could print a second.
     """
-    found = []
-    for line in stdout.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and "time_ms" in obj:
-            found.append(obj)
+    found = [obj for obj, _line in json_time_lines(stdout)[0]]
     if not found:
         return None, 'no JSON line with "time_ms" in its output (docs/plugins.md, engine)'
     if len(found) > 1:

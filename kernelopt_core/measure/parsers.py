@@ -49,25 +49,36 @@ def _positive(value: float, command: str, line: str) -> float:
     return value
 
 
+def json_time_lines(text: str) -> tuple[list[tuple[dict[str, Any], str]], list[tuple[str, str]]]:
+    """The JSON object lines of ``text`` holding ``time_ms``, and the lines that mention
+    ``time_ms`` but are not valid JSON (with the decoder's message). Shared by the bench parser
+    and the engine gate, which each decide what one or many of them mean."""
+    found: list[tuple[dict[str, Any], str]] = []
+    invalid: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("{"):
+            continue
+        try:
+            obj = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            if "time_ms" in stripped:
+                invalid.append((stripped, exc.msg))
+            continue
+        if isinstance(obj, dict) and "time_ms" in obj:
+            found.append((obj, stripped))
+    return found, invalid
+
+
 def parse(spec: BenchSpec, stdout: str, command: str) -> BenchReading:
     text = ANSI.sub("", stdout)
     unit = UNIT_TO_MS.get(spec.unit)
     if unit is None:
         raise _fail(command, f"unknown unit {spec.unit!r} (ns, us, ms, s)")
     if spec.format == "json":
-        found: list[tuple[dict[str, Any], str]] = []
-        for line in text.splitlines():
-            stripped = line.strip()
-            if not stripped.startswith("{"):
-                continue
-            try:
-                obj = json.loads(stripped)
-            except json.JSONDecodeError as exc:
-                if "time_ms" in stripped:
-                    raise _fail(command, f"invalid JSON ({exc.msg})", stripped) from exc
-                continue
-            if isinstance(obj, dict) and "time_ms" in obj:
-                found.append((obj, stripped))
+        found, invalid = json_time_lines(text)
+        if invalid:
+            raise _fail(command, f"invalid JSON ({invalid[0][1]})", invalid[0][0])
         if not found:
             raise _fail(command, 'no JSON line with a "time_ms" field')
         if len(found) > 1:

@@ -1,0 +1,8 @@
+# Sourced by bench/h200_*.sh: install this repo's packages (and the carried third-party wheels)
+# from .whl/ into /tmp/site once per machine, and put them first on PYTHONPATH and PATH.
+# SITE_MARKER: the package directory whose presence means "already installed" (kernelopt_core).
+if [ ! -d "/tmp/site/${SITE_MARKER:-kernelopt_core}" ] && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+fi
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
