@@ -57,3 +57,9 @@ def test_hack_constructs_are_found(path: str, new: str, reason: str) -> None:
 def test_only_added_lines_are_judged() -> None:
     old = PY_BASE + "print('existing debug line')\n"
     assert judge("k.py", old + "BLOCK = 128\n", old)[0]
+
+
+def test_unparsable_python_is_judged_line_by_line() -> None:
+    # an unclosed bracket (tokenize fails) with a blank line in it: still judged, no crash
+    passed, why = judge("k.py", PY_BASE + "x = (1,\n\nprint('forged')\n", PY_BASE)
+    assert not passed and "output forging" in why

@@ -63,7 +63,7 @@ def python_code(text: str) -> list[str]:
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):  # unparsable: judge it line by line
-        return [c_like_code(line, "#")[0] for line in lines]
+        return c_like_code(text, "#")
     for tok in tokens:
         if tok.type not in PROSE_TOKENS:
             continue
@@ -124,18 +124,13 @@ def c_like_code(text: str, line_comment: str = "//") -> list[str]:
     return out
 
 
-def strip_comment(line: str, marker: str) -> str:
-    """One line without its comment and with string contents blanked (kept for plugins)."""
-    return c_like_code(line, marker)[0] if line else line
-
-
 def added_code(path: str, old: bytes | None, new: bytes) -> list[tuple[int, str]]:
     """(1-based number, code-only text) of each line of ``new`` that ``old`` does not contain."""
     before = set((old or b"").decode("utf-8", errors="replace").splitlines())
     text = new.decode("utf-8", errors="replace")
     code = python_code(text) if path.endswith(".py") else c_like_code(text)
     return [(n, code[n - 1]) for n, line in enumerate(text.splitlines(), 1)
-            if line not in before and n - 1 < len(code)]
+            if line not in before]
 
 
 class PolicyGate:
