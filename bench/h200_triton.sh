@@ -58,6 +58,7 @@ for model in "${models[@]}"; do
     python3 - "$m" "$k" "$OUT" "$cap/kernels.json" >> "$summary" <<'EOF'
 import json, sys
 from pathlib import Path
+from kernelopt_core.gates.engine import amdahl
 m, k, out, rec = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(Path(sys.argv[4]).read_text())
 def load(p):
     try:
@@ -70,13 +71,13 @@ base, cand = load(out / f"{m}-{k}-engine-base.json"), load(out / f"{m}-{k}-engin
 d = load(out / f"{m}-default.json").get("ms", {}).get(k)
 a = load(out / f"{m}-maxautotune.json").get("ms", {}).get(k)
 ks = s.get("speedup") or 1.0
-amdahl = 1 / ((1 - share) + share / ks)
+predicted = amdahl(share, ks)
 model_x = base.get("time_ms", 0) / cand["time_ms"] if cand.get("time_ms") else None
 fmt = lambda v: f"{v * 1e3:.1f} us" if v else "n/a"
 print(f"{m} {k}\n  share {100 * share:.1f}%  kernelopt: {s.get('status')} {ks:.3f}x "
       f"({s.get('baseline_ms')} -> {s.get('final_ms')} ms)  Inductor default {fmt(d)}, "
       f"max-autotune+coordesc {fmt(a)}\n  engine: base {base.get('time_ms')} ms, tuned {cand.get('time_ms')} ms, "
-      f"model {model_x and round(model_x, 4)}x vs Amdahl {amdahl:.4f}x, match {cand.get('match')} "
+      f"model {model_x and round(model_x, 4)}x vs Amdahl {predicted:.4f}x, match {cand.get('match')} "
       f"({cand.get('detail')})")
 EOF
     tail -3 "$summary"

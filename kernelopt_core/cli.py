@@ -136,11 +136,9 @@ def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any],
 def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any, ...]:
     """PATH and flags → (plugin host, backend, the one target, settings)."""
     host, backend, targets, settings = resolve_all(ctx, path, flags)
-    if len(targets) > 1:
-        raise UsageError(f"{path} declares {len(targets)} targets",
-                         hint=f"choose one with --target: {', '.join(t.name for t in targets)}")
-    ui.note(f"kernelopt {__version__}: {targets[0].name} ({backend.name} backend) at {targets[0].root}")
-    return host, backend, targets[0], settings
+    target = discovery.choose_target(targets, None, path)
+    ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at {target.root}")
+    return host, backend, target, settings
 
 
 def execute(ctx: click.Context, path: Path, flags: dict[str, Any],

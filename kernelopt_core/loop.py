@@ -532,13 +532,13 @@ class Loop:
                               failed_verdict=MATCHED))
         failures = [r for r in results if not r.passed]
         if baseline_ms is None:
-            return ("unverified" if not failures else FALLBACK), failures
+            return (UNVERIFIED if not failures else FALLBACK), failures
         if not failures:
             return "optimized", failures
         verdicts = {f.failed_verdict for f in failures}
         if FALLBACK in verdicts:
             return FALLBACK, failures
-        return (UNVERIFIED if UNVERIFIED in verdicts else "matched"), failures
+        return (UNVERIFIED if UNVERIFIED in verdicts else MATCHED), failures
 
     def _gate_context(
         self, cid: str, edits: dict[str, bytes], log_dir: Path, baseline_ms: float | None

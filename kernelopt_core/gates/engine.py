@@ -59,8 +59,7 @@ class EngineGate:
         if reference:
             env[REFERENCE_ENV] = reference
         result = ctx.runner.engine(tree, log, env)
-        if result is None:
-            return None, "no engine"
+        assert result is not None  # evaluate() skips targets without an engine
         if not result.ok:
             return None, f"{result.describe()}: {result.tail(600)}"
         return parse_engine_line(result.stdout)
@@ -72,14 +71,14 @@ class EngineGate:
         reference = str(ctx.log_dir / "engine-baseline.out")
         base_times: list[float] = []
         cand_times: list[float] = []
-        details: list[str] = []
+        detail = ""
         extra: dict[str, Any] = {}
         for i in range(ROUNDS):
             order = ["baseline", "candidate"] if i % 2 == 0 else ["candidate", "baseline"]
             for role in order:
                 if role == "baseline":
                     # the first baseline run writes the reference the candidate is compared with
-                    tag = "baseline" if not base_times else f"baseline{i + 1}"
+                    tag = "baseline" if i == 0 else f"baseline{i + 1}"
                     parsed, error = self._run(ctx, ctx.baseline_tree, tag, None)
                     if parsed is None:
                         return GateResult(self.name, False, f"the baseline's engine run failed: "
@@ -95,14 +94,14 @@ class EngineGate:
                                       f"baseline's: {parsed.get('detail', '')}".rstrip(": "),
                                       {"detail": parsed.get("detail")}, failed_verdict=FALLBACK)
                 cand_times.append(float(parsed["time_ms"]))
-                details.append(str(parsed.get("detail", "")))
+                detail = str(parsed.get("detail", ""))
                 extra = {k: v for k, v in parsed.items() if k not in ("time_ms", "match", "detail")}
         b, c = median(base_times), median(cand_times)
         noise = max(abs(t / b - 1.0) for t in base_times) if len(base_times) > 1 else 0.0
         noise = max(noise, ctx.settings.min_noise_pct / 100.0)
         metrics: dict[str, Any] = {
             "baseline_ms": base_times, "candidate_ms": cand_times, "speedup": b / c,
-            "noise_pct": 100.0 * noise, "detail": details[-1] if details else "", **extra,
+            "noise_pct": 100.0 * noise, "detail": detail, **extra,
         }
         text = (f"outputs match ({metrics['detail'] or 'per the engine'}); whole program "
                 f"{b:.4g} → {c:.4g} ms ({b / c:.3f}×, noise ±{100 * noise:.1f} %)")

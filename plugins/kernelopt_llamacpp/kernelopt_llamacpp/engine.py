@@ -42,7 +42,10 @@ def _tool(build: Path, name: str) -> str:
 
 
 def _run(argv: list[str]) -> process.ProcessResult:
-    return process.run(Command(tuple(argv), Path.cwd(), timeout_s=600))
+    proc = process.run(Command(tuple(argv), Path.cwd(), timeout_s=600))
+    if not proc.ok:
+        raise SystemExit(f"{proc.describe()}:\n{proc.stderr[-2000:]}")
+    return proc
 
 
 def generate(build: Path, model: str, tokens: int, prompt: str, flash_attn: str) -> str:
@@ -50,8 +53,6 @@ def generate(build: Path, model: str, tokens: int, prompt: str, flash_attn: str)
             "--temp", "0", "--seed", "1", "-no-cnv", "--no-display-prompt", "--ignore-eos",
             "-ngl", "99", "-fa", flash_attn, "--no-perf"]
     proc = _run(argv)
-    if not proc.ok:
-        raise SystemExit(f"{proc.describe()}:\n{proc.stderr[-2000:]}")
     return proc.stdout
 
 
@@ -59,8 +60,6 @@ def bench(build: Path, model: str, flash_attn: str) -> dict[str, float]:
     argv = [_tool(build, "llama-bench"), "-m", model, "-p", "64", "-n", "32", "-ngl", "99",
             "-fa", flash_attn, "-r", "3", "-o", "jsonl"]
     proc = _run(argv)
-    if not proc.ok:
-        raise SystemExit(f"{proc.describe()}:\n{proc.stderr[-2000:]}")
     out: dict[str, float] = {}
     for line in proc.stdout.splitlines():
         if line.startswith("{"):

@@ -32,8 +32,8 @@ from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import BenchSpec, Command, Target, Tree
+from kernelopt_llamacpp.ops import DISPATCH
 
-DISPATCH = "ggml/src/ggml-cuda/ggml-cuda.cu"
 MARKER = "kernelopt-fixture.toml"
 TOOL = "test-backend-ops"
 ENGINE_TOOLS = ("llama-bench", "llama-completion")
@@ -44,14 +44,12 @@ REPO_ENV = "LLAMACPP_REPO"
 class OpData:
     """Backend-private data of a target (Target.data)."""
 
-    route: Any  # ops.Route
     pin: Path  # the pinned perf case (tbo.py), shared by baseline and candidate trees
     case: str | None  # --case
     device_backend: str  # test-backend-ops -b: CUDA0
     standins: bool
     cuda_arch: str
     e2e_model: str | None
-    engine_args: tuple[str, ...] = ()
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -153,16 +151,14 @@ class LlamaCppBackend:
         digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
         pin = settings.state_root / "llamacpp" / f"{digest}-{route.op}.pin.json"
         case = options.get("case")
-        pinned = tbo.read_pin(pin, route.op)
-        if case or (pinned and pinned.get("chosen_by") == "--case"):
-            pinned = pinned if pinned and case and pinned["case"] == tbo.case_name(route.op, case) else None
+        pinned = tbo.usable_pin(pin, route.op, case)
         e2e = str(options.get("e2e", "")).strip().lower() in ("1", "true", "yes", "on")
         e2e_model = options.get("e2e_model") or ((marker or {}).get("e2e_model") if e2e else None)
         if e2e and not e2e_model:
             e2e_model = str(self._random_model(root, settings.state_root / "llamacpp"))
         files = {f: (root / f).read_bytes() for f in route.files}
         data = OpData(
-            route=route, pin=pin, case=case,
+            pin=pin, case=case,
             device_backend=str(options.get("device_backend") or (marker or {}).get("backend", "CUDA0")),
             standins=marker is not None, cuda_arch="native" if marker else cuda_arch(),
             e2e_model=str(Path(e2e_model).resolve()) if e2e_model else None,
@@ -194,11 +190,8 @@ class LlamaCppBackend:
         if not vocab.is_file():
             raise UsageError(f"--e2e needs {vocab} for the tokenizer",
                              hint="give a real model with --e2e-model PATH.gguf")
-        try:
-            from kernelopt_llamacpp.gguf_model import write_model
-        except ImportError as exc:  # pragma: no cover
-            raise PrerequisiteError(f"--e2e needs the gguf package: {exc}",
-                                    hint="pip install 'kernelopt-llamacpp[gguf]'") from exc
+        from kernelopt_llamacpp.gguf_model import write_model  # gguf itself: imported lazily
+
         out_dir.mkdir(parents=True, exist_ok=True)
         try:
             return write_model(out, vocab)
@@ -281,8 +274,7 @@ class LlamaCppBackend:
             return None
         argv = [sys.executable, "-m", "kernelopt_llamacpp.engine", "--build", str(tree.build),
                 "--model", data.e2e_model,
-                "--flash-attn", "on" if target.name == "FLASH_ATTN_EXT" else "off",
-                *data.engine_args]
+                "--flash-attn", "on" if target.name == "FLASH_ATTN_EXT" else "off"]
         return Command(tuple(argv), tree.src, timeout_s=900, label="engine")
 
 

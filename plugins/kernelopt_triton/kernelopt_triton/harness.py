@@ -28,6 +28,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernelopt_triton.convention import REQUIRED_FUNCTIONS, REQUIRED_NAMES
+
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
 # copy we never read.
 _perf_counter = time.perf_counter
@@ -77,26 +79,10 @@ def setup_device() -> tuple[Any, str, bool]:
     if importlib.util.find_spec("triton") is None:
         _fail_prerequisite("triton")
     if interpreted:
-        _interpreter_numpy_shim()
+        from kernelopt_triton.inductor import patch_interpreter  # one patch, one marker
+
+        patch_interpreter()
     return torch, ("cpu" if interpreted else "cuda"), interpreted
-
-
-def _interpreter_numpy_shim() -> None:
-    """Triton's interpreter turns a scalar tensor into an int with ``int(array)``, and its
-    scalars are 1-element arrays, which numpy >= 2.4 refuses (``range(0, n, BLOCK)`` over a
-    runtime ``n`` then fails). Re-patch ``__index__`` through ``.item()`` after it does."""
-    from triton.runtime import interpreter
-
-    original = getattr(interpreter, "_patch_lang_tensor", None)
-    if original is None or getattr(original, "kernelopt_shim", False):
-        return
-
-    def patch_lang_tensor(tensor: Any, scope: Any) -> None:
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-    patch_lang_tensor.kernelopt_shim = True  # type: ignore[attr-defined]
-    interpreter._patch_lang_tensor = patch_lang_tensor
 
 
 def load(path: Path, role: str) -> ModuleType:
@@ -117,8 +103,7 @@ def load(path: Path, role: str) -> ModuleType:
 
 def contract(module: ModuleType, path: Path) -> dict[str, Any]:
     """The convention's names, validated."""
-    missing = [n for n in ("make_args", "launch", "reference", "SHAPE", "TOLERANCE", "OUTPUTS")
-               if not hasattr(module, n)]
+    missing = [n for n in (*REQUIRED_FUNCTIONS, *REQUIRED_NAMES) if not hasattr(module, n)]
     if missing:
         raise ConventionError(f"{path.name} does not define {', '.join(missing)} "
                               "(docs/triton.md lists what a kernel file defines)")

@@ -144,8 +144,8 @@ def patch_interpreter() -> None:
     import numpy as np
     import triton.runtime.interpreter as interp
 
-    original = interp._patch_lang_tensor
-    if getattr(original, "_kernelopt", False):
+    original = getattr(interp, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_kernelopt", False):
         return
 
     def patched(tensor: Any, scope: Any) -> None:
@@ -307,15 +307,8 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
     head = f"model {model_file} on {device} (torch {torch.__version__}), per step of {steps} profiled\n"
     if not rows:
         head += "no device profile on this device: kernels in order of definition, times unknown\n"
-    per_step = [_per_step(r, steps) for r in ranked]
-    (out / "ranking.txt").write_text(head + ranking_table(per_step, total / steps))
+    (out / "ranking.txt").write_text(head + ranking_table(ranked, total, steps))
     return record
-
-
-def _per_step(r: Any, steps: int) -> Any:
-    import attrs
-
-    return attrs.evolve(r, time_us=r.time_us / steps, calls=r.calls // steps)
 
 
 def _triton_version() -> str:

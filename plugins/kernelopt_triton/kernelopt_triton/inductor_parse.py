@@ -60,11 +60,6 @@ class ArgSpec:
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ArgSpec:
-        return cls(data["name"], data["kind"], tuple(data.get("size", ())), tuple(data.get("stride", ())),
-                   data.get("dtype", ""), int(data.get("value", 0)))
-
 
 @attrs.frozen
 class KernelSource:

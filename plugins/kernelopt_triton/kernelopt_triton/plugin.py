@@ -6,7 +6,6 @@ process (:mod:`kernelopt_triton.harness`), never here, so ``kernelopt --help`` s
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import sys
@@ -148,21 +147,13 @@ class TritonBackend:
         return None  # a standalone kernel file has no whole program around it
 
 
-MODEL_BACKENDS_MODULE = "kernelopt_triton.models"
-
-
-def _model_backends() -> list[Any]:
-    """The torch.compile (Inductor) model backend(s) of this package: ``backends()`` of
-    :data:`MODEL_BACKENDS_MODULE`, when that module exists. Child-process modules (harness,
-    inductor, engine) are never imported here."""
-    if importlib.util.find_spec(MODEL_BACKENDS_MODULE) is None:
-        return []
-    return list(importlib.import_module(MODEL_BACKENDS_MODULE).backends())
-
-
 @hookimpl
 def kernelopt_register_backends() -> list[object]:
-    return [TritonBackend(), *_model_backends()]
+    # imported here: models imports this module; child-process modules (harness, inductor,
+    # engine) are never imported at registration
+    from kernelopt_triton.models import backends
+
+    return [TritonBackend(), *backends()]
 
 
 @hookimpl
