@@ -154,3 +154,18 @@ def test_snapshot_skips_symlinks_that_leave_the_target(tmp_path: Path) -> None:
     (project / "alias.py").symlink_to(project / "kernel.py")
     files, _ = snapshot(project)
     assert "leak.txt" not in files and "alias.py" in files
+
+
+def test_a_build_directory_is_configured_once_and_again_after_a_failed_configure(tmp_path) -> None:
+    from kernelopt_core.cmake_support import needs_configure
+
+    build, argv = tmp_path / "build", ["cmake", "-S", "src", "-B", "build"]
+    assert needs_configure(build, argv)  # new directory
+    (build / "CMakeCache.txt").write_text("cache")
+    (build / "Makefile").write_text("all:")
+    assert not needs_configure(build, argv)  # configured: only rebuild
+    assert needs_configure(build, [*argv, "-DX=1"])  # other arguments: a clean cache
+    assert not (build / "CMakeCache.txt").exists()
+    (build / "CMakeCache.txt").write_text("cache")
+    (build / "Makefile").unlink()  # a configure that failed before generating
+    assert needs_configure(build, [*argv, "-DX=1"])

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from kernelopt_cmake.descriptor import FILENAME, Descriptor, TargetSpec, load
+from kernelopt_core.cmake_support import needs_configure
 from kernelopt_core.errors import UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.knobs import define_pattern
@@ -131,14 +132,7 @@ class CMakeBackend:
             configure += ["-G", generator]
         configure += [a.format(**self._values(tree)) for a in b.cmake_args]
         commands = []
-        stamp = tree.build / "kernelopt-configure.txt"
-        wanted = shlex.join(configure)
-        cached = (tree.build / "CMakeCache.txt").exists()
-        if not cached or not stamp.exists() or stamp.read_text() != wanted:
-            if cached:  # configure arguments changed: a clean slate avoids a stale cache
-                (tree.build / "CMakeCache.txt").unlink()
-            stamp.parent.mkdir(parents=True, exist_ok=True)
-            stamp.write_text(wanted)
+        if needs_configure(tree.build, configure):
             commands.append(Command(tuple(configure), tree.src, timeout_s=b.timeout_s,
                                     label="configure"))
         build = ["cmake", "--build", str(tree.build), "-j", str(b.jobs or os.cpu_count() or 2)]

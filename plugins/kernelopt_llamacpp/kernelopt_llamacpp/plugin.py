@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import shutil
 import sys
 
@@ -28,6 +27,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import process
+from kernelopt_core.cmake_support import needs_configure
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.settings import Settings
@@ -222,17 +222,7 @@ class LlamaCppBackend:
             # so that attention goes through SOFT_MAX (the op being optimized), not fattn
             configure.append("-DGGML_CUDA_FA=OFF")
         commands = []
-        stamp = tree.build / "kernelopt-configure.txt"
-        wanted = shlex.join(configure)
-        cached = (tree.build / "CMakeCache.txt").is_file()
-        # a failed configure leaves a cache but no build system: configure again then
-        generated = any((tree.build / f).is_file() for f in ("build.ninja", "Makefile"))
-        # configure once per build directory: later candidates only rebuild what changed
-        if not (cached and generated and stamp.is_file() and stamp.read_text() == wanted):
-            if cached:  # other arguments (the engine gate turned on): start from a clean cache
-                (tree.build / "CMakeCache.txt").unlink()
-            stamp.parent.mkdir(parents=True, exist_ok=True)
-            stamp.write_text(wanted)
+        if needs_configure(tree.build, configure):  # e.g. the engine gate turned on
             commands.append(Command(tuple(configure), tree.src, timeout_s=900, label="configure"))
         targets = [TOOL, *(ENGINE_TOOLS if engine else ())]
         commands.append(Command(
