@@ -85,6 +85,8 @@ def run_options(fn: Any) -> Any:
         click.option("--gamma", type=float, help="Screen margin γ [1.03]."),
         click.option("--screen-runs", type=int, help="Bench invocations per side in the screen [3]."),
         click.option("--final-rounds", type=int, help="Interleaved confirmation rounds [6]."),
+        click.option("--worker-rounds", type=int, help="Confirmation rounds when the bench is "
+                     "served by persistent workers [20]."),
         click.option("--seeds", help="Comma-separated correctness seeds [1,2,3]."),
         click.option("--gates", "candidate_gates", help="Candidate gates, in order (comma list)."),
         click.option("--final-gates", help="Final gates, in order (comma list)."),
@@ -200,6 +202,7 @@ def run(ctx: click.Context, path: Path, **flags: Any) -> None:
 @click.option("--target")
 @click.option("--gamma", type=float)
 @click.option("--final-rounds", type=int)
+@click.option("--worker-rounds", type=int)
 @click.option("--state-root", type=click.Path(path_type=Path))
 @click.pass_context
 def gate_selftest(ctx: click.Context, path: Path, trials: int, planted_speedup: float | None,
@@ -225,7 +228,7 @@ def gate_selftest(ctx: click.Context, path: Path, trials: int, planted_speedup: 
                      f"{result['naive']['detections']} detected",
                      f"{result['measured_planted_ratio']:.4f}"])
     ui.table(rows, ["decision", "trials", f"kernelopt (γ={settings.gamma:g}, "
-                    f"{settings.final_rounds} rounds)", "naive (1 vs 1, γ=1.03)",
+                    f"{result['protocol']['rounds']} rounds)", "naive (1 vs 1, γ=1.03)",
                     "median ratio"])
     ui.echo(f"{result['seconds_per_decision']:.2f} s per decision; JSON: "
             f"{result['dir']}/selftest.json")

@@ -178,6 +178,7 @@ class Loop:
                 gpu_seconds=round(self.runner.gpu_seconds, 3),
                 child_seconds=round(self.runner.child_seconds, 3),
             )
+            self.runner.close_workers()
             self.journal.close()
             self.workspace.release()
         summary = report.write_all(self.run_dir)

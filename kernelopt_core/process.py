@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -153,3 +154,189 @@ def _log(result: ProcessResult, log_path: Path | None) -> None:
         if result.stderr:
             fh.write("# stderr:\n" + result.stderr.rstrip("\n") + "\n")
         fh.write("\n")
+
+
+# --------------------------------------------------------------------------- bench workers
+
+WORKER_FDS_ENV = "KERNELOPT_WORKER_FDS"  # "READ_FD,WRITE_FD" as the child sees them
+REPLY_CAP = 1 << 20  # bytes of one reply line
+
+
+class WorkerError(Exception):
+    """A worker crashed, hung, or broke the protocol: its tree's failure, never the run's."""
+
+
+@attrs.define(eq=False)
+class Worker:
+    """A persistent child serving requests on a private pipe pair (docs/plugins.md, "Bench
+    workers"). Requests and replies are JSON lines; each request gets exactly one reply that
+    echoes its ``id`` and the ``token`` sent in the first request. The child's stdout and
+    stderr are kept apart (captured like any child's): they are never the reply channel."""
+
+    command: Command
+    proc: subprocess.Popen[bytes]
+    to_child: int
+    from_child: int
+    out: Any
+    err: Any
+    log_path: Path | None
+    token: str
+    next_id: int = 1
+    pending: bytes = b""
+    seconds: float = 0.0  # time spent waiting for replies
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _log(self, text: str) -> None:
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "a", encoding="utf-8") as fh:
+                fh.write(text.rstrip("\n") + "\n")
+
+    def _fail(self, reason: str) -> WorkerError:
+        _kill_group(self.proc)
+        self.proc.wait()
+        tail = self.output_tail()
+        self._log(f"# worker {self.pid}: {reason}\n{tail}")
+        return WorkerError(f"worker `{self.command.display()}`: {reason}"
+                           + (f"\n{tail}" if tail else ""))
+
+    def output_tail(self, chars: int = 2000) -> str:
+        parts = []
+        for name, fh in (("stdout", self.out), ("stderr", self.err)):
+            fh.seek(0)
+            text = _cap(fh.read()).strip()
+            if text:
+                parts.append(f"[{name}] {text[-chars:]}")
+        return "\n".join(parts)
+
+    def stdout(self) -> str:
+        self.out.seek(0)
+        return _cap(self.out.read())
+
+    def _unexpected_bytes(self) -> bool:
+        import select
+
+        if self.pending:
+            return True
+        ready, _, _ = select.select([self.from_child], [], [], 0)
+        if not ready:
+            return False
+        chunk = os.read(self.from_child, 65536)
+        self.pending += chunk
+        return bool(chunk)
+
+    def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send one request and return its one reply; WorkerError on any breach."""
+        import json
+        import select
+
+        if self._unexpected_bytes():
+            raise self._fail(f"wrote to the reply channel unasked: {self.pending[:200]!r} (a "
+                             "second or forged reply)")
+        ident = self.next_id
+        self.next_id += 1
+        line = json.dumps({**payload, "id": ident}) + "\n"
+        self._log(f"> {line}")
+        try:
+            os.write(self.to_child, line.encode())
+        except (BrokenPipeError, OSError):
+            raise self._fail(f"exited {self.proc.poll()} before request {ident}") from None
+        start = time.perf_counter()
+        deadline = start + timeout_s
+        buffer = b""
+        while b"\n" not in buffer:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise self._fail(f"no reply to request {ident} ({payload.get('op')}) within "
+                                 f"{timeout_s:g} s (hung)")
+            ready, _, _ = select.select([self.from_child], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.from_child, 65536)
+            if not chunk:
+                code = self.proc.wait()
+                raise self._fail(f"exited {code} while serving request {ident} "
+                                 f"({payload.get('op')})")
+            buffer += chunk
+            if len(buffer) > REPLY_CAP:
+                raise self._fail(f"reply to request {ident} exceeds {REPLY_CAP} bytes")
+        self.seconds += time.perf_counter() - start
+        text, _, rest = buffer.partition(b"\n")
+        self.pending = rest
+        self._log(f"< {text.decode('utf-8', errors='replace')}")
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            raise self._fail(f"malformed reply to request {ident}: {text[:200]!r}") from None
+        if not isinstance(reply, dict) or reply.get("id") != ident or reply.get("token") != self.token:
+            raise self._fail(f"malformed reply to request {ident} (wrong id or token): "
+                             f"{text[:200]!r}")
+        if rest or self._unexpected_bytes():
+            raise self._fail(f"more than one reply to request {ident}: {self.pending[:200]!r}")
+        return reply
+
+    def close(self, grace_s: float = 5.0) -> None:
+        """Ask the worker to exit; kill its process group if it does not."""
+        if self.alive():
+            try:
+                os.write(self.to_child, b'{"op": "exit"}\n')
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        _kill_group(self.proc)
+        self.proc.wait()
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._log(f"# worker {self.pid} closed (exit {self.proc.returncode})\n"
+                  f"{self.output_tail()}")
+        self.out.close()
+        self.err.close()
+
+
+def start_worker(command: Command, log_path: Path | None = None,
+                 hello_timeout_s: float = 300.0) -> Worker:
+    """Spawn ``command`` as a bench worker and exchange the first request (``hello``, carrying
+    a fresh random token) so the channel is bound before any code under test is loaded.
+
+    Raises WorkerError when it does not answer; a missing program is a WorkerError too."""
+    import secrets
+
+    req_r, req_w = os.pipe()  # core -> child
+    rep_r, rep_w = os.pipe()  # child -> core
+    env = dict(os.environ)
+    env.update(command.env)
+    env[WORKER_FDS_ENV] = f"{req_r},{rep_w}"
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        proc = subprocess.Popen(
+            list(command.argv), cwd=str(command.cwd), env=env, stdin=subprocess.DEVNULL,
+            stdout=out, stderr=err, start_new_session=True, pass_fds=(req_r, rep_w),
+            preexec_fn=functools.partial(_prepare_child, os.getpid()),
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        for fd in (req_r, req_w, rep_r, rep_w):
+            os.close(fd)
+        out.close()
+        err.close()
+        raise WorkerError(f"worker `{command.display()}`: {exc}") from exc
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    os.close(req_r)
+    os.close(rep_w)
+    worker = Worker(command, proc, req_w, rep_r, out, err, log_path, secrets.token_hex(16))
+    worker._log(f"$ {command.display()}  # worker {proc.pid}\n# cwd: {command.cwd}")
+    worker.request({"op": "hello", "token": worker.token}, hello_timeout_s)
+    return worker

@@ -2,12 +2,19 @@
 
 Commands come from the backend; they are spawned only through :mod:`kernelopt_core.process`.
 Check, bench and engine steps hold the GPU lock, and every timed window is journaled.
+
+A backend offering ``bench_worker`` gets one persistent worker per tree content (the baseline
+and each candidate, never one process for two trees): it is started outside the GPU lock
+(imports), and its load, check, bench and sweep requests each hold the lock.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -16,8 +23,8 @@ from kernelopt_core.errors import BenchParseError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock
-from kernelopt_core.measure.parsers import BenchReading, parse
-from kernelopt_core.process import ProcessResult
+from kernelopt_core.measure.parsers import BenchReading, json_time_lines, parse
+from kernelopt_core.process import ProcessResult, Worker, WorkerError
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Target, Tree
 
@@ -31,6 +38,8 @@ class Runner:
     gpu_seconds: float = 0.0  # time holding the GPU lock
     child_seconds: float = 0.0  # time inside child processes
     interpreted: bool = False  # some bench reading came from an interpreter (e.g. Triton's)
+    # tree role -> (content digest, worker): at most one live worker per role
+    workers: dict[str, tuple[str, Worker]] = attrs.field(factory=dict)
 
     def _with_timeout(self, command: Command, timeout_s: float) -> Command:
         # the descriptor's own timeout wins when it is tighter
@@ -75,6 +84,17 @@ class Runner:
         One process for all seeds when the backend offers ``check_seeds`` (each seed still gets
         its own fresh inputs; what is saved is the process start-up), else one per seed."""
         seeds = tuple(self.settings.seeds)
+        if self.served(tree):
+            try:
+                worker = self._worker(tree, log)
+                reply = self._request(worker, {"op": "check"}, self.settings.test_timeout_s
+                                      * len(seeds))
+            except WorkerError as exc:
+                return f"seeds {list(seeds)}", self._failed(tree, str(exc), 4)
+            if reply.get("ok"):
+                return None
+            return f"seeds {list(seeds)}", self._failed(tree, str(reply.get("error", "")),
+                                                       int(reply.get("exit", 1)))
         method = getattr(self.backend, "check_seeds", None)
         command = method(self.target, tree, seeds) if method is not None else None
         if command is not None:
@@ -86,6 +106,126 @@ class Runner:
             if not result.ok:
                 return f"seed {seed}", result
         return None
+
+    # ------------------------------------------------------------------ bench workers
+    def served(self, tree: Tree) -> bool:
+        """True when the backend serves this tree's bench from a persistent worker."""
+        method = getattr(self.backend, "bench_worker", None)
+        return (method is not None and self.target.bench is not None
+                and method(self.target, tree) is not None)
+
+    def _digest(self, tree: Tree) -> str:
+        h = hashlib.sha256()
+        for rel in self.target.editable:
+            path = tree.src / rel
+            h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+        return h.hexdigest()
+
+    def _worker(self, tree: Tree, log: Path) -> Worker:
+        """The live worker of ``tree``'s current content: started (outside the GPU lock) and
+        loaded (inside it) on first use; a worker of older content is closed first."""
+        digest = self._digest(tree)
+        slot = self.workers.get(tree.role)
+        if slot is not None and slot[0] == digest and slot[1].alive():
+            return slot[1]
+        if slot is not None:
+            self.workers.pop(tree.role)
+            slot[1].close()
+        command = self.backend.bench_worker(self.target, tree)  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        worker = process.start_worker(command, log, self.settings.test_timeout_s)
+        self.child_seconds += time.perf_counter() - started
+        self.workers[tree.role] = (digest, worker)
+        self.journal.write("worker_start", tree=tree.role, pid=worker.pid,
+                           seconds=round(time.perf_counter() - started, 3))
+        reply = self._request(worker, {"op": "load", "seeds": list(self.settings.seeds)},
+                              self.settings.test_timeout_s)
+        if not reply.get("ok"):
+            self.workers.pop(tree.role)
+            worker.close()
+            raise WorkerError(f"worker load: {reply.get('error', '')}")
+        return worker
+
+    def _request(self, worker: Worker, payload: dict[str, Any], timeout_s: float,
+                 held_out: list[Held] | None = None) -> dict[str, Any]:
+        with gpu_lock(self.settings.state_root) as held:
+            reply = worker.request(payload, timeout_s)
+        self.gpu_seconds += held.released - held.acquired
+        if held_out is not None:
+            held_out.append(held)
+        return reply
+
+    def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:
+        slot = self.workers.get(tree.role)
+        command = slot[1].command if slot else Command(("bench-worker",), tree.src)
+        return ProcessResult(command, code, "", detail, 0.0)
+
+    def close_workers(self) -> None:
+        """Stop every worker (end of a run, a self-test or a target)."""
+        while self.workers:
+            _role, (_digest, worker) = self.workers.popitem()
+            worker.close()
+
+    def _served_bench(self, tree: Tree, log: Path, work: float) -> tuple[dict[str, Any], Held]:
+        held: list[Held] = []
+        try:
+            worker = self._worker(tree, log)
+            reply = self._request(worker, {"op": "bench", "work": work},
+                                  self.settings.bench_timeout_s, held)
+        except WorkerError as exc:
+            raise BenchFailed(str(exc)) from exc
+        if not reply.get("ok"):
+            raise BenchFailed(f"bench worker: {reply.get('error', '')}")
+        forged, _invalid = json_time_lines(worker.stdout())
+        if forged:
+            raise BenchFailed(f"the worker printed a time line on its stdout, which is never "
+                              f"the reply channel (forged output): {forged[0][1][:200]!r}")
+        reading = reply.get("reading")
+        time_ms = reading.get("time_ms") if isinstance(reading, dict) else None
+        if not isinstance(time_ms, (int, float)) or not time_ms > 0 or time_ms == float("inf"):
+            raise BenchFailed(f"bench worker: reply without a positive finite time_ms: {reply}")
+        return reading, held[-1]
+
+    def sweep(self, tree: Tree, configs: list[dict[str, str]], log: Path) -> list[dict[str, Any]] | None:
+        """Bulk screening: each knob configuration (knob name -> value) applied to ``tree``'s
+        source inside its worker, checked on the first seed and timed there, one process for
+        all. None when the backend has no worker. Results follow ``configs``' order:
+        ``{"config", "ok", "time_ms", "error"}``, and the tree's own time as ``reference_ms``."""
+        if not self.served(tree):
+            return None
+        knobs = {k.name: k for k in self.target.knobs}
+        unknown = sorted({name for c in configs for name in c} - set(knobs))
+        if unknown:
+            raise UsageError(f"sweep: unknown knob(s) {', '.join(unknown)}",
+                             hint=f"known: {', '.join(sorted(knobs)) or 'none'}")
+        payload = [{"edits": [{"file": knobs[n].file, "pattern": knobs[n].pattern, "value": v}
+                              for n, v in c.items()]} for c in configs]
+        held: list[Held] = []
+        try:
+            worker = self._worker(tree, log)
+            reply = self._request(worker, {"op": "sweep", "configs": payload},
+                                  self.settings.bench_timeout_s * max(1, len(configs)), held)
+        except WorkerError as exc:
+            raise BenchFailed(str(exc)) from exc
+        if not reply.get("ok") or len(reply.get("results", [])) != len(configs):
+            raise BenchFailed(f"sweep: {reply.get('error', 'wrong number of results')}")
+        results = [{**r, "config": c} for r, c in zip(reply["results"], configs, strict=True)]
+        self.journal.write("sweep", tree=tree.role, configs=len(configs),
+                           ok=sum(bool(r.get("ok")) for r in results),
+                           reference_ms=reply.get("reference_ms"), results=results,
+                           acquired=held[-1].acquired, released=held[-1].released)
+        return [{**r, "reference_ms": reply.get("reference_ms")} for r in results]
+
+    def confirm_rounds(self, candidate: Tree) -> int:
+        """Rounds for confirm and the self-test: the fewest for an interpreter's times (they
+        cannot back a claim), more when both trees are served by workers (a round then costs
+        milliseconds, not process start-ups)."""
+        if self.interpreted:
+            return 2
+        baseline = attrs.evolve(candidate, role="baseline")
+        if self.served(candidate) and self.served(baseline):
+            return max(self.settings.final_rounds, self.settings.worker_rounds)
+        return self.settings.final_rounds
 
     def has_bench(self, tree: Tree) -> bool:
         return self.target.bench is not None and self._bench_command(tree) is not None
@@ -102,23 +242,16 @@ class Runner:
         return self.backend.bench(self.target, tree, work=work)
 
     def bench(self, tree: Tree, log: Path, purpose: str, work: float = 1.0) -> BenchReading:
-        """One bench invocation (a fresh process) under the GPU lock; its time in ms.
+        """One bench reading under the GPU lock (a fresh process, or one request to the tree's
+        worker when the backend serves benches); its time in ms.
 
         ``work`` < 1 asks the bench to do that fraction of the work (gate self-test only)."""
-        command = self._bench_command(tree, work)
-        assert command is not None and self.target.bench is not None
-        command = self._with_timeout(command, self.settings.bench_timeout_s)
-        result, held = self.spawn_locked(command, log)
-        if not result.ok:
-            raise BenchFailed(f"bench {result.describe()}:\n{result.tail()}")
-        try:
-            reading = parse(self.target.bench, result.stdout, command.display())
-        except BenchParseError as exc:
-            if tree.role == "baseline":
-                raise  # the user's bench breaks the contract: a usage error (exit 2)
-            # a candidate's output that breaks it (a forged second time line, garbage) is that
-            # candidate's failure, not the run's
-            raise BenchFailed(f"{exc}\n{result.tail()}") from exc
+        if self.served(tree):
+            fields, held = self._served_bench(tree, log, work)
+            reading = BenchReading(float(fields["time_ms"]),
+                                   {k: v for k, v in fields.items() if k != "time_ms"})
+        else:
+            reading, held = self._fresh_bench(tree, log, work)
         if reading.extra.get("interpreted"):
             self.interpreted = True  # an interpreter's times: never a device speedup
         self.journal.write(
@@ -130,8 +263,25 @@ class Runner:
             **({"interpreted": True} if reading.extra.get("interpreted") else {}),
             acquired=held.acquired,
             released=held.released,
+            **({"timer": reading.extra["timer"]} if "timer" in reading.extra else {}),
         )
         return reading
+
+    def _fresh_bench(self, tree: Tree, log: Path, work: float) -> tuple[BenchReading, Held]:
+        command = self._bench_command(tree, work)
+        assert command is not None and self.target.bench is not None
+        command = self._with_timeout(command, self.settings.bench_timeout_s)
+        result, held = self.spawn_locked(command, log)
+        if not result.ok:
+            raise BenchFailed(f"bench {result.describe()}:\n{result.tail()}")
+        try:
+            return parse(self.target.bench, result.stdout, command.display()), held
+        except BenchParseError as exc:
+            if tree.role == "baseline":
+                raise  # the user's bench breaks the contract: a usage error (exit 2)
+            # a candidate's output that breaks it (a forged second time line, garbage) is that
+            # candidate's failure, not the run's
+            raise BenchFailed(f"{exc}\n{result.tail()}") from exc
 
     def shape_check(self, tree: Tree, seed: int, log: Path) -> ProcessResult | None:
         """The backend's check of the exact timed shape and launch path, if it has one."""

@@ -109,28 +109,32 @@ def run_selftest(
             journal.write("selftest_calibration", planted_speedup=planted_speedup, **calibration)
             kinds.append(("planted", work))
         results: dict[str, Any] = {}
+        rounds = runner.confirm_rounds(workspace.candidate_tree)
         for kind, work in kinds:
-            decisions, naive, ratios, seconds = [], [], [], []
+            decisions, naive, ratios, seconds, noise = [], [], [], [], []
             for i in range(trials):
                 start = time.perf_counter()
                 base, cand, aa, b_read, c_read = bracketed_rounds(
-                    ctx, workspace.candidate_tree, settings.final_rounds, f"{kind}{i + 1}", work)
+                    ctx, workspace.candidate_tree, rounds, f"{kind}{i + 1}", work)
                 stats = confirm_stats(base, cand, aa, settings.gamma, settings.min_noise_pct)
                 seconds.append(time.perf_counter() - start)
                 decisions.append(stats.faster)
                 naive.append(c_read[0].time_ms < b_read[0].time_ms / NAIVE_GAMMA)
                 ratios.append(stats.median_ratio)
+                noise.append(stats.noise_pct)
                 journal.write("selftest_decision", kind=kind, trial=i + 1, accept=stats.faster,
                               naive_accept=naive[-1], median_ratio=stats.median_ratio,
                               noise_pct=stats.noise_pct, threshold=stats.threshold)
             results[kind] = {
                 "trials": trials, "accepts": sum(decisions), "naive_accepts": sum(naive),
                 "median_ratio": median(ratios), "seconds_per_decision": median(seconds),
+                "median_noise_pct": median(noise),
             }
     except BenchFailed as exc:  # the self-test's "candidate" is the baseline: the bench's fault
         raise UsageError(f"the bench fails during the self-test: {exc}",
                          hint=f"run the bench by hand; the log is in {out_dir}") from exc
     finally:
+        runner.close_workers()
         workspace.release()
         journal.close()
     device = device_info(settings.state_root, target.device, settings.peak_gbps)
@@ -153,7 +157,8 @@ def run_selftest(
             "false_accepts": results["aa"]["naive_accepts"] if include_aa else None,
             "detections": results["planted"]["naive_accepts"] if "planted" in results else None,
         },
-        "protocol": {"gamma": settings.gamma, "final_rounds": settings.final_rounds,
+        "protocol": {"gamma": settings.gamma, "rounds": rounds,
+                     "workers": runner.served(workspace.candidate_tree),
                      "min_noise_pct": settings.min_noise_pct},
         "machine": {"host": platform.node(), "platform": platform.platform(),
                     "cpus": os.cpu_count()},

@@ -47,6 +47,7 @@ class Settings:
     gamma: float = 1.03
     screen_runs: int = 3
     final_rounds: int = 6
+    worker_rounds: int = 20  # confirm rounds when both trees are served by bench workers
     min_noise_pct: float = 1.0
     kappa: float = 1.3  # roofline: reject achieved bandwidth above kappa x measured peak
     peak_gbps: float | None = None  # override the measured peak bandwidth
@@ -236,6 +237,7 @@ def _validate(s: Settings) -> None:
         (s.gamma >= 1.0, "gamma", "at least 1.0 (1.03 = a 3 % margin)"),
         (s.screen_runs >= 1, "screen_runs", "at least 1"),
         (s.final_rounds >= 2, "final_rounds", "at least 2"),
+        (s.worker_rounds >= 2, "worker_rounds", "at least 2"),
         (s.kappa >= 1.0, "kappa", "at least 1.0"),
         (s.edit_mode in ("file", "patch"), "edit_mode", "`file` or `patch`"),
         (s.retries >= 0, "retries", "0 or more"),

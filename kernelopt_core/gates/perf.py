@@ -81,8 +81,7 @@ class ConfirmGate:
         if not ctx.runner.has_bench(ctx.candidate_tree):
             return GateResult(self.name, True, "no bench: cannot confirm", skipped=True)
         try:
-            # an interpreter's times cannot back a claim whatever they say: the fewest rounds
-            rounds = 2 if ctx.runner.interpreted else ctx.settings.final_rounds
+            rounds = ctx.runner.confirm_rounds(ctx.candidate_tree)
             base, cand, aa, b_read, c_read = bracketed_rounds(ctx, ctx.candidate_tree, rounds,
                                                               "confirm")
         except BenchFailed as exc:

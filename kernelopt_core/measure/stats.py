@@ -13,13 +13,29 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
+NOISE_QUANTILE = 0.9  # of |A/A deviation|, once there are ROBUST_FROM ratios or more
+ROBUST_FROM = 10
+
+
 def noise_pct(aa_ratios: Sequence[float], floor_pct: float) -> float:
-    """Noise floor ε (%) from baseline-against-baseline ratios measured in the same session:
-    the largest A/A deviation seen, never below ``floor_pct``."""
+    """Noise floor ε (%) from baseline-against-baseline ratios measured in the same session,
+    never below ``floor_pct``.
+
+    With ``ROBUST_FROM`` (10) or more ratios: the 90th percentile of the A/A deviations
+    |r − 1| (r folded to ≥ 1), interpolated between order statistics, so one or two outliers
+    among 20 rounds do not set the floor while a broad spread still does. With fewer (six
+    fresh-process rounds), a quantile is not estimable: the largest deviation, as before."""
     if not aa_ratios:
         return floor_pct
-    spread = max(abs(math.exp(abs(math.log(r))) - 1.0) for r in aa_ratios) * 100
-    return max(floor_pct, spread)
+    deviations = sorted(math.exp(abs(math.log(r))) - 1.0 for r in aa_ratios)
+    if len(deviations) < ROBUST_FROM:
+        spread = deviations[-1]
+    else:
+        position = NOISE_QUANTILE * (len(deviations) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(deviations) - 1)
+        spread = deviations[low] + (position - low) * (deviations[high] - deviations[low])
+    return max(floor_pct, spread * 100)
 
 
 @attrs.frozen

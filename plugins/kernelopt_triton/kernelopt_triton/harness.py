@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from kernelopt_triton.convention import REQUIRED_FUNCTIONS, REQUIRED_NAMES
+from kernelopt_triton.timing import Timer
 
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
 # copy we never read.
@@ -38,7 +39,6 @@ _perf_counter = time.perf_counter
 _dumps, _write, _exit = json.dumps, os.write, os._exit
 _median, _isfinite = statistics.median, math.isfinite
 EXIT_WRONG, EXIT_CONVENTION, EXIT_PREREQUISITE = 1, 2, 3
-FLUSH_BYTES = 256 << 20  # larger than the H200's 50 MiB L2 (and any other GPU's)
 # Torch functions and tensor methods a launch may call besides its Triton kernels without
 # computing anything itself (shapes, pointers, allocation, views, zeroed buffers).
 ALLOWED_CALLS = {
@@ -223,51 +223,198 @@ def run_check(path: Path, seed: int, oracle: Path | None = None) -> str:
 
 
 def run_checks(path: Path, seeds: tuple[int, ...], oracle: Path | None = None) -> list[str]:
-    """Check one kernel file on every seed in one process; a summary per seed.
+    """Check one kernel file on every seed in one process; a summary per seed."""
+    return Session(path, oracle, seeds).check()
+
+
+def run_bench(path: Path, oracle: Path | None = None, iters: int | None = None,
+              warmup: int | None = None) -> dict[str, Any]:
+    """One bench reading in a fresh process (``bench`` mode)."""
+    return Session(path, oracle, ()).bench(iters=iters, min_launches=warmup)
+
+
+class Session:
+    """One tree's kernel file, loaded once: the check and bench of a fresh process, and the
+    state a bench worker keeps between requests.
 
     Everything the verdict rests on — tolerance, outputs, inputs and expected values of every
-    seed — comes from the original file and is computed before the candidate is imported, so a
-    candidate cannot reach into the original module to loosen it. Module state the candidate
-    keeps between seeds (a cache) faces every later seed's new inputs."""
-    torch, device, _interpreted = setup_device()
-    # no original given: the file is its own oracle (loaded once: Triton's interpreter does not
-    # take the same file loaded as two modules)
-    oracle_module = load(oracle if oracle is not None else path, "oracle")
-    oracle = oracle if oracle is not None else path
-    spec = contract(oracle_module, oracle)
-    outputs = spec["outputs"]
+    seed, the bench's two input sets, the original's torch calls, the timer — comes from the
+    original file and is fixed before the candidate is imported, so a candidate cannot reach
+    into the original module to loosen it. Module state the candidate keeps between seeds (a
+    cache) faces every later seed's new inputs, and the timed calls' new values."""
 
-    def expected_for(originals: list[Any]) -> list[Any]:
-        copies = [o.clone() if isinstance(o, torch.Tensor) else o for o in originals]
-        with torch.no_grad():
-            want = [w.clone() for w in spec["reference"](*copies)]
-        if len(want) != len(outputs):
-            raise ConventionError(f"{spec['name']}: reference returned {len(want)} tensors for "
-                                  f"{len(outputs)} OUTPUTS")
+    def __init__(self, path: Path, oracle: Path | None, seeds: tuple[int, ...]) -> None:
+        torch, device, interpreted = setup_device()
+        self.torch, self.device, self.interpreted, self.path = torch, device, interpreted, path
+        self.timer = Timer(torch, device, interpreted)  # bound before any kernel file
+        # no original given: the file is its own oracle (loaded once: Triton's interpreter does
+        # not take the same file loaded as two modules)
+        self.oracle_module = load(oracle if oracle is not None else path, "oracle")
+        self.oracle = oracle if oracle is not None else path
+        self.spec = spec = contract(self.oracle_module, self.oracle)
+        self.cases = []
+        for seed in seeds:
+            args = make_args(torch, spec, seed, device)
+            first = self._clones(args)
+            fresh = self._clones(make_args(torch, spec, seed + 7919, device))
+            self.cases.append((seed, args, first, self._expected(first), fresh,
+                               self._expected(fresh)))
+        self.args = make_args(torch, spec, 0, device)
+        self.values = [self._clones(self.args), self._clones(make_args(torch, spec, 1, device))]
+        self.base_calls: set[str] | None = None
+        if self.oracle.read_bytes() != path.read_bytes():
+            base_args = make_args(torch, spec, seeds[0] if seeds else 0, device)
+            with _CallRecorder() as recorder:
+                self.oracle_module.launch(*base_args)
+            _sync(torch, device)
+            self.base_calls = recorder.calls
+        # only now: the expectations above are fixed
+        self.candidate = load(path, "candidate") if self.oracle != path else self.oracle_module
+        if not callable(getattr(self.candidate, "launch", None)):
+            raise ConventionError(f"{path.name} does not define launch(*args)")
+        self.checksums: list[float] | None = None
+
+    def _clones(self, values: list[Any]) -> list[Any]:
+        return [a.clone() if isinstance(a, self.torch.Tensor) else a for a in values]
+
+    def _expected(self, originals: list[Any]) -> list[Any]:
+        copies = self._clones(originals)
+        with self.torch.no_grad():
+            want = [w.clone() for w in self.spec["reference"](*copies)]
+        if len(want) != len(self.spec["outputs"]):
+            raise ConventionError(f"{self.spec['name']}: reference returned {len(want)} tensors "
+                                  f"for {len(self.spec['outputs'])} OUTPUTS")
         return want
 
-    def clones(values: list[Any]) -> list[Any]:
-        return [a.clone() if isinstance(a, torch.Tensor) else a for a in values]
+    def check(self, module: ModuleType | None = None, cases: list[Any] | None = None) -> list[str]:
+        module = module or self.candidate
+        return [_check_seed(self.torch, self.device, self.spec, module, case, self.base_calls,
+                            self.path.name) for case in (self.cases if cases is None else cases)]
 
-    cases = []
-    for seed in seeds:
-        args = make_args(torch, spec, seed, device)
-        first = clones(args)
-        fresh = clones(make_args(torch, spec, seed + 7919, device))
-        cases.append((seed, args, first, expected_for(first), fresh, expected_for(fresh)))
-    base_calls: set[str] | None = None
-    if oracle.read_bytes() != path.read_bytes():
-        base_args = make_args(torch, spec, seeds[0], device)
-        with _CallRecorder() as recorder:
-            oracle_module.launch(*base_args)
-        _sync(torch, device)
-        base_calls = recorder.calls
-    # only now: the expectations above are fixed
-    candidate = load(path, "candidate") if oracle != path else oracle_module
-    if not callable(getattr(candidate, "launch", None)):
-        raise ConventionError(f"{path.name} does not define launch(*args)")
-    return [_check_seed(torch, device, spec, candidate, case, base_calls, path.name)
-            for case in cases]
+    def _use(self, k: int) -> None:
+        """Seed k's values into the bench buffers; outputs prepared (poisoned or restored)."""
+        with self.torch.no_grad():
+            for arg, value in zip(self.args, self.values[k], strict=True):
+                if isinstance(arg, self.torch.Tensor) and value.shape == arg.shape:
+                    arg.copy_(value)
+        _prepare(self.torch, self.args, self.values[k], self.spec)
+
+    def _verify(self, launch: Any) -> list[float]:
+        """The verification calls: the timed shape on poisoned outputs, both input sets."""
+        sums = []
+        for k in (0, 1):
+            self._use(k)
+            launch(*self.args)
+            _sync(self.torch, self.device)
+            sums.append(_checksum(self.torch, self.args, self.spec["outputs"]))
+        return sums
+
+    def bench(self, work: float = 1.0, iters: int | None = None, min_launches: int | None = None,
+              module: ModuleType | None = None) -> dict[str, Any]:
+        """One reading: the median of the timed windows (kernelopt_triton.timing).
+
+        Timed launches alternate between two sets of input values (seeds 0 and 1, copied into
+        the same buffers outside the timed window), so a result cached by input fingerprint is
+        not timed as a copy. The checksum is the seed-0 verification call's; the last timed
+        launch must reproduce its own seed's. ``work`` < 1 (gate self-test only) narrows every
+        tensor argument to the first ⌈work·n⌉ rows of its first dimension."""
+        torch, spec, timer = self.torch, self.spec, self.timer
+        launch = (module or self.candidate).launch
+        first = not timer.warmed
+        if first or module is not None:
+            # compiles (and autotunes) outside the timed window
+            for _ in range(1 if self.interpreted else 2):
+                self._use(0)
+                launch(*self.args)
+            _sync(torch, self.device)
+        checksums = self._verify(launch)
+        if module is None and self.checksums is None:
+            self.checksums = checksums
+        args = self.args if work >= 1.0 else _narrow(torch, self.args, work)
+        state = {"n": 0}
+
+        def prepare() -> None:
+            self._use(state["n"] % 2)
+            state["n"] += 1
+
+        def call() -> None:
+            launch(*args)
+
+        if self.interpreted:
+            estimate = timer.warm_up(prepare, call, 0.0, min_launches or 1)
+        else:
+            # after idle the clocks ramp (seen: 0.39, 0.29, 0.27 ms before 0.257 steady): a
+            # long warm-up on a first or idle reading, a short one between back-to-back requests
+            idle = first or _perf_counter() - timer.last_used > 1.0
+            estimate = timer.warm_up(prepare, call, 200.0 if idle else 5.0,
+                                     min_launches or (10 if idle else 3))
+        if iters is None:
+            # about 10 ms of kernel time per reading, 20 to 100 windows
+            iters = 4 if self.interpreted else int(min(100, max(20, 10.0 / max(estimate, 1e-3))))
+        state["n"] = 0
+        times, info = timer.time(prepare, call, iters)
+        _sync(torch, self.device)
+        after, want = _checksum(torch, self.args, spec["outputs"]), checksums[(iters - 1) % 2]
+        consistent = work < 1.0 or (
+            _isfinite(after) and abs(after - want) <= 1e-6 * max(abs(want), 1e-30))
+        checksum = checksums[0]
+        reading: dict[str, Any] = {
+            "kernelopt_bench": 1, "time_ms": _median(times), "shape": spec["shape"],
+            "bytes": spec["bytes"] if isinstance(spec["bytes"], int) else None,
+            "checksum": checksum if _isfinite(checksum) and consistent else "nan",
+            "iters": iters, "device": self.device, **info,
+        }
+        if work < 1.0:
+            reading["work"] = work
+        if self.interpreted:
+            reading["interpreted"] = True
+        if not consistent:
+            reading["note"] = (f"outputs after the timed calls (checksum {after!r}) differ from "
+                               f"the verification call's on the same inputs ({want!r})")
+        return reading
+
+    def sweep(self, configs: list[dict[str, Any]], iters: int | None = None) -> dict[str, Any]:
+        """Bulk screening: each configuration's knob edits applied to the kernel file's text,
+        loaded as its own module (compiled on first launch), checked on the first seed and timed
+        here. A configuration that fails to compile or check costs that, not a candidate."""
+        import re
+        import tempfile
+
+        source = self.path.read_text(encoding="utf-8")
+        reference = self.bench(iters=iters)["time_ms"]
+        results = []
+        scratch = Path(tempfile.mkdtemp(prefix="kernelopt-sweep-"))
+        for n, config in enumerate(configs):
+            text = source
+            try:
+                for edit in config.get("edits", []):
+                    if Path(edit["file"]).name != self.path.name:
+                        raise ConventionError(f"knob file {edit['file']} is not {self.path.name}")
+                    match = next(re.finditer(edit["pattern"], text, re.M), None)
+                    if match is None:
+                        raise ConventionError(f"knob pattern {edit['pattern']!r} matches nothing")
+                    text = text[:match.start(1)] + str(edit["value"]) + text[match.end(1):]
+                variant = scratch / f"{self.path.stem}_v{n}.py"
+                variant.write_text(text, encoding="utf-8")
+                module = load(variant, f"sweep{n}")
+                self.check(module, self.cases[:1])
+                reading = self.bench(iters=iters, module=module)
+                results.append({"ok": True, "time_ms": reading["time_ms"],
+                                "timer": reading["timer"]})
+            except Mismatch as exc:
+                results.append({"ok": False, "error": f"wrong output: {exc}"})
+            except Exception as exc:  # a compile error, an invalid launch: this config's failure
+                results.append({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]})
+        return {"reference_ms": reference, "results": results}
+
+
+def _narrow(torch: Any, args: list[Any], work: float) -> list[Any]:
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.dim() >= 1 and a.shape[0] > 1:
+            a = a.narrow(0, 0, max(1, math.ceil(work * a.shape[0])))
+        out.append(a)
+    return out
 
 
 def _check_seed(torch: Any, device: str, spec: dict[str, Any], candidate: ModuleType,
@@ -317,87 +464,6 @@ def _checksum(torch: Any, args: list[Any], outputs: tuple[int, ...]) -> float:
     return total
 
 
-def run_bench(path: Path, oracle: Path | None = None, iters: int | None = None,
-              warmup: int | None = None) -> dict[str, Any]:
-    """One bench invocation: the median of ``iters`` timed launches.
-
-    Timed launches alternate between two sets of input values (seeds 0 and 1, copied into the
-    same buffers outside the timed window), so a result cached by input fingerprint is not
-    timed as a copy; each is preceded by an L2 flush, and its window closes after a device-wide
-    synchronize, so work moved to a side stream is inside it. The checksum is the seed-0
-    verification call's; the last timed launch must reproduce its own seed's.
-    """
-    torch, device, interpreted = setup_device()
-    # captured before the candidate is imported: a kernel file cannot swap the clock we read
-    event_class, elapsed_time = torch.cuda.Event, torch.cuda.Event.elapsed_time
-    synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    oracle = oracle if oracle is not None else path
-    oracle_module = load(oracle, "oracle")
-    spec = contract(oracle_module, oracle)
-    outputs = spec["outputs"]
-    args = make_args(torch, spec, 0, device)
-    values = [[a.clone() if isinstance(a, torch.Tensor) else a for a in args],
-              [a.clone() if isinstance(a, torch.Tensor) else a
-               for a in make_args(torch, spec, 1, device)]]
-    candidate = load(path, "candidate") if oracle != path else oracle_module
-    launch = candidate.launch
-    iters = iters or (4 if interpreted else 50)
-    warmup = warmup if warmup is not None else (1 if interpreted else 5)
-
-    def use(k: int) -> None:  # seed k's values into the same buffers; outputs prepared
-        with torch.no_grad():
-            for arg, value in zip(args, values[k], strict=True):
-                if isinstance(arg, torch.Tensor) and value.shape == arg.shape:
-                    arg.copy_(value)
-        _prepare(torch, args, values[k], spec)
-
-    for _ in range(warmup):  # compiles (and autotunes) outside the timed window
-        use(0)
-        launch(*args)
-    _sync(torch, device)
-    checksums = []
-    for k in (0, 1):  # the verification calls: the timed shape, on poisoned outputs
-        use(k)
-        launch(*args)
-        _sync(torch, device)
-        checksums.append(_checksum(torch, args, outputs))
-    flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device=device) if not interpreted else None
-    times: list[float] = []
-    events = []
-    for n in range(iters):
-        use(n % 2)
-        if flush is not None:
-            flush.zero_()
-            start, end = event_class(enable_timing=True), event_class(enable_timing=True)
-            start.record()
-            launch(*args)
-            synchronize()  # every stream's work, not only the current stream's
-            end.record()
-            events.append((start, end))
-        else:
-            t0 = _perf_counter()
-            launch(*args)
-            times.append((_perf_counter() - t0) * 1e3)
-    _sync(torch, device)
-    times += [elapsed_time(s, e) for s, e in events]
-    after, want = _checksum(torch, args, outputs), checksums[(iters - 1) % 2]
-    consistent = _isfinite(after) and abs(after - want) <= 1e-6 * max(abs(want), 1e-30)
-    checksum = checksums[0]
-    reading: dict[str, Any] = {
-        "kernelopt_bench": 1, "time_ms": _median(times), "shape": spec["shape"],
-        "bytes": spec["bytes"] if isinstance(spec["bytes"], int) else None,
-        "checksum": checksum if _isfinite(checksum) and consistent else "nan",
-        "cache_flushed": flush is not None, "timer": "interpreter" if interpreted else "cuda_event",
-        "iters": iters, "device": device,
-    }
-    if interpreted:
-        reading["interpreted"] = True
-    if not consistent:
-        reading["note"] = (f"outputs after the timed calls (checksum {after!r}) differ from the "
-                           f"verification call's on the same inputs ({want!r})")
-    return reading
-
-
 def _seed_list(text: str) -> tuple[int, ...]:
     try:
         seeds = tuple(int(s) for s in text.split(",") if s.strip())
@@ -406,6 +472,52 @@ def _seed_list(text: str) -> tuple[int, ...]:
     if not seeds:
         raise SystemExit(f"--seeds {text!r}: give comma-separated integers, e.g. 1,2,3")
     return seeds
+
+
+def serve_requests(path: Path, oracle: Path | None) -> int:
+    """The bench-worker loop (kernelopt_core.bench_worker): the channel is bound and ``hello``
+    answered before torch, triton or any kernel file is imported. Requests: ``load`` (seeds:
+    the original's expectations, then the candidate), ``check``, ``bench`` (work), ``sweep``
+    (configs). A failure is a reply (exit 1 wrong output, 2 convention, 4 anything else)."""
+    import traceback
+
+    from kernelopt_core.bench_worker import Channel
+
+    channel = Channel.from_env()
+    session: Session | None = None
+    while (request := channel.read()) is not None:
+        op = request.get("op")
+        try:
+            if op == "load":
+                session = Session(path, oracle, tuple(int(s) for s in request.get("seeds", ())))
+                channel.reply(request, ok=True, device=session.device,
+                              interpreted=session.interpreted)
+                continue
+            if session is None:
+                raise ConventionError(f"request {op!r} before load")
+            if op == "check":
+                channel.reply(request, ok=True, lines=session.check())
+            elif op == "bench":
+                channel.reply(request, ok=True,
+                              reading=session.bench(float(request.get("work", 1.0)),
+                                                    request.get("iters")))
+            elif op == "sweep":
+                channel.reply(request, ok=True, **session.sweep(request.get("configs", []),
+                                                               request.get("iters")))
+            else:
+                channel.reply(request, ok=False, exit=2, error=f"unknown request {op!r}")
+        except Mismatch as exc:
+            channel.reply(request, ok=False, exit=EXIT_WRONG, error=f"MISMATCH: {exc}")
+        except ConventionError as exc:
+            channel.reply(request, ok=False, exit=EXIT_CONVENTION, error=f"kernel file: {exc}")
+        except SystemExit as exc:  # a prerequisite missing (exit 3) or a kernel file leaving
+            channel.reply(request, ok=False, exit=exc.code if isinstance(exc.code, int) else 4,
+                          error=f"exited during {op}: {exc}")
+            break
+        except BaseException:  # noqa: BLE001 - the core decides; the worker only reports
+            channel.reply(request, ok=False, exit=4, error=traceback.format_exc()[-4000:])
+    Channel.leave(0)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -420,9 +532,16 @@ def main(argv: list[str] | None = None) -> int:
     bench = sub.add_parser("bench", help="print one kernelopt JSON line")
     bench.add_argument("file", type=Path)
     bench.add_argument("--oracle", type=Path)
-    bench.add_argument("--iters", type=int, default=None, help="timed launches [50; 4 interpreted]")
+    bench.add_argument("--iters", type=int, default=None,
+                       help="timed launches [about 20 ms of kernel time, 20-200; 4 interpreted]")
     bench.add_argument("--warmup", type=int, default=None)
+    serve = sub.add_parser("serve", help="a bench worker: serve load/check/bench/sweep requests "
+                           "on the pipes kernelopt passes (KERNELOPT_WORKER_FDS)")
+    serve.add_argument("file", type=Path)
+    serve.add_argument("--oracle", type=Path)
     args = parser.parse_args(argv)
+    if args.mode == "serve":
+        return serve_requests(args.file, args.oracle)
     try:
         if args.mode == "check":
             wanted = (args.seed,) if args.seed is not None else _seed_list(args.seeds)

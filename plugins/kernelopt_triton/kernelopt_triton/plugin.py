@@ -143,6 +143,10 @@ class TritonBackend:
     def bench(self, target: Target, tree: Tree) -> Command | None:
         return self._harness(target, tree, "bench", label="bench")
 
+    def bench_worker(self, target: Target, tree: Tree) -> Command | None:
+        # one process per tree: torch, CUDA and the compile paid once, many readings served
+        return self._harness(target, tree, "serve", label="bench worker")
+
     def engine(self, target: Target, tree: Tree) -> Command | None:
         return None  # a standalone kernel file has no whole program around it
 

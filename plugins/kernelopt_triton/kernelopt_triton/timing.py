@@ -1,0 +1,137 @@
+"""Device time of one launch, converging to the kernel's own time (docs/gates.md, "Timing").
+
+Each timed window, on a GPU:
+
+1. outside it: the inputs' values copied in, outputs poisoned, the L2 cache flushed (a buffer
+   twice the L2 size zeroed), then a *cushion*: a GPU spin (``torch.cuda._sleep``) longer than
+   the host needs to enqueue the launch, so the GPU never idles between the start event and
+   the first kernel (the launch's Python cost stays out of the window);
+2. start event, ``launch(*args)``, an end event on the current stream, a device-wide
+   synchronize, a second end event;
+3. after every 4th window, an empty one (cushion, start event, synchronize, end event)
+   measures the fixed cost the synchronize adds.
+
+The current-stream time is the kernel's device time when all work stays on that stream. The
+synchronized time less the fixed cost includes every stream's work; when it exceeds the
+current-stream time by more than 3 % + 3 µs (work the caller's stream does not see: a side
+stream), the synchronized times are reported and the reading says so.
+
+Captured at construction — before any kernel file is imported — so a kernel file that patches
+torch's events, the clock or the synchronize patches copies this module never reads.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+SIDE_REL, SIDE_ABS_MS = 1.03, 0.003  # current-stream vs synchronized: beyond this, a side stream
+EMPTY_EVERY = 4  # an empty window (the synchronize's fixed cost) after every 4th timed one
+_median, _perf_counter = statistics.median, time.perf_counter
+
+
+class Timer:
+    def __init__(self, torch: Any, device: str, interpreted: bool) -> None:
+        self.device, self.interpreted = device, interpreted
+        self.warmed = False
+        self.last_used = 0.0  # perf_counter at the end of the last timing
+        if interpreted:
+            return
+        cuda = torch.cuda
+        self._event = cuda.Event
+        self._sync = cuda.synchronize
+        self._sleep = cuda._sleep
+        props = cuda.get_device_properties(cuda.current_device())
+        l2 = int(getattr(props, "L2_cache_size", 0) or (50 << 20))
+        self.flush_bytes = max(2 * l2, 64 << 20)
+        self._flush = torch.empty(self.flush_bytes, dtype=torch.int8, device="cuda")
+        # cycles of _sleep per millisecond, measured (clocks vary; a long spin is steady)
+        spins = []
+        for _ in range(3):
+            start, end = self._event(enable_timing=True), self._event(enable_timing=True)
+            start.record()
+            self._sleep(2_000_000)
+            end.record()
+            end.synchronize()
+            spins.append(start.elapsed_time(end))
+        self.cycles_per_ms = 2_000_000 / max(_median(spins), 1e-6)
+        self.cushion_ms = 0.05
+
+    def warm_up(self, prepare: Callable[[], None], launch: Callable[[], None],
+                min_ms: float, min_launches: int) -> float:
+        """Launch until ``min_ms`` of wall time and ``min_launches`` have passed (clocks ramp
+        after idle); sets the cushion from the host's enqueue time; returns the median device
+        time of the warm-up launches (ms)."""
+        host, device = [], []
+        started = _perf_counter()
+        count = 0
+        while count < min_launches or (_perf_counter() - started) * 1e3 < min_ms:
+            prepare()
+            if self.interpreted:
+                t0 = _perf_counter()
+                launch()
+                device.append((_perf_counter() - t0) * 1e3)
+            else:
+                start, end = self._event(enable_timing=True), self._event(enable_timing=True)
+                t0 = _perf_counter()
+                start.record()
+                launch()
+                end.record()
+                host.append((_perf_counter() - t0) * 1e3)
+                self._sync()
+                device.append(start.elapsed_time(end))
+            count += 1
+        if host:
+            # twice the enqueue time (and at least 30 µs) keeps the GPU busy until the launch
+            self.cushion_ms = min(max(2 * _median(host) + 0.02, 0.03), 5.0)
+        self.warmed = True
+        return float(_median(device))
+
+    def time(self, prepare: Callable[[], None], launch: Callable[[], None],
+             iters: int) -> tuple[list[float], dict[str, Any]]:
+        """``iters`` timed windows; per-window times (ms) and how they were taken."""
+        if self.interpreted:
+            times = []
+            for _ in range(iters):
+                prepare()
+                t0 = _perf_counter()
+                launch()
+                times.append((_perf_counter() - t0) * 1e3)
+            return times, {"timer": "interpreter", "cache_flushed": False}
+        cycles = int(self.cushion_ms * self.cycles_per_ms)
+        windows, empties = [], []
+        for n in range(iters):
+            prepare()
+            self._flush.zero_()
+            self._sleep(cycles)
+            start, current, synced = (self._event(enable_timing=True) for _ in range(3))
+            start.record()
+            launch()
+            current.record()
+            self._sync()  # every stream's work, not only the current stream's
+            synced.record()
+            windows.append((start, current, synced))
+            if n % EMPTY_EVERY:
+                continue
+            self._sleep(cycles)
+            e_start, e_end = self._event(enable_timing=True), self._event(enable_timing=True)
+            e_start.record()
+            self._sync()
+            e_end.record()
+            empties.append((e_start, e_end))
+        self._sync()
+        self.last_used = _perf_counter()
+        on_stream = [s.elapsed_time(c) for s, c, _ in windows]
+        fixed = float(_median([s.elapsed_time(e) for s, e in empties]))
+        synced_times = [s.elapsed_time(y) - fixed for s, _, y in windows]
+        side = _median(synced_times) > _median(on_stream) * SIDE_REL + SIDE_ABS_MS
+        info = {"timer": "cuda_event+device_sync" if side else "cuda_event",
+                "cache_flushed": True, "sync_fixed_ms": round(fixed, 5),
+                "on_stream_ms": round(float(_median(on_stream)), 5),
+                "synced_ms": round(float(_median(synced_times)), 5),
+                "cushion_ms": round(self.cushion_ms, 4)}
+        if side:
+            info["side_stream"] = True
+        return (synced_times if side else on_stream), info
