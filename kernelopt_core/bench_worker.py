@@ -5,8 +5,9 @@ tree) -> Command``; the core starts that command with ``KERNELOPT_WORKER_FDS=R,W
 pipe to read, a reply pipe to write) and talks JSON lines over them. A Python worker uses
 :class:`Channel`; a worker in another language follows the same rules:
 
-* the first request is ``{"op": "hello", "token": T, "id": 1}``: keep T, answer it, and only
-  then load the code under test;
+* the first request is ``{"op": "hello", "token": T, "id": 1}``: keep T, do the slow
+  start-up that touches no code under test (imports, device initialisation: the core waits
+  for this reply outside the GPU lock), answer it, and only then load the code under test;
 * every later request gets exactly one reply line ``{"id": <its id>, "token": T, "ok": true,
   ...}`` (``"ok": false`` with ``"exit"`` and ``"error"`` for a failure); a second line, a
   wrong id or token, a crash or a hang past the timeout fails that tree only;
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 FDS_ENV = "KERNELOPT_WORKER_FDS"
@@ -35,9 +37,10 @@ class Channel:
         self._token = ""
 
     @classmethod
-    def from_env(cls) -> Channel:
-        """Bind the pipes named by the environment and answer ``hello``; the variable is
-        removed so code loaded later does not find it by name."""
+    def from_env(cls, setup: Callable[[], None] | None = None) -> Channel:
+        """Bind the pipes named by the environment, read ``hello``, run ``setup`` (imports and
+        device initialisation: kept outside the GPU-locked requests) and answer ``hello``; the
+        variable is removed so code loaded later does not find it by name."""
         spec = os.environ.pop(FDS_ENV, "")
         try:
             read_fd, write_fd = (int(part) for part in spec.split(","))
@@ -49,6 +52,8 @@ class Channel:
         if hello is None or hello.get("op") != "hello" or not hello.get("token"):
             raise SystemExit("bench worker: the first request must be hello with a token")
         channel._token = str(hello["token"])
+        if setup is not None:
+            setup()
         channel.reply(hello, ok=True)
         return channel
 

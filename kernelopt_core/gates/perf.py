@@ -8,7 +8,7 @@ from typing import Any
 from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.parsers import BenchReading
-from kernelopt_core.measure.stats import confirm_stats, median
+from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, confirm_stats, median
 from kernelopt_core.runner import BenchFailed
 from kernelopt_core.target import Tree
 
@@ -71,8 +71,9 @@ def bracketed_rounds(
 
 
 class ConfirmGate:
-    """Final rounds in fresh processes, the candidate bracketed by baselines; every round must
-    be won (sign test) and the median ratio must clear 1 + max(noise, γ−1)."""
+    """Final rounds in separate processes (fresh ones, or the two trees' workers), the candidate
+    bracketed by baselines; every round must be won (from 10 rounds on: the sign test at
+    p ≤ 0.001) and the median ratio must clear 1 + max(noise, γ−1)."""
 
     name = "confirm"
     phase = "final"
@@ -98,7 +99,8 @@ class ConfirmGate:
         summary = (
             f"median ratio {stats.median_ratio:.3f}× over {stats.rounds} rounds, "
             f"{stats.wins}/{stats.rounds} won (sign test p={stats.sign_p:.3f}), noise "
-            f"±{stats.noise_pct:.1f} %; needs > {stats.threshold:.3f}× and every round won"
+            f"±{stats.noise_pct:.1f} %; needs > {stats.threshold:.3f}× and "
+            + ("every round won" if stats.rounds < ROBUST_FROM else f"sign test p ≤ {SIGN_ALPHA:g}")
         )
         return GateResult(self.name, stats.faster, summary, metrics)
 
