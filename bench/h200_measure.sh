@@ -32,10 +32,10 @@ case "$1" in
   run)
     /usr/bin/time -f 'wall %e s' kernelopt run examples/triton/softmax.py --iterations 6 --patience 6
     echo "exit $?"; save_run run-softmax ;;
-  hacks)
+  hacks|hacks-nopolicy)  # hacks: policy on, then off; hacks-nopolicy: only the second run
     args=(); for h in tests/reward_hacks/triton/*.py; do args+=(--candidate "softmax.py=$h"); done
-    kernelopt run examples/triton/softmax.py --final-rounds 3 --worker-rounds 6 "${args[@]}"
-    echo "exit $?"; save_run hacks-policy
+    [ "$1" = hacks ] && kernelopt run examples/triton/softmax.py --final-rounds 3 --worker-rounds 6 "${args[@]}"
+    [ "$1" = hacks ] && { echo "exit $?"; save_run hacks-policy; }
     kernelopt run examples/triton/softmax.py --final-rounds 3 --worker-rounds 6 \
       --gates build,correctness,screen "${args[@]}"
     echo "exit $?"; save_run hacks-nopolicy ;;

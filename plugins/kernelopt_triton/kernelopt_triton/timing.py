@@ -40,9 +40,13 @@ class Timer:
         if interpreted:
             return
         cuda = torch.cuda
-        self._event = cuda.Event
+        # the functions themselves, not attribute lookups at call time: a kernel file that
+        # rebinds Event.elapsed_time, Event.record or Tensor.zero_ changes nothing read here
+        self._event, self._record = cuda.Event, cuda.Event.record
+        self._elapsed, self._event_sync = cuda.Event.elapsed_time, cuda.Event.synchronize
         self._sync = cuda.synchronize
         self._sleep = cuda._sleep
+        self._zero = torch.Tensor.zero_
         props = cuda.get_device_properties(cuda.current_device())
         l2 = int(getattr(props, "L2_cache_size", 0) or (50 << 20))
         self.flush_bytes = max(2 * l2, 64 << 20)
@@ -51,11 +55,11 @@ class Timer:
         spins = []
         for _ in range(3):
             start, end = self._event(enable_timing=True), self._event(enable_timing=True)
-            start.record()
+            self._record(start)
             self._sleep(2_000_000)
-            end.record()
-            end.synchronize()
-            spins.append(start.elapsed_time(end))
+            self._record(end)
+            self._event_sync(end)
+            spins.append(self._elapsed(start, end))
         self.cycles_per_ms = 2_000_000 / max(_median(spins), 1e-6)
         self.cushion_ms = 0.05
 
@@ -76,12 +80,12 @@ class Timer:
             else:
                 start, end = self._event(enable_timing=True), self._event(enable_timing=True)
                 t0 = _perf_counter()
-                start.record()
+                self._record(start)
                 launch()
-                end.record()
+                self._record(end)
                 host.append((_perf_counter() - t0) * 1e3)
                 self._sync()
-                device.append(start.elapsed_time(end))
+                device.append(self._elapsed(start, end))
             count += 1
         if host:
             # twice the enqueue time (and at least 30 µs) keeps the GPU busy until the launch
@@ -104,28 +108,29 @@ class Timer:
         windows, empties = [], []
         for n in range(iters):
             prepare()
-            self._flush.zero_()
+            self._zero(self._flush)
             self._sleep(cycles)
             start, current, synced = (self._event(enable_timing=True) for _ in range(3))
-            start.record()
+            self._record(start)
             launch()
-            current.record()
+            self._record(current)
             self._sync()  # every stream's work, not only the current stream's
-            synced.record()
+            self._record(synced)
             windows.append((start, current, synced))
             if n % EMPTY_EVERY:
                 continue
             self._sleep(cycles)
             e_start, e_end = self._event(enable_timing=True), self._event(enable_timing=True)
-            e_start.record()
+            self._record(e_start)
             self._sync()
-            e_end.record()
+            self._record(e_end)
             empties.append((e_start, e_end))
         self._sync()
         self.last_used = _perf_counter()
-        on_stream = [s.elapsed_time(c) for s, c, _ in windows]
-        fixed = float(_median([s.elapsed_time(e) for s, e in empties]))
-        synced_times = [s.elapsed_time(y) - fixed for s, _, y in windows]
+        elapsed = self._elapsed
+        on_stream = [elapsed(s, c) for s, c, _ in windows]
+        fixed = float(_median([elapsed(s, e) for s, e in empties]))
+        synced_times = [elapsed(s, y) - fixed for s, _, y in windows]
         side = _median(synced_times) > _median(on_stream) * SIDE_REL + SIDE_ABS_MS
         info = {"timer": "cuda_event+device_sync" if side else "cuda_event",
                 "cache_flushed": True, "sync_fixed_ms": round(fixed, 5),
