@@ -205,7 +205,7 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
             lines.append(f"Winner candidate: `{verdict['candidate']}` — {verdict.get('description')}")
             lines.append("")
     meaning = {
-        "optimized": "every final gate passed: faster in every round (the sign test at p ≤ 0.001 "
+        "optimized": "every final gate passed: faster in every round (the sign test at p ≤ 0.01 "
         "from 10 rounds on) by more than the noise floor and the γ margin, correct on the measured shape, physically plausible.",
         "matched": "a correct candidate, but not proven faster; the baseline stands.",
         "fallback": "no candidate survived the gates; the baseline is kept.",

@@ -73,7 +73,7 @@ def bracketed_rounds(
 class ConfirmGate:
     """Final rounds in separate processes (fresh ones, or the two trees' workers), the candidate
     bracketed by baselines; every round must be won (from 10 rounds on: the sign test at
-    p ≤ 0.001) and the median ratio must clear 1 + max(noise, γ−1)."""
+    p ≤ 0.01) and the median ratio must clear 1 + max(noise, γ−1)."""
 
     name = "confirm"
     phase = "final"
