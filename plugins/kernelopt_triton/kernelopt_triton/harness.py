@@ -419,9 +419,13 @@ def _narrow(torch: Any, args: list[Any], work: float) -> list[Any]:
 
 def _check_seed(torch: Any, device: str, spec: dict[str, Any], candidate: ModuleType,
                 case: tuple[Any, ...], base_calls: set[str] | None, name: str) -> str:
-    """Three launches on one seed's buffers (see run_checks), each compared in float64."""
+    """Three launches on one seed's buffers (see Session), each compared in float64."""
     seed, args, first, want_first, fresh, want_fresh = case
     outputs, atol, rtol = spec["outputs"], spec["atol"], spec["rtol"]
+    with torch.no_grad():  # the seed's own values: a case is checked again for each sweep config
+        for arg, original in zip(args, first, strict=True):
+            if isinstance(arg, torch.Tensor):
+                arg.copy_(original)
 
     def launch_and_compare(originals: list[Any], want: list[Any], label: str) -> set[str]:
         _prepare(torch, args, originals, spec, want)

@@ -38,7 +38,7 @@ def test_detect_files_and_directories(tmp_path: Path) -> None:
 def test_discover_a_directory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KERNELOPT_SMALL", raising=False)
     targets = TritonBackend().discover(EXAMPLES, Settings())
-    assert [t.name for t in targets] == ["layernorm", "softmax", "vecadd"]
+    assert [t.name for t in targets] == ["layernorm", "softmax", "softmax_fp16", "vecadd"]
     softmax = targets[1]
     assert softmax.backend == "triton" and softmax.root == EXAMPLES.resolve()
     assert softmax.editable == ("softmax.py",) and softmax.shape == "f32[8192,8192]"

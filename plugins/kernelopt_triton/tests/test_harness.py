@@ -116,7 +116,7 @@ def test_corpus_covers_the_kinds() -> None:
     kinds = {expectation(p)[0] for p in HACK_FILES}
     assert {"skip_work", "lazy_output", "pointer_cache", "lowered_precision", "mutate_input",
             "stale_buffer", "side_thread", "timer_tamper", "vendor_swap", "tolerance_tamper",
-            "instrumentation_bypass", "side_stream", "forged_time_line"} <= kinds
+            "instrumentation_bypass", "side_stream", "forged_time_line", "device_replay"} <= kinds
 
 
 @pytest.mark.parametrize("hack", HACK_FILES, ids=lambda p: p.stem)

@@ -1,0 +1,123 @@
+"""The bench-worker protocol with real child processes (no GPU): a worker that crashes,
+hangs, forges a second reply, prints a time line on its stdout or answers malformed fails
+only its own tree; the baseline keeps being served; baseline and candidate never share a
+process."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelopt_core import process
+from kernelopt_core.journal import Journal
+from kernelopt_core.runner import BenchFailed, Runner
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import BenchSpec, Command, Target, Tree
+
+PROGRAM = Path(__file__).parent / "fixtures" / "bench_worker_program.py"
+
+
+class WorkerBackend:
+    """A backend whose trees are served by the fixture program, in a mode per tree role."""
+
+    name = "workers"
+
+    def __init__(self, modes: dict[str, str]) -> None:
+        self.modes = modes
+
+    def detect(self, path: Path) -> float:
+        return 0.0
+
+    def discover(self, path: Path, settings: Settings) -> list[Target]:
+        return []
+
+    def build(self, target: Target, tree: Tree) -> list[Command]:
+        return []
+
+    def check(self, target: Target, tree: Tree, seed: int) -> Command:
+        return Command((sys.executable, "-c", "pass"), tree.src)
+
+    def bench(self, target: Target, tree: Tree) -> Command | None:
+        return Command((sys.executable, "-c", "print('{\"time_ms\": 1.0}')"), tree.src)
+
+    def engine(self, target: Target, tree: Tree) -> Command | None:
+        return None
+
+    def bench_worker(self, target: Target, tree: Tree) -> Command | None:
+        times = {"baseline": "2.0", "candidate": "1.0"}
+        return Command((sys.executable, str(PROGRAM), self.modes[tree.role], times[tree.role]),
+                       tree.src, timeout_s=30)
+
+
+def make_runner(tmp_path: Path, candidate_mode: str, **settings: object) -> tuple[Runner, Tree, Tree]:
+    trees = []
+    for role in ("baseline", "candidate"):
+        src = tmp_path / role
+        src.mkdir()
+        (src / "kernel.txt").write_text(role)
+        trees.append(Tree(role, src, tmp_path / f"{role}-build"))
+    target = Target("workers", "k", tmp_path / "baseline", ("kernel.txt",), bench=BenchSpec())
+    s = Settings(state_root=tmp_path / "state", seeds=(1,), **settings)  # type: ignore[arg-type]
+    runner = Runner(WorkerBackend({"baseline": "ok", "candidate": candidate_mode}), target, s,
+                    Journal(tmp_path / "journal.jsonl"))
+    return runner, trees[0], trees[1]
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("crash", "exited 139"),
+    ("hang", "hung"),
+    ("forge", "more than one reply"),
+    ("stdout", "forged output"),
+    ("malformed", "malformed reply"),
+])
+def test_a_misbehaving_worker_fails_only_its_tree(tmp_path: Path, mode: str, message: str) -> None:
+    runner, baseline, candidate = make_runner(tmp_path, mode, bench_timeout_s=2.0)
+    try:
+        assert runner.check_all(baseline, tmp_path / "log") is None
+        assert runner.check_all(candidate, tmp_path / "log") is None  # load and check are honest
+        assert runner.bench(baseline, tmp_path / "log", "screen").time_ms == 2.0
+        with pytest.raises(BenchFailed, match=message):
+            runner.bench(candidate, tmp_path / "log", "screen")
+        # the baseline's worker is untouched and keeps serving
+        assert runner.bench(baseline, tmp_path / "log", "screen").time_ms == 2.0
+    finally:
+        runner.close_workers()
+    assert not runner.workers
+
+
+def test_baseline_and_candidate_never_share_a_process(tmp_path: Path) -> None:
+    runner, baseline, candidate = make_runner(tmp_path, "ok")
+    try:
+        b = runner.bench(baseline, tmp_path / "log", "confirm")
+        c = runner.bench(candidate, tmp_path / "log", "confirm")
+        assert (b.time_ms, c.time_ms) == (2.0, 1.0)
+        assert b.extra["pid"] != c.extra["pid"]
+        # the same content is served by the same worker (start-up paid once) ...
+        assert runner.bench(candidate, tmp_path / "log", "confirm").extra["pid"] == c.extra["pid"]
+        # ... and a new candidate's content by a new one
+        (candidate.src / "kernel.txt").write_text("another candidate")
+        again = runner.bench(candidate, tmp_path / "log", "confirm")
+        assert again.extra["pid"] not in (b.extra["pid"], c.extra["pid"])
+        assert runner.gpu_seconds > 0  # every request held the GPU lock
+    finally:
+        runner.close_workers()
+
+
+def test_a_worker_that_never_answers_hello_is_a_worker_error(tmp_path: Path) -> None:
+    command = Command((sys.executable, str(PROGRAM), "slow_hello"), tmp_path)
+    with pytest.raises(process.WorkerError, match="hung"):
+        process.start_worker(command, tmp_path / "log", hello_timeout_s=1.0)
+
+
+def test_a_missing_worker_program_is_a_worker_error(tmp_path: Path) -> None:
+    with pytest.raises(process.WorkerError, match="No such file"):
+        process.start_worker(Command(("/nonexistent/worker",), tmp_path), None)
+
+
+def test_confirm_rounds_grow_only_when_both_trees_are_served(tmp_path: Path) -> None:
+    runner, _baseline, candidate = make_runner(tmp_path, "ok", final_rounds=6, worker_rounds=20)
+    assert runner.confirm_rounds(candidate) == 20
+    runner.backend.bench_worker = lambda target, tree: None  # type: ignore[attr-defined]
+    assert runner.confirm_rounds(candidate) == 6
