@@ -206,7 +206,8 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
             lines.append("")
     meaning = {
         "optimized": "every final gate passed: faster in every round (the sign test at p ≤ 0.01 "
-        "from 10 rounds on) by more than the noise floor and the γ margin, correct on the measured shape, physically plausible.",
+        "from 10 rounds on) by more than the noise floor and the γ margin, correct on the "
+        "measured shape, physically plausible.",
         "matched": "a correct candidate, but not proven faster; the baseline stands.",
         "fallback": "no candidate survived the gates; the baseline is kept.",
         "unverified": "the candidate is correct, but the target has no bench to time it.",
@@ -217,6 +218,11 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
                    "device: nothing about its speed is known. Time it on the device before "
                    "applying it.")
     lines += [f"Meaning: {meaning}", ""]
+    warnings = [e for e in events if e["event"] == "warning"]
+    if warnings:
+        lines += ["## Warnings", ""]
+        lines += [f"- {e.get('gate', '')}: {e['message']}" for e in warnings]
+        lines.append("")
     finals = [e for e in events if e["event"] == "gate" and e.get("final")]
     if finals:
         lines += ["## Final gates", "", "| candidate | gate | result | evidence |",

@@ -62,3 +62,26 @@ def test_confirm_needs_every_round_and_a_margin_above_noise() -> None:
     assert small.all_won and not small.faster  # 2 % is inside the 3 % margin
     noisy = confirm_stats([1.05] * 6, [1.0] * 6, [1.08] + [1.0] * 5, gamma=1.01, floor_pct=1.0)
     assert noisy.all_won and not noisy.faster  # 5 % is inside an 8 % noise floor
+
+
+def test_from_ten_rounds_the_floor_bounds_the_median_by_a_bootstrap() -> None:
+    # 18 quiet A/A ratios and two transient readings (5 % and 10 % off, as seen on the H200)
+    aa = [1.002, 0.998] * 9 + [1.05, 1 / 1.10]
+    eps = noise_pct(aa, 1.0)
+    assert eps == noise_pct(list(aa), 1.0)  # a fixed-seed bootstrap: the same ratios, the same ε
+    assert eps == 1.0  # the median of 20 barely moves: the floor holds
+    assert noise_pct(aa[:8] + [1.05], 1.0) == pytest.approx(5.0)  # fewer than 10: the largest
+    # a broad spread still widens it
+    wide = [1.0 + 0.04 * ((i % 5) - 2) for i in range(20)]
+    assert noise_pct(wide, 1.0) > 3.0
+
+
+def test_from_ten_rounds_a_few_lost_rounds_do_not_veto_a_clear_win() -> None:
+    quiet = [1.0] * 20
+    base = [1.03] * 16 + [0.95] * 4  # four rounds hit by a transient
+    stats = confirm_stats(base, [1.0] * 20, quiet, gamma=1.01, floor_pct=1.0)
+    assert stats.wins == 16 and stats.sign_p <= 0.01 and stats.faster
+    five_lost = confirm_stats([1.03] * 15 + [0.95] * 5, [1.0] * 20, quiet, 1.01, 1.0)
+    assert not five_lost.faster  # 15 of 20: p = 0.021, not enough
+    inside = confirm_stats([1.005] * 20, [1.0] * 20, quiet, gamma=1.01, floor_pct=1.0)
+    assert inside.all_won and not inside.faster  # every round won, but inside the 1 % floor

@@ -1,0 +1,85 @@
+"""Roofline inputs: the peak measured with repetitions (spread kept, stale caches measured
+again) on this machine's memory for real, and a declared byte count that disagrees with the
+bench's own."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from kernelopt_core.gates.base import GateContext
+from kernelopt_core.gates.perf import RooflineGate
+from kernelopt_core.journal import Journal
+from kernelopt_core.measure.device import STALE_S, device_info
+from kernelopt_core.measure.parsers import BenchReading
+from kernelopt_core.runner import Runner
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Target, Tree
+
+
+def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(tmp_path: Path) -> None:
+    info = device_info(tmp_path, "cpu")
+    assert info.peak_gbps and info.peak_gbps > 0 and info.spread_pct is not None
+    cache = next((tmp_path / "device").glob("*.json"))
+    data = json.loads(cache.read_text())
+    assert len(data["samples_gbps"]) == 5 and data["tries_spread_pct"]
+    assert min(data["samples_gbps"]) <= data["peak_gbps"] <= max(data["samples_gbps"])
+    # a fresh cache is reused as it is ...
+    data["peak_gbps"] = 12345.0
+    cache.write_text(json.dumps(data))
+    assert device_info(tmp_path, "cpu").peak_gbps == 12345.0
+    # ... a stale one is measured again
+    data["measured_at"] = time.time() - STALE_S - 1
+    cache.write_text(json.dumps(data))
+    assert device_info(tmp_path, "cpu").peak_gbps != 12345.0
+
+
+def test_disagreeing_byte_counts_are_said_and_the_smaller_bounds(tmp_path: Path) -> None:
+    tree = Tree("candidate", tmp_path, tmp_path / "build")
+    # declared 3.5x too many bytes: an honest kernel would look implausibly fast
+    target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=35_000_000_000, device="cpu")
+    settings = Settings(state_root=tmp_path / "state", peak_gbps=10.0)
+    journal = Journal(tmp_path / "journal.jsonl")
+    runner = Runner(object(), target, settings, journal)  # type: ignore[arg-type]
+    ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
+    ctx.shared["confirm"] = {"candidate_ms": [1000.0]}
+    ctx.shared["readings"] = {"baseline": [BenchReading(1500.0, {"bytes": 10_000_000_000})],
+                              "candidate": [BenchReading(1000.0, {"bytes": 10_000_000_000})]}
+    result = RooflineGate().evaluate(ctx)
+    journal.close()
+    assert result.passed, result.reason  # 10 GB in 1 s = 10 GB/s: at the peak, plausible
+    assert result.metrics["bytes"] == 10_000_000_000
+    assert "disagree" in result.reason and "disagree" in result.metrics["bytes_note"]
+    warnings = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()
+                if '"warning"' in line]
+    assert warnings and warnings[0]["gate"] == "roofline"
+
+
+class _ShapeChecked:
+    """A backend with a passing shape check (a real child process) and nothing else used."""
+
+    name = "shape-checked"
+
+    def shape_check(self, target: Target, tree: Tree, seed: int):  # noqa: ANN201
+        import sys
+
+        from kernelopt_core.target import Command
+
+        return Command((sys.executable, "-c", "pass"), tree.src, timeout_s=60)
+
+
+def test_a_timed_path_without_checksum_is_named_unverified(tmp_path: Path) -> None:
+    from kernelopt_core.gates.perf import ShapeGate
+
+    tree = Tree("candidate", tmp_path, tmp_path / "build")
+    target = Target("x", "k", tmp_path, ("k.c",))
+    settings = Settings(state_root=tmp_path / "state", seeds=(1,))
+    journal = Journal(tmp_path / "journal.jsonl")
+    runner = Runner(_ShapeChecked(), target, settings, journal)  # type: ignore[arg-type]
+    ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
+    ctx.shared["readings"] = {"baseline": [BenchReading(2.0)], "candidate": [BenchReading(1.0)]}
+    result = ShapeGate().evaluate(ctx)
+    journal.close()
+    assert result.passed and "not verified by any gate" in result.reason
+    assert '"warning"' in (tmp_path / "journal.jsonl").read_text()
