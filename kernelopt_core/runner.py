@@ -149,10 +149,16 @@ class Runner:
     def _request(self, worker: Worker, payload: dict[str, Any], timeout_s: float,
                  held_out: list[Held] | None = None) -> dict[str, Any]:
         with gpu_lock(self.settings.state_root) as held:
-            reply = worker.request(payload, timeout_s)
-        self.gpu_seconds += held.released - held.acquired
+            try:
+                reply = worker.request(payload, timeout_s)
+            finally:
+                self.gpu_seconds += time.time() - held.acquired
         if held_out is not None:
             held_out.append(held)
+        if payload.get("op") != "bench":  # a bench request is journaled as its reading
+            self.journal.write("worker_request", op=payload.get("op"), pid=worker.pid,
+                               ok=bool(reply.get("ok")), acquired=held.acquired,
+                               released=held.released)
         return reply
 
     def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:
