@@ -18,7 +18,6 @@ from pathlib import Path
 
 def main() -> None:
     import triton.testing
-
     from kernelopt_triton.harness import Session
 
     for name in sys.argv[1:]:
@@ -28,7 +27,8 @@ def main() -> None:
         launch, args = session.candidate.launch, session.args
         for _ in range(8):
             harness.append(session.bench()["time_ms"])
-            do_bench.append(triton.testing.do_bench(lambda: launch(*args), return_mode="median"))
+            do_bench.append(triton.testing.do_bench(lambda f=launch, a=args: f(*a),
+                                                    return_mode="median"))
         reading = session.bench()
         h, d = statistics.median(harness), statistics.median(do_bench)
         print(json.dumps({

@@ -13,8 +13,11 @@ pipe to read, a reply pipe to write) and talks JSON lines over them. A Python wo
   wrong id or token, a crash or a hang past the timeout fails that tree only;
 * ``{"op": "exit"}`` (no id) asks the worker to leave.
 
-Imports only the standard library, and binds what it uses at import, so code under test
-loaded later cannot rewrite the reply path.
+Imports only the standard library and binds what it uses at import, so code under test that
+rebinds json or os functions does not change the replies. Code under test runs in the same
+process and could still reach the channel object itself (through gc, frames): the framing
+(one reply per request, its id, the token) catches output written beside the protocol, and the
+policy gate bans the reaching; neither is a sandbox.
 """
 
 from __future__ import annotations

@@ -166,6 +166,10 @@ class WorkerError(Exception):
     """A worker crashed, hung, or broke the protocol: its tree's failure, never the run's."""
 
 
+class WorkerMissing(WorkerError):
+    """The worker's program was not found (a missing prerequisite)."""
+
+
 @attrs.define(eq=False)
 class Worker:
     """A persistent child serving requests on a private pipe pair (docs/plugins.md, "Bench
@@ -184,6 +188,7 @@ class Worker:
     next_id: int = 1
     pending: bytes = b""
     seconds: float = 0.0  # time spent waiting for replies
+    closed: bool = False
 
     @property
     def pid(self) -> int:
@@ -199,12 +204,36 @@ class Worker:
                 fh.write(text.rstrip("\n") + "\n")
 
     def _fail(self, reason: str) -> WorkerError:
-        _kill_group(self.proc)
-        self.proc.wait()
-        tail = self.output_tail()
+        tail = self.output_tail() if not self.closed else ""
         self._log(f"# worker {self.pid}: {reason}\n{tail}")
+        self._terminate()
         return WorkerError(f"worker `{self.command.display()}`: {reason}"
                            + (f"\n{tail}" if tail else ""))
+
+    def pause(self) -> None:
+        """Stop the worker's whole process group between its requests (SIGSTOP): code under
+        test cannot run a thread that disturbs the other tree's readings."""
+        if not self.closed:
+            _signal_group(self.proc, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if not self.closed:
+            _signal_group(self.proc, signal.SIGCONT)
+
+    def _terminate(self) -> None:
+        """Kill the process group, reap it, release the pipes and files (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        _kill_group(self.proc)
+        self.proc.wait()
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.out.close()
+        self.err.close()
 
     def output_tail(self, chars: int = 2000) -> str:
         parts = []
@@ -232,7 +261,19 @@ class Worker:
         return bool(chunk)
 
     def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send one request and return its one reply; WorkerError on any breach."""
+        """Send one request and return its one reply; WorkerError on any breach. Ctrl-C takes
+        the worker down with it."""
+        if self.closed:
+            raise WorkerError(f"worker `{self.command.display()}` is closed")
+        try:
+            return self._request(payload, timeout_s)
+        except WorkerError:
+            raise
+        except BaseException:
+            self._terminate()
+            raise
+
+    def _request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         import json
         import select
 
@@ -282,27 +323,34 @@ class Worker:
         return reply
 
     def close(self, grace_s: float = 5.0) -> None:
-        """Ask the worker to exit; kill its process group if it does not."""
-        if self.alive():
-            try:
-                os.write(self.to_child, b'{"op": "exit"}\n')
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                pass
-        _kill_group(self.proc)
-        self.proc.wait()
-        for fd in (self.to_child, self.from_child):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._log(f"# worker {self.pid} closed (exit {self.proc.returncode})\n"
-                  f"{self.output_tail()}")
-        self.out.close()
-        self.err.close()
+        """Ask the worker to exit; kill its process group if it does not (idempotent)."""
+        if self.closed:
+            return
+        try:
+            self.resume()
+            if self._unexpected_bytes():  # a reply nobody asked for, after the last request
+                self._log(f"# worker {self.pid}: wrote to the reply channel unasked: "
+                          f"{self.pending[:200]!r}")
+            if self.alive():
+                try:
+                    os.write(self.to_child, b'{"op": "exit"}\n')
+                except OSError:
+                    pass
+                try:
+                    self.proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    pass
+            self._log(f"# worker {self.pid} closed (exit {self.proc.poll()})\n"
+                      f"{self.output_tail()}")
+        finally:
+            self._terminate()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def start_worker(command: Command, log_path: Path | None = None,
@@ -326,17 +374,24 @@ def start_worker(command: Command, log_path: Path | None = None,
             stdout=out, stderr=err, start_new_session=True, pass_fds=(req_r, rep_w),
             preexec_fn=functools.partial(_prepare_child, os.getpid()),
         )
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+    except BaseException as exc:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         for fd in (req_r, req_w, rep_r, rep_w):
             os.close(fd)
         out.close()
         err.close()
-        raise WorkerError(f"worker `{command.display()}`: {exc}") from exc
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-    os.close(req_r)
-    os.close(rep_w)
+        if isinstance(exc, (FileNotFoundError, PermissionError, NotADirectoryError)):
+            raise WorkerMissing(f"worker `{command.display()}`: {exc}") from exc
+        raise
+    # the Worker exists before a pending Ctrl-C can fire, so the handler below reaches it
     worker = Worker(command, proc, req_w, rep_r, out, err, log_path, secrets.token_hex(16))
-    worker._log(f"$ {command.display()}  # worker {proc.pid}\n# cwd: {command.cwd}")
-    worker.request({"op": "hello", "token": worker.token}, hello_timeout_s)
+    try:
+        os.close(req_r)
+        os.close(rep_w)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        worker._log(f"$ {command.display()}  # worker {proc.pid}\n# cwd: {command.cwd}")
+        worker.request({"op": "hello", "token": worker.token}, hello_timeout_s)
+    except BaseException:
+        worker._terminate()
+        raise
     return worker

@@ -3,9 +3,11 @@
 Commands come from the backend; they are spawned only through :mod:`kernelopt_core.process`.
 Check, bench and engine steps hold the GPU lock, and every timed window is journaled.
 
-A backend offering ``bench_worker`` gets one persistent worker per tree content (the baseline
-and each candidate, never one process for two trees): it is started outside the GPU lock
-(imports), and its load, check, bench and sweep requests each hold the lock.
+A backend offering ``bench_worker`` gets one persistent worker per tree role, replaced when the
+tree's editable files change (the baseline and each candidate, never one process for two
+trees): it is started outside the GPU lock (imports), its load, check, bench and sweep requests
+each hold the lock, and between requests it is stopped (SIGSTOP) so nothing it runs can disturb
+the other tree's readings.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock
 from kernelopt_core.measure.parsers import BenchReading, json_time_lines, parse
-from kernelopt_core.process import ProcessResult, Worker, WorkerError
+from kernelopt_core.process import ProcessResult, Worker, WorkerError, WorkerMissing
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Target, Tree
 
@@ -40,6 +42,12 @@ class Runner:
     interpreted: bool = False  # some bench reading came from an interpreter (e.g. Triton's)
     # tree role -> (content digest, worker): at most one live worker per role
     workers: dict[str, tuple[str, Worker]] = attrs.field(factory=dict)
+    # (role, digest) of every tree content whose served check passed: a served reading of any
+    # other content (a candidate that rewrote its own file after the check) is refused
+    checked: set[tuple[str, str]] = attrs.field(factory=set)
+    # the bench's two input sets for served readings: drawn per run, unknown to code under
+    # test at import, distinct from the check seeds, the same for every tree of the run
+    bench_seeds: tuple[int, int] = attrs.field(factory=lambda: _bench_seeds())
 
     def _with_timeout(self, command: Command, timeout_s: float) -> Command:
         # the descriptor's own timeout wins when it is tighter
@@ -86,15 +94,19 @@ class Runner:
         seeds = tuple(self.settings.seeds)
         if self.served(tree):
             try:
+                digest = self._digest(tree)
                 worker = self._worker(tree, log)
                 reply = self._request(worker, {"op": "check"}, self.settings.test_timeout_s
                                       * len(seeds))
+            except _LoadFailed as exc:
+                return f"seeds {list(seeds)}", self._failed(tree, str(exc), exc.code)
             except WorkerError as exc:
                 return f"seeds {list(seeds)}", self._failed(tree, str(exc), 4)
             if reply.get("ok"):
+                self.checked.add((tree.role, digest))
                 return None
             return f"seeds {list(seeds)}", self._failed(tree, str(reply.get("error", "")),
-                                                       int(reply.get("exit", 1)))
+                                                       _exit_code(reply))
         method = getattr(self.backend, "check_seeds", None)
         command = method(self.target, tree, seeds) if method is not None else None
         if command is not None:
@@ -123,34 +135,46 @@ class Runner:
 
     def _worker(self, tree: Tree, log: Path) -> Worker:
         """The live worker of ``tree``'s current content: started (outside the GPU lock) and
-        loaded (inside it) on first use; a worker of older content is closed first."""
+        loaded (inside it) on first use; a worker of older content is closed first. Between
+        its requests a worker is stopped (SIGSTOP)."""
         digest = self._digest(tree)
         slot = self.workers.get(tree.role)
         if slot is not None and slot[0] == digest and slot[1].alive():
             return slot[1]
         if slot is not None:
-            self.workers.pop(tree.role)
-            slot[1].close()
+            try:
+                slot[1].close()
+            finally:
+                self.workers.pop(tree.role, None)
         command = self.backend.bench_worker(self.target, tree)  # type: ignore[attr-defined]
         started = time.perf_counter()
-        worker = process.start_worker(command, log, self.settings.test_timeout_s)
+        try:
+            worker = process.start_worker(command, log, self.settings.test_timeout_s)
+        except WorkerMissing as exc:
+            raise PrerequisiteError(f"{exc} (needed by the {self.target.backend} backend)",
+                                    hint=f"install `{command.argv[0]}` or put it on PATH") from exc
+        worker.pause()
         self.child_seconds += time.perf_counter() - started
         self.workers[tree.role] = (digest, worker)
         self.journal.write("worker_start", tree=tree.role, pid=worker.pid,
                            seconds=round(time.perf_counter() - started, 3))
-        reply = self._request(worker, {"op": "load", "seeds": list(self.settings.seeds)},
+        reply = self._request(worker, {"op": "load", "seeds": list(self.settings.seeds),
+                                       "bench_seeds": list(self.bench_seeds)},
                               self.settings.test_timeout_s)
         if not reply.get("ok"):
-            self.workers.pop(tree.role)
+            self.workers.pop(tree.role, None)
             worker.close()
-            raise WorkerError(f"worker load: {reply.get('error', '')}")
+            raise _LoadFailed(f"worker load: {reply.get('error', '')}", _exit_code(reply))
         return worker
 
     def _request(self, worker: Worker, payload: dict[str, Any], timeout_s: float,
                  held_out: list[Held] | None = None) -> dict[str, Any]:
+        reply: dict[str, Any] = {}
         with gpu_lock(self.settings.state_root) as held:
             try:
+                worker.resume()
                 reply = worker.request(payload, timeout_s)
+                worker.pause()
             finally:
                 self.gpu_seconds += time.time() - held.acquired
         if held_out is not None:
@@ -162,18 +186,25 @@ class Runner:
         return reply
 
     def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:
-        slot = self.workers.get(tree.role)
-        command = slot[1].command if slot else Command(("bench-worker",), tree.src)
+        method = getattr(self.backend, "bench_worker", None)
+        command = (method(self.target, tree) if method is not None else None) or Command(
+            ("bench-worker",), tree.src)
         return ProcessResult(command, code, "", detail, 0.0)
 
     def close_workers(self) -> None:
         """Stop every worker (end of a run, a self-test or a target)."""
-        while self.workers:
-            _role, (_digest, worker) = self.workers.popitem()
-            worker.close()
+        for role in list(self.workers):
+            try:
+                self.workers[role][1].close()
+            finally:
+                self.workers.pop(role, None)
 
     def _served_bench(self, tree: Tree, log: Path, work: float) -> tuple[dict[str, Any], Held]:
         held: list[Held] = []
+        digest = self._digest(tree)
+        if self.checked and (tree.role, digest) not in self.checked:
+            raise BenchFailed(f"the {tree.role}'s files changed after its check (content "
+                              f"{digest[:12]} was never checked): not timing unchecked code")
         try:
             worker = self._worker(tree, log)
             reply = self._request(worker, {"op": "bench", "work": work},
@@ -189,7 +220,9 @@ class Runner:
         reading = reply.get("reading")
         time_ms = reading.get("time_ms") if isinstance(reading, dict) else None
         if not isinstance(time_ms, (int, float)) or not time_ms > 0 or time_ms == float("inf"):
-            raise BenchFailed(f"bench worker: reply without a positive finite time_ms: {reply}")
+            raise BenchFailed(f"bench worker: reply without a positive finite time_ms: "
+                              f"{str(reply)[:300]}")
+        assert isinstance(reading, dict)
         return reading, held[-1]
 
     def sweep(self, tree: Tree, configs: list[dict[str, str]], log: Path) -> list[dict[str, Any]] | None:
@@ -213,9 +246,12 @@ class Runner:
                                   self.settings.bench_timeout_s * max(1, len(configs)), held)
         except WorkerError as exc:
             raise BenchFailed(str(exc)) from exc
-        if not reply.get("ok") or len(reply.get("results", [])) != len(configs):
-            raise BenchFailed(f"sweep: {reply.get('error', 'wrong number of results')}")
-        results = [{**r, "config": c} for r, c in zip(reply["results"], configs, strict=True)]
+        results_in = reply.get("results")
+        if (not reply.get("ok") or not isinstance(results_in, list)
+                or len(results_in) != len(configs)
+                or not all(isinstance(r, dict) for r in results_in)):
+            raise BenchFailed(f"sweep: {str(reply.get('error', 'malformed results'))[:2000]}")
+        results = [{**r, "config": c} for r, c in zip(results_in, configs, strict=True)]
         self.journal.write("sweep", tree=tree.role, configs=len(configs),
                            ok=sum(bool(r.get("ok")) for r in results),
                            reference_ms=reply.get("reference_ms"), results=results,
@@ -314,3 +350,23 @@ class Runner:
 
 class BenchFailed(Exception):
     """A bench invocation exited non-zero (a candidate's failure, not the run's)."""
+
+
+class _LoadFailed(WorkerError):
+    """A worker's load request failed; ``code`` is the exit code it reported."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _exit_code(reply: dict[str, Any]) -> int:
+    code = reply.get("exit", 1)
+    return code if isinstance(code, int) and not isinstance(code, bool) and code > 0 else 4
+
+
+def _bench_seeds() -> tuple[int, int]:
+    import secrets
+
+    # far above any seed a user lists (1, 2, 3...): the check seeds and these never coincide
+    return (1_000_003 + secrets.randbelow(1 << 30), 1_000_003 + (1 << 30) + secrets.randbelow(1 << 30))

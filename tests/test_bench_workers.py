@@ -6,6 +6,7 @@ process."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,39 @@ def test_confirm_rounds_grow_only_when_both_trees_are_served(tmp_path: Path) -> 
     assert runner.confirm_rounds(candidate) == 20
     runner.backend.bench_worker = lambda target, tree: None  # type: ignore[attr-defined]
     assert runner.confirm_rounds(candidate) == 6
+
+
+def test_a_worker_is_stopped_between_its_requests(tmp_path: Path) -> None:
+    """Code under test cannot keep a thread busy while the other tree is timed: the worker's
+    process group is stopped (SIGSTOP) between its own requests."""
+    runner, _baseline, candidate = make_runner(tmp_path, "ticker")
+    try:
+        first = runner.bench(candidate, tmp_path / "log", "screen").extra["ticks"]
+        time.sleep(0.5)  # the other tree's readings would happen here
+        second = runner.bench(candidate, tmp_path / "log", "screen").extra["ticks"]
+    finally:
+        runner.close_workers()
+    assert second - first < 100, (first, second)  # ~500 if it had kept running
+
+
+def test_content_changed_after_its_check_is_not_timed(tmp_path: Path) -> None:
+    runner, baseline, candidate = make_runner(tmp_path, "ok")
+    try:
+        assert runner.check_all(baseline, tmp_path / "log") is None
+        assert runner.check_all(candidate, tmp_path / "log") is None
+        (candidate.src / "kernel.txt").write_text("rewritten by the candidate after its check")
+        with pytest.raises(BenchFailed, match="changed after its check"):
+            runner.bench(candidate, tmp_path / "log", "screen")
+        assert runner.bench(baseline, tmp_path / "log", "screen").time_ms == 2.0
+    finally:
+        runner.close_workers()
+
+
+def test_a_missing_worker_program_is_a_missing_prerequisite(tmp_path: Path) -> None:
+    from kernelopt_core.errors import PrerequisiteError
+
+    runner, baseline, _candidate = make_runner(tmp_path, "ok")
+    runner.backend.bench_worker = (  # type: ignore[attr-defined]
+        lambda target, tree: Command(("/nonexistent/worker",), tree.src))
+    with pytest.raises(PrerequisiteError, match="needed by the workers backend"):
+        runner.bench(baseline, tmp_path / "log", "screen")

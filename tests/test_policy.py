@@ -44,6 +44,11 @@ def test_honest_edits_pass(path: str, new: str) -> None:
     ("k.py", PY_BASE + "import kernelopt_triton.harness as h\n", "instrumentation"),
     ("k.py", PY_BASE + 'vars(torch)["x"] = 1\n', "instrumentation"),
     ("k.py", PY_BASE + 'import os\nos.environ["LD_PRELOAD"] = "x"\n', "environment"),
+    # reaching the bench worker's channel from inside its process (a reviewer's forgery)
+    ("k.py", PY_BASE + "import gc\nch = [o for o in gc.get_objects()][0]\n", "instrumentation"),
+    ("k.py", PY_BASE + "_, ch.reply = 0, wrapper\n", "rebinding"),
+    ("k.py", PY_BASE + "import sys\nf = sys._getframe(1)\n", "instrumentation"),
+    ("k.py", PY_BASE + "import inspect\nst = inspect.stack()\n", "instrumentation"),
     ("k.cu", 'void f() { freopen("/dev/null", "w", stdout); }\n', "output forging"),
     ("k.cu", "void f() { ::write(1, buf, n); }\n", "output forging"),
     ("k.cu", '#include "cublas_v2.h"\n', "vendor library"),

@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
                  "min=%.4f ms max=%.4f ms checksum=%.6f flush=%llu work=%g rows_used=%lld\n",
                  rows, cols, iters, warmup, median, sorted.front(), sorted.back(),
                  checksum, flush_sum, work, rows_used);
-    std::printf("{\"kernelopt_bench\": 1, \"time_ms\": %.4f, \"shape\": \"f32[%lld,%lld]\", "
+    std::printf("{\"kernelopt_bench\": 1, \"time_ms\": %.9g, \"shape\": \"f32[%lld,%lld]\", "
                 "\"bytes\": %llu, \"iters\": %lld, \"cache_flushed\": true, \"checksum\": %s}\n",
                 median, rows, cols,
                 static_cast<unsigned long long>(2ull * n * sizeof(float)), iters, checksum_json);

@@ -44,7 +44,8 @@ class ScreenGate:
 def bracketed_rounds(
     ctx: GateContext, candidate: Tree, rounds: int, purpose: str, work: float = 1.0
 ) -> tuple[list[float], list[float], list[float], list[BenchReading], list[BenchReading]]:
-    """``rounds`` rounds of fresh processes, each baseline → candidate → baseline.
+    """``rounds`` rounds of readings, each baseline → candidate → baseline (separate processes:
+    fresh ones, or the two trees' workers).
 
     Bracketing the candidate between two baseline invocations cancels linear drift, and the
     two baselines of a round give an A/A sample in the same session for the noise floor.

@@ -33,7 +33,9 @@ POLICY_RULES: list[Rule] = [
     ("bypass of the harness's instrumentation", re.compile(
         r"\b(DisableTorchFunction|DisableTorchFunctionSubclass|_disable_current_modes|torch\._C|"
         r"sys\.modules|set_stream|torch\.Stream|cuda\.streams|kernelopt\w*|setattr|builtins|"
-        r"__dict__|__import__|import_module)\b|\b(vars|globals)\s*\(")),
+        r"__dict__|__import__|import_module|_getframe|__setattr__|__getattribute__|ctypes|"
+        r"get_referrers|get_objects)\b|\b(vars|globals)\s*\(|\bimport\s+(gc|inspect)\b|"
+        r"\bfrom\s+(gc|inspect)\s+import\b|\b(gc|inspect)\.\w+")),
     ("output forging (the bench's time line shares the kernel's stdout)", re.compile(
         r"\b(printf|puts|fputs|fprintf|fwrite|print|device_print|_exit|quick_exit|atexit|"
         r"at_quick_exit|dup2?|freopen|fdopen)\s*\(|\b(write|open)\s*\(\s*[12]\s*[,)]|"
@@ -48,6 +50,10 @@ PYTHON_RULES: list[Rule] = [
     # do not match; methods' own state (self., ctx., cls.) is fine
     ("rebinding an attribute the harness may read", re.compile(
         r"^\s*(?!(self|ctx|cls)\.)[A-Za-z_]\w*(\.\w+)+\s*(\[[^\]]*\])?\s*=(?!=)")),
+    # the same inside a tuple target (`_, ch.reply = 0, wrapper`)
+    ("rebinding an attribute the harness may read", re.compile(
+        r"^\s*\(?\s*(?:[\w.\[\]]+\s*,\s*)*(?!(self|ctx|cls)\.)[A-Za-z_]\w*(\.\w+)+"
+        r"\s*(?:\[[^\]]*\])?\s*(?:,\s*[\w.\[\]]+\s*)*\)?\s*=(?!=)")),
 ]
 
 

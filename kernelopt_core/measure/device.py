@@ -3,9 +3,9 @@
 The peak is measured in a child process (the process module is the only spawner): five
 repetitions, each the best of several copies, their median the peak and their spread recorded;
 a spread over 10 % is measured again (three tries at most, the steadiest kept). It is cached
-under ``<state root>/device/<key>.json`` and measured again after seven days; ``--peak-gbps`` or ``peak_gbps`` in the descriptor
-override it. GPU: a large device-to-device copy through torch (bytes read + written). CPU: a
-large memory copy with numpy on every core at once.
+under ``<state root>/device/<key>.json`` and measured again after seven days;
+``--peak-gbps`` or ``peak_gbps`` in the descriptor override it. GPU: a large device-to-device
+copy through torch (bytes read + written). CPU: a large memory copy with numpy on every core.
 """
 
 from __future__ import annotations

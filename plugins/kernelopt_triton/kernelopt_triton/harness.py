@@ -34,8 +34,9 @@ from kernelopt_triton.timing import Timer
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
 # copy we never read.
 _perf_counter = time.perf_counter
-# bound at import, before any kernel file: a candidate that patches json, os, statistics or
-# math cannot rewrite the one line this process prints
+# bound at import, before any kernel file: a candidate that rebinds json, os, statistics or
+# math does not change the line the bench mode prints (code that reaches into this process's
+# objects, through gc or frames, is what the policy gate bans)
 _dumps, _write, _exit = json.dumps, os.write, os._exit
 _median, _isfinite = statistics.median, math.isfinite
 EXIT_WRONG, EXIT_CONVENTION, EXIT_PREREQUISITE = 1, 2, 3
@@ -241,9 +242,13 @@ class Session:
     seed, the bench's two input sets, the original's torch calls, the timer — comes from the
     original file and is fixed before the candidate is imported, so a candidate cannot reach
     into the original module to loosen it. Module state the candidate keeps between seeds (a
-    cache) faces every later seed's new inputs, and the timed calls' new values."""
+    cache) faces every later seed's new inputs; the timed calls alternate two input sets whose
+    seeds a worker receives at load (drawn per run), so a kernel file cannot prepare for them.
+    Code under test runs in this process: what keeps it from reaching this object (gc,
+    frames, setattr) is the policy gate, not this class."""
 
-    def __init__(self, path: Path, oracle: Path | None, seeds: tuple[int, ...]) -> None:
+    def __init__(self, path: Path, oracle: Path | None, seeds: tuple[int, ...],
+                 bench_seeds: tuple[int, int] = (0, 1)) -> None:
         torch, device, interpreted = setup_device()
         self.torch, self.device, self.interpreted, self.path = torch, device, interpreted, path
         self.timer = Timer(torch, device, interpreted)  # bound before any kernel file
@@ -259,8 +264,11 @@ class Session:
             fresh = self._clones(make_args(torch, spec, seed + 7919, device))
             self.cases.append((seed, args, first, self._expected(first), fresh,
                                self._expected(fresh)))
-        self.args = make_args(torch, spec, 0, device)
-        self.values = [self._clones(self.args), self._clones(make_args(torch, spec, 1, device))]
+        # the bench's two input sets (a worker gets them from the core at load: drawn per run,
+        # unknown to the kernel file when it is imported)
+        self.args = make_args(torch, spec, bench_seeds[0], device)
+        self.values = [self._clones(self.args),
+                       self._clones(make_args(torch, spec, bench_seeds[1], device))]
         self.base_calls: set[str] | None = None
         if self.oracle.read_bytes() != path.read_bytes():
             base_args = make_args(torch, spec, seeds[0] if seeds else 0, device)
@@ -377,13 +385,23 @@ class Session:
         """Bulk screening: each configuration's knob edits applied to the kernel file's text,
         loaded as its own module (compiled on first launch), checked on the first seed and timed
         here. A configuration that fails to compile or check costs that, not a candidate."""
-        import re
+        import shutil
         import tempfile
 
         source = self.path.read_text(encoding="utf-8")
         reference = self.bench(iters=iters)["time_ms"]
-        results = []
+        results: list[dict[str, Any]] = []
         scratch = Path(tempfile.mkdtemp(prefix="kernelopt-sweep-"))
+        try:
+            self._sweep_configs(configs, source, scratch, iters, results)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return {"reference_ms": reference, "results": results}
+
+    def _sweep_configs(self, configs: list[dict[str, Any]], source: str, scratch: Path,
+                       iters: int | None, results: list[dict[str, Any]]) -> None:
+        import re
+
         for n, config in enumerate(configs):
             text = source
             try:
@@ -397,15 +415,17 @@ class Session:
                 variant = scratch / f"{self.path.stem}_v{n}.py"
                 variant.write_text(text, encoding="utf-8")
                 module = load(variant, f"sweep{n}")
-                self.check(module, self.cases[:1])
-                reading = self.bench(iters=iters, module=module)
+                try:
+                    self.check(module, self.cases[:1])
+                    reading = self.bench(iters=iters, module=module)
+                finally:
+                    sys.modules.pop(module.__name__, None)
                 results.append({"ok": True, "time_ms": reading["time_ms"],
                                 "timer": reading["timer"]})
             except Mismatch as exc:
-                results.append({"ok": False, "error": f"wrong output: {exc}"})
+                results.append({"ok": False, "error": f"wrong output: {exc}"[:500]})
             except Exception as exc:  # a compile error, an invalid launch: this config's failure
-                results.append({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]})
-        return {"reference_ms": reference, "results": results}
+                results.append({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
 
 
 def _narrow(torch: Any, args: list[Any], work: float) -> list[Any]:
@@ -504,7 +524,9 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
         op = request.get("op")
         try:
             if op == "load":
-                session = Session(path, oracle, tuple(int(s) for s in request.get("seeds", ())))
+                bench_seeds = tuple(int(s) for s in request.get("bench_seeds", (0, 1)))[:2]
+                session = Session(path, oracle, tuple(int(s) for s in request.get("seeds", ())),
+                                  bench_seeds if len(bench_seeds) == 2 else (0, 1))
                 channel.reply(request, ok=True, device=session.device,
                               interpreted=session.interpreted)
                 continue

@@ -8,16 +8,17 @@ Each timed window, on a GPU:
    the first kernel (the launch's Python cost stays out of the window);
 2. start event, ``launch(*args)``, an end event on the current stream, a device-wide
    synchronize, a second end event;
-3. after every 4th window, an empty one (cushion, start event, synchronize, end event)
-   measures the fixed cost the synchronize adds.
+3. after one window in four (the 1st, 5th, 9th...), an empty one (cushion, start event,
+   synchronize, end event) measures the fixed cost the synchronize adds.
 
 The current-stream time is the kernel's device time when all work stays on that stream. The
 synchronized time less the fixed cost includes every stream's work; when it exceeds the
 current-stream time by more than 3 % + 3 µs (work the caller's stream does not see: a side
 stream), the synchronized times are reported and the reading says so.
 
-Captured at construction — before any kernel file is imported — so a kernel file that patches
-torch's events, the clock or the synchronize patches copies this module never reads.
+Captured at construction — before any kernel file is imported — as C-level functions and the
+stream itself, so a kernel file that patches torch's Python-level events, streams, clock or
+synchronize patches copies this module never reads.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 SIDE_REL, SIDE_ABS_MS = 1.03, 0.003  # current-stream vs synchronized: beyond this, a side stream
-EMPTY_EVERY = 4  # an empty window (the synchronize's fixed cost) after every 4th timed one
+EMPTY_EVERY = 4  # an empty window (the synchronize's fixed cost) after one timed window in 4
 _median, _perf_counter = statistics.median, time.perf_counter
 
 
@@ -39,19 +40,28 @@ class Timer:
         self.last_used = 0.0  # perf_counter at the end of the last timing
         if interpreted:
             return
-        cuda = torch.cuda
-        # the functions themselves, not attribute lookups at call time: a kernel file that
-        # rebinds Event.elapsed_time, Event.record or Tensor.zero_ changes nothing read here
-        self._event, self._record = cuda.Event, cuda.Event.record
-        self._elapsed, self._event_sync = cuda.Event.elapsed_time, cuda.Event.synchronize
-        self._sync = cuda.synchronize
-        self._sleep = cuda._sleep
+        cuda, C = torch.cuda, torch._C
+        # the C-level functions and the stream themselves, not Python lookups at call time: a
+        # kernel file that rebinds Event.elapsed_time, Event.record, current_stream,
+        # synchronize or Tensor.zero_ changes nothing read here (policy bans torch._C)
+        stream = cuda.current_stream()
+        record = C._CudaEventBase.record
+        self._event = cuda.Event
+        self._record = lambda event: record(event, stream)
+        self._elapsed, self._event_sync = C._CudaEventBase.elapsed_time, C._CudaEventBase.synchronize
+        self._sync = C._cuda_synchronize
+        self._sleep = C._cuda_sleep
         self._zero = torch.Tensor.zero_
         props = cuda.get_device_properties(cuda.current_device())
         l2 = int(getattr(props, "L2_cache_size", 0) or (50 << 20))
         self.flush_bytes = max(2 * l2, 64 << 20)
         self._flush = torch.empty(self.flush_bytes, dtype=torch.int8, device="cuda")
-        # cycles of _sleep per millisecond, measured (clocks vary; a long spin is steady)
+        self.cushion_ms = 0.05
+        self._calibrate_spin()
+
+    def _calibrate_spin(self) -> None:
+        """Cycles of the spin per millisecond, measured: the spin counts SM cycles, so this is
+        measured again after the first warm-up, once the clocks have ramped."""
         spins = []
         for _ in range(3):
             start, end = self._event(enable_timing=True), self._event(enable_timing=True)
@@ -61,7 +71,6 @@ class Timer:
             self._event_sync(end)
             spins.append(self._elapsed(start, end))
         self.cycles_per_ms = 2_000_000 / max(_median(spins), 1e-6)
-        self.cushion_ms = 0.05
 
     def warm_up(self, prepare: Callable[[], None], launch: Callable[[], None],
                 min_ms: float, min_launches: int) -> float:
@@ -90,6 +99,8 @@ class Timer:
         if host:
             # twice the enqueue time (and at least 30 µs) keeps the GPU busy until the launch
             self.cushion_ms = min(max(2 * _median(host) + 0.02, 0.03), 5.0)
+            if not self.warmed:
+                self._calibrate_spin()  # at the clocks the timed windows will run at
         self.warmed = True
         return float(_median(device))
 
