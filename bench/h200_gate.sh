@@ -19,13 +19,6 @@ export KERNELOPT_HOME=/tmp/kstate-gpu$gpu
 EXAMPLE=${EXAMPLE:-examples/cmake-cuda}
 HACKS=tests/reward_hacks/cuda
 
-save_run() {  # save_run NAME: copy the last run's artifacts to $OUT/NAME
-  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1 || true)
-  [ -n "$run" ] || return 0
-  mkdir -p "$OUT/$1"
-  cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/"
-}
-
 case "${1:-}" in
   env)
     { date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=index,name,driver_version,memory.total \

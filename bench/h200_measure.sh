@@ -17,11 +17,6 @@ source bench/h200_site.sh
 gpu=${CUDA_VISIBLE_DEVICES:-0}
 export KERNELOPT_HOME=/tmp/kmeasure-$gpu
 FP16=examples/triton/softmax_fp16.py
-save_run() {  # save_run NAME: the last run's journal, summary and report
-  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1 || true)
-  [ -n "$run" ] && for f in summary.json report.md journal.jsonl; do
-    [ -f "$run/$f" ] && cp "$run/$f" "$OUT/$1-$f"; done
-}
 case "$1" in
   env)
     { date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader

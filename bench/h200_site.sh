@@ -5,4 +5,10 @@ if [ ! -d "/tmp/site/${SITE_MARKER:-kernelopt_core}" ] && ls .whl/*.whl >/dev/nu
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
 fi
+save_run() {  # save_run NAME: copy the last run's artifacts ($KERNELOPT_HOME/runs) to $OUT/NAME
+  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1 || true)
+  [ -n "$run" ] || return 0
+  mkdir -p "$OUT/$1"
+  cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/" 2>/dev/null || true
+}
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1

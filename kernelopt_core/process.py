@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
+import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -81,6 +84,18 @@ def _prepare_child(parent: int) -> None:
             os._exit(137)
 
 
+def _popen(command: Command, out: Any, err: Any, extra_env: dict[str, str] | None = None,
+           pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+    """The one Popen: its own session (a group to kill), dying with kernelopt, output to the
+    given files. Call it with SIGINT/SIGTERM blocked; unblock once the handle is kept."""
+    env = {**os.environ, **command.env, **(extra_env or {})}
+    return subprocess.Popen(
+        list(command.argv), cwd=str(command.cwd), env=env, stdin=subprocess.DEVNULL,
+        stdout=out, stderr=err, start_new_session=True, pass_fds=pass_fds,
+        preexec_fn=functools.partial(_prepare_child, os.getpid()),
+    )
+
+
 def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP) -> ProcessResult:
     """Run ``command`` to completion (or its timeout) and return what it did.
 
@@ -89,24 +104,13 @@ def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP) -
     ``cap``: bytes kept of each stream (the middle is cut); a caller that parses every line
     of a long output asks for more.
     """
-    env = dict(os.environ)
-    env.update(command.env)
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         # Ctrl-C must not land between fork and `proc` being known (the child would escape
         # the group kill): hold SIGINT/SIGTERM until then; the child unblocks its own copy.
         signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
-            proc = subprocess.Popen(
-                list(command.argv),
-                cwd=str(command.cwd),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                preexec_fn=functools.partial(_prepare_child, os.getpid()),
-            )
+            proc = _popen(command, out, err)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
             result = ProcessResult(command, 127, "", str(exc), 0.0, missing=True)
@@ -187,7 +191,6 @@ class Worker:
     token: str
     next_id: int = 1
     pending: bytes = b""
-    seconds: float = 0.0  # time spent waiting for replies
     closed: bool = False
 
     @property
@@ -249,8 +252,6 @@ class Worker:
         return _cap(self.out.read())
 
     def _unexpected_bytes(self) -> bool:
-        import select
-
         if self.pending:
             return True
         ready, _, _ = select.select([self.from_child], [], [], 0)
@@ -274,9 +275,6 @@ class Worker:
             raise
 
     def _request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        import json
-        import select
-
         if self._unexpected_bytes():
             raise self._fail(f"wrote to the reply channel unasked: {self.pending[:200]!r} (a "
                              "second or forged reply)")
@@ -288,8 +286,7 @@ class Worker:
             os.write(self.to_child, line.encode())
         except (BrokenPipeError, OSError):
             raise self._fail(f"exited {self.proc.poll()} before request {ident}") from None
-        start = time.perf_counter()
-        deadline = start + timeout_s
+        deadline = time.perf_counter() + timeout_s
         buffer = b""
         while b"\n" not in buffer:
             left = deadline - time.perf_counter()
@@ -307,7 +304,6 @@ class Worker:
             buffer += chunk
             if len(buffer) > REPLY_CAP:
                 raise self._fail(f"reply to request {ident} exceeds {REPLY_CAP} bytes")
-        self.seconds += time.perf_counter() - start
         text, _, rest = buffer.partition(b"\n")
         self.pending = rest
         self._log(f"< {text.decode('utf-8', errors='replace')}")
@@ -358,22 +354,13 @@ def start_worker(command: Command, log_path: Path | None = None,
     """Spawn ``command`` as a bench worker and exchange the first request (``hello``, carrying
     a fresh random token) so the channel is bound before any code under test is loaded.
 
-    Raises WorkerError when it does not answer; a missing program is a WorkerError too."""
-    import secrets
-
+    Raises WorkerError when it does not answer; WorkerMissing when the program is not found."""
     req_r, req_w = os.pipe()  # core -> child
     rep_r, rep_w = os.pipe()  # child -> core
-    env = dict(os.environ)
-    env.update(command.env)
-    env[WORKER_FDS_ENV] = f"{req_r},{rep_w}"
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     try:
-        proc = subprocess.Popen(
-            list(command.argv), cwd=str(command.cwd), env=env, stdin=subprocess.DEVNULL,
-            stdout=out, stderr=err, start_new_session=True, pass_fds=(req_r, rep_w),
-            preexec_fn=functools.partial(_prepare_child, os.getpid()),
-        )
+        proc = _popen(command, out, err, {WORKER_FDS_ENV: f"{req_r},{rep_w}"}, (req_r, rep_w))
     except BaseException as exc:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         for fd in (req_r, req_w, rep_r, rep_w):

@@ -24,6 +24,7 @@ from kernelopt_core import process
 from kernelopt_core.errors import BenchParseError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
+from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.lock import Held, gpu_lock
 from kernelopt_core.measure.parsers import BenchReading, json_time_lines, parse
 from kernelopt_core.process import ProcessResult, Worker, WorkerError, WorkerMissing
@@ -93,11 +94,10 @@ class Runner:
         its own fresh inputs; what is saved is the process start-up), else one per seed."""
         seeds = tuple(self.settings.seeds)
         if self.served(tree):
+            digest = self._digest(tree)
             try:
-                digest = self._digest(tree)
-                worker = self._worker(tree, log)
-                reply = self._request(worker, {"op": "check"}, self.settings.test_timeout_s
-                                      * len(seeds))
+                reply, _worker = self._ask(tree, digest, log, {"op": "check"},
+                                           self.settings.test_timeout_s * len(seeds))
             except _LoadFailed as exc:
                 return f"seeds {list(seeds)}", self._failed(tree, str(exc), exc.code)
             except WorkerError as exc:
@@ -133,11 +133,16 @@ class Runner:
             h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
         return h.hexdigest()
 
-    def _worker(self, tree: Tree, log: Path) -> Worker:
+    def _ask(self, tree: Tree, digest: str, log: Path, payload: dict[str, Any],
+             timeout_s: float, held_out: list[Held] | None = None) -> tuple[dict[str, Any], Worker]:
+        """One request to the worker of ``tree``'s content ``digest``; WorkerError on a breach."""
+        worker = self._worker(tree, digest, log)
+        return self._request(worker, payload, timeout_s, held_out), worker
+
+    def _worker(self, tree: Tree, digest: str, log: Path) -> Worker:
         """The live worker of ``tree``'s current content: started (outside the GPU lock) and
         loaded (inside it) on first use; a worker of older content is closed first. Between
         its requests a worker is stopped (SIGSTOP)."""
-        digest = self._digest(tree)
         slot = self.workers.get(tree.role)
         if slot is not None and slot[0] == digest and slot[1].alive():
             return slot[1]
@@ -199,16 +204,15 @@ class Runner:
             finally:
                 self.workers.pop(role, None)
 
-    def _served_bench(self, tree: Tree, log: Path, work: float) -> tuple[dict[str, Any], Held]:
+    def _served_bench(self, tree: Tree, log: Path, work: float) -> tuple[BenchReading, Held]:
         held: list[Held] = []
         digest = self._digest(tree)
         if self.checked and (tree.role, digest) not in self.checked:
             raise BenchFailed(f"the {tree.role}'s files changed after its check (content "
                               f"{digest[:12]} was never checked): not timing unchecked code")
         try:
-            worker = self._worker(tree, log)
-            reply = self._request(worker, {"op": "bench", "work": work},
-                                  self.settings.bench_timeout_s, held)
+            reply, worker = self._ask(tree, digest, log, {"op": "bench", "work": work},
+                                      self.settings.bench_timeout_s, held)
         except WorkerError as exc:
             raise BenchFailed(str(exc)) from exc
         if not reply.get("ok"):
@@ -223,7 +227,8 @@ class Runner:
             raise BenchFailed(f"bench worker: reply without a positive finite time_ms: "
                               f"{str(reply)[:300]}")
         assert isinstance(reading, dict)
-        return reading, held[-1]
+        extra = {k: v for k, v in reading.items() if k != "time_ms"}
+        return BenchReading(float(time_ms), extra), held[-1]
 
     def sweep(self, tree: Tree, configs: list[dict[str, str]], log: Path) -> list[dict[str, Any]] | None:
         """Bulk screening: each knob configuration (knob name -> value) applied to ``tree``'s
@@ -237,13 +242,17 @@ class Runner:
         if unknown:
             raise UsageError(f"sweep: unknown knob(s) {', '.join(unknown)}",
                              hint=f"known: {', '.join(sorted(knobs)) or 'none'}")
-        payload = [{"edits": [{"file": knobs[n].file, "pattern": knobs[n].pattern, "value": v}
-                              for n, v in c.items()]} for c in configs]
+        # the core applies the knobs (one rule for the tuner and the sweep); the worker gets the
+        # changed files' full text for each configuration
+        files = {k.file: (tree.src / k.file).read_bytes() for k in self.target.knobs}
+        payload = [{"files": {path: text.decode("utf-8") for path, text in
+                              apply_knobs(self.target.knobs, files, config).items()}}
+                   for config in configs]
         held: list[Held] = []
         try:
-            worker = self._worker(tree, log)
-            reply = self._request(worker, {"op": "sweep", "configs": payload},
-                                  self.settings.bench_timeout_s * max(1, len(configs)), held)
+            reply, _worker = self._ask(tree, self._digest(tree), log,
+                                       {"op": "sweep", "configs": payload},
+                                       self.settings.bench_timeout_s * max(1, len(configs)), held)
         except WorkerError as exc:
             raise BenchFailed(str(exc)) from exc
         results_in = reply.get("results")
@@ -289,9 +298,7 @@ class Runner:
 
         ``work`` < 1 asks the bench to do that fraction of the work (gate self-test only)."""
         if self.served(tree):
-            fields, held = self._served_bench(tree, log, work)
-            reading = BenchReading(float(fields["time_ms"]),
-                                   {k: v for k, v in fields.items() if k != "time_ms"})
+            reading, held = self._served_bench(tree, log, work)
         else:
             reading, held = self._fresh_bench(tree, log, work)
         if reading.extra.get("interpreted"):

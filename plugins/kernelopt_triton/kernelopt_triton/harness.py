@@ -382,9 +382,10 @@ class Session:
         return reading
 
     def sweep(self, configs: list[dict[str, Any]], iters: int | None = None) -> dict[str, Any]:
-        """Bulk screening: each configuration's knob edits applied to the kernel file's text,
-        loaded as its own module (compiled on first launch), checked on the first seed and timed
-        here. A configuration that fails to compile or check costs that, not a candidate."""
+        """Bulk screening: each configuration's source (``{"files": {name: text}}``, the knobs
+        already applied by the core) loaded as its own module (compiled on first launch),
+        checked on the first seed and timed here. A configuration that fails to compile or
+        check costs that, not a candidate."""
         import shutil
         import tempfile
 
@@ -393,39 +394,29 @@ class Session:
         results: list[dict[str, Any]] = []
         scratch = Path(tempfile.mkdtemp(prefix="kernelopt-sweep-"))
         try:
-            self._sweep_configs(configs, source, scratch, iters, results)
+            for n, config in enumerate(configs):
+                text = config.get("files", {}).get(self.path.name, source)
+                results.append(self._sweep_one(scratch / f"{self.path.stem}_v{n}.py", text,
+                                               f"sweep{n}", iters))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         return {"reference_ms": reference, "results": results}
 
-    def _sweep_configs(self, configs: list[dict[str, Any]], source: str, scratch: Path,
-                       iters: int | None, results: list[dict[str, Any]]) -> None:
-        import re
-
-        for n, config in enumerate(configs):
-            text = source
+    def _sweep_one(self, variant: Path, text: str, role: str,
+                   iters: int | None) -> dict[str, Any]:
+        try:
+            variant.write_text(text, encoding="utf-8")
+            module = load(variant, role)
             try:
-                for edit in config.get("edits", []):
-                    if Path(edit["file"]).name != self.path.name:
-                        raise ConventionError(f"knob file {edit['file']} is not {self.path.name}")
-                    match = next(re.finditer(edit["pattern"], text, re.M), None)
-                    if match is None:
-                        raise ConventionError(f"knob pattern {edit['pattern']!r} matches nothing")
-                    text = text[:match.start(1)] + str(edit["value"]) + text[match.end(1):]
-                variant = scratch / f"{self.path.stem}_v{n}.py"
-                variant.write_text(text, encoding="utf-8")
-                module = load(variant, f"sweep{n}")
-                try:
-                    self.check(module, self.cases[:1])
-                    reading = self.bench(iters=iters, module=module)
-                finally:
-                    sys.modules.pop(module.__name__, None)
-                results.append({"ok": True, "time_ms": reading["time_ms"],
-                                "timer": reading["timer"]})
-            except Mismatch as exc:
-                results.append({"ok": False, "error": f"wrong output: {exc}"[:500]})
-            except Exception as exc:  # a compile error, an invalid launch: this config's failure
-                results.append({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
+                self.check(module, self.cases[:1])
+                reading = self.bench(iters=iters, module=module)
+            finally:
+                sys.modules.pop(module.__name__, None)
+            return {"ok": True, "time_ms": reading["time_ms"], "timer": reading["timer"]}
+        except Mismatch as exc:
+            return {"ok": False, "error": f"wrong output: {exc}"[:500]}
+        except Exception as exc:  # a compile error, an invalid launch: this config's failure
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
 def _narrow(torch: Any, args: list[Any], work: float) -> list[Any]:
