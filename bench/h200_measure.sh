@@ -9,6 +9,10 @@
 #   hacks      the Triton reward-hack corpus replayed through the loop, policy on and off
 #   aa N [C]   gate-selftest A/A, N decisions in self-tests of C, on examples/triton/softmax_fp16.py
 #   planted N  gate-selftest, a planted 3 % speedup, N decisions (γ = 1.01)
+#   sweep      bulk screening timed: 20 knob configurations of softmax.py in one worker
+#   probe N    where slow readings come from: bench/level_probe.py (load phases of both
+#              examples; readings back to back and with a 3 ms gap) and N planted decisions,
+#              each beside an nvidia-smi log of clocks, power and clock-event reasons (10 ms)
 # Results go to $OUT (default bench/results/out).
 set -uo pipefail
 OUT=${OUT:-bench/results/out}
@@ -46,5 +50,21 @@ case "$1" in
     kernelopt gate-selftest "$FP16" --trials "$2" --planted-speedup 1.03 --no-aa --gamma 1.01 \
       --json > "$OUT/planted-gpu$gpu.json"
     echo "exit $?"; tail -c 1500 "$OUT/planted-gpu$gpu.json" ;;
+  sweep)
+    python3 bench/sweep_probe.py examples/triton/softmax.py BLOCK_SIZE=1024,2048,4096,8192 \
+      num_warps=1,2,4,8,16 > "$OUT/sweep.json"
+    echo "exit $?"; head -c 600 "$OUT/sweep.json" ;;
+  probe)
+    fields=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active
+    nvidia-smi --query-gpu=$fields --format=csv,noheader >/dev/null 2>&1 || fields=${fields%,*}
+    nvidia-smi --query-gpu=$fields --format=csv,noheader -lms 10 > "$OUT/probe-smi.csv" &
+    smi=$!; date -u +'host clock %s.%N'; nvidia-smi --query-gpu=timestamp --format=csv,noheader
+    for k in examples/triton/softmax.py "$FP16"; do python3 bench/level_probe.py "$k" --load-profile; done
+    python3 bench/level_probe.py "$FP16" --readings 300 > "$OUT/probe-nogap.jsonl"
+    python3 bench/level_probe.py "$FP16" --readings 200 --gap-ms 3 > "$OUT/probe-gap3.jsonl"
+    kernelopt gate-selftest "$FP16" --trials "$2" --planted-speedup 1.03 --no-aa --gamma 1.01 \
+      --json > "$OUT/probe-planted.json"
+    echo "exit $?"; kill $smi
+    cp "$(ls -d "$KERNELOPT_HOME"/selftest/* | tail -1)/journal.jsonl" "$OUT/probe-planted-journal.jsonl" ;;
   *) echo "usage: $0 env|dobench|run|hacks|aa N|planted N" >&2; exit 2 ;;
 esac

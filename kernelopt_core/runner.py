@@ -313,6 +313,7 @@ class Runner:
             acquired=held.acquired,
             released=held.released,
             **({"timer": reading.extra["timer"]} if "timer" in reading.extra else {}),
+            **({"how": how} if (how := _how_timed(reading)) else {}),
         )
         return reading
 
@@ -377,3 +378,14 @@ def _bench_seeds() -> tuple[int, int]:
 
     # far above any seed a user lists (1, 2, 3...): the check seeds and these never coincide
     return (1_000_003 + secrets.randbelow(1 << 30), 1_000_003 + (1 << 30) + secrets.randbelow(1 << 30))
+
+
+_READING_KEYS = {"kernelopt_bench", "time_ms", "shape", "bytes", "checksum", "timer",
+                 "interpreted", "note", "device", "work"}
+
+
+def _how_timed(reading: BenchReading) -> dict[str, Any]:
+    """The bench's own scalar notes on how it took the reading (windows, fixed costs...), kept
+    in the journal so a slow reading can be explained afterwards."""
+    return {k: v for k, v in reading.extra.items() if k not in _READING_KEYS
+            and isinstance(v, int | float | bool | str) and len(str(v)) <= 100}

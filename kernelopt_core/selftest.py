@@ -112,23 +112,28 @@ def run_selftest(
         rounds = runner.confirm_rounds(workspace.candidate_tree)
         for kind, work in kinds:
             decisions, naive, ratios, seconds, noise = [], [], [], [], []
+            retakes: list[int] = []
             for i in range(trials):
                 start = time.perf_counter()
-                base, cand, aa, b_read, c_read = bracketed_rounds(
-                    ctx, workspace.candidate_tree, rounds, f"{kind}{i + 1}", work)
-                stats = confirm_stats(base, cand, aa, settings.gamma, settings.min_noise_pct)
+                taken = bracketed_rounds(ctx, workspace.candidate_tree, rounds,
+                                         f"{kind}{i + 1}", work)
+                stats = confirm_stats(taken.base, taken.cand, taken.aa, settings.gamma,
+                                      settings.min_noise_pct)
                 seconds.append(time.perf_counter() - start)
                 decisions.append(stats.faster)
-                naive.append(c_read[0].time_ms < b_read[0].time_ms / NAIVE_GAMMA)
+                naive.append(taken.cand_readings[0].time_ms
+                             < taken.base_readings[0].time_ms / NAIVE_GAMMA)
+                retakes.append(taken.retakes)
                 ratios.append(stats.median_ratio)
                 noise.append(stats.noise_pct)
                 journal.write("selftest_decision", kind=kind, trial=i + 1, accept=stats.faster,
                               naive_accept=naive[-1], median_ratio=stats.median_ratio,
-                              noise_pct=stats.noise_pct, threshold=stats.threshold)
+                              noise_pct=stats.noise_pct, threshold=stats.threshold,
+                              retakes=taken.retakes)
             results[kind] = {
                 "trials": trials, "accepts": sum(decisions), "naive_accepts": sum(naive),
                 "median_ratio": median(ratios), "seconds_per_decision": median(seconds),
-                "median_noise_pct": median(noise),
+                "median_noise_pct": median(noise), "retakes": sum(retakes),
             }
     except BenchFailed as exc:  # the self-test's "candidate" is the baseline: the bench's fault
         raise UsageError(f"the bench fails during the self-test: {exc}",

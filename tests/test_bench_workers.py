@@ -5,9 +5,11 @@ process."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,7 +54,8 @@ class WorkerBackend:
                        tree.src, timeout_s=30)
 
 
-def make_runner(tmp_path: Path, candidate_mode: str, **settings: object) -> tuple[Runner, Tree, Tree]:
+def make_runner(tmp_path: Path, candidate_mode: str, baseline_mode: str = "ok",
+                **settings: object) -> tuple[Runner, Tree, Tree]:
     trees = []
     for role in ("baseline", "candidate"):
         src = tmp_path / role
@@ -61,7 +64,7 @@ def make_runner(tmp_path: Path, candidate_mode: str, **settings: object) -> tupl
         trees.append(Tree(role, src, tmp_path / f"{role}-build"))
     target = Target("workers", "k", tmp_path / "baseline", ("kernel.txt",), bench=BenchSpec())
     s = Settings(state_root=tmp_path / "state", seeds=(1,), **settings)  # type: ignore[arg-type]
-    runner = Runner(WorkerBackend({"baseline": "ok", "candidate": candidate_mode}), target, s,
+    runner = Runner(WorkerBackend({"baseline": baseline_mode, "candidate": candidate_mode}), target, s,
                     Journal(tmp_path / "journal.jsonl"))
     return runner, trees[0], trees[1]
 
@@ -158,3 +161,39 @@ def test_a_missing_worker_program_is_a_missing_prerequisite(tmp_path: Path) -> N
         lambda target, tree: Command(("/nonexistent/worker",), tree.src))
     with pytest.raises(PrerequisiteError, match="needed by the workers backend"):
         runner.bench(baseline, tmp_path / "log", "screen")
+
+
+def _rounds(tmp_path: Path, candidate_mode: str, baseline_mode: str) -> tuple[Any, ...]:
+    from kernelopt_core.gates.base import GateContext
+    from kernelopt_core.gates.perf import bracketed_rounds
+
+    runner, baseline, candidate = make_runner(tmp_path, candidate_mode, baseline_mode)
+    ctx = GateContext(runner, runner.settings, runner.target, "c1", candidate, baseline,
+                      tmp_path / "logs", None)
+    try:
+        taken = bracketed_rounds(ctx, candidate, 20, "confirm")
+    finally:
+        runner.close_workers()
+    events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    rounds = [e for e in events if e["event"] == "confirm_round"]
+    retakes = [e for e in rounds if e.get("retake")]
+    assert taken.retakes == len(retakes)
+    return taken.base, taken.cand, taken.aa, rounds, retakes
+
+
+def test_a_round_with_a_transient_reading_is_taken_again(tmp_path: Path) -> None:
+    """The candidate's worker reads 10 % slow on every 8th reading (2nd, 10th, 18th): those
+    three rounds are taken again, the decision sees the steady 2.0 vs 1.0 ms, and the journal
+    keeps every take."""
+    base, cand, aa, rounds, retakes = _rounds(tmp_path, "transient", "ok")
+    assert cand == [1.0] * 20 and base == [2.0] * 20 and aa == [1.0] * 20
+    assert [e["round"] for e in retakes] == [2, 10, 18] and len(rounds) == 23
+
+
+def test_retakes_follow_one_rule_for_both_trees_within_a_budget(tmp_path: Path) -> None:
+    """Both trees transient (the baseline's 2nd, 10th ... readings too): at most rounds // 2
+    retakes in all, and a baseline's slow reading marks its round like a candidate's."""
+    base, cand, _aa, rounds, retakes = _rounds(tmp_path, "transient", "transient")
+    assert len(retakes) == 10 and len(rounds) == 30
+    assert 1 in {e["round"] for e in retakes}  # round 1: the baseline's 2nd reading was slow
+    assert sum(c > 1.0 for c in cand) + sum(b > 2.0 for b in base) < 8  # fewer than before

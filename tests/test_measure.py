@@ -85,3 +85,17 @@ def test_from_ten_rounds_a_few_lost_rounds_do_not_veto_a_clear_win() -> None:
     assert not five_lost.faster  # 15 of 20: p = 0.021, not enough
     inside = confirm_stats([1.005] * 20, [1.0] * 20, quiet, gamma=1.01, floor_pct=1.0)
     assert inside.all_won and not inside.faster  # every round won, but inside the 1 % floor
+
+
+def test_transient_limit_is_three_percent_or_five_robust_sigmas() -> None:
+    from kernelopt_core.measure.stats import transient_limit, transient_rounds
+
+    tight = [1.0, 1.001, 0.999, 1.002, 0.998] * 4
+    assert transient_limit(tight) == pytest.approx(1.03)
+    wide = [1.0, 1.05, 0.95, 1.1, 0.9] * 4  # MAD 0.05: 5 × 1.4826 × 5 % ≈ 37 %
+    assert transient_limit(wide) == pytest.approx(1.0 + 5 * 1.4826 * 0.05)
+    limit = transient_limit(tight)
+    # a slow baseline reading on either side, or a slow candidate reading, marks its round
+    assert transient_rounds([1.0, 1.06, 1.0, 1.0], [1.0, 1.0, 1.0, 1.12], [1.0, 1.0, 1.05, 1.0],
+                            limit, limit) == [1, 2, 3]
+    assert transient_rounds([1.0], [0.5], [1.0], limit, limit) == []  # fast is never transient

@@ -5,10 +5,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
+
 from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.parsers import BenchReading
-from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, confirm_stats, median
+from kernelopt_core.measure.stats import (
+    RETAKE_TRIES,
+    ROBUST_FROM,
+    SIGN_ALPHA,
+    confirm_stats,
+    median,
+    transient_limit,
+    transient_rounds,
+)
 from kernelopt_core.runner import BenchFailed
 from kernelopt_core.target import Tree
 
@@ -41,34 +51,74 @@ class ScreenGate:
         return GateResult(self.name, False, f"{speedup:.3f}× is not above γ={gamma:g}", metrics)
 
 
+@attrs.frozen
+class Rounds:
+    base: list[float]  # per round: the geometric mean of the two baseline readings
+    cand: list[float]
+    aa: list[float]  # per round: first / last baseline reading
+    base_readings: list[BenchReading]
+    cand_readings: list[BenchReading]
+    retakes: int  # rounds taken again after a transient reading
+
+
 def bracketed_rounds(
     ctx: GateContext, candidate: Tree, rounds: int, purpose: str, work: float = 1.0
-) -> tuple[list[float], list[float], list[float], list[BenchReading], list[BenchReading]]:
+) -> Rounds:
     """``rounds`` rounds of readings, each baseline → candidate → baseline (separate processes:
     fresh ones, or the two trees' workers).
 
     Bracketing the candidate between two baseline invocations cancels linear drift, and the
     two baselines of a round give an A/A sample in the same session for the noise floor.
-    Returns (baseline geometric means, candidate times, A/A ratios, readings...).
+    From ROBUST_FROM rounds on, a round with a transient reading (above its tree's
+    ``transient_limit``, set by the first ``rounds`` rounds) is taken again — the same rule for
+    both trees, so an A/A comparison stays symmetric — at most RETAKE_TRIES times per round and
+    ``rounds // 2`` times in all; the last take counts.
     """
     log = ctx.log_dir / f"{purpose}.log"
-    base, cand, aa = [], [], []
-    base_readings: list[BenchReading] = []
-    cand_readings: list[BenchReading] = []
-    for i in range(rounds):
-        first = ctx.runner.bench(ctx.baseline_tree, log, f"{purpose}:{ctx.candidate}")
-        middle = ctx.runner.bench(candidate, log, f"{purpose}:{ctx.candidate}", work=work)
-        last = ctx.runner.bench(ctx.baseline_tree, log, f"{purpose}:{ctx.candidate}")
-        base.append(math.sqrt(first.time_ms * last.time_ms))
-        cand.append(middle.time_ms)
-        aa.append(first.time_ms / last.time_ms)
-        base_readings += [first, last]
-        cand_readings.append(middle)
+    label = f"{purpose}:{ctx.candidate}"
+
+    def take() -> tuple[BenchReading, BenchReading, BenchReading]:
+        first = ctx.runner.bench(ctx.baseline_tree, log, label)
+        middle = ctx.runner.bench(candidate, log, label, work=work)
+        return first, middle, ctx.runner.bench(ctx.baseline_tree, log, label)
+
+    def record(i: int, taken: tuple[BenchReading, BenchReading, BenchReading],
+               **extra: Any) -> None:
+        first, middle, last = (r.time_ms for r in taken)
         ctx.runner.journal.write(
             "confirm_round", candidate=ctx.candidate, purpose=purpose, round=i + 1,
-            baseline_ms=base[-1], candidate_ms=cand[-1], aa_ratio=aa[-1],
-        )
-    return base, cand, aa, base_readings, cand_readings
+            baseline_ms=math.sqrt(first * last), candidate_ms=middle, aa_ratio=first / last,
+            **extra)
+
+    taken = []
+    budget = rounds // 2
+    for i in range(rounds):
+        taken.append(take())
+        record(i, taken[-1])
+    if rounds >= ROBUST_FROM:
+        first = [a.time_ms for a, _, _ in taken]
+        middle = [c.time_ms for _, c, _ in taken]
+        last = [b.time_ms for _, _, b in taken]
+        base_limit, cand_limit = transient_limit(first + last), transient_limit(middle)
+        for i in transient_rounds(first, middle, last, base_limit, cand_limit):
+            for _ in range(RETAKE_TRIES):
+                if budget == 0:
+                    break
+                budget -= 1
+                taken[i] = take()
+                a, c, b = (r.time_ms for r in taken[i])
+                steady = not transient_rounds([a], [c], [b], base_limit, cand_limit)
+                record(i, taken[i], retake=True, limits_ms=[base_limit, cand_limit])
+                if steady:
+                    break
+    return Rounds(
+        base=[math.sqrt(a.time_ms * b.time_ms) for a, _, b in taken],
+        cand=[c.time_ms for _, c, _ in taken],
+        aa=[a.time_ms / b.time_ms for a, _, b in taken],
+        base_readings=[r for a, _, b in taken for r in (a, b)],
+        cand_readings=[c for _, c, _ in taken],
+        retakes=rounds // 2 - budget,
+    )
 
 
 class ConfirmGate:
@@ -84,17 +134,18 @@ class ConfirmGate:
             return GateResult(self.name, True, "no bench: cannot confirm", skipped=True)
         try:
             rounds = ctx.runner.confirm_rounds(ctx.candidate_tree)
-            base, cand, aa, b_read, c_read = bracketed_rounds(ctx, ctx.candidate_tree, rounds,
-                                                              "confirm")
+            taken = bracketed_rounds(ctx, ctx.candidate_tree, rounds, "confirm")
         except BenchFailed as exc:
             return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
-        ctx.shared["readings"] = {"baseline": b_read, "candidate": c_read}
-        stats = confirm_stats(base, cand, aa, ctx.settings.gamma, ctx.settings.min_noise_pct)
+        ctx.shared["readings"] = {"baseline": taken.base_readings,
+                                  "candidate": taken.cand_readings}
+        stats = confirm_stats(taken.base, taken.cand, taken.aa, ctx.settings.gamma,
+                              ctx.settings.min_noise_pct)
         metrics = {
-            "baseline_ms": base, "candidate_ms": cand, "aa_ratios": aa,
+            "baseline_ms": taken.base, "candidate_ms": taken.cand, "aa_ratios": taken.aa,
             "ratios": list(stats.ratios), "wins": stats.wins, "rounds": stats.rounds,
             "median_ratio": stats.median_ratio, "noise_pct": stats.noise_pct,
-            "threshold": stats.threshold, "sign_p": stats.sign_p,
+            "threshold": stats.threshold, "sign_p": stats.sign_p, "retakes": taken.retakes,
         }
         ctx.shared["confirm"] = metrics
         summary = (
@@ -102,6 +153,8 @@ class ConfirmGate:
             f"{stats.wins}/{stats.rounds} won (sign test p={stats.sign_p:.3f}), noise "
             f"±{stats.noise_pct:.1f} %; needs > {stats.threshold:.3f}× and "
             + ("every round won" if stats.rounds < ROBUST_FROM else f"sign test p ≤ {SIGN_ALPHA:g}")
+            + (f"; {taken.retakes} round(s) taken again after a transient reading"
+               if taken.retakes else "")
         )
         return GateResult(self.name, stats.faster, summary, metrics)
 

@@ -43,6 +43,28 @@ def noise_pct(aa_ratios: Sequence[float], floor_pct: float) -> float:
     return max(floor_pct, (math.exp(spread) - 1.0) * 100)
 
 
+TRANSIENT_MIN_PCT = 3.0  # a reading this far above its tree's median (or 5 robust σ) ...
+TRANSIENT_SIGMAS = 5.0
+RETAKE_TRIES = 2  # ... has its round taken again, at most twice, and at most rounds // 2 in all
+
+
+def transient_limit(readings: Sequence[float]) -> float:
+    """The slowest reading of one tree that is still its steady state: its median plus
+    max(TRANSIENT_MIN_PCT %, TRANSIENT_SIGMAS robust σ (1.4826 × MAD)). Seen on the H200: in
+    some sessions single readings sit 5-17 % above an otherwise 0.2-0.5 % tight tree, in steps,
+    on either tree; a tree whose own readings are wide gets a wide limit."""
+    center = median(readings)
+    sigma = 1.4826 * median([abs(x - center) for x in readings])
+    return center * (1.0 + max(TRANSIENT_MIN_PCT / 100.0, TRANSIENT_SIGMAS * sigma / center))
+
+
+def transient_rounds(first: Sequence[float], middle: Sequence[float], last: Sequence[float],
+                     base_limit: float, cand_limit: float) -> list[int]:
+    """Rounds (indices) with a reading above its tree's transient limit."""
+    return [i for i, (a, c, b) in enumerate(zip(first, middle, last, strict=True))
+            if a > base_limit or b > base_limit or c > cand_limit]
+
+
 @attrs.frozen
 class ConfirmStats:
     ratios: tuple[float, ...]  # baseline / candidate per round

@@ -1,0 +1,69 @@
+"""Time bulk screening (Runner.sweep) on a GPU: one worker of one source variant compiles,
+checks and times N knob configurations in one process (issue 10, item 4).
+
+    python3 bench/sweep_probe.py examples/triton/softmax.py BLOCK_SIZE=1024,2048,4096,8192 \
+        num_warps=1,4,8,16
+
+Prints one JSON object: every configuration's result, the GPU-lock seconds of the load, the
+check and the sweep (from the journal), and seconds per configuration.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from kernelopt_triton.plugin import TritonBackend
+
+from kernelopt_core.journal import Journal
+from kernelopt_core.runner import Runner
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Tree
+
+
+def main() -> int:
+    kernel = Path(sys.argv[1]).resolve()
+    axes = [(name, values.split(",")) for name, values in (a.split("=", 1) for a in sys.argv[2:])]
+    scratch = Path(tempfile.mkdtemp(prefix="kernelopt-sweep-probe-"))
+    tree = Tree("candidate", scratch / "tree", scratch / "build")
+    tree.src.mkdir()
+    shutil.copy(kernel, tree.src / kernel.name)
+    settings = Settings(state_root=scratch / "state")
+    target = TritonBackend().discover(kernel, settings)[0]
+    journal_path = scratch / "journal.jsonl"
+    runner = Runner(TritonBackend(), target, settings, Journal(journal_path))
+    names = {axis: next(k.name for k in target.knobs if k.name.startswith(axis + "@"))
+             for axis, _ in axes}
+    configs = [{names[axis]: value for (axis, _), value in zip(axes, combo, strict=True)}
+               for combo in itertools.product(*(values for _, values in axes))]
+    try:
+        failed = runner.check_all(tree, scratch / "log")
+        if failed is not None:
+            print(failed[1].stderr, file=sys.stderr)
+            return 1
+        results = runner.sweep(tree, configs, scratch / "log") or []
+    finally:
+        runner.close_workers()
+    held = {}
+    for line in journal_path.read_text().splitlines():
+        event = json.loads(line)
+        if "acquired" in event and "released" in event:
+            key = event.get("op") or event["event"]
+            held[key] = held.get(key, 0.0) + event["released"] - event["acquired"]
+    print(json.dumps({
+        "kernel": kernel.name, "configs": len(configs),
+        "ok": sum(bool(r.get("ok")) for r in results),
+        "lock_seconds": {k: round(v, 3) for k, v in held.items()},
+        "sweep_seconds_per_config": round(held.get("sweep", 0.0) / max(1, len(configs)), 3),
+        "results": results,
+    }, indent=1))
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
