@@ -376,6 +376,7 @@ class Loop:
                 if node is not None and node.speedup > best:
                     best, since_best = node.speedup, 0
                     self.journal.write("best", candidate=node.id, speedup=node.speedup)
+                    self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
                 else:
                     since_best += 1
         self.journal.write("search_end", reason=stop, evaluated=evaluated)

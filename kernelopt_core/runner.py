@@ -43,6 +43,10 @@ class Runner:
     interpreted: bool = False  # some bench reading came from an interpreter (e.g. Triton's)
     # tree role -> (content digest, worker): at most one live worker per role
     workers: dict[str, tuple[str, Worker]] = attrs.field(factory=dict)
+    # tree role -> the content digest to keep a worker of (keep()), and that kept worker once
+    # its tree has moved on: paused, one per role
+    kept: dict[str, str] = attrs.field(factory=dict)
+    retained: dict[str, tuple[str, Worker]] = attrs.field(factory=dict)
     # (role, digest) of every tree content whose served check passed: a served reading of any
     # other content (a candidate that rewrote its own file after the check) is refused
     checked: set[tuple[str, str]] = attrs.field(factory=set)
@@ -147,10 +151,18 @@ class Runner:
         if slot is not None and slot[0] == digest and slot[1].alive():
             return slot[1]
         if slot is not None:
-            try:
+            self.workers.pop(tree.role, None)
+            if slot[0] == self.kept.get(tree.role) and slot[1].alive():
+                self._close_retained(tree.role)  # one kept worker per tree: the newest best
+                self.retained[tree.role] = slot
+            else:
                 slot[1].close()
-            finally:
-                self.workers.pop(tree.role, None)
+        kept = self.retained.get(tree.role)
+        if kept is not None and kept[0] == digest and kept[1].alive():
+            # the best candidate's content back in the tree for the final gates: its worker,
+            # loaded and warm, serves again (no second load under the lock)
+            self.workers[tree.role] = self.retained.pop(tree.role)
+            return kept[1]
         command = self.backend.bench_worker(self.target, tree)  # type: ignore[attr-defined]
         started = time.perf_counter()
         try:
@@ -196,8 +208,21 @@ class Runner:
             ("bench-worker",), tree.src)
         return ProcessResult(command, code, "", detail, 0.0)
 
+    def keep(self, tree: Tree) -> None:
+        """Keep the worker of ``tree``'s current content when the tree moves on (the loop's
+        new best: the final gates time it again); the previously kept one is closed then."""
+        if self.served(tree):
+            self.kept[tree.role] = self._digest(tree)
+
+    def _close_retained(self, role: str) -> None:
+        slot = self.retained.pop(role, None)
+        if slot is not None:
+            slot[1].close()
+
     def close_workers(self) -> None:
         """Stop every worker (end of a run, a self-test or a target)."""
+        for role in list(self.retained):
+            self._close_retained(role)
         for role in list(self.workers):
             try:
                 self.workers[role][1].close()

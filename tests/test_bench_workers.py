@@ -197,3 +197,24 @@ def test_retakes_follow_one_rule_for_both_trees_within_a_budget(tmp_path: Path) 
     assert len(retakes) == 10 and len(rounds) == 30
     assert 1 in {e["round"] for e in retakes}  # round 1: the baseline's 2nd reading was slow
     assert sum(c > 1.0 for c in cand) + sum(b > 2.0 for b in base) < 8  # fewer than before
+
+
+def test_the_kept_best_candidates_worker_serves_the_final_gates(tmp_path: Path) -> None:
+    """The loop keeps its new best's worker: when the tree holds that content again (the final
+    gates), the same process serves it, with no second load."""
+    runner, _baseline, candidate = make_runner(tmp_path, "ok")
+    path = candidate.src / "kernel.txt"
+    try:
+        best = runner.bench(candidate, tmp_path / "log", "screen").extra["pid"]
+        runner.keep(candidate)
+        path.write_text("a later, slower candidate")
+        later = runner.bench(candidate, tmp_path / "log", "screen").extra["pid"]
+        path.write_text("candidate")  # the best's content back
+        again = runner.bench(candidate, tmp_path / "log", "screen").extra["pid"]
+        assert later != best and again == best
+        loads = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+        assert sum(e.get("op") == "load" for e in loads) == 2
+        assert runner.retained == {}  # the later candidate's worker was closed, not kept
+    finally:
+        runner.close_workers()
+    assert not runner.workers and not runner.retained
