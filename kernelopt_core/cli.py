@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,28 @@ def run_options(fn: Any) -> Any:
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def run_command(name: str, *, help: str, forced: dict[str, Any],
+                resolve_path: Callable[[dict[str, Any]], Path],
+                params: Sequence[click.Parameter] = ()) -> click.Command:
+    """A command that runs the loop as ``kernelopt run`` does, with every run flag, ``params``
+    (a name ``run`` already has is skipped) and ``forced`` settings (e.g. the backend).
+    ``resolve_path(flags)`` gives the target's path from the flags (popping its own params'
+    values) or raises a KerneloptError; plugins contribute such commands through
+    ``kernelopt_register_commands`` (run-llamacpp)."""
+
+    @click.pass_context
+    def callback(ctx: click.Context, **flags: Any) -> None:
+        path = resolve_path(flags)
+        ctx.exit(execute(ctx, path, flags, forced=forced))
+
+    command = click.command(name, help=help)(run_options(callback))
+    taken = {n for p in command.params for n in (*p.opts, p.name or "")}
+    for param in params:
+        if param.name not in taken:
+            command.params.append(param)
+    return command
 
 
 def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any],

@@ -60,7 +60,7 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
     for n, backend in backends.items():
         try:  # one broken plugin must not take the tool down (DESIGN §3)
             scores[n] = float(backend.detect(path) or 0.0)
-        except Exception as exc:  # noqa: BLE001 (a third party's detect(): anything)
+        except Exception as exc:
             scores[n] = 0.0
             broken.append(f"{n} ({host.owner('backends', n)}): detect() raised "
                           f"{type(exc).__name__}: {exc}")

@@ -19,7 +19,7 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the run
+        self._fh = open(path, "a", encoding="utf-8")
         self.listeners: list[Any] = []
 
     def write(self, event: str, **data: Any) -> dict[str, Any]:

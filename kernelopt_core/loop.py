@@ -469,7 +469,8 @@ class Loop:
             return "fallback"
         if benched:
             accepted.sort(key=lambda n: n.speedup, reverse=True)
-        status, failures, best = FALLBACK, [], accepted[0]
+        failures: list[GateResult] = []
+        status, best = FALLBACK, accepted[0]
         # A candidate caught cheating or wrong on the measured shape gives the next best its
         # turn; one that is merely not proven faster ends the search (the rest are slower).
         for best in accepted[:FINAL_ATTEMPTS]:
@@ -564,7 +565,7 @@ def _check_gate_plan(candidate: list[str], final: list[str]) -> None:
 
 
 def _text_diff(files: dict[str, bytes], edits: dict[str, bytes]) -> str:
-    out = []
+    out: list[str] = []
     for path, new in sorted(edits.items()):
         old = files.get(path, b"").decode("utf-8", errors="replace").splitlines(keepends=True)
         out.extend(difflib.unified_diff(

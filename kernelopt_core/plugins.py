@@ -26,7 +26,7 @@ else:  # the backport carries the 3.12 selection API
     try:
         from importlib_metadata import entry_points
     except ImportError:  # pragma: no cover - the dependency is declared for < 3.12
-        from importlib.metadata import entry_points
+        from importlib.metadata import entry_points  # type: ignore[assignment]
 
 BUILTIN_MODULES = {
     "core-gates": "kernelopt_core.gates.builtin",
@@ -228,7 +228,7 @@ class PluginHost:
         options: list[Any] = []
         for impl in self.pm.hook.kernelopt_run_options.get_hookimpls():
             try:
-                offered = list(impl.function() or [])
+                offered: list[Any] = list(impl.function() or [])  # type: ignore[call-overload]
             except (Exception, SystemExit) as exc:
                 self._blame(impl.plugin_name, f"kernelopt_run_options raised {type(exc).__name__}: {exc}")
                 continue
@@ -250,7 +250,7 @@ class PluginHost:
         if self.strict:
             raise UsageError(f"plugin {plugin!r}: {error}")
 
-    def add_commands(self, cli: Any, on_error: Callable[[str, Exception], None]) -> None:
+    def add_commands(self, cli: Any, on_error: Callable[[str, BaseException], None]) -> None:
         for impl in self.pm.hook.kernelopt_register_commands.get_hookimpls():
             try:
                 impl.function(cli=cli)

@@ -40,7 +40,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     confirm = final_gate("confirm")
     roofline = (final_gate("roofline") or {}).get("metrics", {})
     status = verdict["status"] if verdict is not None else "error"  # killed, interrupted, failed
-    rounds = {"baseline_ms": [], "candidate_ms": []}
+    rounds: dict[str, list[float]] = {"baseline_ms": [], "candidate_ms": []}
     speedup = final_ms = noise = None
     wins = n_rounds = 0
     if confirm and not confirm.get("skipped") and "ratios" in confirm.get("metrics", {}):

@@ -153,8 +153,10 @@ class Runner:
         if slot is not None:
             self.workers.pop(tree.role, None)
             if slot[0] == self.kept.get(tree.role) and slot[1].alive():
-                self._close_retained(tree.role)  # one kept worker per tree: the newest best
-                self.retained[tree.role] = slot
+                older = self.retained.get(tree.role)
+                self.retained[tree.role] = slot  # stored before closing anything: no orphan
+                if older is not None:
+                    older[1].close()  # one kept worker per tree: the newest best
             else:
                 slot[1].close()
         kept = self.retained.get(tree.role)
@@ -213,6 +215,9 @@ class Runner:
         new best: the final gates time it again); the previously kept one is closed then."""
         if self.served(tree):
             self.kept[tree.role] = self._digest(tree)
+            held = self.retained.get(tree.role)
+            if held is not None and held[0] != self.kept[tree.role]:
+                self._close_retained(tree.role)  # an older best: no longer wanted
 
     def _close_retained(self, role: str) -> None:
         slot = self.retained.pop(role, None)
@@ -221,13 +226,15 @@ class Runner:
 
     def close_workers(self) -> None:
         """Stop every worker (end of a run, a self-test or a target)."""
-        for role in list(self.retained):
-            self._close_retained(role)
-        for role in list(self.workers):
-            try:
-                self.workers[role][1].close()
-            finally:
-                self.workers.pop(role, None)
+        try:
+            for role in list(self.retained):
+                self._close_retained(role)
+        finally:
+            for role in list(self.workers):
+                try:
+                    self.workers[role][1].close()
+                finally:
+                    self.workers.pop(role, None)
 
     def _served_bench(self, tree: Tree, log: Path, work: float) -> tuple[BenchReading, Held]:
         held: list[Held] = []
@@ -315,7 +322,8 @@ class Runner:
                 hint="its bench() takes no `work` argument (the cmake backend: use the {work} "
                 "placeholder in the bench command)",
             )
-        return self.backend.bench(self.target, tree, work=work)
+        bench: Any = self.backend.bench  # `work` is an optional parameter, checked above
+        return bench(self.target, tree, work=work)
 
     def bench(self, tree: Tree, log: Path, purpose: str, work: float = 1.0) -> BenchReading:
         """One bench reading under the GPU lock (a fresh process, or one request to the tree's

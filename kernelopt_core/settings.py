@@ -122,6 +122,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
             value = [v.strip() for v in value.split(",") if v.strip()]
         if field.type in (int, float, int | None, float | None) and isinstance(value, bool):
             raise TypeError("a boolean is not a number")
+        assert field.type is not None  # every Settings field is annotated
         return _converter.structure(value, field.type)
     except Exception as exc:
         raise UsageError(

@@ -221,7 +221,7 @@ class ScriptedLLMServer:
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = _json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append({"path": self.path, "headers": dict(self.headers),

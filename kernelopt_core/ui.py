@@ -67,8 +67,9 @@ class Progress:
             self._line(f"search ended: {record['reason']} after {record['evaluated']} candidates")
         elif event == "confirm_round":
             b, c = record["baseline_ms"], record["candidate_ms"]
+            again = " (retake: a transient reading)" if record.get("retake") else ""
             self._line(f"  confirm round {record['round']}: {b:.4g} vs {c:.4g} ms "
-                       f"({b / c:.3f}×)")
+                       f"({b / c:.3f}×){again}")
 
 
 def summary(summary: dict[str, Any], run_dir: str) -> None:

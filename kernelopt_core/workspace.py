@@ -72,7 +72,7 @@ def snapshot(root: Path, state_root: Path | None = None) -> tuple[Files, dict[st
                 continue
             if ignore is None and d in SKIPPED_WITHOUT_GIT:
                 continue
-            if ignore is not None and ignore.is_ignored(
+            if ignore is not None and git_root is not None and ignore.is_ignored(
                 full.relative_to(git_root).as_posix() + "/"
             ):
                 continue
@@ -81,7 +81,8 @@ def snapshot(root: Path, state_root: Path | None = None) -> tuple[Files, dict[st
         for name in sorted(filenames):
             full = here / name
             rel = full.relative_to(root).as_posix()
-            if ignore is not None and ignore.is_ignored(full.relative_to(git_root).as_posix()):
+            if (ignore is not None and git_root is not None
+                    and ignore.is_ignored(full.relative_to(git_root).as_posix())):
                 continue
             if full.is_symlink() and not full.resolve().is_relative_to(root):
                 continue  # never read (or show an agent) a file outside the target

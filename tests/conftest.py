@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # kernelopt_tests_support, whatever the rootdir
-from kernelopt_tests_support import REPO, events, kernelopt, last_run, summary  # noqa: E402, F401
+from kernelopt_tests_support import REPO, events, kernelopt, last_run, summary  # noqa: F401
 
 pytest_plugins = ["kernelopt_core.testing"]
 

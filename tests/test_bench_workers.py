@@ -177,26 +177,28 @@ def _rounds(tmp_path: Path, candidate_mode: str, baseline_mode: str) -> tuple[An
     events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     rounds = [e for e in events if e["event"] == "confirm_round"]
     retakes = [e for e in rounds if e.get("retake")]
-    assert taken.retakes == len(retakes)
+    assert taken.retakes == len({e["round"] for e in retakes})
     return taken.base, taken.cand, taken.aa, rounds, retakes
 
 
-def test_a_round_with_a_transient_reading_is_taken_again(tmp_path: Path) -> None:
-    """The candidate's worker reads 10 % slow on every 8th reading (2nd, 10th, 18th): those
-    three rounds are taken again, the decision sees the steady 2.0 vs 1.0 ms, and the journal
-    keeps every take."""
-    base, cand, aa, rounds, retakes = _rounds(tmp_path, "transient", "ok")
-    assert cand == [1.0] * 20 and base == [2.0] * 20 and aa == [1.0] * 20
-    assert [e["round"] for e in retakes] == [2, 10, 18] and len(rounds) == 23
+def test_a_candidate_slow_on_its_own_is_not_retaken(tmp_path: Path) -> None:
+    """Only the candidate's worker reads 10 % slow (its 2nd, 10th, 18th readings) and the
+    baseline is steady: nothing says the GPU was in a transient, so those rounds count as
+    they were (a bimodal or gaming candidate is not re-drawn)."""
+    base, cand, _aa, rounds, retakes = _rounds(tmp_path, "transient", "ok")
+    assert retakes == [] and len(rounds) == 20 and base == [2.0] * 20
+    assert [i + 1 for i, c in enumerate(cand) if c > 1.0] == [2, 10, 18]
 
 
-def test_retakes_follow_one_rule_for_both_trees_within_a_budget(tmp_path: Path) -> None:
-    """Both trees transient (the baseline's 2nd, 10th ... readings too): at most rounds // 2
-    retakes in all, and a baseline's slow reading marks its round like a candidate's."""
+def test_rounds_with_a_transient_baseline_reading_are_taken_again(tmp_path: Path) -> None:
+    """Both workers read 10 % slow on every 8th reading: the baseline's transients (its 2nd,
+    10th ... readings: rounds 1, 5, 9, 13, 17) are taken again, and as many candidate-only
+    ones (rounds 2, 10, 18), within rounds // 2 takes in all; every take is journaled."""
     base, cand, _aa, rounds, retakes = _rounds(tmp_path, "transient", "transient")
-    assert len(retakes) == 10 and len(rounds) == 30
-    assert 1 in {e["round"] for e in retakes}  # round 1: the baseline's 2nd reading was slow
-    assert sum(c > 1.0 for c in cand) + sum(b > 2.0 for b in base) < 8  # fewer than before
+    assert len(rounds) == 20 + len(retakes) and len(retakes) == 10  # the budget, all used
+    again = {e["round"] for e in retakes}
+    assert {1, 2, 5, 9} <= again <= {1, 2, 5, 9, 10, 13, 17, 18}  # in round order, to the budget
+    assert sum(c > 1.0 for c in cand) + sum(b > 2.0 for b in base) < 8  # 8 before
 
 
 def test_the_kept_best_candidates_worker_serves_the_final_gates(tmp_path: Path) -> None:

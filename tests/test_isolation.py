@@ -250,8 +250,33 @@ def test_run_after_interrupted_run_of_same_target_works(tmp_path: Path, sig: sig
 
 
 # ---------------------------------------------------------------------------- 3. GPU lock
+RENDEZVOUS_BUILD = """import pathlib, shutil, sys, time
+shutil.copy(sys.argv[1], sys.argv[2])
+meeting, me, other = pathlib.Path(sys.argv[3]), sys.argv[4], sys.argv[5]
+if not (meeting / me).exists():  # the baseline build: wait here until the other run is here too
+    (meeting / me).touch()
+    deadline = time.time() + 60
+    while not (meeting / other).exists() and time.time() < deadline:
+        time.sleep(0.01)
+"""
+
+
 def test_concurrent_runs_serialize_their_timed_windows(tmp_path: Path) -> None:
+    """Two runs on one state root: their baseline builds meet (a rendezvous outside the GPU
+    lock), so both runs are live at once by construction, not by timing; every locked window
+    of one must then fall outside every window of the other."""
     projects = [write_chunk_project(tmp_path / name) for name in ("a", "b")]
+    meeting = tmp_path / "meeting"
+    meeting.mkdir()
+    for me, other in (("a", "b"), ("b", "a")):
+        (tmp_path / me / "build.py").write_text(RENDEZVOUS_BUILD)
+        toml = tmp_path / me / "kernelopt.toml"
+        text = toml.read_text()
+        start = text.index("commands = [")
+        end = text.index("\n", start)
+        toml.write_text(text[:start] + f'commands = ["{sys.executable} {{repo}}/build.py '
+                        f'{{repo}}/kernel.py {{build}}/kernel.py {meeting} {me} {other}"]'
+                        + text[end:])
     shared = tmp_path / "shared"  # one state root, so one gpu.lock for both runs
     shared.mkdir()
     flags = ["--iterations", "3", "--final-rounds", "3", "--screen-runs", "1", "--seeds", "1",
@@ -278,10 +303,11 @@ def test_concurrent_runs_serialize_their_timed_windows(tmp_path: Path) -> None:
         journals[ev[0]["target"]["root"]] = ev
     assert sorted(journals) == sorted(str(p.resolve()) for p in projects)
 
-    # they really ran at the same time: each ended after the other started
+    # they ran at the same time (the rendezvous): each ended after the other started
     (ev_a, ev_b) = journals.values()
     assert ev_a[-1]["event"] == "end" and ev_b[-1]["event"] == "end"
     assert ev_a[-1]["t"] > ev_b[0]["t"] and ev_b[-1]["t"] > ev_a[0]["t"]
+    assert sorted(p.name for p in meeting.iterdir()) == ["a", "b"]
 
     windows = sorted(
         (e["acquired"], e["released"], root)
@@ -292,7 +318,3 @@ def test_concurrent_runs_serialize_their_timed_windows(tmp_path: Path) -> None:
     for earlier, later in zip(windows, windows[1:], strict=False):
         assert earlier[0] <= earlier[1], earlier
         assert earlier[1] <= later[0], f"timed windows overlap: {earlier} and {later}"
-    # and the lock was contended: some window of each run falls inside the other's bench span
-    for root, mine in per_run.items():
-        other = [w for r, ws in per_run.items() if r != root for w in ws]
-        assert any(other[0][0] < w[0] < other[-1][1] for w in mine), windows

@@ -99,3 +99,14 @@ def test_transient_limit_is_three_percent_or_five_robust_sigmas() -> None:
     assert transient_rounds([1.0, 1.06, 1.0, 1.0], [1.0, 1.0, 1.0, 1.12], [1.0, 1.0, 1.05, 1.0],
                             limit, limit) == [1, 2, 3]
     assert transient_rounds([1.0], [0.5], [1.0], limit, limit) == []  # fast is never transient
+
+
+def test_candidate_only_transients_are_retaken_no_more_often_than_baseline_ones() -> None:
+    from kernelopt_core.measure.stats import rounds_to_retake
+
+    steady, slow = 1.0, 1.2
+    first = [steady] * 6
+    last = [steady, slow, steady, steady, steady, steady]  # one baseline transient: round 1
+    middle = [slow, steady, slow, slow, steady, slow]  # candidate-only in rounds 0, 2, 3, 5
+    assert rounds_to_retake(first, middle, last, 1.03, 1.03) == [0, 1]
+    assert rounds_to_retake(first, middle, [steady] * 6, 1.03, 1.03) == []  # a quiet baseline

@@ -61,7 +61,7 @@ class _ShapeChecked:
 
     name = "shape-checked"
 
-    def shape_check(self, target: Target, tree: Tree, seed: int):  # noqa: ANN201
+    def shape_check(self, target: Target, tree: Tree, seed: int):
         import sys
 
         from kernelopt_core.target import Command

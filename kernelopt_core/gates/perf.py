@@ -16,6 +16,7 @@ from kernelopt_core.measure.stats import (
     SIGN_ALPHA,
     confirm_stats,
     median,
+    rounds_to_retake,
     transient_limit,
     transient_rounds,
 )
@@ -33,7 +34,8 @@ class ScreenGate:
         if not ctx.runner.has_bench(ctx.candidate_tree):
             return GateResult(self.name, True, "no bench: not screened", skipped=True)
         log = ctx.log_dir / "bench.log"
-        base, cand = [], []
+        base: list[float] = []
+        cand: list[float] = []
         try:
             for i in range(ctx.settings.screen_runs):
                 order = [("b", ctx.baseline_tree), ("c", ctx.candidate_tree)]
@@ -59,6 +61,7 @@ class Rounds:
     base_readings: list[BenchReading]
     cand_readings: list[BenchReading]
     retakes: int  # rounds taken again after a transient reading
+    first_take: tuple[float, float]  # round 1 as first taken: baseline, candidate (ms)
 
 
 def bracketed_rounds(
@@ -70,9 +73,9 @@ def bracketed_rounds(
     Bracketing the candidate between two baseline invocations cancels linear drift, and the
     two baselines of a round give an A/A sample in the same session for the noise floor.
     From ROBUST_FROM rounds on, a round with a transient reading (above its tree's
-    ``transient_limit``, set by the first ``rounds`` rounds) is taken again — the same rule for
-    both trees, so an A/A comparison stays symmetric — at most RETAKE_TRIES times per round and
-    ``rounds // 2`` times in all; the last take counts.
+    ``transient_limit``, set by the first ``rounds`` rounds) is taken again (``rounds_to_retake``:
+    a candidate-only transient no more often than baseline ones), at most RETAKE_TRIES times
+    per round and ``rounds // 2`` takes in all; the last take counts.
     """
     log = ctx.log_dir / f"{purpose}.log"
     label = f"{purpose}:{ctx.candidate}"
@@ -92,19 +95,22 @@ def bracketed_rounds(
 
     taken = []
     budget = rounds // 2
+    retaken: set[int] = set()
     for i in range(rounds):
         taken.append(take())
         record(i, taken[-1])
+    first_take = (taken[0][0].time_ms, taken[0][1].time_ms)
     if rounds >= ROBUST_FROM:
         first = [a.time_ms for a, _, _ in taken]
         middle = [c.time_ms for _, c, _ in taken]
         last = [b.time_ms for _, _, b in taken]
         base_limit, cand_limit = transient_limit(first + last), transient_limit(middle)
-        for i in transient_rounds(first, middle, last, base_limit, cand_limit):
+        for i in rounds_to_retake(first, middle, last, base_limit, cand_limit):
             for _ in range(RETAKE_TRIES):
                 if budget == 0:
                     break
                 budget -= 1
+                retaken.add(i)
                 taken[i] = take()
                 a, c, b = (r.time_ms for r in taken[i])
                 steady = not transient_rounds([a], [c], [b], base_limit, cand_limit)
@@ -117,7 +123,8 @@ def bracketed_rounds(
         aa=[a.time_ms / b.time_ms for a, _, b in taken],
         base_readings=[r for a, _, b in taken for r in (a, b)],
         cand_readings=[c for _, c, _ in taken],
-        retakes=rounds // 2 - budget,
+        retakes=len(retaken),
+        first_take=first_take,
     )
 
 
@@ -213,13 +220,15 @@ class ShapeGate:
                 }
             except BenchFailed as exc:
                 return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
-        base = [_checksum(r) for r in readings["baseline"]]
-        cand = [_checksum(r) for r in readings["candidate"]]
-        if any(c is None for c in base + cand):
+        sums = [_checksum(r) for r in readings["baseline"]]
+        cand_sums = [_checksum(r) for r in readings["candidate"]]
+        base = [c for c in sums if c is not None]
+        cand = [c for c in cand_sums if c is not None]
+        if len(base) < len(sums) or len(cand) < len(cand_sums):
             return GateResult(self.name, False, "cannot verify the measured shape: the bench "
                               "reports no checksum and the backend has no shape check",
                               failed_verdict=MATCHED)
-        reference = median(base)  # type: ignore[arg-type]
+        reference = median(base)
         rtol = ctx.settings.checksum_rtol
         scale = max(abs(reference), 1e-30)
         if not math.isfinite(reference) or any(abs(b - reference) > rtol * scale for b in base):

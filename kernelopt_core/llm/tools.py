@@ -349,7 +349,8 @@ def _arguments(tool: _Tool, raw: str | None) -> dict[str, Any]:
             got = _TYPE_NAMES.get(type(value), type(value).__name__)
             raise ToolError(f"argument {param.name!r} of {tool.name} must be {_a(param.type)}, "
                             f"not {_a(got)}.")
-        if param.minimum is not None and value < param.minimum:
+        if (param.minimum is not None and isinstance(value, int | float)
+                and value < param.minimum):
             raise ToolError(f"argument {param.name!r} of {tool.name} must be at least {param.minimum}, "
                             f"not {value}.")
         out[param.name] = value

@@ -65,6 +65,19 @@ def transient_rounds(first: Sequence[float], middle: Sequence[float], last: Sequ
             if a > base_limit or b > base_limit or c > cand_limit]
 
 
+def rounds_to_retake(first: Sequence[float], middle: Sequence[float], last: Sequence[float],
+                     base_limit: float, cand_limit: float) -> list[int]:
+    """The transient rounds to take again: every round with a transient *baseline* reading,
+    and rounds where only the candidate's reading is transient, at most as many as the
+    former. A GPU-wide transient hits the baseline's two readings a round at least as often
+    as the candidate's one; a candidate slow on its own (bimodal, or slow on purpose in the
+    readings it would lose) is not re-drawn beyond what the baseline shows the GPU doing."""
+    hit = transient_rounds(first, middle, last, base_limit, cand_limit)
+    by_base = [i for i in hit if first[i] > base_limit or last[i] > base_limit]
+    by_cand_only = [i for i in hit if i not in by_base]
+    return sorted(by_base + by_cand_only[:len(by_base)])
+
+
 @attrs.frozen
 class ConfirmStats:
     ratios: tuple[float, ...]  # baseline / candidate per round

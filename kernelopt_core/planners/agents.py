@@ -64,7 +64,7 @@ class Agents:
         if record is None and not settings.base_url:
             known = ", ".join(sorted(providers)) or "none installed"
             raise PlannerError(f"unknown LLM provider {name!r} (known: {known})")
-        base_url = settings.base_url or record.base_url
+        base_url = settings.base_url or (record.base_url if record is not None else "")
         model = settings.model or settings.env("KERNELOPT_MODEL") or (
             record.default_model if record else "default")
         key_env = record.api_key_env if record else None

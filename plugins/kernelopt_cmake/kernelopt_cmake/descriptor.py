@@ -14,8 +14,7 @@ import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
 
-from kernelopt_core.errors import UsageError
-from kernelopt_core.settings import read_toml, toml_line
+from kernelopt_core.api import UsageError, read_toml, toml_line
 
 FILENAME = "kernelopt.toml"
 

@@ -8,12 +8,18 @@ import shutil
 from pathlib import Path
 
 from kernelopt_cmake.descriptor import FILENAME, Descriptor, TargetSpec, load
-from kernelopt_core.cmake_support import needs_configure
-from kernelopt_core.errors import UsageError
-from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.knobs import define_pattern
-from kernelopt_core.settings import Settings
-from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree
+from kernelopt_core.api import (
+    BenchSpec,
+    Command,
+    Knob,
+    Settings,
+    Target,
+    Tree,
+    UsageError,
+    define_pattern,
+    hookimpl,
+    needs_configure,
+)
 
 
 def descriptor_path(path: Path) -> Path | None:

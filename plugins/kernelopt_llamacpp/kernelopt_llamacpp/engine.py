@@ -28,8 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernelopt_core import process
-from kernelopt_core.target import Command
+from kernelopt_core.api import Command, ProcessResult, run_process
 
 PROMPT = "The quick brown fox"
 
@@ -41,8 +40,8 @@ def _tool(build: Path, name: str) -> str:
     return str(path)
 
 
-def _run(argv: list[str]) -> process.ProcessResult:
-    proc = process.run(Command(tuple(argv), Path.cwd(), timeout_s=600))
+def _run(argv: list[str]) -> ProcessResult:
+    proc = run_process(Command(tuple(argv), Path.cwd(), timeout_s=600))
     if not proc.ok:
         raise SystemExit(f"{proc.describe()}:\n{proc.stderr[-2000:]}")
     return proc

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 
-def _copy_tokenizer(writer, vocab: Path) -> int:  # noqa: ANN001 (gguf is an optional import)
+def _copy_tokenizer(writer, vocab: Path) -> int:
     import gguf
 
     try:

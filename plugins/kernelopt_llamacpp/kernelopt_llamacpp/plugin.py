@@ -17,21 +17,29 @@ import os
 import shutil
 import sys
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover (Python 3.10)
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover (Python 3.10)
+    import tomli as tomllib
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from kernelopt_core import process
-from kernelopt_core.cmake_support import needs_configure
-from kernelopt_core.errors import PrerequisiteError, UsageError
-from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.settings import Settings
-from kernelopt_core.target import BenchSpec, Command, Target, Tree
+from kernelopt_core.api import (
+    BenchSpec,
+    Command,
+    PrerequisiteError,
+    ProcessResult,
+    Settings,
+    Target,
+    Tree,
+    UsageError,
+    hookimpl,
+    needs_configure,
+    run_command,
+    run_process,
+)
 from kernelopt_llamacpp.ops import DISPATCH
 
 MARKER = "kernelopt-fixture.toml"
@@ -90,12 +98,12 @@ def cuda_arch() -> str:
     return "native"
 
 
-def _nvidia_smi(*args: str) -> process.ProcessResult:
-    return process.run(Command(("nvidia-smi", *args), Path.cwd(), timeout_s=30))
+def _nvidia_smi(*args: str) -> ProcessResult:
+    return run_process(Command(("nvidia-smi", *args), Path.cwd(), timeout_s=30))
 
 
 def default_repo() -> str | None:
-    from kernelopt_core.settings import read_dotenv
+    from kernelopt_core.api import read_dotenv
 
     return os.environ.get(REPO_ENV) or read_dotenv(Path.cwd() / ".env").get(REPO_ENV)
 
@@ -299,12 +307,8 @@ def kernelopt_run_options() -> list[Any]:
 def kernelopt_register_commands(cli: Any) -> None:
     import click
 
-    from kernelopt_core import cli as core_cli
-
-    @click.pass_context
-    def run_llamacpp(ctx: click.Context, repo: str | None, **flags: Any) -> None:
-        """Optimize one ggml-cuda op of a llama.cpp tree (= run REPO --backend llamacpp --op OP)."""
-        repo = repo or default_repo()
+    def repo_path(flags: dict[str, Any]) -> Path:
+        repo = flags.pop("repo", None) or default_repo()
         problem = gpu_problem() if not repo or fixture_marker(Path(repo)) is None else None
         if problem:  # checked before anything else: without nvcc and a GPU nothing can run
             raise PrerequisiteError(f"kernelopt-llamacpp needs nvcc and an NVIDIA GPU: {problem}",
@@ -312,18 +316,18 @@ def kernelopt_register_commands(cli: Any) -> None:
         if not repo:
             raise UsageError("no llama.cpp tree given",
                              hint=f"pass --repo PATH or set {REPO_ENV} (environment or .env)")
-        ctx.exit(core_cli.execute(ctx, Path(repo), flags, forced={"backend": "llamacpp"}))
+        return Path(repo)
 
-    command = click.command("run-llamacpp")(core_cli.run_options(run_llamacpp))
-    taken = {n for p in command.params for n in (*p.opts, p.name or "")}
-    for option in _plugin_options():
-        if option.name not in taken:
-            if option.name == "op":
-                option.required = True
-            command.params.append(option)
-    command.params.append(click.Option(
+    options = _plugin_options()
+    for option in options:
+        if option.name == "op":
+            option.required = True
+    options.append(click.Option(
         ["--repo"], help=f"The llama.cpp tree [${REPO_ENV} from the environment or .env]."))
-    cli.add_command(command)
+    cli.add_command(run_command(
+        "run-llamacpp", forced={"backend": "llamacpp"}, resolve_path=repo_path, params=options,
+        help="Optimize one ggml-cuda op of a llama.cpp tree (= run REPO --backend llamacpp "
+             "--op OP)."))
 
 
 STRATEGIES = """Strategies for ggml-cuda ops (llama.cpp):

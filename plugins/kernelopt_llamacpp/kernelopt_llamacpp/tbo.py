@@ -34,12 +34,11 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import attrs
 
-from kernelopt_core import process
-from kernelopt_core.measure.parsers import ANSI
-from kernelopt_core.target import Command
+from kernelopt_core.api import ANSI, Command, run_process
 
 CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
 PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
@@ -135,7 +134,7 @@ def line_regex(case: str | None) -> str:
 def _run(argv: list[str]) -> tuple[int, str]:
     # The backend's own Command bounds the whole wrapper; this bound only stops a hung tool.
     # every case line matters (the test set, a FAIL): keep the whole output, not the core's cap
-    result = process.run(Command(tuple(argv), Path.cwd(), timeout_s=TOOL_TIMEOUT_S),
+    result = run_process(Command(tuple(argv), Path.cwd(), timeout_s=TOOL_TIMEOUT_S),
                          cap=TOOL_OUTPUT_CAP)
     return result.returncode, result.stdout + result.stderr
 
@@ -178,7 +177,7 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
             "make_test_cases_perf() in tests/test-backend-ops.cpp, or pick another op.",
             EXIT_CANNOT_TIME))
     # the whole test set ran above: whether it holds the chosen case needs no third run
-    pin = {"op": op, "case": chosen.name, "params": chosen.params, "us": chosen.us,
+    pin: dict[str, Any] = {"op": op, "case": chosen.name, "params": chosen.params, "us": chosen.us,
            "kb": chosen.kb, "checkable": chosen.name in tested.ok + tested.failed,
            "chosen_by": "--case" if wanted else "largest us/run of the perf cases the test set "
            "also holds (else of all perf cases)",

@@ -18,8 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kernelopt_core.knobs import define_pattern, powers_around
-from kernelopt_core.target import Knob
+from kernelopt_core.api import Knob, define_pattern, powers_around
 
 BLOCK_DEFINE = re.compile(
     r"^[ \t]*#[ \t]*define[ \t]+(CUDA_([A-Z0-9_]+)_BLOCK_SIZE)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)

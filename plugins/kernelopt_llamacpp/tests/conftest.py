@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # llamacpp_fixture, whatever the rootdir
 
-from llamacpp_fixture import copy_fixture  # noqa: E402
+from llamacpp_fixture import copy_fixture
 
 
 @pytest.fixture

@@ -158,8 +158,9 @@ def _fold(node: ast.AST, env: dict[str, Any], environ: dict[str, str]) -> Any:
         if name in ("os.environ.get", "os.getenv") and args and isinstance(args[0], str):
             return environ.get(args[0], args[1] if len(args) > 1 else None)
         if name in ("int", "str", "len", "max", "min", "abs", "bool") and args:
-            return {"int": int, "str": str, "len": len, "max": max, "min": min, "abs": abs,
-                    "bool": bool}[name](*args)
+            builtin: Any = {"int": int, "str": str, "len": len, "max": max, "min": min,
+                            "abs": abs, "bool": bool}[name]
+            return builtin(*args)
     raise _Unknown(type(node).__name__)
 
 

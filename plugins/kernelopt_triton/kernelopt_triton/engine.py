@@ -56,11 +56,11 @@ def candidate_parts(candidate_text: str, name: str) -> tuple[list[str], dict[str
     if not any(is_main for is_main, _ in funcs):
         raise ValueError(f"the candidate defines no @triton.jit function {name}")
     config: dict[str, int] = {}
-    for node in ast.walk(tree):
+    for walked in ast.walk(tree):
         # NAME[grid](..., XBLOCK=64, num_warps=4): the launch keywords are the config.
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
-                and ast.unparse(node.func.value) == name):
-            for kw in node.keywords:
+        if (isinstance(walked, ast.Call) and isinstance(walked.func, ast.Subscript)
+                and ast.unparse(walked.func.value) == name):
+            for kw in walked.keywords:
                 if kw.arg and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, int):
                     config[kw.arg] = kw.value.value
     funcs.sort(key=lambda f: f[0])

@@ -187,7 +187,7 @@ class _CallRecorder:
         calls: set[str] = set()
 
         class Mode(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            def __torch_function__(self, func, types, args=(), kwargs=None):
                 calls.add(getattr(func, "__name__", None) or str(func))
                 return func(*args, **(kwargs or {}))
 
@@ -550,7 +550,7 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
             channel.reply(request, ok=False, exit=exc.code if isinstance(exc.code, int) else 4,
                           error=f"exited during {op}: {exc}")
             break
-        except BaseException:  # noqa: BLE001 - the core decides; the worker only reports
+        except BaseException:
             channel.reply(request, ok=False, exit=4, error=traceback.format_exc()[-4000:])
     Channel.leave(0)
     return 0

@@ -68,9 +68,9 @@ def is_model_file(path: Path) -> bool:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any("jit" in ast.unparse(d) for d in node.decorator_list):
+    for walked in ast.walk(tree):
+        if isinstance(walked, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any("jit" in ast.unparse(d) for d in walked.decorator_list):
                 return False
     return ("model" in names or "MODEL" in names) and "inputs" in names
 
@@ -168,15 +168,15 @@ def _prepare_cpu_triton() -> None:
     config.compile_threads = 1
     patch_interpreter()
     # Benchmarking every config under the interpreter takes minutes: take the first config.
-    CachingAutotuner.benchmark_all_configs = lambda self, *a, **k: {
+    CachingAutotuner.benchmark_all_configs = lambda self, *a, **k: {  # type: ignore[method-assign]
         launcher: float(i) for i, launcher in enumerate(self.launchers)}
     # Inductor's benchmark-harness imports for the CPU are a multi-line def that its dedent
     # breaks (IndentationError in every kernel module); the CUDA variant is one import line.
-    TritonKernel.imports_for_benchmark_kernel = lambda self: (
+    TritonKernel.imports_for_benchmark_kernel = lambda self: (  # type: ignore[method-assign]
         "\nfrom torch._dynamo.testing import rand_strided\n"
         "def get_raw_stream(_):\n    return 0\nimport torch\n")
     # The backend hash asks the active Triton driver, and the interpreter has none.
-    utils_triton.triton_hash_with_backend = lambda: "0" * 64
+    utils_triton.triton_hash_with_backend = lambda: "0" * 64  # type: ignore[assignment]
     helpers.libdevice = InterpreterLibdevice()
 
 
@@ -300,7 +300,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
         "torch": torch.__version__, "triton": _triton_version(), "steps": steps,
         "compile_s": round(compile_s, 3), "device_us_per_step": total / steps, "kernels": kernels,
         "others": sorted(({"name": r.name, "time_us": r.device_us / steps} for r in rows
-                          if r.name not in by_name), key=lambda o: -o["time_us"])[:20],
+                          if r.name not in by_name), key=lambda o: -o["time_us"])[:20],  # type: ignore[operator]
     }
     (out / "kernels.json").write_text(json.dumps(record, indent=1) + "\n")
     (out / "profile.txt").write_text(table)

@@ -200,7 +200,10 @@ def parse_kernel_source(source: str, name: str | None = None) -> KernelSource:
                and any("jit" in ast.unparse(d) for d in n.decorator_list)), None)
     if fn is None:
         raise ValueError(f"no @triton.jit function {name or ''} in the kernel source")
-    heuristic, size_hints, signature, meta = "", {}, {}, {}
+    heuristic = ""
+    size_hints: dict[str, Any] = {}
+    signature: dict[str, Any] = {}
+    meta: dict[str, Any] = {}
     for dec in fn.decorator_list:
         if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)):
             continue

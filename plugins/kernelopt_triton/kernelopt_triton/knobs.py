@@ -27,8 +27,7 @@ from __future__ import annotations
 import ast
 import re
 
-from kernelopt_core.knobs import powers_around
-from kernelopt_core.target import Knob
+from kernelopt_core.api import Knob, powers_around
 from kernelopt_triton.convention import jit_functions, parse
 
 SIZE_WORDS = re.compile(
@@ -78,7 +77,7 @@ class _Offsets:
             self.starts.append(self.starts[-1] + len(line))
         self.text = text
 
-    def of(self, node: ast.AST) -> int:
+    def of(self, node: ast.expr | ast.stmt) -> int:
         # col_offset counts UTF-8 bytes; convert through the line's bytes
         line = self.text[self.starts[node.lineno - 1]:self.starts[node.lineno]]
         col = len(line.encode("utf-8")[: node.col_offset].decode("utf-8", errors="replace"))
@@ -116,7 +115,8 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
-def _enclosing_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST | None:
+def _enclosing_function(node: ast.AST, parents: dict[ast.AST, ast.AST]
+                        ) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
     while node in parents:
         node = parents[node]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -196,7 +196,7 @@ def detect(path: str, text: str) -> list[Knob]:
     taken: set[int] = set()
     names: dict[str, int] = {}
 
-    def add(base: str, value_node: ast.AST, token: str, values: tuple[str, ...] | None) -> None:
+    def add(base: str, value_node: ast.expr, token: str, values: tuple[str, ...] | None) -> None:
         if values is None:
             return
         offset = offsets.of(value_node)
@@ -244,7 +244,7 @@ def detect(path: str, text: str) -> list[Knob]:
             if value is not None and name not in passed[kernel] and SIZE_WORDS.search(name.upper()):
                 add(f"{name}@{kernel}", defaults[name], _default_token(name), values_for(name, value))
         for decorator in fn.decorator_list:
-            configs = [n for n in ast.walk(decorator) if _is_config_call(n)]
+            configs = [n for n in ast.walk(decorator) if isinstance(n, ast.Call) and _is_config_call(n)]
             for i, config in enumerate(configs):
                 where = f"{kernel}.configs[{i}]"
                 if config.args and isinstance(config.args[0], ast.Dict):

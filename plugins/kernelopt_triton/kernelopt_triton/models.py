@@ -18,10 +18,16 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import process
-from kernelopt_core.errors import PrerequisiteError, UsageError
-from kernelopt_core.settings import Settings
-from kernelopt_core.target import Command, Target, Tree
+from kernelopt_core.api import (
+    Command,
+    PrerequisiteError,
+    Settings,
+    Target,
+    Tree,
+    UsageError,
+    run_on_gpu,
+    run_process,
+)
 from kernelopt_triton.plugin import TritonBackend, require_prerequisites
 
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
@@ -69,7 +75,8 @@ class InductorBackend(TritonBackend):
         digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
         capture_dir = settings.state_root / "work" / f"inductor-{model.stem}-{digest}"
         if not (capture_dir / "kernels.json").is_file():
-            self._child(("capture", str(model), "--out", str(capture_dir)), capture_dir, "capture")
+            self._child(("capture", str(model), "--out", str(capture_dir)), capture_dir, "capture",
+                        settings.state_root)
         record = inductor.load_record(capture_dir)
         name = settings.options.get("kernel")
         try:
@@ -81,7 +88,7 @@ class InductorBackend(TritonBackend):
         args += ("--kernel", name) if name else ("--top", str(top))
         skipped_file = targets_dir / inductor.SKIPPED_FILE
         skipped_file.unlink(missing_ok=True)
-        self._child(args, capture_dir, "generate")
+        self._child(args, capture_dir, "generate", None)
         skipped = json.loads(skipped_file.read_text()) if skipped_file.is_file() else {}
         self._own_repository(targets_dir)
         ranking = capture_dir / "ranking.txt"
@@ -91,11 +98,16 @@ class InductorBackend(TritonBackend):
         return [attrs.evolve(self._model_target(targets_dir / f"{k['name']}.py", model, k),
                              preface=preface) for k in chosen if k["name"] not in skipped]
 
-    def _child(self, args: tuple[str, ...], capture_dir: Path, step: str) -> None:
+    def _child(self, args: tuple[str, ...], capture_dir: Path, step: str,
+               gpu_state_root: Path | None) -> None:
+        """One inductor step in a child; the capture runs the model on the GPU, so it holds the
+        GPU lock of ``gpu_state_root`` (never inside another run's timed window)."""
         capture_dir.mkdir(parents=True, exist_ok=True)
         command = Command((sys.executable, "-m", "kernelopt_triton.inductor", *args), capture_dir,
                           timeout_s=CAPTURE_TIMEOUT_S, label=step)
-        result = process.run(command, capture_dir / f"{step}.log")
+        log = capture_dir / f"{step}.log"
+        result = (run_on_gpu(command, gpu_state_root, log) if gpu_state_root is not None
+                  else run_process(command, log))
         if result.ok:
             return
         log = capture_dir / f"{step}.log"

@@ -12,10 +12,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core.errors import PrerequisiteError, UsageError
-from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.settings import Settings
-from kernelopt_core.target import BenchSpec, Command, Target, Tree
+from kernelopt_core.api import (
+    BenchSpec,
+    Command,
+    PrerequisiteError,
+    Settings,
+    Target,
+    Tree,
+    UsageError,
+    hookimpl,
+)
 from kernelopt_triton import convention, knobs
 
 HARNESS = "kernelopt_triton.harness"

@@ -23,7 +23,7 @@ if gpu_device() is None:
     os.environ["TRITON_INTERPRET"] = "1"
 
 sys.path.insert(0, str(Path(__file__).parent))  # kernelopt_triton_testpaths, whatever the rootdir
-from kernelopt_triton_testpaths import EXAMPLES, HACKS, REPO  # noqa: E402, F401
+from kernelopt_triton_testpaths import EXAMPLES, HACKS, REPO  # noqa: F401
 
 WHOLE_RUN_TEST = "test_whole_run_under_the_interpreter_is_never_optimized"
 WHOLE_RUN_ARGS = ("--iterations", "1", "--final-rounds", "2", "--seeds", "1", "--screen-runs", "1")
@@ -41,7 +41,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     shutil.copy(EXAMPLES / "vecadd.py", work / "vecadd.py")
     env = {**os.environ, "KERNELOPT_SMALL": "1"}
     env.pop("KERNELOPT_HOME", None)
-    out = open(work / "output.log", "w")  # noqa: SIM115 (closed by the fixture)
+    out = open(work / "output.log", "w")
     _background.update(work=work, out=out, proc=subprocess.Popen(
         [*kernelopt_command(), "run", str(work / "vecadd.py"), "--state-root", str(work / "state"),
          *WHOLE_RUN_ARGS], cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT))

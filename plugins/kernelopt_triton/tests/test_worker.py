@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("small")
 
 
 @pytest.fixture
-def served(tmp_path: Path):  # noqa: ANN201 - a generator of (runner, baseline, candidate)
+def served(tmp_path: Path):
     original = tmp_path / "original" / "softmax.py"
     original.parent.mkdir()
     shutil.copy(EXAMPLES / "softmax.py", original)

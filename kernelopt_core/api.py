@@ -1,0 +1,93 @@
+"""The public face for plugin authors: everything a plugin package imports from the core.
+
+A plugin imports from ``kernelopt_core.api`` only (tests/test_architecture.py enforces this
+for the plugins in this repository); a bench-worker *child* program imports
+``kernelopt_core.bench_worker`` instead (standard library only, so the child starts fast).
+Every name below is documented in docs/plugins.md; anything else in ``kernelopt_core`` is the
+engine's and may change between releases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernelopt_core.cmake_support import needs_configure
+from kernelopt_core.errors import (
+    EXIT_INTERNAL,
+    EXIT_NO_WIN,
+    EXIT_OPTIMIZED,
+    EXIT_PREREQUISITE,
+    EXIT_USAGE,
+    BenchParseError,
+    BudgetExhausted,
+    KerneloptError,
+    PlannerError,
+    PrerequisiteError,
+    UsageError,
+)
+from kernelopt_core.gates.base import FALLBACK, MATCHED, UNVERIFIED, GateContext, GateResult
+from kernelopt_core.hookspecs import (
+    Backend,
+    DocHit,
+    Gate,
+    LLMProvider,
+    Planner,
+    Profiler,
+    hookimpl,
+)
+from kernelopt_core.knobs import define_pattern, powers_around
+from kernelopt_core.lock import gpu_lock
+from kernelopt_core.measure.parsers import ANSI
+from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.process import OUTPUT_CAP, ProcessResult
+from kernelopt_core.process import run as _run
+from kernelopt_core.settings import Settings, read_dotenv, read_toml, toml_line
+from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree
+
+__all__ = [
+    # the hooks and the protocols their records follow
+    "hookimpl", "Backend", "Gate", "Planner", "Profiler", "LLMProvider", "DocHit",
+    # what a backend describes
+    "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",
+    # gates and planners
+    "GateContext", "GateResult", "MATCHED", "FALLBACK", "UNVERIFIED", "PlanContext", "Proposal",
+    # errors and exit codes
+    "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "PlannerError",
+    "BudgetExhausted", "EXIT_OPTIMIZED", "EXIT_NO_WIN", "EXIT_USAGE", "EXIT_PREREQUISITE",
+    "EXIT_INTERNAL",
+    # the backend kit
+    "run_process", "run_on_gpu", "ProcessResult", "OUTPUT_CAP", "needs_configure",
+    "define_pattern", "powers_around", "read_toml", "toml_line", "read_dotenv", "ANSI",
+    "run_command",
+]
+
+
+def run_process(command: Command, log: Path | None = None, cap: int = OUTPUT_CAP) -> ProcessResult:
+    """Run a command that does not use the GPU (a tool, a query) through the core's one
+    spawner: its own session, the command's timeout, a process-group kill, capped output
+    (``cap`` bytes of each stream), the log written to ``log``."""
+    return _run(command, log, cap)
+
+
+def run_on_gpu(command: Command, state_root: Path, log: Path | None = None,
+               cap: int = OUTPUT_CAP) -> ProcessResult:
+    """Run a command that uses the GPU (a capture, a profile) outside the loop: as
+    ``run_process``, holding the GPU lock of ``state_root`` (``settings.state_root``) so it
+    never overlaps another run's timed window."""
+    with gpu_lock(state_root):
+        return _run(command, log, cap)
+
+
+def run_command(name: str, *, help: str, forced: dict[str, Any],
+                resolve_path: Callable[[dict[str, Any]], Path],
+                params: Sequence[Any] = ()) -> Any:
+    """A click command that runs the loop as ``kernelopt run`` does, for
+    ``kernelopt_register_commands``: every run flag plus ``params`` (click parameters; a name
+    ``run`` already has is skipped), ``forced`` settings (e.g. ``{"backend": "llamacpp"}``),
+    and ``resolve_path(flags)`` giving the target's path (it pops its own params' values and
+    may raise UsageError / PrerequisiteError)."""
+    from kernelopt_core.cli import run_command as make  # the CLI only when a plugin asks
+
+    return make(name, help=help, forced=forced, resolve_path=resolve_path, params=params)

@@ -1,0 +1,89 @@
+"""The layering rules, read from the source: plugin packages import only the public API, the
+core has no runtime import cycle, and every public name is documented."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from kernelopt_core import api
+
+REPO = Path(__file__).resolve().parents[1]
+PUBLIC = {"kernelopt_core.api", "kernelopt_core.bench_worker"}  # the latter: worker children
+
+
+def _imports(path: Path, runtime_only: bool) -> list[tuple[int, str]]:
+    """(line, module) of every kernelopt_core import in ``path``; ``runtime_only``: the ones
+    executed when the module is imported (module level, not under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes: list[ast.AST] = []
+    if runtime_only:
+        for node in tree.body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                nodes.extend(ast.walk(node))
+    else:
+        nodes = list(ast.walk(tree))
+    found = []
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            found += [(node.lineno, n) for n in [node.module, *names] if n.startswith("kernelopt_core")]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("kernelopt_core")]
+    return found
+
+
+def test_plugin_packages_import_only_the_public_api() -> None:
+    sources = sorted(p for p in REPO.glob("plugins/kernelopt_*/kernelopt_*/*.py"))
+    assert len(sources) >= 15
+    offending = []
+    for path in sources:
+        imports = _imports(path, runtime_only=False)
+        modules = {m for _line, m in imports}
+        for line, module in imports:
+            # `from kernelopt_core.api import X` also yields "kernelopt_core.api.X": fine
+            if module in PUBLIC or any(module.startswith(p + ".") for p in PUBLIC):
+                continue
+            if module == "kernelopt_core" and modules & PUBLIC:
+                continue
+            offending.append(f"{path.relative_to(REPO)}:{line}: {module}")
+    assert not offending, "plugins import core internals:\n" + "\n".join(offending)
+
+
+def test_the_core_has_no_runtime_import_cycle() -> None:
+    modules = {}
+    for path in (REPO / "kernelopt_core").rglob("*.py"):
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        modules[name] = path
+    graph = {name: {m for _l, m in _imports(path, runtime_only=True) if m in modules and m != name}
+             for name, path in modules.items()}
+    # a depth-first search for a back edge
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            cycle = visit(name)
+            assert cycle is None, " -> ".join(cycle)
+
+
+def test_every_public_name_is_documented() -> None:
+    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
+    missing = [name for name in api.__all__ if f"`{name}`" not in text]
+    assert not missing, f"docs/plugins.md does not document: {', '.join(missing)}"
+    for name in api.__all__:
+        assert hasattr(api, name), name
