@@ -20,6 +20,7 @@ from kernelopt_core.errors import (
     EXIT_OPTIMIZED,
     EXIT_PREREQUISITE,
     EXIT_USAGE,
+    BenchFailed,
     BenchParseError,
     BudgetExhausted,
     KerneloptError,
@@ -27,7 +28,14 @@ from kernelopt_core.errors import (
     PrerequisiteError,
     UsageError,
 )
-from kernelopt_core.gates.base import FALLBACK, MATCHED, UNVERIFIED, GateContext, GateResult
+from kernelopt_core.gates.base import (
+    FALLBACK,
+    MATCHED,
+    UNVERIFIED,
+    GateContext,
+    GateResult,
+    GateServices,
+)
 from kernelopt_core.hookspecs import (
     Backend,
     DocHit,
@@ -52,9 +60,11 @@ __all__ = [
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",
     # gates and planners
-    "GateContext", "GateResult", "MATCHED", "FALLBACK", "UNVERIFIED", "PlanContext", "Proposal",
+    "GateContext", "GateServices", "GateResult", "MATCHED", "FALLBACK", "UNVERIFIED",
+    "PlanContext", "Proposal",
     # errors and exit codes
-    "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "PlannerError",
+    "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "BenchFailed",
+    "PlannerError",
     "BudgetExhausted", "EXIT_OPTIMIZED", "EXIT_NO_WIN", "EXIT_USAGE", "EXIT_PREREQUISITE",
     "EXIT_INTERNAL",
     # the backend kit

@@ -40,6 +40,11 @@ class BenchParseError(UsageError):
     """A bench command's output did not parse: names the command and the offending line."""
 
 
+class BenchFailed(Exception):
+    """A bench reading failed (exit status, a broken worker, a forged line): the candidate's
+    failure, not the run's. Gates turn it into a failed gate."""
+
+
 class PlannerError(Exception):
     """A planner could not produce a proposal (an LLM failed, replied nonsense too often).
 

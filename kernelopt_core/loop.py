@@ -28,6 +28,7 @@ from kernelopt_core.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_WIN,
     EXIT_OPTIMIZED,
+    BenchFailed,
     BudgetExhausted,
     KerneloptError,
     PlannerError,
@@ -39,7 +40,7 @@ from kernelopt_core.hookspecs import Backend, Gate
 from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
-from kernelopt_core.runner import BenchFailed, Runner
+from kernelopt_core.runner import Runner
 from kernelopt_core.search import BeamSearch, Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import process
-from kernelopt_core.errors import BenchParseError, PrerequisiteError, UsageError
+from kernelopt_core.errors import BenchFailed, BenchParseError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.knobs import apply as apply_knobs
@@ -387,10 +387,6 @@ class Runner:
         command = attrs.evolve(command, env={**command.env, **(env or {})})
         command = self._with_timeout(command, self.settings.bench_timeout_s)
         return self.spawn_locked(command, log)[0]
-
-
-class BenchFailed(Exception):
-    """A bench invocation exited non-zero (a candidate's failure, not the run's)."""
 
 
 class _LoadFailed(WorkerError):

@@ -1,14 +1,9 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # kernelopt_tests_support, whatever the rootdir
 from kernelopt_tests_support import REPO, events, kernelopt, last_run, summary  # noqa: F401
 
-pytest_plugins = ["kernelopt_core.testing"]
+# kernelopt_core.testing's fixtures come from its pytest11 entry point (pyproject.toml)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The layering rules, read from the source: plugin packages import only the public API, the
-core has no runtime import cycle, and every public name is documented."""
+core has no import cycle, and every public name is documented."""
 
 from __future__ import annotations
 
@@ -12,15 +12,14 @@ REPO = Path(__file__).resolve().parents[1]
 PUBLIC = {"kernelopt_core.api", "kernelopt_core.bench_worker"}  # the latter: worker children
 
 
-def _imports(path: Path, runtime_only: bool) -> list[tuple[int, str]]:
-    """(line, module) of every kernelopt_core import in ``path``; ``runtime_only``: the ones
-    executed when the module is imported (module level, not under TYPE_CHECKING)."""
+def _imports(path: Path, module_level: bool) -> list[tuple[int, str]]:
+    """(line, module) of every kernelopt_core import in ``path``; ``module_level``: only those
+    outside functions and classes (TYPE_CHECKING ones included: a type-only cycle is still a
+    layering cycle)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     nodes: list[ast.AST] = []
-    if runtime_only:
+    if module_level:
         for node in tree.body:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                continue
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 nodes.extend(ast.walk(node))
     else:
@@ -40,7 +39,7 @@ def test_plugin_packages_import_only_the_public_api() -> None:
     assert len(sources) >= 15
     offending = []
     for path in sources:
-        imports = _imports(path, runtime_only=False)
+        imports = _imports(path, module_level=False)
         modules = {m for _line, m in imports}
         for line, module in imports:
             # `from kernelopt_core.api import X` also yields "kernelopt_core.api.X": fine
@@ -52,12 +51,14 @@ def test_plugin_packages_import_only_the_public_api() -> None:
     assert not offending, "plugins import core internals:\n" + "\n".join(offending)
 
 
-def test_the_core_has_no_runtime_import_cycle() -> None:
+def test_the_core_has_no_import_cycle() -> None:
+    """Module-level imports, type-only ones included: the contract (hookspecs and the types it
+    names) sits below the engine, never beside it."""
     modules = {}
     for path in (REPO / "kernelopt_core").rglob("*.py"):
         name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
         modules[name] = path
-    graph = {name: {m for _l, m in _imports(path, runtime_only=True) if m in modules and m != name}
+    graph = {name: {m for _l, m in _imports(path, module_level=True) if m in modules and m != name}
              for name, path in modules.items()}
     # a depth-first search for a back edge
     state: dict[str, int] = {}
@@ -87,3 +88,26 @@ def test_every_public_name_is_documented() -> None:
     assert not missing, f"docs/plugins.md does not document: {', '.join(missing)}"
     for name in api.__all__:
         assert hasattr(api, name), name
+
+
+CONTRACT = {
+    "kernelopt_core.hookspecs", "kernelopt_core.target", "kernelopt_core.errors",
+    "kernelopt_core.settings", "kernelopt_core.gates.base", "kernelopt_core.planners.base",
+    "kernelopt_core.search", "kernelopt_core.journal", "kernelopt_core.measure.parsers",
+    "kernelopt_core.process", "kernelopt_core.bench_worker",
+}
+
+
+def test_the_contract_imports_nothing_from_the_engine() -> None:
+    """What a plugin author reads (hookspecs and every type it names) depends only on itself
+    (docs/architecture.md, "Layers")."""
+    packages = {"kernelopt_core", "kernelopt_core.gates", "kernelopt_core.planners",
+                "kernelopt_core.measure"}
+    leaks = []
+    for name in sorted(CONTRACT):
+        path = REPO / (name.replace(".", "/") + ".py")
+        for line, module in _imports(path, module_level=False):
+            if module not in CONTRACT and module not in packages and not any(
+                    module.startswith(c + ".") for c in CONTRACT):
+                leaks.append(f"{name}:{line}: {module}")
+    assert not leaks, "\n".join(leaks)

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from kernelopt_core import process
+from kernelopt_core.errors import BenchFailed
 from kernelopt_core.journal import Journal
-from kernelopt_core.runner import BenchFailed, Runner
+from kernelopt_core.runner import Runner
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import BenchSpec, Command, Target, Tree
 

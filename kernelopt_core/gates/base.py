@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
-from kernelopt_core.runner import Runner
+from kernelopt_core.measure.parsers import BenchReading
+from kernelopt_core.process import ProcessResult
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target, Tree
 
@@ -17,11 +18,46 @@ FALLBACK = "fallback"  # not even correct: the baseline is kept
 UNVERIFIED = "unverified"  # correct, but its times cannot back a claim (e.g. an interpreter's)
 
 
+class EventLog(Protocol):
+    def write(self, event: str, **data: Any) -> dict[str, Any]:
+        """Append one event to the run's journal (the source of truth)."""
+        ...
+
+
+class GateServices(Protocol):
+    """What a gate may ask of the core (the engine's Runner provides it): build, check, bench
+    and run the engine of a tree, every GPU step under the GPU lock, every spawn logged."""
+
+    @property
+    def journal(self) -> EventLog: ...
+
+    def build(self, tree: Tree, log: Path) -> ProcessResult | None: ...
+
+    def check_all(self, tree: Tree, log: Path) -> tuple[str, ProcessResult] | None:
+        """None when every seed passes, else (which seeds, the failing result)."""
+        ...
+
+    def has_bench(self, tree: Tree) -> bool: ...
+
+    def bench(self, tree: Tree, log: Path, purpose: str, work: float = 1.0) -> BenchReading:
+        """One reading (raises BenchFailed); ``work`` < 1 only for the gate self-test."""
+        ...
+
+    def confirm_rounds(self, candidate: Tree) -> int: ...
+
+    def shape_check(self, tree: Tree, seed: int, log: Path) -> ProcessResult | None: ...
+
+    def has_engine(self, tree: Tree) -> bool: ...
+
+    def engine(self, tree: Tree, log: Path,
+               env: dict[str, str] | None = None) -> ProcessResult | None: ...
+
+
 @attrs.define
 class GateContext:
     """Services and facts for one gate decision on one candidate."""
 
-    runner: Runner
+    runner: GateServices
     settings: Settings
     target: Target
     candidate: str  # the candidate's id, e.g. "c7"

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core.errors import BenchFailed
 from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.parsers import BenchReading
@@ -20,7 +21,6 @@ from kernelopt_core.measure.stats import (
     transient_limit,
     transient_rounds,
 )
-from kernelopt_core.runner import BenchFailed
 from kernelopt_core.target import Tree
 
 

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # llamacpp_fixture, whatever the rootdir
-
 from llamacpp_fixture import copy_fixture
 
 

@@ -22,7 +22,6 @@ if gpu_device() is None:
     # imports triton, or kernels imported later in this process are not interpretable.
     os.environ["TRITON_INTERPRET"] = "1"
 
-sys.path.insert(0, str(Path(__file__).parent))  # kernelopt_triton_testpaths, whatever the rootdir
 from kernelopt_triton_testpaths import EXAMPLES, HACKS, REPO  # noqa: F401
 
 WHOLE_RUN_TEST = "test_whole_run_under_the_interpreter_is_never_optimized"
