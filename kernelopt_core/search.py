@@ -9,6 +9,7 @@ left to offer is marked exhausted and leaves the choice.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import attrs
@@ -60,3 +61,19 @@ class BeamSearch:
 
     def best(self) -> Node:
         return max(self.nodes.values(), key=lambda n: n.speedup)
+
+
+class SeenContent:
+    """Content keys of the proposals a run has evaluated: the same content is never evaluated
+    twice (planners may repeat themselves), nor content equal to the baseline."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    def first_time(self, edits: dict[str, bytes], baseline: dict[str, bytes]) -> bool:
+        key = hashlib.sha256(
+            b"\0".join(p.encode() + b"\0" + edits[p] for p in sorted(edits))).hexdigest()
+        if key in self.keys or all(baseline.get(p) == d for p, d in edits.items()):
+            return False
+        self.keys.add(key)
+        return True

@@ -23,10 +23,10 @@ from kernelopt_core.gates.base import GateContext
 from kernelopt_core.gates.perf import bracketed_rounds
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
-from kernelopt_core.loop import new_run_id, prepare_state_root
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.stats import confirm_stats, median
 from kernelopt_core.runner import Runner
+from kernelopt_core.session import new_run_id, prepare_state_root
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target, Tree
 from kernelopt_core.workspace import Workspace

@@ -9,6 +9,7 @@ and commits carry a fixed identity.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import io
 import os
@@ -260,3 +261,15 @@ class Workspace:
             for ref in self.repo.refs.allkeys()
             if ref.startswith(prefix)
         }
+
+
+def text_diff(files: dict[str, bytes], edits: dict[str, bytes]) -> str:
+    """A unified diff of ``edits`` against ``files`` (for a candidate's edit.diff)."""
+    out: list[str] = []
+    for path, new in sorted(edits.items()):
+        old = files.get(path, b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+        out.extend(difflib.unified_diff(
+            old, new.decode("utf-8", errors="replace").splitlines(keepends=True),
+            f"a/{path}", f"b/{path}",
+        ))
+    return "".join(out)

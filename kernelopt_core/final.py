@@ -1,0 +1,106 @@
+"""The final phase: the best accepted candidates face the final gates in turn, and the
+verdict — a pure function of their results (kernelopt_core.verdict) — is journaled."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
+from kernelopt_core.hookspecs import Gate
+from kernelopt_core.journal import Journal
+from kernelopt_core.runner import Runner
+from kernelopt_core.search import BeamSearch, Node
+from kernelopt_core.verdict import protocol_results, verdict
+from kernelopt_core.workspace import Workspace
+
+FINAL_ATTEMPTS = 3  # candidates that may face the final gates when better ones cheat
+
+
+@attrs.define
+class FinalPhase:
+    run_id: str
+    run_dir: Path
+    workspace: Workspace
+    runner: Runner
+    journal: Journal
+    stage: Callable[..., None]
+    gate_context: Callable[[str, dict[str, bytes], Path, float | None], GateContext]
+
+    def finish(self, search: BeamSearch, gates: list[Gate], baseline_ms: float | None,
+               rejections: dict[str, str]) -> str:
+        """The best accepted candidates, in turn, face the final gates; the verdict event and
+        report.diff are written; the status returned."""
+        benched = baseline_ms is not None
+        accepted = [n for n in search.nodes.values() if n.id != "baseline"]
+        if not accepted:
+            rejected = ", ".join(f"{c} at {g}" for c, g in rejections.items()) or "none"
+            self.journal.write("verdict", status="fallback", candidate=None,
+                               reason="no candidate passed every candidate gate; baseline kept "
+                               f"(rejected: {rejected})")
+            return "fallback"
+        if benched:
+            accepted.sort(key=lambda n: n.speedup, reverse=True)
+        failures: list[GateResult] = []
+        status, best = FALLBACK, accepted[0]
+        # A candidate caught cheating or wrong on the measured shape gives the next best its
+        # turn; one that is merely not proven faster ends the search (the rest are slower).
+        for best in accepted[:FINAL_ATTEMPTS]:
+            status, failures = self._attempt(best, gates, baseline_ms)
+            if status != FALLBACK:
+                break
+        winner = self.workspace.tags().get(f"kernelopt/{self.run_id}/{best.id}")
+        diff = b""
+        if status in ("optimized", "unverified") and winner is not None:
+            diff = self.workspace.diff(self.workspace.baseline_commit, winner)
+            self.workspace.tag(self.run_id, "winner", winner)
+        (self.run_dir / "report.diff").write_bytes(diff)
+        self.journal.write(
+            "verdict",
+            status=status,
+            candidate=best.id,
+            description=best.description,
+            knobs=best.knobs,
+            screen_speedup=best.speedup,
+            winner_tag=f"kernelopt/{self.run_id}/winner" if diff else None,
+            diff="report.diff" if diff else None,
+            caught_by=[f.gate for f in failures],
+            reason="; ".join(f"{f.gate}: {f.reason}" for f in failures) or "every final gate passed",
+        )
+        return status
+
+    def _attempt(
+        self, node: Node, gates: list[Gate], baseline_ms: float | None
+    ) -> tuple[str, list[GateResult]]:
+        """One candidate through the final gates (rebuilt first): its verdict and failures."""
+        self.stage("final", candidate=node.id)
+        self.workspace.use_candidate(node.edits)
+        log_dir = self.run_dir / "candidates" / node.id
+        rebuilt = self.runner.build(self.workspace.candidate_tree, log_dir / "final-build.log")
+        ctx = self.gate_context(node.id, node.edits, log_dir, baseline_ms)
+        results: list[GateResult] = []
+
+        def record(result: GateResult) -> None:  # journaled as it happens
+            self.journal.write(
+                "gate", candidate=node.id, gate=result.gate, passed=result.passed, final=True,
+                skipped=result.skipped, reason=result.reason, metrics=result.metrics,
+                failed_verdict=None if result.passed else result.failed_verdict,
+            )
+            results.append(result)
+
+        if rebuilt is not None and not rebuilt.ok:  # built during the search: flaky, disk full
+            record(GateResult("build", False, f"no longer builds: {rebuilt.describe()}",
+                              failed_verdict=FALLBACK))
+            return FALLBACK, results  # the next best candidate gets its turn
+        for gate in gates:
+            self.stage(gate.name, candidate=node.id)
+            record(gate.evaluate(ctx))
+        for added in protocol_results(results, benched=baseline_ms is not None,
+                                      interpreted=self.runner.interpreted,
+                                      gates_run=[g.name for g in gates]):
+            record(added)
+        return verdict(results, benched=baseline_ms is not None), \
+            [r for r in results if not r.passed]
+

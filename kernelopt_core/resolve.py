@@ -1,0 +1,99 @@
+"""Set-up of a run before any work: which gates, which planner, and the checks that refuse a
+configuration no verdict could rest on (exit 2, nothing done)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelopt_core import knobs as knob_edit
+from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.hookspecs import Gate
+from kernelopt_core.plugins import PluginHost
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Knob, Target
+
+
+def gates(host: PluginHost, settings: Settings, names: tuple[str, ...], phase: str) -> list[Gate]:
+    known = host.registry("gates")
+    chosen = []
+    for name in names:
+        if name not in known:
+            raise UsageError(
+                f"unknown {phase} gate {name!r} in the gate configuration "
+                f"(from {settings.origins.get(phase + '_gates', '?')})",
+                hint=f"known gates: {', '.join(sorted(known))}",
+            )
+        if known[name].phase != phase:
+            raise UsageError(
+                f"gate {name!r} runs in the {known[name].phase!r} phase, not {phase!r}",
+                hint=f"move it to `{known[name].phase} = [...]` in [gates]",
+            )
+        chosen.append(known[name])
+    return chosen
+
+
+def check_gate_plan(candidate: list[str], final: list[str]) -> None:
+    """Gate lists a verdict cannot rest on: refuse them before any work is done."""
+    if "correctness" not in candidate:
+        raise UsageError("the candidate gates lack `correctness`: kernelopt never hands back a "
+                         "kernel it has not checked", hint="keep correctness in --gates / [gates]")
+    if "roofline" in final and ("confirm" not in final
+                                or final.index("roofline") < final.index("confirm")):
+        raise UsageError("the roofline gate bounds the confirmed time: it needs `confirm` "
+                         "before it in the final gates", hint="e.g. --final-gates confirm,roofline")
+
+
+def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, str]:
+    """The planner and why it was chosen: --planner, else replay for --candidate, else the
+    agents when an LLM is configured, else the built-in tuner (saying why)."""
+    planners = host.registry("planners")
+    for each in planners.values():  # planners that use other plugins get the host
+        if hasattr(each, "host"):
+            each.host = host
+    name = settings.planner
+    if name is None and settings.candidates:
+        name = "replay"
+    if name is None:
+        agents = planners.get("agents")
+        reason = agents.unavailable_reason(settings, target) if agents else (
+            "no LLM planner is installed"
+        )
+        if agents is not None and reason is None:
+            return agents, "an LLM is configured"
+        return planners["tuner"], f"using the built-in tuner: {reason}"
+    if name not in planners:
+        raise UsageError(
+            f"unknown planner {name!r}", hint=f"known planners: {', '.join(sorted(planners))}"
+        )
+    reason = planners[name].unavailable_reason(settings, target)
+    if reason is not None:
+        raise PrerequisiteError(f"planner {name!r} cannot run: {reason}")
+    return planners[name], "chosen by --planner"
+
+
+def check_planner_inputs(planner_name: str, settings: Settings, target: Target,
+                         knobs: tuple[Knob, ...]) -> None:
+    """Replayed candidates must be editable files; the tuner needs knobs."""
+    if planner_name == "replay":
+        from kernelopt_core.planners.replay import parse_candidate
+
+        for spec in settings.candidates:
+            bad = [f for f in parse_candidate(spec) if f not in target.editable]
+            if bad:
+                raise UsageError(f"--candidate {spec!r}: {', '.join(bad)} is not an "
+                                 f"editable file of {target.name!r}",
+                                 hint=f"editable: {', '.join(target.editable)}")
+    if planner_name == "tuner" and not knobs:
+        raise UsageError(
+            f"target {target.name!r} declares no tuner knobs and none were found in "
+            f"{', '.join(target.editable)}",
+            hint="declare [[target.knobs]] in kernelopt.toml (docs/descriptor.md) or "
+            "configure an LLM planner",
+        )
+
+
+def knobs(target: Target, files: dict[str, bytes]) -> tuple[tuple[Knob, ...], dict[str, str]]:
+    """The tuner's knobs (declared, else detected in the editable files) and their values in
+    the baseline."""
+    found = target.knobs or tuple(knob_edit.detect({p: files[p] for p in target.editable}))
+    return found, knob_edit.current_values(found, files, target.editable)

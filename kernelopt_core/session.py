@@ -1,0 +1,71 @@
+"""What every run and self-test starts with: a run id, the state root, the journal's header."""
+
+from __future__ import annotations
+
+import os
+import platform
+import secrets
+import time
+import traceback
+from pathlib import Path
+
+import attrs
+
+from kernelopt_core import __version__
+from kernelopt_core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, KerneloptError
+from kernelopt_core.journal import Journal
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Target
+
+
+def new_run_id() -> str:
+    """Sorts by time (UTC, to the millisecond) and is unique (random suffix)."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
+    return f"{stamp}{int(now * 1000) % 1000:03d}Z-{secrets.token_hex(3)}"
+
+
+def prepare_state_root(state_root: Path) -> None:
+    state_root.mkdir(parents=True, exist_ok=True)
+    ignore = state_root / ".gitignore"
+    if not ignore.exists():  # keep `git status` of a surrounding repository clean
+        ignore.write_text("# created by kernelopt\n*\n", encoding="utf-8")
+
+
+def write_header(journal: Journal, run_id: str, target: Target, settings: Settings,
+                 argv: list[str]) -> None:
+    """The journal's first event: who ran what, where, with which settings and their origins."""
+    journal.write(
+        "run",
+        schema=1,
+        run_id=run_id,
+        kernelopt=__version__,
+        argv=argv,
+        host=platform.node(),
+        platform=platform.platform(),
+        pid=os.getpid(),
+        target={
+            "backend": target.backend, "name": target.name, "root": str(target.root),
+            "files": list(target.editable), "shape": target.shape, "bytes": target.bytes_moved,
+            "flops": target.flops,
+        },
+        settings={k: v for k, v in attrs.asdict(settings).items()
+                  if k not in ("dotenv", "origins")},
+        origins=settings.origins,
+    )
+
+
+def record_failure(journal: Journal, run_dir: Path, exc: BaseException, stage: str) -> int:
+    """Journal how a run ended early; its exit code (130 interrupted, the error's own code, 4
+    and a traceback in error.log for a bug)."""
+    if isinstance(exc, KeyboardInterrupt):
+        journal.write("interrupted", stage=stage)
+        return EXIT_INTERRUPTED
+    if isinstance(exc, KerneloptError):
+        journal.write("error", kind=type(exc).__name__, message=str(exc), exit_code=exc.exit_code)
+        return exc.exit_code
+    log = run_dir / "error.log"
+    log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    journal.write("error", kind="internal", message=f"{type(exc).__name__}: {exc}",
+                  exit_code=EXIT_INTERNAL, log=str(log))
+    return EXIT_INTERNAL
