@@ -30,6 +30,8 @@ from kernelopt_core.measure.parsers import BenchReading, json_time_lines, parse
 from kernelopt_core.process import ProcessResult, Worker, WorkerError, WorkerMissing
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Target, Tree
+from kernelopt_core.worker_replies import LoadFailed, exit_code, how_timed
+from kernelopt_core.worker_replies import bench_seeds as draw_bench_seeds
 
 
 @attrs.define
@@ -52,7 +54,7 @@ class Runner:
     checked: set[tuple[str, str]] = attrs.field(factory=set)
     # the bench's two input sets for served readings: drawn per run, unknown to code under
     # test at import, distinct from the check seeds, the same for every tree of the run
-    bench_seeds: tuple[int, int] = attrs.field(factory=lambda: _bench_seeds())
+    bench_seeds: tuple[int, int] = attrs.field(factory=draw_bench_seeds)
 
     def _with_timeout(self, command: Command, timeout_s: float) -> Command:
         # the descriptor's own timeout wins when it is tighter
@@ -102,7 +104,7 @@ class Runner:
             try:
                 reply, _worker = self._ask(tree, digest, log, {"op": "check"},
                                            self.settings.test_timeout_s * len(seeds))
-            except _LoadFailed as exc:
+            except LoadFailed as exc:
                 return f"seeds {list(seeds)}", self._failed(tree, str(exc), exc.code)
             except WorkerError as exc:
                 return f"seeds {list(seeds)}", self._failed(tree, str(exc), 4)
@@ -110,7 +112,7 @@ class Runner:
                 self.checked.add((tree.role, digest))
                 return None
             return f"seeds {list(seeds)}", self._failed(tree, str(reply.get("error", "")),
-                                                       _exit_code(reply))
+                                                       exit_code(reply))
         method = getattr(self.backend, "check_seeds", None)
         command = method(self.target, tree, seeds) if method is not None else None
         if command is not None:
@@ -183,7 +185,7 @@ class Runner:
         if not reply.get("ok"):
             self.workers.pop(tree.role, None)
             worker.close()
-            raise _LoadFailed(f"worker load: {reply.get('error', '')}", _exit_code(reply))
+            raise LoadFailed(f"worker load: {reply.get('error', '')}", exit_code(reply))
         return worker
 
     def _request(self, worker: Worker, payload: dict[str, Any], timeout_s: float,
@@ -346,7 +348,7 @@ class Runner:
             acquired=held.acquired,
             released=held.released,
             **({"timer": reading.extra["timer"]} if "timer" in reading.extra else {}),
-            **({"how": how} if (how := _how_timed(reading)) else {}),
+            **({"how": how} if (how := how_timed(reading)) else {}),
         )
         return reading
 
@@ -387,34 +389,3 @@ class Runner:
         command = attrs.evolve(command, env={**command.env, **(env or {})})
         command = self._with_timeout(command, self.settings.bench_timeout_s)
         return self.spawn_locked(command, log)[0]
-
-
-class _LoadFailed(WorkerError):
-    """A worker's load request failed; ``code`` is the exit code it reported."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _exit_code(reply: dict[str, Any]) -> int:
-    code = reply.get("exit", 1)
-    return code if isinstance(code, int) and not isinstance(code, bool) and code > 0 else 4
-
-
-def _bench_seeds() -> tuple[int, int]:
-    import secrets
-
-    # far above any seed a user lists (1, 2, 3...): the check seeds and these never coincide
-    return (1_000_003 + secrets.randbelow(1 << 30), 1_000_003 + (1 << 30) + secrets.randbelow(1 << 30))
-
-
-_READING_KEYS = {"kernelopt_bench", "time_ms", "shape", "bytes", "checksum", "timer",
-                 "interpreted", "note", "device", "work"}
-
-
-def _how_timed(reading: BenchReading) -> dict[str, Any]:
-    """The bench's own scalar notes on how it took the reading (windows, fixed costs...), kept
-    in the journal so a slow reading can be explained afterwards."""
-    return {k: v for k, v in reading.extra.items() if k not in _READING_KEYS
-            and isinstance(v, int | float | bool | str) and len(str(v)) <= 100}

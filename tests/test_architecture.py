@@ -111,3 +111,11 @@ def test_the_contract_imports_nothing_from_the_engine() -> None:
                     module.startswith(c + ".") for c in CONTRACT):
                 leaks.append(f"{name}:{line}: {module}")
     assert not leaks, "\n".join(leaks)
+
+
+def test_modules_stay_small() -> None:
+    """Small modules (issue 18): none of the core over 400 lines, the loop a search driver."""
+    sizes = {p.relative_to(REPO).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+             for p in (REPO / "kernelopt_core").rglob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > 400} == {}
+    assert sizes["kernelopt_core/loop.py"] <= 300

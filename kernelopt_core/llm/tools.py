@@ -7,7 +7,6 @@ can write. That, not path checks alone, is what confines the agents to the targe
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import json
 import posixpath
 import re
@@ -17,6 +16,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core.llm.patch import PatchError, apply_patch, patch_targets
+from kernelopt_core.llm.paths import glob_match, path_rule, text_lines
 
 MAX_HITS = 50  # search_repo lines per call
 MAX_LINE = 200  # characters of a search hit shown
@@ -168,7 +168,7 @@ class ToolBox:
         return self.edits.get(path, self._files[path])
 
     def _check_path(self, path: str, *, write: bool = False) -> str:
-        rule = _path_rule(path)
+        rule = path_rule(path)
         if rule is not None:
             raise ToolError(f"path {path!r} refused: {rule}. Paths are relative to the repository root, "
                             "like 'src/kernel.cu'.")
@@ -201,13 +201,13 @@ class ToolBox:
         hits: list[str] = []
         total = searched = 0
         for path in sorted(self._files):
-            if glob is not None and not _glob_match(path, glob):
+            if glob is not None and not glob_match(path, glob):
                 continue
             data = self._current(path)
             if b"\0" in data:  # binary: nothing a line-based regex can usefully show
                 continue
             searched += 1
-            for number, line in enumerate(_text_lines(data), 1):
+            for number, line in enumerate(text_lines(data), 1):
                 if regex.search(line):
                     total += 1
                     if len(hits) < MAX_HITS:
@@ -232,7 +232,7 @@ class ToolBox:
             raise ToolError(f"{path!r} is a binary file ({len(data)} bytes); only text files can be read.")
         if end_line is not None and end_line < start_line:
             raise ToolError(f"end_line ({end_line}) is before start_line ({start_line}).")
-        lines = _text_lines(data)
+        lines = text_lines(data)
         total = len(lines)
         if total == 0:
             return f"{path} is empty (0 lines)."
@@ -291,7 +291,7 @@ class ToolBox:
         if data == self._current(path):
             return f"{path} unchanged: the content is identical to the current file."
         self._record(path, data)
-        return f"wrote {path} ({len(_text_lines(data))} lines, {len(data)} bytes)."
+        return f"wrote {path} ({len(text_lines(data))} lines, {len(data)} bytes)."
 
     def _apply_patch(self, patch: str) -> str:
         view = {**self._files, **self.edits}
@@ -308,7 +308,7 @@ class ToolBox:
             raise ToolError(f"patch not applied: {exc}") from exc
         for path, data in changed.items():
             self._record(path, data)
-        done = ", ".join(f"{path} (now {len(_text_lines(data))} lines)" for path, data in changed.items())
+        done = ", ".join(f"{path} (now {len(text_lines(data))} lines)" for path, data in changed.items())
         return f"patch applied: {done}."
 
     def _record(self, path: str, data: bytes) -> None:
@@ -364,41 +364,3 @@ def _a(word: str) -> str:
 def _example(tool: _Tool) -> str:
     sample = {"string": "...", "integer": 1}
     return json.dumps({p.name: sample[p.type] for p in tool.params if p.required})
-
-
-def _path_rule(path: str) -> str | None:
-    """The path rule ``path`` breaks, or None: relative, normalized, no way out of the repository."""
-    if not path:
-        return "it is empty"
-    if "\0" in path:
-        return "it contains a NUL character"
-    if "\\" in path:
-        return "backslashes are not allowed; separate directories with '/'"
-    if path.startswith("/") or re.match(r"[A-Za-z]:", path):
-        return "absolute paths are not allowed"
-    segments = path.split("/")
-    if "" in segments:
-        return "empty segments ('//' or a trailing '/') are not allowed"
-    if ".." in segments:
-        return "'..' segments are not allowed"
-    if "." in segments:
-        return "'.' segments are not allowed; write the path without them"
-    if any(segment.startswith("~") for segment in segments):
-        return "'~' (a home directory) is not allowed"
-    return None
-
-
-def _glob_match(path: str, glob: str) -> bool:
-    # fnmatch's '*' crosses '/', so '*.cu' already matches 'src/k.cu'; also accept '**/x' for top-level
-    # files and a slash-free glob against the file name alone ('k*.cu' finds 'src/kernel.cu').
-    return (fnmatch.fnmatchcase(path, glob)
-            or (glob.startswith("**/") and fnmatch.fnmatchcase(path, glob[3:]))
-            or ("/" not in glob and fnmatch.fnmatchcase(posixpath.basename(path), glob)))
-
-
-def _text_lines(data: bytes) -> list[str]:
-    """The file's lines, numbered as the patch applier numbers them (split on '\\n' only)."""
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
