@@ -42,6 +42,7 @@ def assert_key_never_written(root: Path) -> None:
             assert KEY.encode() not in path.read_bytes(), f"API key leaked into {path}"
 
 
+@pytest.mark.slow
 def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) -> None:
     script = {"planner": planner_steps(),
               "executor": [tool_call("write_file", path="kernel.py",
@@ -68,6 +69,7 @@ def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) 
     assert_key_never_written(chunk_project.parent)
 
 
+@pytest.mark.slow
 def test_a_wrong_kernel_is_rejected_at_correctness_then_repaired(chunk_project: Path) -> None:
     wrong = fast_kernel(chunk_project).replace("acc = 0.0", "acc = 0.5")
     script = {"planner": planner_steps(),
@@ -100,6 +102,7 @@ def test_a_hack_is_rejected_by_the_gate(chunk_project: Path) -> None:
     assert outcome["failed_gate"] == "policy" and "side stream or thread" in outcome["reason"]
 
 
+@pytest.mark.slow
 def test_malformed_tool_calls_go_back_to_the_model(chunk_project: Path) -> None:
     bad_json = {"message": {"role": "assistant", "content": None, "tool_calls": [{
         "id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{oops"}}]}}
@@ -129,6 +132,7 @@ def test_too_many_malformed_replies_fail_the_candidate_not_the_run(chunk_project
     assert summary(run_dir)["status"] == "fallback"
 
 
+@pytest.mark.slow
 def test_429_then_success_and_a_timeout_then_success(chunk_project: Path) -> None:
     script = {"planner": [{"status": 429, "headers": {"Retry-After": "0"}},
                           {"sleep": 2.5, "then": planner_steps()[0]}, planner_steps()[0],
@@ -147,6 +151,7 @@ def test_429_then_success_and_a_timeout_then_success(chunk_project: Path) -> Non
     assert summary(last_run(chunk_project.parent / ".kernelopt"))["llm"]["failed_attempts"] == 3
 
 
+@pytest.mark.slow
 def test_patch_mode(chunk_project: Path) -> None:
     patch = ("--- a/kernel.py\n+++ b/kernel.py\n@@ -1,3 +1,3 @@\n"
              + "".join(f" {line}\n" if i != 1 else f"-{line}\n+CHUNK = 128\n"
@@ -162,6 +167,7 @@ def test_patch_mode(chunk_project: Path) -> None:
     assert tools == {"read_file", "apply_patch"}
 
 
+@pytest.mark.slow
 def test_without_a_key_the_tuner_runs_and_says_why(chunk_project: Path, monkeypatch) -> None:
     for name in ("OPENCODE_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -183,6 +189,7 @@ def test_llm_call_budget_stops_the_search(chunk_project: Path, flag: str) -> Non
     assert "budget" in end["reason"] and result.returncode == 1
 
 
+@pytest.mark.slow
 def test_a_third_party_provider_plugin_is_used_by_name(chunk_project: Path, tmp_path) -> None:
     from kernelopt_core.hookspecs import LLMProvider, hookimpl
     from kernelopt_core.loop import Loop

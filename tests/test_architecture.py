@@ -119,3 +119,23 @@ def test_modules_stay_small() -> None:
              for p in (REPO / "kernelopt_core").rglob("*.py")}
     assert {p: n for p, n in sizes.items() if n > 400} == {}
     assert sizes["kernelopt_core/loop.py"] <= 300
+
+
+AGENTS = ("kernelopt_core.planners.agents", "kernelopt_core.llm", "kernelopt_core.experience",
+          "kernelopt_core.docs_lookup", "kernelopt_core.llm_providers")
+
+
+def test_the_engine_does_not_import_the_agents() -> None:
+    """The agents stack (planner, LLM client, tools, patch applier, experience, providers, doc
+    lookup) is one wing the rest never imports; it is registered by name through the hooks."""
+    def in_agents(module: str) -> bool:
+        return any(module == a or module.startswith(a + ".") for a in AGENTS)
+
+    leaks = []
+    for path in sorted((REPO / "kernelopt_core").rglob("*.py")):
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        if in_agents(name):
+            continue
+        leaks += [f"{name}:{line}: {m}" for line, m in _imports(path, module_level=False)
+                  if in_agents(m)]
+    assert not leaks, "\n".join(leaks)

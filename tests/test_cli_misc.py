@@ -62,6 +62,7 @@ def test_bad_flag_values_exit_2(chunk_project: Path) -> None:
     assert result.returncode == 2
 
 
+@pytest.mark.slow
 def test_gate_selftest_aa_and_calibrated_planted(chunk_project: Path) -> None:
     import json
 
@@ -91,6 +92,7 @@ def test_gate_selftest_without_work_placeholder_says_how_to_fix(chunk_project: P
     assert result.returncode == 2 and "no {work} placeholder" in result.stderr
 
 
+@pytest.mark.slow
 def test_gate_selftest_no_aa_decides_only_planted(chunk_project: Path) -> None:
     import json
 
@@ -105,6 +107,7 @@ def test_gate_selftest_no_aa_decides_only_planted(chunk_project: Path) -> None:
     assert result.returncode == 2 and "--no-aa" in result.stderr
 
 
+@pytest.mark.slow
 def test_several_targets_run_in_turn_each_its_own_run(chunk_project: Path, tmp_path: Path) -> None:
     toml = chunk_project / "kernelopt.toml"
     text = toml.read_text()
@@ -127,6 +130,7 @@ def test_several_targets_run_in_turn_each_its_own_run(chunk_project: Path, tmp_p
     assert one.returncode == 0 and "[1/2]" not in one.stderr
 
 
+@pytest.mark.slow
 def test_interpreter_timings_never_claim_a_speedup(chunk_project: Path, tmp_path: Path) -> None:
     import json
 

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from kernelopt_tests_support import kernelopt
 
 from kernelopt_core.gates.engine import amdahl, parse_engine_line
@@ -78,6 +79,7 @@ def run(project: Path, candidate: str, tmp_path: Path) -> dict:
     return summary
 
 
+@pytest.mark.slow
 def test_engine_gate_passes_a_real_win_and_reports_the_model_speedup(chunk_project, tmp_path):
     summary = run(project_with_engine(chunk_project), FAST, tmp_path)
     assert summary["status"] == "optimized", summary["_stderr"][-3000:]
@@ -88,6 +90,7 @@ def test_engine_gate_passes_a_real_win_and_reports_the_model_speedup(chunk_proje
     assert "whole program" in summary["report_line"]
 
 
+@pytest.mark.slow
 def test_engine_gate_catches_what_only_the_whole_program_sees(chunk_project, tmp_path):
     summary = run(project_with_engine(chunk_project), SPECIAL_CASE, tmp_path)
     assert summary["status"] == "fallback" and summary["_code"] == 1

@@ -73,6 +73,7 @@ def test_kernelopt_register_gates_duplicate_names_are_an_error_naming_both() -> 
         host.registry("gates")
 
 
+@pytest.mark.slow
 def test_kernelopt_register_planners_a_plugin_planner_drives_the_loop(tmp_path, chunk_project):
     from kernelopt_core.planners.base import Proposal
 
@@ -108,6 +109,7 @@ def test_kernelopt_register_planners_a_plugin_planner_drives_the_loop(tmp_path, 
         "oneshot"
 
 
+@pytest.mark.slow
 def test_kernelopt_register_backends_a_target_preface_is_kept_in_the_run(tmp_path, chunk_project):
     import attrs
 
@@ -119,6 +121,7 @@ def test_kernelopt_register_backends_a_target_preface_is_kept_in_the_run(tmp_pat
     assert (outcome.run_dir / "preface.txt").read_text() == "kernel ranking\n  k1  61.0 %\n"
 
 
+@pytest.mark.slow
 def test_kernelopt_register_backends_check_seeds_checks_every_seed_in_one_process(
         tmp_path, chunk_project) -> None:
     """A backend's optional check_seeds replaces the per-seed checks: one process per tree,
@@ -152,6 +155,7 @@ def test_kernelopt_register_backends_check_seeds_checks_every_seed_in_one_proces
     assert correctness and all(e["passed"] and "[4, 5, 6]" in e["reason"] for e in correctness)
 
 
+@pytest.mark.slow
 def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -> None:
     import attrs
 

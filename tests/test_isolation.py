@@ -261,6 +261,7 @@ if not (meeting / me).exists():  # the baseline build: wait here until the other
 """
 
 
+@pytest.mark.slow
 def test_concurrent_runs_serialize_their_timed_windows(tmp_path: Path) -> None:
     """Two runs on one state root: their baseline builds meet (a rendezvous outside the GPU
     lock), so both runs are live at once by construction, not by timing; every locked window

@@ -14,6 +14,7 @@ from kernelopt_core.settings import load
 from kernelopt_core.testing import ScriptedBackend
 
 
+@pytest.mark.slow
 def test_cli_run_optimizes_and_writes_every_artifact(chunk_project: Path, fast_flags) -> None:
     result = kernelopt("run", str(chunk_project), *fast_flags, cwd=chunk_project.parent)
     assert result.returncode == 0, result.stderr + result.stdout

@@ -5,11 +5,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from kernelopt_tests_support import kernelopt, last_run
 
 from kernelopt_core.testing import fingerprint
 
 
+@pytest.mark.slow
 def test_revert_applied_then_refuse_diverged_then_nothing_to_do(chunk_project: Path) -> None:
     cwd = chunk_project.parent
     run = kernelopt("run", str(chunk_project), "--iterations", "3", "--final-rounds", "3", cwd=cwd)

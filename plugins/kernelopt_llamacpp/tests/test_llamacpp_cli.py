@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from llamacpp_fixture import copy_fixture
 
 REPO = Path(__file__).resolve().parents[3]
@@ -23,6 +24,7 @@ def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_whole_loop_on_the_fixture_ends_with_a_verdict(repo: Path, tmp_path: Path):
     (tmp_path / ".env").write_text(f"LLAMACPP_REPO={repo}\n")  # --repo's default, from .env
     result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--iterations", "3", "--patience", "3",
