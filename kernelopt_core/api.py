@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core.cmake_support import needs_configure
+from kernelopt_core.cmake_support import cmake_commands, needs_configure
 from kernelopt_core.errors import (
     EXIT_INTERNAL,
     EXIT_NO_WIN,
@@ -68,7 +68,7 @@ __all__ = [
     "BudgetExhausted", "EXIT_OPTIMIZED", "EXIT_NO_WIN", "EXIT_USAGE", "EXIT_PREREQUISITE",
     "EXIT_INTERNAL",
     # the backend kit
-    "run_process", "run_on_gpu", "ProcessResult", "OUTPUT_CAP", "needs_configure",
+    "run_process", "run_on_gpu", "ProcessResult", "OUTPUT_CAP", "cmake_commands", "needs_configure",
     "define_pattern", "powers_around", "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command",
 ]

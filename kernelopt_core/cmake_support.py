@@ -8,9 +8,13 @@ and skipping configure then would wedge the directory until it is deleted by han
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
+
+from kernelopt_core.target import Command
 
 STAMP = "kernelopt-configure.txt"  # the configure arguments the directory was made with
 GENERATED = ("build.ninja", "Makefile")  # what a finished configure leaves (Ninja, Makefiles)
@@ -30,3 +34,26 @@ def needs_configure(build: Path, configure: Sequence[str]) -> bool:
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(wanted)
     return True
+
+
+def cmake_commands(cwd: Path, source: Path, build: Path, args: Sequence[str] = (), *,
+                   targets: Sequence[str] = (), generator: str | None = None,
+                   jobs: int | None = None, configure_timeout_s: float = 900,
+                   build_timeout_s: float = 3600) -> list[Command]:
+    """The commands that build ``source`` into ``build``: a configure (``cmake -S -B``, the
+    generator — default Ninja when it is on PATH — then ``args``) only when ``needs_configure``
+    says so, then ``cmake --build`` (``targets`` if given, ``jobs`` or every CPU)."""
+    configure = ["cmake", "-S", str(source), "-B", str(build)]
+    generator = generator or ("Ninja" if shutil.which("ninja") else None)
+    if generator:
+        configure += ["-G", generator]
+    configure += list(args)
+    commands = []
+    if needs_configure(build, configure):
+        commands.append(Command(tuple(configure), cwd, timeout_s=configure_timeout_s,
+                                label="configure"))
+    compile_ = ["cmake", "--build", str(build), "-j", str(jobs or os.cpu_count() or 2)]
+    if targets:
+        compile_ += ["--target", *targets]
+    commands.append(Command(tuple(compile_), cwd, timeout_s=build_timeout_s, label="build"))
+    return commands

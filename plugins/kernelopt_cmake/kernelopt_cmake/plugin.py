@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 from pathlib import Path
 
 from kernelopt_cmake.descriptor import FILENAME, Descriptor, TargetSpec, load
@@ -16,9 +14,9 @@ from kernelopt_core.api import (
     Target,
     Tree,
     UsageError,
+    cmake_commands,
     define_pattern,
     hookimpl,
-    needs_configure,
 )
 
 
@@ -131,21 +129,11 @@ class CMakeBackend:
         b = descriptor.build
         if b.commands:
             return [self._command(c, tree, b.timeout_s, "build") for c in b.commands]
-        source = tree.src / b.source_dir
-        configure = ["cmake", "-S", str(source), "-B", str(tree.build)]
-        generator = b.generator or ("Ninja" if shutil.which("ninja") else None)
-        if generator:
-            configure += ["-G", generator]
-        configure += [a.format(**self._values(tree)) for a in b.cmake_args]
-        commands = []
-        if needs_configure(tree.build, configure):
-            commands.append(Command(tuple(configure), tree.src, timeout_s=b.timeout_s,
-                                    label="configure"))
-        build = ["cmake", "--build", str(tree.build), "-j", str(b.jobs or os.cpu_count() or 2)]
-        if b.targets:
-            build += ["--target", *b.targets]
-        commands.append(Command(tuple(build), tree.src, timeout_s=b.timeout_s, label="build"))
-        return commands
+        return cmake_commands(
+            tree.src, tree.src / b.source_dir, tree.build,
+            [a.format(**self._values(tree)) for a in b.cmake_args], targets=b.targets,
+            generator=b.generator, jobs=b.jobs, configure_timeout_s=b.timeout_s,
+            build_timeout_s=b.timeout_s)
 
     def check(self, target: Target, tree: Tree, seed: int) -> Command:
         _descriptor, spec = target.data

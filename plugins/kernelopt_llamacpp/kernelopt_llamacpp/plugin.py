@@ -35,8 +35,8 @@ from kernelopt_core.api import (
     Target,
     Tree,
     UsageError,
+    cmake_commands,
     hookimpl,
-    needs_configure,
     run_command,
     run_process,
 )
@@ -214,10 +214,7 @@ class LlamaCppBackend:
     def build(self, target: Target, tree: Tree) -> list[Command]:
         data: OpData = target.data
         engine = data.e2e_model is not None
-        configure = ["cmake", "-S", str(tree.src), "-B", str(tree.build)]
-        if shutil.which("ninja"):
-            configure += ["-G", "Ninja"]
-        configure += [
+        args = [
             "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON",
             f"-DCMAKE_CUDA_ARCHITECTURES={data.cuda_arch}",
             "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
@@ -228,15 +225,10 @@ class LlamaCppBackend:
             # the flash-attention template instances are most of a clean ggml-cuda build and no
             # other op needs them; the engine gate runs the model with flash attention off too,
             # so that attention goes through SOFT_MAX (the op being optimized), not fattn
-            configure.append("-DGGML_CUDA_FA=OFF")
-        commands = []
-        if needs_configure(tree.build, configure):  # e.g. the engine gate turned on
-            commands.append(Command(tuple(configure), tree.src, timeout_s=900, label="configure"))
-        targets = [TOOL, *(ENGINE_TOOLS if engine else ())]
-        commands.append(Command(
-            ("cmake", "--build", str(tree.build), "--target", *targets, "-j", str(os.cpu_count() or 2)),
-            tree.src, timeout_s=3600, label="build"))
-        return commands
+            args.append("-DGGML_CUDA_FA=OFF")
+        # configured again when the arguments change (e.g. the engine gate turned on)
+        return cmake_commands(tree.src, tree.src, tree.build, args,
+                              targets=[TOOL, *(ENGINE_TOOLS if engine else ())])
 
     def _tbo(self, target: Target, tree: Tree, mode: str, *extra: str) -> Command:
         data: OpData = target.data
