@@ -32,6 +32,7 @@ from kernelopt_core.gates.base import (
     FALLBACK,
     MATCHED,
     UNVERIFIED,
+    Confirmed,
     GateContext,
     GateResult,
     GateServices,
@@ -60,7 +61,7 @@ __all__ = [
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",
     # gates and planners
-    "GateContext", "GateServices", "GateResult", "MATCHED", "FALLBACK", "UNVERIFIED",
+    "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
     "PlanContext", "Proposal",
     # errors and exit codes
     "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "BenchFailed",

@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from kernelopt_core.gates.base import GateContext
+from kernelopt_core.gates.base import Confirmed, GateContext
 from kernelopt_core.gates.perf import RooflineGate
 from kernelopt_core.journal import Journal
 from kernelopt_core.measure.device import STALE_S, device_info
@@ -43,9 +43,9 @@ def test_disagreeing_byte_counts_are_said_and_the_smaller_bounds(tmp_path: Path)
     journal = Journal(tmp_path / "journal.jsonl")
     runner = Runner(object(), target, settings, journal)  # type: ignore[arg-type]
     ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
-    ctx.shared["confirm"] = {"candidate_ms": [1000.0]}
-    ctx.shared["readings"] = {"baseline": [BenchReading(1500.0, {"bytes": 10_000_000_000})],
-                              "candidate": [BenchReading(1000.0, {"bytes": 10_000_000_000})]}
+    ctx.confirmed = Confirmed([BenchReading(1500.0, {"bytes": 10_000_000_000})],
+                              [BenchReading(1000.0, {"bytes": 10_000_000_000})],
+                              [1500.0], [1000.0], 1.5, 1.0)
     result = RooflineGate().evaluate(ctx)
     journal.close()
     assert result.passed, result.reason  # 10 GB in 1 s = 10 GB/s: at the peak, plausible
@@ -78,7 +78,7 @@ def test_a_timed_path_without_checksum_is_named_unverified(tmp_path: Path) -> No
     journal = Journal(tmp_path / "journal.jsonl")
     runner = Runner(_ShapeChecked(), target, settings, journal)  # type: ignore[arg-type]
     ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
-    ctx.shared["readings"] = {"baseline": [BenchReading(2.0)], "candidate": [BenchReading(1.0)]}
+    ctx.confirmed = Confirmed([BenchReading(2.0)], [BenchReading(1.0)], [2.0], [1.0], 2.0, 1.0)
     result = ShapeGate().evaluate(ctx)
     journal.close()
     assert result.passed and "not verified by any gate" in result.reason

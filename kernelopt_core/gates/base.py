@@ -53,6 +53,18 @@ class GateServices(Protocol):
                env: dict[str, str] | None = None) -> ProcessResult | None: ...
 
 
+@attrs.frozen
+class Confirmed:
+    """What the confirm gate measured, for the final gates after it (shape, roofline, engine)."""
+
+    baseline_readings: list[BenchReading]  # two a round
+    candidate_readings: list[BenchReading]
+    baseline_ms: list[float]  # per round (geometric mean of the round's two baselines)
+    candidate_ms: list[float]
+    median_ratio: float
+    noise_pct: float
+
+
 @attrs.define
 class GateContext:
     """Services and facts for one gate decision on one candidate."""
@@ -68,7 +80,8 @@ class GateContext:
     edits: dict[str, bytes] = attrs.field(factory=dict)  # the candidate's changed files
     baseline_files: dict[str, bytes] = attrs.field(factory=dict)  # the baseline snapshot
     profile: dict[str, Any] = attrs.field(factory=dict)  # profiler metrics of the baseline
-    shared: dict[str, Any] = attrs.field(factory=dict)  # results earlier gates left for later ones
+    confirmed: Confirmed | None = None  # set by the confirm gate
+    shared: dict[str, Any] = attrs.field(factory=dict)  # free-form, for third-party gates
 
 
 @attrs.frozen

@@ -105,7 +105,7 @@ class EngineGate:
         }
         text = (f"outputs match ({metrics['detail'] or 'per the engine'}); whole program "
                 f"{b:.4g} → {c:.4g} ms ({b / c:.3f}×, noise ±{100 * noise:.1f} %)")
-        kernel = (ctx.shared.get("confirm") or {}).get("median_ratio")
+        kernel = ctx.confirmed.median_ratio if ctx.confirmed else None
         share = ctx.target.time_share
         if share is not None and kernel:
             metrics["time_share"] = share

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core.errors import BenchFailed
-from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
+from kernelopt_core.gates.base import FALLBACK, MATCHED, Confirmed, GateContext, GateResult
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.parsers import BenchReading
 from kernelopt_core.measure.stats import (
@@ -144,8 +144,6 @@ class ConfirmGate:
             taken = bracketed_rounds(ctx, ctx.candidate_tree, rounds, "confirm")
         except BenchFailed as exc:
             return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
-        ctx.shared["readings"] = {"baseline": taken.base_readings,
-                                  "candidate": taken.cand_readings}
         stats = confirm_stats(taken.base, taken.cand, taken.aa, ctx.settings.gamma,
                               ctx.settings.min_noise_pct)
         metrics = {
@@ -154,7 +152,8 @@ class ConfirmGate:
             "median_ratio": stats.median_ratio, "noise_pct": stats.noise_pct,
             "threshold": stats.threshold, "sign_p": stats.sign_p, "retakes": taken.retakes,
         }
-        ctx.shared["confirm"] = metrics
+        ctx.confirmed = Confirmed(taken.base_readings, taken.cand_readings, taken.base,
+                                  taken.cand, stats.median_ratio, stats.noise_pct)
         summary = (
             f"median ratio {stats.median_ratio:.3f}× over {stats.rounds} rounds, "
             f"{stats.wins}/{stats.rounds} won (sign test p={stats.sign_p:.3f}), noise "
@@ -199,8 +198,8 @@ class ShapeGate:
                                   failed_verdict=FALLBACK)
         else:
             detail = f"shape check passed on seeds {list(ctx.settings.seeds)}"
-            readings = ctx.shared.get("readings", {}).get("candidate", [])
-            if readings and all(r.extra.get("checksum") is None for r in readings):
+            timed = ctx.confirmed.candidate_readings if ctx.confirmed else []
+            if timed and all(r.extra.get("checksum") is None for r in timed):
                 # the shape check runs the kernel in its own process; the bench's repeated timed
                 # calls on its own buffers are another path no gate has looked at
                 note = ("the timed path is not verified by any gate: the bench reports no "
@@ -211,17 +210,17 @@ class ShapeGate:
             return GateResult(self.name, True, detail)
         if not ctx.runner.has_bench(ctx.candidate_tree):
             return GateResult(self.name, True, "no bench: nothing timed", skipped=True)
-        readings = ctx.shared.get("readings")
-        if readings is None:
+        if ctx.confirmed is not None:
+            base_read, cand_read = (ctx.confirmed.baseline_readings,
+                                    ctx.confirmed.candidate_readings)
+        else:
             try:
-                readings = {
-                    "baseline": [ctx.runner.bench(ctx.baseline_tree, log, "shape")],
-                    "candidate": [ctx.runner.bench(ctx.candidate_tree, log, "shape")],
-                }
+                base_read = [ctx.runner.bench(ctx.baseline_tree, log, "shape")]
+                cand_read = [ctx.runner.bench(ctx.candidate_tree, log, "shape")]
             except BenchFailed as exc:
                 return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
-        sums = [_checksum(r) for r in readings["baseline"]]
-        cand_sums = [_checksum(r) for r in readings["candidate"]]
+        sums = [_checksum(r) for r in base_read]
+        cand_sums = [_checksum(r) for r in cand_read]
         base = [c for c in sums if c is not None]
         cand = [c for c in cand_sums if c is not None]
         if len(base) < len(sums) or len(cand) < len(cand_sums):
@@ -253,7 +252,7 @@ class RooflineGate:
 
     def _bytes(self, ctx: GateContext) -> tuple[int | None, str, str]:
         """(bytes, their source, a note when the declaration and the bench disagree)."""
-        readings = ctx.shared.get("readings", {}).get("baseline", [])
+        readings = ctx.confirmed.baseline_readings if ctx.confirmed else []
         counted = next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
         declared = ctx.target.bytes_moved
         if declared and counted and abs(int(counted) - declared) > 0.01 * declared:
@@ -272,7 +271,7 @@ class RooflineGate:
         return None, "", ""
 
     def evaluate(self, ctx: GateContext) -> GateResult:
-        confirm: dict[str, Any] | None = ctx.shared.get("confirm")
+        confirm = ctx.confirmed
         if confirm is None:
             return GateResult(self.name, True, "no confirmed time to bound", skipped=True)
         nbytes, source, note = self._bytes(ctx)
@@ -283,7 +282,7 @@ class RooflineGate:
                               skipped=True)
         override = ctx.settings.peak_gbps or ctx.target.peak_gbps
         device = device_info(ctx.settings.state_root, ctx.target.device, override)
-        candidate_ms = median(confirm["candidate_ms"])
+        candidate_ms = median(confirm.candidate_ms)
         achieved = nbytes / (candidate_ms / 1e3) / 1e9
         metrics = {"bytes": nbytes, "bytes_source": source, "achieved_gbps": achieved,
                    "peak_gbps": device.peak_gbps, "peak_method": device.method,
@@ -294,7 +293,7 @@ class RooflineGate:
             return GateResult(self.name, True, f"skipped: peak bandwidth unknown "
                               f"({device.method}); give --peak-gbps", metrics, skipped=True)
         metrics["fraction"] = achieved / device.peak_gbps
-        readings = ctx.shared.get("readings", {}).get("candidate", [])
+        readings = confirm.candidate_readings
         flushed = bool(readings) and all(r.extra.get("cache_flushed") is True for r in readings)
         metrics["cache_flushed"] = flushed
         # A bench that flushes the cache between iterations re-reads its inputs from DRAM every
