@@ -33,6 +33,7 @@ from kernelopt_core.gates.base import (
     MATCHED,
     UNVERIFIED,
     Confirmed,
+    EventLog,
     GateContext,
     GateResult,
     GateServices,
@@ -48,10 +49,11 @@ from kernelopt_core.hookspecs import (
 )
 from kernelopt_core.knobs import define_pattern, powers_around
 from kernelopt_core.lock import gpu_lock
-from kernelopt_core.measure.parsers import ANSI
+from kernelopt_core.measure.parsers import ANSI, BenchReading
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
 from kernelopt_core.process import run as _run
+from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings, read_dotenv, read_toml, toml_line
 from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree
 
@@ -62,14 +64,15 @@ __all__ = [
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
-    "PlanContext", "Proposal",
+    "PlanContext", "Proposal", "Node", "BenchReading", "EventLog",
     # errors and exit codes
     "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "BenchFailed",
     "PlannerError",
     "BudgetExhausted", "EXIT_OPTIMIZED", "EXIT_NO_WIN", "EXIT_USAGE", "EXIT_PREREQUISITE",
     "EXIT_INTERNAL",
     # the backend kit
-    "run_process", "run_on_gpu", "ProcessResult", "OUTPUT_CAP", "cmake_commands", "needs_configure",
+    "run_process", "run_on_gpu", "gpu_lock", "ProcessResult", "OUTPUT_CAP", "cmake_commands",
+    "needs_configure",
     "define_pattern", "powers_around", "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command",
 ]

@@ -1,4 +1,5 @@
-"""What every run and self-test starts with: a run id, the state root, the journal's header."""
+"""What a run starts and ends with: a run id and the state root (the self-test's too), the
+journal's header, and how an early end is journaled."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Test helpers for kernelopt and for third-party plugin authors.
 
-Use them from a conftest.py with ``pytest_plugins = ["kernelopt_core.testing"]``:
+A pytest plugin (entry point ``pytest11``, installed with kernelopt): the fixtures below are
+there in any test run, no conftest line needed.
 
 * ``plugin_host(*plugins)`` / fixture ``kernelopt_host``: a fresh plugin host (no autoload
   unless asked) with extra in-process plugins registered, as a run would see them.

@@ -10,7 +10,7 @@ OPTIMIZED = "optimized"
 
 
 def protocol_results(results: Sequence[GateResult], *, benched: bool, interpreted: bool,
-                     gates_run: Sequence[str]) -> list[GateResult]:
+                     gates_configured: Sequence[str]) -> list[GateResult]:
     """Results the protocol adds after the final gates ran (none once a gate caught the
     candidate): an interpreter's times never make a device speedup, and no speedup is
     claimed when the confirm gate was removed from the final gates (the screen alone is three
@@ -20,7 +20,7 @@ def protocol_results(results: Sequence[GateResult], *, benched: bool, interprete
     if interpreted:
         return [GateResult("timing", False, "the bench times come from an interpreter, not "
                            "the device: no speedup is claimed", failed_verdict=UNVERIFIED)]
-    if benched and "confirm" not in gates_run:
+    if benched and "confirm" not in gates_configured:
         return [GateResult("protocol", False, "the confirm gate did not run (removed from the "
                            "final gates): no speedup is claimed without it",
                            failed_verdict=MATCHED)]

@@ -22,7 +22,6 @@ def _git_status() -> str | None:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None,
                     reason="needs cmake and a C++ compiler")
-@pytest.mark.slow
 def test_readme_main_job_optimizes_the_cpu_example(tmp_path: Path) -> None:
     status_before = _git_status()
     state = tmp_path / "state"

@@ -256,7 +256,9 @@ meeting, me, other = pathlib.Path(sys.argv[3]), sys.argv[4], sys.argv[5]
 if not (meeting / me).exists():  # the baseline build: wait here until the other run is here too
     (meeting / me).touch()
     deadline = time.time() + 60
-    while not (meeting / other).exists() and time.time() < deadline:
+    while not (meeting / other).exists():
+        if time.time() > deadline:
+            sys.exit("the other run never reached its baseline build")  # exit 2: the test fails
         time.sleep(0.01)
 """
 

@@ -29,11 +29,11 @@ def test_verdict(results: list[GateResult], benched: bool, expected: str) -> Non
 
 def test_protocol_results() -> None:
     names = ["confirm", "shape"]
-    assert protocol_results([PASS], benched=True, interpreted=False, gates_run=names) == []
-    timing = protocol_results([PASS], benched=True, interpreted=True, gates_run=names)
+    assert protocol_results([PASS], benched=True, interpreted=False, gates_configured=names) == []
+    timing = protocol_results([PASS], benched=True, interpreted=True, gates_configured=names)
     assert [(r.gate, r.failed_verdict) for r in timing] == [("timing", UNVERIFIED)]
-    no_confirm = protocol_results([], benched=True, interpreted=False, gates_run=["shape"])
+    no_confirm = protocol_results([], benched=True, interpreted=False, gates_configured=["shape"])
     assert [(r.gate, r.failed_verdict) for r in no_confirm] == [("protocol", MATCHED)]
-    assert protocol_results([], benched=False, interpreted=False, gates_run=["shape"]) == []
+    assert protocol_results([], benched=False, interpreted=False, gates_configured=["shape"]) == []
     # a candidate already caught gets nothing added: fallback stands
-    assert protocol_results([CAUGHT], benched=True, interpreted=True, gates_run=names) == []
+    assert protocol_results([CAUGHT], benched=True, interpreted=True, gates_configured=names) == []

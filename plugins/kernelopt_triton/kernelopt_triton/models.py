@@ -25,7 +25,7 @@ from kernelopt_core.api import (
     Target,
     Tree,
     UsageError,
-    run_on_gpu,
+    gpu_lock,
     run_process,
 )
 from kernelopt_triton.plugin import TritonBackend, require_prerequisites
@@ -74,9 +74,12 @@ class InductorBackend(TritonBackend):
         model = path.resolve()
         digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
         capture_dir = settings.state_root / "work" / f"inductor-{model.stem}-{digest}"
-        if not (capture_dir / "kernels.json").is_file():
-            self._child(("capture", str(model), "--out", str(capture_dir)), capture_dir, "capture",
-                        settings.state_root)
+        # the capture runs the model on the GPU: under the GPU lock, the cache checked inside it
+        # (two runs of one model capture once)
+        with gpu_lock(settings.state_root):
+            if not (capture_dir / "kernels.json").is_file():
+                self._child(("capture", str(model), "--out", str(capture_dir)), capture_dir,
+                            "capture")
         record = inductor.load_record(capture_dir)
         name = settings.options.get("kernel")
         try:
@@ -88,7 +91,7 @@ class InductorBackend(TritonBackend):
         args += ("--kernel", name) if name else ("--top", str(top))
         skipped_file = targets_dir / inductor.SKIPPED_FILE
         skipped_file.unlink(missing_ok=True)
-        self._child(args, capture_dir, "generate", None)
+        self._child(args, capture_dir, "generate")
         skipped = json.loads(skipped_file.read_text()) if skipped_file.is_file() else {}
         self._own_repository(targets_dir)
         ranking = capture_dir / "ranking.txt"
@@ -98,16 +101,13 @@ class InductorBackend(TritonBackend):
         return [attrs.evolve(self._model_target(targets_dir / f"{k['name']}.py", model, k),
                              preface=preface) for k in chosen if k["name"] not in skipped]
 
-    def _child(self, args: tuple[str, ...], capture_dir: Path, step: str,
-               gpu_state_root: Path | None) -> None:
-        """One inductor step in a child; the capture runs the model on the GPU, so it holds the
-        GPU lock of ``gpu_state_root`` (never inside another run's timed window)."""
+    def _child(self, args: tuple[str, ...], capture_dir: Path, step: str) -> None:
+        """One inductor step in a child (the caller holds the GPU lock for GPU steps)."""
         capture_dir.mkdir(parents=True, exist_ok=True)
         command = Command((sys.executable, "-m", "kernelopt_triton.inductor", *args), capture_dir,
                           timeout_s=CAPTURE_TIMEOUT_S, label=step)
         log = capture_dir / f"{step}.log"
-        result = (run_on_gpu(command, gpu_state_root, log) if gpu_state_root is not None
-                  else run_process(command, log))
+        result = run_process(command, log)
         if result.ok:
             return
         log = capture_dir / f"{step}.log"
