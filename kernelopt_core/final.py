@@ -99,7 +99,8 @@ class FinalPhase:
             record(gate.evaluate(ctx))
         for added in protocol_results(results, benched=baseline_ms is not None,
                                       interpreted=self.runner.interpreted,
-                                      gates_configured=[g.name for g in gates]):
+                                      can_claim=any(getattr(g, "claims_speedup", False)
+                                                    for g in gates)):
             record(added)
         return verdict(results, benched=baseline_ms is not None), \
             [r for r in results if not r.passed]

@@ -103,6 +103,12 @@ class Gate(Protocol):
     order, stopping at the first failure) or ``"final"`` (run on the best candidate; any failure
     withholds the ``optimized`` verdict). Which gates run, and in what order, is configuration
     (``[gates]`` in kernelopt.toml), never code.
+
+    Two optional attributes say what a gate needs and what it can back (read with defaults, so a
+    gate without them is valid): ``requires`` — names of gates that must come before it in the
+    same phase (the roofline bounds the time the confirm gate measured: ``("confirm",)``), and
+    ``claims_speedup`` — True when its pass can back an ``optimized`` verdict (the confirm gate);
+    with none configured a benched run claims no speedup.
     """
 
     name: str

@@ -110,7 +110,7 @@ class Loop:
         candidate_gates = resolve.gates(self.host, self.settings, self.settings.candidate_gates,
                                         "candidate")
         final_gates = resolve.gates(self.host, self.settings, self.settings.final_gates, "final")
-        resolve.check_gate_plan([g.name for g in candidate_gates], [g.name for g in final_gates])
+        resolve.check_gate_plan(candidate_gates, final_gates)
         planner, why = resolve.planner(self.host, self.settings, self.target)
         self.journal.write(
             "config",

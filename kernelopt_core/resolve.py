@@ -32,15 +32,22 @@ def gates(host: PluginHost, settings: Settings, names: tuple[str, ...], phase: s
     return chosen
 
 
-def check_gate_plan(candidate: list[str], final: list[str]) -> None:
-    """Gate lists a verdict cannot rest on: refuse them before any work is done."""
-    if "correctness" not in candidate:
+def check_gate_plan(candidate: list[Gate], final: list[Gate]) -> None:
+    """Gate lists a verdict cannot rest on: refuse them before any work is done. Correctness is
+    never optional; a gate's ``requires`` must come before it in its phase."""
+    if "correctness" not in [g.name for g in candidate]:
         raise UsageError("the candidate gates lack `correctness`: kernelopt never hands back a "
                          "kernel it has not checked", hint="keep correctness in --gates / [gates]")
-    if "roofline" in final and ("confirm" not in final
-                                or final.index("roofline") < final.index("confirm")):
-        raise UsageError("the roofline gate bounds the confirmed time: it needs `confirm` "
-                         "before it in the final gates", hint="e.g. --final-gates confirm,roofline")
+    for phase, chosen in (("candidate", candidate), ("final", final)):
+        names = [g.name for g in chosen]
+        for i, gate in enumerate(chosen):
+            missing = [r for r in getattr(gate, "requires", ()) if r not in names[:i]]
+            if missing:
+                order = ",".join([*missing, *names[:i], gate.name])
+                raise UsageError(
+                    f"the {gate.name} gate needs {', '.join(f'`{m}`' for m in missing)} before "
+                    f"it in the {phase} gates",
+                    hint=f"e.g. --{'gates' if phase == 'candidate' else 'final-gates'} {order}")
 
 
 def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, str]:

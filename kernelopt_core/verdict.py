@@ -10,20 +10,21 @@ OPTIMIZED = "optimized"
 
 
 def protocol_results(results: Sequence[GateResult], *, benched: bool, interpreted: bool,
-                     gates_configured: Sequence[str]) -> list[GateResult]:
+                     can_claim: bool) -> list[GateResult]:
     """Results the protocol adds after the final gates ran (none once a gate caught the
     candidate): an interpreter's times never make a device speedup, and no speedup is
-    claimed when the confirm gate was removed from the final gates (the screen alone is three
-    invocations, which noise passes)."""
+    claimed when no final gate can claim one (``can_claim``: a configured gate with
+    ``claims_speedup``, the confirm gate; the screen alone is three invocations, which noise
+    passes)."""
     if any(not r.passed and r.failed_verdict == FALLBACK for r in results):
         return []
     if interpreted:
         return [GateResult("timing", False, "the bench times come from an interpreter, not "
                            "the device: no speedup is claimed", failed_verdict=UNVERIFIED)]
-    if benched and "confirm" not in gates_configured:
+    if benched and not can_claim:
         return [GateResult("protocol", False, "the confirm gate did not run (removed from the "
-                           "final gates): no speedup is claimed without it",
-                           failed_verdict=MATCHED)]
+                           "final gates) and no other final gate can claim a speedup: none is "
+                           "claimed", failed_verdict=MATCHED)]
     return []
 
 

@@ -28,12 +28,29 @@ def test_verdict(results: list[GateResult], benched: bool, expected: str) -> Non
 
 
 def test_protocol_results() -> None:
-    names = ["confirm", "shape"]
-    assert protocol_results([PASS], benched=True, interpreted=False, gates_configured=names) == []
-    timing = protocol_results([PASS], benched=True, interpreted=True, gates_configured=names)
+    assert protocol_results([PASS], benched=True, interpreted=False, can_claim=True) == []
+    timing = protocol_results([PASS], benched=True, interpreted=True, can_claim=True)
     assert [(r.gate, r.failed_verdict) for r in timing] == [("timing", UNVERIFIED)]
-    no_confirm = protocol_results([], benched=True, interpreted=False, gates_configured=["shape"])
+    no_confirm = protocol_results([], benched=True, interpreted=False, can_claim=False)
     assert [(r.gate, r.failed_verdict) for r in no_confirm] == [("protocol", MATCHED)]
-    assert protocol_results([], benched=False, interpreted=False, gates_configured=["shape"]) == []
+    assert protocol_results([], benched=False, interpreted=False, can_claim=False) == []
     # a candidate already caught gets nothing added: fallback stands
-    assert protocol_results([CAUGHT], benched=True, interpreted=True, gates_configured=names) == []
+    assert protocol_results([CAUGHT], benched=True, interpreted=True, can_claim=True) == []
+
+
+def test_a_gate_plan_honours_each_gates_requires() -> None:
+    """`requires` is read from any gate (built-in or a plugin's); a gate without it is valid."""
+    from types import SimpleNamespace
+
+    from kernelopt_core.errors import UsageError
+    from kernelopt_core.resolve import check_gate_plan
+
+    def gate(name: str, **attrs: object) -> SimpleNamespace:
+        return SimpleNamespace(name=name, phase="final", **attrs)
+
+    correctness = [gate("correctness")]
+    check_gate_plan(correctness, [gate("confirm"), gate("mine", requires=("confirm",))])
+    check_gate_plan(correctness, [gate("plain")])  # no `requires` attribute at all
+    with pytest.raises(UsageError, match="the mine gate needs `confirm` before it") as caught:
+        check_gate_plan(correctness, [gate("mine", requires=("confirm",)), gate("confirm")])
+    assert "--final-gates confirm,mine" in (caught.value.hint or "")

@@ -135,6 +135,7 @@ class ConfirmGate:
 
     name = "confirm"
     phase = "final"
+    claims_speedup = True  # the one gate whose pass backs `optimized`
 
     def evaluate(self, ctx: GateContext) -> GateResult:
         if not ctx.runner.has_bench(ctx.candidate_tree):
@@ -249,6 +250,7 @@ class RooflineGate:
 
     name = "roofline"
     phase = "final"
+    requires = ("confirm",)  # it bounds the confirmed time
 
     def _bytes(self, ctx: GateContext) -> tuple[int | None, str, str]:
         """(bytes, their source, a note when the declaration and the bench disagree)."""
