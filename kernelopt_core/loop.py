@@ -142,20 +142,17 @@ class Loop:
             self._stage)
         root = Node("baseline", {}, dict(baseline_knobs))
         search = BeamSearch(root, width=self.settings.beam)
-        ctx = PlanContext(
-            self.target, self.settings, files, knobs, baseline_knobs, search, self.journal,
-            profile, host=self.host, baseline_ms=baseline_ms,
-        )
+        ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
+                          self.run_id, profile, baseline_ms=baseline_ms)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
-        self._search(planner, ctx, candidate_gates, baseline_ms)
+        self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
                            self._stage, self._gate_context)
         return final.finish(search, final_gates, baseline_ms, self.rejections)
 
     # ------------------------------------------------------------------ search
-    def _search(
-        self, planner: Any, ctx: PlanContext, gates: list[Gate], baseline_ms: float | None
-    ) -> None:
+    def _search(self, planner: Any, ctx: PlanContext, search: BeamSearch, gates: list[Gate],
+                baseline_ms: float | None) -> None:
         s = self.settings
         deadline = self.started + s.budget_minutes * 60 if s.budget_minutes else None
         evaluated = since_best = 0
@@ -173,7 +170,7 @@ class Loop:
             if s.target_speedup is not None and best >= s.target_speedup:
                 stop = "target speedup reached"
                 break
-            parent = ctx.search.select()
+            parent = search.select()
             if parent is None:
                 stop = "search space exhausted"
                 break
@@ -197,7 +194,7 @@ class Loop:
                 node, outcome = self._evaluate(proposal, parent, gates, baseline_ms, evaluated)
                 planner.observe(ctx, proposal, outcome)
                 if node is not None:
-                    ctx.search.add(node)
+                    search.add(node)
                 if node is not None and node.speedup > best:
                     best, since_best = node.speedup, 0
                     self.journal.write("best", candidate=node.id, speedup=node.speedup)

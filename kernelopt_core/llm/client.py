@@ -11,7 +11,7 @@ import attrs
 import httpx
 
 from kernelopt_core.errors import BudgetExhausted, PlannerError
-from kernelopt_core.journal import Journal
+from kernelopt_core.gates.base import EventLog
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -40,7 +40,7 @@ class ChatClient:
     base_url: str
     api_key: str | None
     model: str
-    journal: Journal | None = None
+    journal: EventLog | None = None
     timeout_s: float = 120.0
     retries: int = 4
     backoff_s: float = 1.0

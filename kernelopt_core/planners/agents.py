@@ -84,7 +84,7 @@ class Agents:
         if self.client is None:
             s = ctx.settings
             base_url, model, key, _, headers = self._resolve(s)
-            session = ctx.journal.path.parent.name  # the run id
+            session = ctx.run_id
             self.client = ChatClient(
                 headers={k: v.replace("{session}", session) for k, v in headers.items()},
                 base_url=base_url, api_key=key, model=model, journal=ctx.journal,

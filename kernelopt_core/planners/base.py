@@ -6,8 +6,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.journal import Journal
-from kernelopt_core.search import BeamSearch
+from kernelopt_core.gates.base import EventLog
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
 
@@ -22,14 +21,16 @@ class Proposal:
 
 @attrs.define
 class PlanContext:
+    """What a planner sees. The search itself (which node to expand) stays with the loop: a
+    planner gets the parent in ``propose`` and answers with proposals."""
+
     target: Target
     settings: Settings
     files: dict[str, bytes]  # the baseline snapshot
     knobs: tuple[Knob, ...]  # declared, else auto-detected
     baseline_knobs: dict[str, str]
-    search: BeamSearch
-    journal: Journal
+    journal: EventLog  # the run's journal: a planner's own events (LLM calls, experience)
+    run_id: str
     profile: dict[str, Any] = attrs.field(factory=dict)
     tried: set[tuple[tuple[str, str], ...]] = attrs.field(factory=set)  # knob assignments seen
-    host: Any = None  # the PluginHost, for doc lookup and prompt fragments
     baseline_ms: float | None = None
