@@ -83,3 +83,30 @@ def test_a_timed_path_without_checksum_is_named_unverified(tmp_path: Path) -> No
     journal.close()
     assert result.passed and "not verified by any gate" in result.reason
     assert '"warning"' in (tmp_path / "journal.jsonl").read_text()
+
+
+def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) -> None:
+    """The report reads the gate's own flag, not the words of its reason."""
+    from kernelopt_core.report import summarize
+
+    tree = Tree("candidate", tmp_path, tmp_path / "build")
+    target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=1 << 20, device="cpu")
+    settings = Settings(state_root=tmp_path / "state", peak_gbps=10.0)
+    runner = Runner(object(), target, settings, Journal(tmp_path / "j.jsonl"))  # type: ignore[arg-type]
+    ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
+    ctx.confirmed = Confirmed([BenchReading(2.0)], [BenchReading(1.0)], [2.0], [1.0], 2.0, 1.0)
+    result = RooflineGate().evaluate(ctx)  # 1 MiB, not flushed: inside any CPU cache
+    assert result.skipped and result.metrics["cache_resident"] is True
+    events = [
+        {"event": "run", "run_id": "r", "target": {"name": "k", "shape": "f32[8]", "bytes": 1 << 20}},
+        {"event": "baseline", "ms": 2.0},
+        {"event": "verdict", "status": "optimized", "candidate": "c1", "screen_speedup": 2.0},
+        {"event": "gate", "candidate": "c1", "gate": "confirm", "final": True, "passed": True,
+         "metrics": {"ratios": [2.0] * 6, "baseline_ms": [2.0] * 6, "candidate_ms": [1.0] * 6,
+                     "median_ratio": 2.0, "noise_pct": 1.0, "wins": 6, "rounds": 6}},
+        {"event": "gate", "candidate": "c1", "gate": "roofline", "final": True, "passed": True,
+         "skipped": True, "reason": "skipped: reworded", "metrics": result.metrics},
+    ]
+    summary = summarize(events)
+    assert summary["roofline"]["cache_resident"] is True
+    assert "cache-resident" in summary["report_line"]

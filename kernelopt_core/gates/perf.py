@@ -300,7 +300,8 @@ class RooflineGate:
         metrics["cache_flushed"] = flushed
         # A bench that flushes the cache between iterations re-reads its inputs from DRAM every
         # time, so the DRAM bound holds even for a working set that would fit in the cache.
-        if nbytes < device.cache_bytes and not flushed:
+        metrics["cache_resident"] = nbytes < device.cache_bytes and not flushed
+        if metrics["cache_resident"]:
             return GateResult(
                 self.name, True, f"skipped: the working set ({nbytes / 2**20:.1f} MiB) fits in "
                 f"the {device.cache_bytes / 2**20:.0f} MiB cache, so DRAM bandwidth does not "
