@@ -20,11 +20,11 @@ PARTS=${*:-build softmax rope engine}
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
 nvcc --version >> "$OUT/gpu.txt" 2>&1 || true
 
-save_run() {  # save_run NAME: the last run's artifacts to $OUT/NAME
-  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1 || true)
+save_llamacpp_run() {  # h200_site.sh's save_run, plus the op's pin files (or a note: no run)
   mkdir -p "$OUT/$1"
-  [ -n "$run" ] || { echo "no run was made (see $1's log)" > "$OUT/$1/no-run.txt"; return 0; }
-  cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/" 2>/dev/null || true
+  ls -d "$KERNELOPT_HOME"/runs/* >/dev/null 2>&1 \
+    || echo "no run was made (see $1's log)" > "$OUT/$1/no-run.txt"
+  save_run "$1"
   cp "$KERNELOPT_HOME"/llamacpp/*.pin.json "$OUT/$1/" 2>/dev/null || true
 }
 
@@ -57,12 +57,12 @@ PY
   softmax)
     kernelopt run-llamacpp --op SOFT_MAX --iterations 8 --patience 4 --final-rounds 4 \
       --budget-minutes 4 > "$OUT/softmax.log" 2>&1 || echo "exit $?" >> "$OUT/softmax.log"
-    save_run softmax
+    save_llamacpp_run softmax
     ;;
   rope)
     kernelopt run-llamacpp --op ROPE --iterations 6 --patience 3 --final-rounds 4 \
       --budget-minutes 3 > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
-    save_run rope
+    save_llamacpp_run rope
     ;;
   engine)  # reuses the SOFT_MAX workspace (warm build); adds llama-completion and llama-bench
     python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
@@ -70,7 +70,7 @@ PY
     kernelopt run-llamacpp --op SOFT_MAX --e2e-model /tmp/random-llama.gguf --iterations 3 \
       --patience 2 --final-rounds 3 --budget-minutes 3 > "$OUT/engine.log" 2>&1 \
       || echo "exit $?" >> "$OUT/engine.log"
-    save_run engine
+    save_llamacpp_run engine
     ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac

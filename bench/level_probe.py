@@ -75,8 +75,7 @@ def load_profile(path: Path, seeds: tuple[int, ...]) -> None:
     for seed in seeds:
         args = clock("make_args", lambda s=seed: harness.make_args(torch, spec, s, device))
         clock("reference", lambda a=args: spec["reference"](*a))
-    clock("Session(load) total", lambda: harness.Session(path, None, seeds, (11, 12)))
-    session = harness.Session(path, None, seeds, (11, 12))
+    session = clock("Session(load) total", lambda: harness.Session(path, None, seeds, (11, 12)))
     clock("check (first: compiles)", session.check)
     clock("check (again)", session.check)
     clock("bench (first)", session.bench)

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core.bench_worker import FDS_ENV  # "READ_FD,WRITE_FD" as the child sees them
 from kernelopt_core.target import Command
 
 OUTPUT_CAP = 256 * 1024  # bytes of stdout and of stderr kept; the rest is cut from the middle
@@ -59,6 +60,11 @@ def _cap(data: bytes, cap: int = OUTPUT_CAP) -> str:
         cut = len(data) - cap
         data = data[:half] + f"\n…[{cut} bytes cut]…\n".encode() + data[-half:]
     return data.decode("utf-8", errors="replace")
+
+
+def _read_from(fh: Any, offset: int) -> str:
+    fh.seek(offset)
+    return _cap(fh.read())
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -162,7 +168,6 @@ def _log(result: ProcessResult, log_path: Path | None) -> None:
 
 # --------------------------------------------------------------------------- bench workers
 
-WORKER_FDS_ENV = "KERNELOPT_WORKER_FDS"  # "READ_FD,WRITE_FD" as the child sees them
 REPLY_CAP = 1 << 20  # bytes of one reply line
 
 
@@ -192,6 +197,7 @@ class Worker:
     next_id: int = 1
     pending: bytes = b""
     closed: bool = False
+    stdout_read: int = 0  # bytes of stdout already handed out by new_stdout()
 
     @property
     def pid(self) -> int:
@@ -241,15 +247,17 @@ class Worker:
     def output_tail(self, chars: int = 2000) -> str:
         parts = []
         for name, fh in (("stdout", self.out), ("stderr", self.err)):
-            fh.seek(0)
-            text = _cap(fh.read()).strip()
+            text = _read_from(fh, 0).strip()
             if text:
                 parts.append(f"[{name}] {text[-chars:]}")
         return "\n".join(parts)
 
-    def stdout(self) -> str:
-        self.out.seek(0)
-        return _cap(self.out.read())
+    def new_stdout(self) -> str:
+        """What the child wrote on its stdout since the last call (read once per request, not
+        the whole output again)."""
+        text = _read_from(self.out, self.stdout_read)
+        self.stdout_read = self.out.tell()
+        return text
 
     def _unexpected_bytes(self) -> bool:
         if self.pending:
@@ -360,7 +368,7 @@ def start_worker(command: Command, log_path: Path | None = None,
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     try:
-        proc = _popen(command, out, err, {WORKER_FDS_ENV: f"{req_r},{rep_w}"}, (req_r, rep_w))
+        proc = _popen(command, out, err, {FDS_ENV: f"{req_r},{rep_w}"}, (req_r, rep_w))
     except BaseException as exc:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         for fd in (req_r, req_w, rep_r, rep_w):

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_core import journal as journal_mod
-from kernelopt_core.measure.stats import median
+from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
 
 
 def _fmt_ms(ms: float | None) -> str:
@@ -38,7 +38,8 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
                      and e["gate"] == name and e["candidate"] == winner), None)
 
     confirm = final_gate("confirm")
-    roofline = (final_gate("roofline") or {}).get("metrics", {})
+    roofline_gate = final_gate("roofline") or {}
+    roofline = roofline_gate.get("metrics", {})
     status = verdict["status"] if verdict is not None else "error"  # killed, interrupted, failed
     rounds: dict[str, list[float]] = {"baseline_ms": [], "candidate_ms": []}
     speedup = final_ms = noise = None
@@ -83,11 +84,10 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
             "achieved_gbps": achieved,
             "peak_gbps": peak,
             "fraction": achieved / peak if achieved and peak else None,
-            "note": (final_gate("roofline") or {}).get("reason"),
+            "note": roofline_gate.get("reason"),
             # the gate's own flag; journals older than it said so only in the reason's words
             "cache_resident": roofline.get("cache_resident",
-                                           "fits in the" in ((final_gate("roofline") or {})
-                                                             .get("reason") or "")),
+                                           "fits in the" in (roofline_gate.get("reason") or "")),
         },
         "engine": {
             "passed": engine.get("passed"),
@@ -209,9 +209,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
             lines.append(f"Winner candidate: `{verdict['candidate']}` — {verdict.get('description')}")
             lines.append("")
     meaning = {
-        "optimized": "every final gate passed: faster in every round (the sign test at p ≤ 0.01 "
-        "from 10 rounds on) by more than the noise floor and the γ margin, correct on the "
-        "measured shape, physically plausible.",
+        "optimized": "every final gate passed: faster in every round (the sign test at "
+        f"p ≤ {SIGN_ALPHA:g} from {ROBUST_FROM} rounds on) by more than the noise floor and the "
+        "γ margin, correct on the measured shape, physically plausible.",
         "matched": "a correct candidate, but not proven faster; the baseline stands.",
         "fallback": "no candidate survived the gates; the baseline is kept.",
         "unverified": "the candidate is correct, but the target has no bench to time it.",

@@ -104,10 +104,9 @@ class Runner:
             try:
                 reply, _worker = self._ask(tree, digest, log, {"op": "check"},
                                            self.settings.test_timeout_s * len(seeds))
-            except LoadFailed as exc:
-                return f"seeds {list(seeds)}", self._failed(tree, str(exc), exc.code)
-            except WorkerError as exc:
-                return f"seeds {list(seeds)}", self._failed(tree, str(exc), 4)
+            except WorkerError as exc:  # LoadFailed carries the worker's own exit code
+                code = exc.code if isinstance(exc, LoadFailed) else 4
+                return f"seeds {list(seeds)}", self._failed(tree, str(exc), code)
             if reply.get("ok"):
                 self.checked.add((tree.role, digest))
                 return None
@@ -207,9 +206,9 @@ class Runner:
         return reply
 
     def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:
-        method = getattr(self.backend, "bench_worker", None)
-        command = (method(self.target, tree) if method is not None else None) or Command(
-            ("bench-worker",), tree.src)
+        """A served check's failure as the ProcessResult a check command would give (only
+        reached for served trees: the backend has a worker command)."""
+        command = self.backend.bench_worker(self.target, tree)  # type: ignore[attr-defined]
         return ProcessResult(command, code, "", detail, 0.0)
 
     def keep(self, tree: Tree) -> None:
@@ -251,7 +250,7 @@ class Runner:
             raise BenchFailed(str(exc)) from exc
         if not reply.get("ok"):
             raise BenchFailed(f"bench worker: {reply.get('error', '')}")
-        forged, _invalid = json_time_lines(worker.stdout())
+        forged, _invalid = json_time_lines(worker.new_stdout())
         if forged:
             raise BenchFailed(f"the worker printed a time line on its stdout, which is never "
                               f"the reply channel (forged output): {forged[0][1][:200]!r}")

@@ -21,8 +21,10 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
@@ -225,7 +227,7 @@ def run_check(path: Path, seed: int, oracle: Path | None = None) -> str:
 
 def run_checks(path: Path, seeds: tuple[int, ...], oracle: Path | None = None) -> list[str]:
     """Check one kernel file on every seed in one process; a summary per seed."""
-    return Session(path, oracle, seeds).check()
+    return Session(path, oracle, seeds, bench_seeds=None).check()
 
 
 def run_bench(path: Path, oracle: Path | None = None, iters: int | None = None,
@@ -248,7 +250,7 @@ class Session:
     frames, setattr) is the policy gate, not this class."""
 
     def __init__(self, path: Path, oracle: Path | None, seeds: tuple[int, ...],
-                 bench_seeds: tuple[int, int] = (0, 1)) -> None:
+                 bench_seeds: tuple[int, int] | None = (0, 1)) -> None:
         torch, device, interpreted = setup_device()
         self.torch, self.device, self.interpreted, self.path = torch, device, interpreted, path
         self.timer = Timer(torch, device, interpreted)  # bound before any kernel file
@@ -272,14 +274,16 @@ class Session:
             self.cases.append((seed, values[n], originals[n], expected[n], originals[k],
                                expected[k]))
         # the bench's two input sets (a worker gets them from the core at load: drawn per run,
-        # unknown to the kernel file when it is imported)
-        self.args = make_args(torch, spec, bench_seeds[0], device)
-        self.values = [self._clones(self.args),
-                       self._clones(make_args(torch, spec, bench_seeds[1], device))]
+        # unknown to the kernel file when it is imported); a check-only process makes none
+        self.args: list[Any] = []
+        self.values: list[list[Any]] = []
+        if bench_seeds is not None:
+            self.args = make_args(torch, spec, bench_seeds[0], device)
+            self.values = [self._clones(self.args),
+                           self._clones(make_args(torch, spec, bench_seeds[1], device))]
         self.base_calls: set[str] | None = None
         if self.oracle.read_bytes() != path.read_bytes():
-            base_args = (self._clones(originals[0]) if seeds
-                         else make_args(torch, spec, 0, device))
+            base_args = self._clones(originals[0] if seeds else self.values[0])
             with _CallRecorder() as recorder:
                 self.oracle_module.launch(*base_args)
             _sync(torch, device)
@@ -394,9 +398,6 @@ class Session:
         already applied by the core) loaded as its own module (compiled on first launch),
         checked on the first seed and timed here. A configuration that fails to compile or
         check costs that, not a candidate."""
-        import shutil
-        import tempfile
-
         source = self.path.read_text(encoding="utf-8")
         reference = self.bench(iters=iters)["time_ms"]
         results: list[dict[str, Any]] = []
@@ -408,6 +409,8 @@ class Session:
                                                f"sweep{n}", iters))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+            if str(scratch) in sys.path:  # load() put it there for sibling modules
+                sys.path.remove(str(scratch))
         return {"reference_ms": reference, "results": results}
 
     def _sweep_one(self, variant: Path, text: str, role: str,
@@ -517,7 +520,7 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
 
     # torch, triton and the CUDA context before hello's reply: the core starts workers
     # outside the GPU lock, so this start-up is never counted as (or blocks) GPU time
-    channel = Channel.from_env(setup=lambda: _warm_start())
+    channel = Channel.from_env(setup=_warm_start)
     session: Session | None = None
     while (request := channel.read()) is not None:
         op = request.get("op")

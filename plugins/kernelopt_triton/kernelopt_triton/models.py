@@ -110,7 +110,6 @@ class InductorBackend(TritonBackend):
         result = run_process(command, log)
         if result.ok:
             return
-        log = capture_dir / f"{step}.log"
         what = f"the model's {step} step failed: {result.describe()}\n{result.tail(1500)}"
         if result.returncode == 3:  # the child's word for a missing prerequisite
             raise PrerequisiteError(what, hint=f"the whole log is {log}")
