@@ -24,6 +24,9 @@ for model in "${models[@]}"; do
   python3 -m kernelopt_triton.inductor capture "$model" --out "$cap" --steps 5 > "$OUT/$m-capture.log" 2>&1 \
     || { say "$m: capture failed"; tail -20 "$OUT/$m-capture.log"; continue; }
   cp "$cap/ranking.txt" "$OUT/$m-ranking.txt"; cat "$cap/ranking.txt"
+  # the capture as a CI fixture: output code, profiler table, device events, kernels.json
+  tar -czf "$OUT/$m-capture.tar.gz" -C "$cap" kernels.json profile.txt ranking.txt \
+    device_events.json output_code kernels 2>/dev/null
   python3 -m kernelopt_triton.inductor generate "$cap" --top "$TOP" | tee -a "$OUT/$m-capture.log"
 
   say "$m: Inductor per-kernel times, default and max-autotune + coordinate descent"
@@ -48,6 +51,9 @@ for model in "${models[@]}"; do
       (cd "$tuned" && git apply -p1 "$run/report.diff" 2>/dev/null || patch -p1 -s < "$run/report.diff")
     fi
     [ -n "$run" ] && cp "$run/summary.json" "$OUT/$m-$k-summary.json"
+    [ -n "$run" ] && cp "$run/journal.jsonl" "$OUT/$m-$k-journal.jsonl"
+    say "$m/$k: the original and the tuned kernel file timed as Inductor's are (do_bench median)"
+    python3 bench/triton_vs_do_bench.py "$src" "$tuned/$k.py" > "$OUT/$m-$k-dobench.jsonl" 2>> "$OUT/$m-$k-run.log"
 
     say "$m/$k: engine gate (baseline, then tuned against it)"
     KERNELOPT_ENGINE_OUT=/tmp/base-$k.pt python3 -m kernelopt_triton.engine "$model" --kernel "$k" \
@@ -74,6 +80,20 @@ ks = s.get("speedup") or 1.0
 predicted = amdahl(share, ks)
 model_x = base.get("time_ms", 0) / cand["time_ms"] if cand.get("time_ms") else None
 fmt = lambda v: f"{v * 1e3:.1f} us" if v else "n/a"
+db = [json.loads(x) for x in (out / f"{m}-{k}-dobench.jsonl").read_text().splitlines() if x.strip()] \
+    if (out / f"{m}-{k}-dobench.jsonl").exists() else []
+screen = next((json.loads(x) for x in (out / f"{m}-{k}-journal.jsonl").read_text().splitlines()
+               if '"screening"' in x), {}) if (out / f"{m}-{k}-journal.jsonl").exists() else {}
+record = {"model": m, "name": k, "share": share,
+          "inductor_default_us": d and d * 1e3, "inductor_max_autotune_us": a and a * 1e3,
+          "kernelopt_original_us": db[0]["do_bench_ms"] * 1e3 if len(db) > 0 else None,
+          "kernelopt_us": db[1]["do_bench_ms"] * 1e3 if len(db) > 1 else None,
+          "verdict": s.get("status"), "speedup": ks, "report_line": s.get("report_line"),
+          "gpu_seconds": s.get("gpu_seconds"), "screening": {x: screen.get(x) for x in ("grid", "evaluations", "failed", "gpu_seconds")},
+          "model_ms_before": base.get("time_ms"), "model_ms_after": cand.get("time_ms"),
+          "model_speedup": model_x, "amdahl": predicted, "match": cand.get("match")}
+with open(out / "summary.jsonl", "a") as fh:
+    fh.write(json.dumps(record) + "\n")
 print(f"{m} {k}\n  share {100 * share:.1f}%  kernelopt: {s.get('status')} {ks:.3f}x "
       f"({s.get('baseline_ms')} -> {s.get('final_ms')} ms)  Inductor default {fmt(d)}, "
       f"max-autotune+coordesc {fmt(a)}\n  engine: base {base.get('time_ms')} ms, tuned {cand.get('time_ms')} ms, "

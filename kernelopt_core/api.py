@@ -50,7 +50,7 @@ from kernelopt_core.hookspecs import (
 from kernelopt_core.knobs import define_pattern, powers_around
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import ANSI, BenchReading
-from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.planners.base import PlanContext, Proposal, Screened
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
 from kernelopt_core.process import run as _run
 from kernelopt_core.search import Node
@@ -64,7 +64,7 @@ __all__ = [
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
-    "PlanContext", "Proposal", "Node", "BenchReading", "EventLog",
+    "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "EventLog",
     # errors and exit codes
     "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "BenchFailed",
     "PlannerError",

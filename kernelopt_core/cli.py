@@ -81,6 +81,14 @@ def run_options(fn: Any) -> Any:
         click.option("--patience", type=int, help="Stop after N candidates without a new best [12]."),
         click.option("--target-speedup", type=float, help="Stop once this speedup is reached."),
         click.option("--budget-minutes", type=float, help="Wall-time budget for the search [30]."),
+        click.option("--budget-gpu-seconds", type=float,
+                     help="GPU-lock seconds budget for the search [none]."),
+        click.option("--screen-top", type=int, help="Tuner: best screened configurations "
+                     "sent through the gates [3]."),
+        click.option("--screen-evaluations", type=int, help="Tuner: most configurations to "
+                     "screen [a grid <= 24 whole, else a quarter, 12..256]."),
+        click.option("--screen-gpu-seconds", type=float,
+                     help="Tuner: GPU-lock seconds its screening may spend [120]."),
         click.option("--plans", type=int, help="Proposals per expansion [1]."),
         click.option("--beam", type=int, help="Beam width [4]."),
         click.option("--gamma", type=float, help="Screen margin γ [1.03]."),

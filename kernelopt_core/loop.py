@@ -30,6 +30,7 @@ from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.runner import Runner
+from kernelopt_core.screening import screener
 from kernelopt_core.search import BeamSearch, Node, SeenContent
 from kernelopt_core.session import new_run_id, prepare_state_root, record_failure, write_header
 from kernelopt_core.settings import Settings
@@ -143,7 +144,10 @@ class Loop:
         root = Node("baseline", {}, dict(baseline_knobs))
         search = BeamSearch(root, width=self.settings.beam)
         ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
-                          self.run_id, profile, baseline_ms=baseline_ms)
+                          self.run_id, profile, baseline_ms=baseline_ms,
+                          screen=screener(self.runner, self.workspace.baseline_tree, knobs,
+                                          self.run_dir / "screen"),
+                          gpu_seconds=lambda: self.runner.gpu_seconds)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
@@ -163,6 +167,9 @@ class Loop:
                 break
             if deadline is not None and time.time() >= deadline:
                 stop = "time budget"
+                break
+            if s.budget_gpu_seconds is not None and self.runner.gpu_seconds >= s.budget_gpu_seconds:
+                stop = "GPU budget"
                 break
             if since_best >= s.patience and not getattr(planner, "exhaustive", False):
                 stop = "patience"

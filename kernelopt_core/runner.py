@@ -29,7 +29,7 @@ from kernelopt_core.lock import Held, gpu_lock
 from kernelopt_core.measure.parsers import BenchReading, json_time_lines, parse
 from kernelopt_core.process import ProcessResult, Worker, WorkerError, WorkerMissing
 from kernelopt_core.settings import Settings
-from kernelopt_core.target import Command, Target, Tree
+from kernelopt_core.target import Command, Knob, Target, Tree
 from kernelopt_core.worker_replies import LoadFailed, exit_code, how_timed
 from kernelopt_core.worker_replies import bench_seeds as draw_bench_seeds
 
@@ -263,23 +263,26 @@ class Runner:
         extra = {k: v for k, v in reading.items() if k != "time_ms"}
         return BenchReading(float(time_ms), extra), held[-1]
 
-    def sweep(self, tree: Tree, configs: list[dict[str, str]], log: Path) -> list[dict[str, Any]] | None:
-        """Bulk screening: each knob configuration (knob name -> value) applied to ``tree``'s
-        source inside its worker, checked on the first seed and timed there, one process for
-        all. None when the backend has no worker. Results follow ``configs``' order:
-        ``{"config", "ok", "time_ms", "error"}``, and the tree's own time as ``reference_ms``."""
+    def sweep(self, tree: Tree, configs: list[dict[str, str]], log: Path,
+              knobs: tuple[Knob, ...] | None = None) -> list[dict[str, Any]] | None:
+        """Bulk screening: each configuration of ``knobs`` (default: the target's declared ones;
+        knob name -> value) applied to ``tree``'s source inside its worker, checked on the
+        first seed and timed there, one process for all. None when the backend has no worker.
+        Results follow ``configs``' order: ``{"config", "ok", "time_ms", "error"}``, and the
+        tree's own time as ``reference_ms``."""
         if not self.served(tree):
             return None
-        knobs = {k.name: k for k in self.target.knobs}
-        unknown = sorted({name for c in configs for name in c} - set(knobs))
+        chosen = self.target.knobs if knobs is None else knobs
+        by_name = {k.name: k for k in chosen}
+        unknown = sorted({name for c in configs for name in c} - set(by_name))
         if unknown:
             raise UsageError(f"sweep: unknown knob(s) {', '.join(unknown)}",
-                             hint=f"known: {', '.join(sorted(knobs)) or 'none'}")
+                             hint=f"known: {', '.join(sorted(by_name)) or 'none'}")
         # the core applies the knobs (one rule for the tuner and the sweep); the worker gets the
         # changed files' full text for each configuration
-        files = {k.file: (tree.src / k.file).read_bytes() for k in self.target.knobs}
+        files = {k.file: (tree.src / k.file).read_bytes() for k in chosen}
         payload = [{"files": {path: text.decode("utf-8") for path, text in
-                              apply_knobs(self.target.knobs, files, config).items()}}
+                              apply_knobs(chosen, files, config).items()}}
                    for config in configs]
         held: list[Held] = []
         try:

@@ -42,6 +42,10 @@ class Settings:
     patience: int = 12
     target_speedup: float | None = None
     budget_minutes: float | None = 30.0
+    budget_gpu_seconds: float | None = None  # GPU-lock seconds for the search
+    screen_top: int = 3  # the tuner's best screened configurations sent through the gates
+    screen_evaluations: int | None = None  # None: all of a grid <= 24, else a quarter (12..256)
+    screen_gpu_seconds: float = 120.0  # GPU-lock seconds the tuner's screening may spend
     plans: int = 1
     beam: int = 4
     gamma: float = 1.03

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -19,6 +20,19 @@ class Proposal:
     planner: str = ""
 
 
+@attrs.frozen
+class Screened:
+    """One configuration's bulk-screening result: checked on the first seed and timed in the
+    target's worker beside the tree it was applied to (``ratio`` = its time / that tree's time
+    in the same batch, so batches taken minutes apart compare)."""
+
+    config: dict[str, str]  # knob name -> value, a full assignment
+    ok: bool
+    time_ms: float | None = None
+    ratio: float | None = None
+    error: str = ""
+
+
 @attrs.define
 class PlanContext:
     """What a planner sees. The search itself (which node to expand) stays with the loop: a
@@ -34,3 +48,7 @@ class PlanContext:
     profile: dict[str, Any] = attrs.field(factory=dict)
     tried: set[tuple[tuple[str, str], ...]] = attrs.field(factory=set)  # knob assignments seen
     baseline_ms: float | None = None
+    # bulk screening of knob configurations in one worker (None: the backend has no worker);
+    # cheap next to a candidate: no gates, no confirm rounds, failures cost only their compile
+    screen: Callable[[list[dict[str, str]]], list[Screened]] | None = None
+    gpu_seconds: Callable[[], float] = lambda: 0.0  # GPU-lock seconds the run has spent so far

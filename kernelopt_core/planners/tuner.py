@@ -1,8 +1,15 @@
 """The built-in tuner: the default planner without an LLM, and the bar an LLM must beat.
 
-From the parent node's knob assignment it proposes neighbours: each knob moved one step, then
-two steps, along its value list; when a parent's neighbourhood is used up it proposes a line
-search on each knob (every untried value of one knob). Assignments are never tried twice.
+When the target can screen configurations in one worker (``PlanContext.screen``: Triton
+kernel files and Inductor kernels), the tuner searches the joint knob space first
+(planners/joint.py: the whole grid when small, else a space-filling sample and coordinate
+descent, within an evaluation and a GPU-seconds budget) and proposes only the best few screened
+configurations as candidates; the candidate and final gates then judge them like any other.
+
+Without screening (a CMake target: every configuration is a build and processes), it proposes
+neighbours of the parent's assignment: each knob moved one step, then two steps, along its
+value list; when a parent's neighbourhood is used up, a line search on each knob (every untried
+value of one knob). Assignments are never tried twice.
 """
 
 from __future__ import annotations
@@ -10,8 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from kernelopt_core import knobs as knob_edit
+from kernelopt_core.errors import BenchFailed
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.planners.joint import JointSearch
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
@@ -19,6 +28,11 @@ from kernelopt_core.target import Target
 
 class Tuner:
     name = "tuner"
+
+    def __init__(self) -> None:
+        # run id -> the screened configurations still to propose, best first (None: no
+        # screening in that run, the neighbour search proposes)
+        self.queues: dict[str, list[dict[str, str]] | None] = {}
 
     def unavailable_reason(self, settings: Settings, target: Target) -> str | None:
         return None  # knobs are checked once the baseline is read (declared or detected)
@@ -40,10 +54,49 @@ class Tuner:
                 out.append({**assignment, knob.name: value})
         return out
 
+    def _screen(self, ctx: PlanContext, start: dict[str, str]) -> list[dict[str, str]] | None:
+        """The joint search; the best ``screen_top`` configurations faster than the tree, or
+        None when screening failed (the neighbour search takes over)."""
+        screen = ctx.screen
+        if screen is None:
+            return None
+        s = ctx.settings
+        spent_before = ctx.gpu_seconds()
+        batches: list[int] = []
+
+        def within_budget() -> bool:
+            spent = ctx.gpu_seconds()
+            return spent - spent_before < s.screen_gpu_seconds and (
+                s.budget_gpu_seconds is None or spent < s.budget_gpu_seconds)
+
+        def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+            batches.append(len(configs))
+            return [r.ratio if r.ok else None for r in screen(configs)]
+
+        search = JointSearch([(k.name, tuple(k.values)) for k in ctx.knobs], start, evaluate,
+                             s.screen_evaluations, within_budget)
+        try:
+            ranked = search.run()
+        except BenchFailed as exc:
+            ctx.journal.write("screening", ok=False, error=str(exc)[:2000])
+            return None
+        failed = sum(1 for cost in search.costs.values() if cost == float("inf"))
+        ctx.journal.write(
+            "screening", ok=True, grid=search.grid, evaluations=len(search.costs),
+            failed=failed, batches=batches,
+            gpu_seconds=round(ctx.gpu_seconds() - spent_before, 3),
+            best=[{"knobs": c, "ratio": round(r, 4)} for c, r in ranked[:10]])
+        # only what the screen saw faster than the tree; the gates decide on the rest
+        return [c for c, ratio in ranked if ratio < 1.0 and c != start][: s.screen_top]
+
     def propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
         assignment = {**ctx.baseline_knobs, **parent.knobs}
+        if ctx.run_id not in self.queues:
+            self.queues[ctx.run_id] = self._screen(ctx, assignment)
+        queue = self.queues[ctx.run_id]
+        candidates = queue if queue is not None else self._neighbours(ctx, assignment)
         proposals: list[Proposal] = []
-        for candidate in self._neighbours(ctx, assignment):
+        for candidate in list(candidates):
             key = tuple(sorted(candidate.items()))
             if key in ctx.tried:
                 continue

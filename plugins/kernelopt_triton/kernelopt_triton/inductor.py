@@ -32,6 +32,7 @@ from typing import Any
 
 from kernelopt_triton.inductor_parse import (
     ProfileRow,
+    is_annotation,
     is_wrapper_module,
     parse_call_sites,
     parse_kernel_source,
@@ -194,11 +195,15 @@ def _configure_env(out: Path, device: str) -> None:
 
 
 def _device_events(prof: Any) -> list[ProfileRow]:
-    """Device-side kernel time per name from the profiler's raw events (exact, no table cut)."""
+    """Device-side kernel time per name from the profiler's raw events (exact, no table cut);
+    user annotations (the GPU-side twins of ProfilerStep#N and record_function ranges) left
+    out: they span kernels already counted."""
     totals: dict[str, list[float]] = {}
     for evt in prof.events():
         dev_type = str(getattr(evt, "device_type", ""))
         if "CUDA" not in dev_type and "XPU" not in dev_type and "PrivateUse1" not in dev_type:
+            continue
+        if getattr(evt, "is_user_annotation", False) or is_annotation(evt.name):
             continue
         t = float(getattr(evt, "self_device_time_total", 0) or getattr(evt, "device_time", 0) or 0)
         entry = totals.setdefault(evt.name, [0.0, 0])
@@ -300,10 +305,13 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
         "torch": torch.__version__, "triton": _triton_version(), "steps": steps,
         "compile_s": round(compile_s, 3), "device_us_per_step": total / steps, "kernels": kernels,
         "others": sorted(({"name": r.name, "time_us": r.device_us / steps} for r in rows
-                          if r.name not in by_name), key=lambda o: -o["time_us"])[:20],  # type: ignore[operator]
+                          if r.name not in by_name and not is_annotation(r.name)),
+                         key=lambda o: -o["time_us"])[:20],  # type: ignore[operator]
     }
     (out / "kernels.json").write_text(json.dumps(record, indent=1) + "\n")
     (out / "profile.txt").write_text(table)
+    (out / "device_events.json").write_text(json.dumps(
+        [{"name": r.name, "device_us": r.device_us, "calls": r.calls} for r in rows], indent=0))
     head = f"model {model_file} on {device} (torch {torch.__version__}), per step of {steps} profiled\n"
     if not rows:
         head += "no device profile on this device: kernels in order of definition, times unknown\n"

@@ -318,12 +318,24 @@ class Ranked:
     share: float  # of all device time in the profiled steps
 
 
+# Rows that are ranges, not GPU work: the profiler's step marker and record_function ranges
+# (Inductor's own among them) get a GPU-side twin spanning the kernels they enclose, so counting
+# them would count those kernels twice (a model with one kernel showed a 50 % share).
+ANNOTATION = re.compile(r"ProfilerStep#\d+|## .* ##|Torch-Compiled Region.*|CompiledFunction.*")
+
+
+def is_annotation(name: str) -> bool:
+    return ANNOTATION.fullmatch(name.strip()) is not None
+
+
 def rank_kernels(kernel_names: list[str], rows: list[ProfileRow]) -> tuple[list[Ranked], float]:
-    """Inductor's Triton kernels ranked by their share of device time (all kernels counted).
+    """Inductor's Triton kernels ranked by their share of device time: every GPU kernel,
+    memcpy and memset counted, annotation ranges (ProfilerStep#N, record_function) not.
 
     Returns (ranked Triton kernels, total device time in µs). A table row whose name was cut
     ("triton_poi_fused_add_..." ending in "...") matches the kernel it is a prefix of.
     """
+    rows = [r for r in rows if not is_annotation(r.name)]
     total = sum(r.device_us for r in rows)
     ranked: list[Ranked] = []
     for name in kernel_names:

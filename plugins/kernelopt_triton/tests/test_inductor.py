@@ -25,6 +25,8 @@ pytest.importorskip("triton")
 from kernelopt_triton import engine, inductor  # noqa: E402
 from kernelopt_triton.inductor_gen import generate_files, render  # noqa: E402
 from kernelopt_triton.inductor_parse import (  # noqa: E402
+    ProfileRow,
+    is_annotation,
     is_wrapper_module,
     parse_call_sites,
     parse_kernel_source,
@@ -86,6 +88,37 @@ def test_profiler_table_ranks_kernels_by_device_share():
     assert ranked[0].share == pytest.approx(1012 / total)
     table = ranking_table(ranked, total)
     assert "triton_poi_fused_addmm_gelu_1" in table.splitlines()[1] and "Triton kernels:" in table
+
+
+def test_annotation_rows_are_not_device_work():
+    """ProfilerStep#N and record_function ranges get a GPU-side twin spanning the kernels they
+    enclose: counted, a model with one kernel showed a 50 % share (issue 11)."""
+    rows = [ProfileRow("triton_red_fused_0", 2056.0, 5), ProfileRow("ProfilerStep#1", 2056.0, 5),
+            ProfileRow("## Call CompiledFxGraph fabc ##", 2050.0, 5),
+            ProfileRow("Torch-Compiled Region: 0/0", 2050.0, 5),
+            ProfileRow("Memset (Device)", 4.0, 5)]
+    ranked, total = rank_kernels(["triton_red_fused_0"], rows)
+    assert total == pytest.approx(2060.0)
+    assert ranked[0].share == pytest.approx(2056 / 2060)
+    assert not is_annotation("triton_poi_fused_add_0") and is_annotation("ProfilerStep#12")
+
+
+def test_device_events_leave_user_annotations_out():
+    from kernelopt_triton.inductor import _device_events
+
+    class Event:
+        def __init__(self, name: str, us: float, annotation: bool, device: str = "DeviceType.CUDA"):
+            self.name, self.self_device_time_total = name, us
+            self.is_user_annotation, self.device_type = annotation, device
+
+    class Prof:
+        def events(self) -> list[Event]:
+            return [Event("triton_red_fused_0", 400.0, False), Event("triton_red_fused_0", 410.0, False),
+                    Event("my_range", 810.0, True), Event("ProfilerStep#3", 810.0, False),
+                    Event("aten::sum", 0.0, False, "DeviceType.CPU")]
+
+    rows = _device_events(Prof())
+    assert [(r.name, r.device_us, r.calls) for r in rows] == [("triton_red_fused_0", 810.0, 2)]
 
 
 def _capture_dir(tmp_path: Path, output_code: str) -> Path:

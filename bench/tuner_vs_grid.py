@@ -1,0 +1,129 @@
+"""The tuner's joint search against the exhaustive grid, same machine, same session (issue 11).
+
+    python3 bench/tuner_vs_grid.py KERNEL.py [--iterations N] > result.json
+
+1. The grid: every combination of the kernel's detected knobs screened in one bench worker
+   (Runner.sweep: compile, check on the first seed, time), in batches of 20; the GPU-lock
+   seconds of the sweep requests are the grid's GPU time.
+2. The tuner: ``kernelopt run KERNEL.py`` with its defaults (a fresh state root): the run's
+   screening GPU seconds, its whole GPU-lock time, its verdict, and the winner's knobs.
+3. The winner's configuration is looked up in the grid: its grid time against the grid's best
+   (the same worker, the same timer), so "within 5 % of the optimum" compares like with like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kernelopt_triton.plugin import TritonBackend
+
+from kernelopt_core.journal import Journal
+from kernelopt_core.runner import Runner
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Tree
+
+
+def grid(kernel: Path, scratch: Path) -> dict[str, Any]:
+    tree = Tree("baseline", scratch / "tree", scratch / "build")
+    tree.src.mkdir(parents=True)
+    shutil.copy(kernel, tree.src / kernel.name)
+    settings = Settings(state_root=scratch / "state")
+    target = TritonBackend().discover(kernel, settings)[0]
+    journal_path = scratch / "grid-journal.jsonl"
+    runner = Runner(TritonBackend(), target, settings, Journal(journal_path))
+    names = [k.name for k in target.knobs]
+    configs = [dict(zip(names, combo, strict=True))
+               for combo in itertools.product(*(k.values for k in target.knobs))]
+    results: list[dict[str, Any]] = []
+    try:
+        failed = runner.check_all(tree, scratch / "log")
+        if failed is not None:
+            raise SystemExit(f"baseline check failed: {failed[1].stderr[-2000:]}")
+        for i in range(0, len(configs), 20):
+            results += runner.sweep(tree, configs[i:i + 20], scratch / "log") or []
+    finally:
+        runner.close_workers()
+    events = map(json.loads, journal_path.read_text().splitlines())
+    sweep_s = sum(e["released"] - e["acquired"] for e in events if e.get("event") == "sweep")
+    for r in results:
+        r["ratio"] = r["time_ms"] / r["reference_ms"] if r.get("ok") else None
+    ok = [r for r in results if r.get("ok")]
+    best = min(ok, key=lambda r: r["ratio"])
+    return {"configs": len(configs), "ok": len(ok), "sweep_gpu_seconds": round(sweep_s, 3),
+            "best": {"knobs": best["config"], "ratio": best["ratio"], "time_ms": best["time_ms"]},
+            "results": results}
+
+
+def tuner_run(kernel: Path, scratch: Path, extra: list[str]) -> dict[str, Any]:
+    work = scratch / "run"
+    work.mkdir()
+    shutil.copy(kernel, work / kernel.name)
+    state = scratch / "run-state"
+    proc = subprocess.run(["kernelopt", "run", kernel.name, "--state-root", str(state), *extra],
+                          cwd=work, capture_output=True, text=True, env=dict(os.environ))
+    (scratch / "run-console.txt").write_text(proc.stdout + proc.stderr)
+    run_dir = next((state / "runs").iterdir())
+    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    screening = next((e for e in events if e["event"] == "screening"), {})
+    winner = summary.get("winner")
+    knobs = next((e["knobs"] for e in events
+                  if e["event"] == "candidate" and e["candidate"] == winner), None)
+    if knobs is None:  # no candidate won: the tuner's answer is the baseline's configuration
+        knobs = {k["name"]: k["baseline"] for e in events if e["event"] == "knobs"
+                 for k in e["knobs"]}
+    candidates = [e["candidate"] for e in events if e["event"] == "candidate"]
+    return {"exit": proc.returncode, "report_line": summary.get("report_line"),
+            "status": summary.get("status"), "speedup": summary.get("speedup"),
+            "baseline_ms": summary.get("baseline_ms"), "final_ms": summary.get("final_ms"),
+            "noise_pct": summary.get("noise_pct"),
+            "rounds": len(summary.get("rounds", {}).get("baseline_ms", [])),
+            "roofline": summary.get("roofline"), "gpu_seconds": summary.get("gpu_seconds"),
+            "wall_seconds": summary.get("wall_seconds"), "candidates": len(candidates),
+            "screening": {k: screening.get(k) for k in
+                          ("grid", "evaluations", "failed", "batches", "gpu_seconds")},
+            "winner_knobs": knobs, "journal": str(run_dir / "journal.jsonl")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kernel", type=Path)
+    ap.add_argument("--keep", type=Path, help="copy the run's journal and console here")
+    ns, extra = ap.parse_known_args()
+    kernel = ns.kernel.resolve()
+    scratch = Path(tempfile.mkdtemp(prefix="kernelopt-grid-"))
+    run = tuner_run(kernel, scratch, extra)
+    g = grid(kernel, scratch)
+    out: dict[str, Any] = {"kernel": kernel.name, "tuner": run,
+                           "grid": {k: v for k, v in g.items() if k != "results"}}
+    if run["winner_knobs"]:
+        full = {**g["results"][0]["config"], **run["winner_knobs"]}
+        hit = next((r for r in g["results"] if r["config"] == full), None)
+        if hit is not None and hit.get("ok"):
+            out["winner_in_grid"] = {"ratio": hit["ratio"], "time_ms": hit["time_ms"],
+                                     "vs_grid_best": hit["ratio"] / g["best"]["ratio"]}
+    hit = out.get("winner_in_grid")
+    out["within_5pct"] = bool(hit) and hit["vs_grid_best"] <= 1.05
+    screen_s = run["screening"].get("gpu_seconds") or 0.0
+    out["screen_vs_grid_gpu"] = screen_s / g["sweep_gpu_seconds"] if g["sweep_gpu_seconds"] else None
+    out["grid_results"] = g["results"]
+    if ns.keep:
+        ns.keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(run["journal"], ns.keep / f"{kernel.stem}-run-journal.jsonl")
+        shutil.copy(scratch / "run-console.txt", ns.keep / f"{kernel.stem}-run-console.txt")
+    print(json.dumps(out, indent=1))
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

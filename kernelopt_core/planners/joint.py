@@ -1,0 +1,145 @@
+"""Joint search over a knob grid by bulk screening: the tuner's strategy when the target can
+screen many configurations in one process (``PlanContext.screen``).
+
+A small grid is screened whole. A larger one gets a space-filling sample (the start point,
+then maximin points of the index grid), then coordinate descent from the best few: each knob
+moved one step either way along its value list (for power-of-two lists: double or halve, the
+moves of Inductor's coordinate descent), and when no single move helps, two knobs moved
+together (a non-separable surface's valley runs diagonally). Each step's moves are screened in
+one batch. The search stops when every descent has converged, or at its evaluation or GPU
+budget. Nothing here touches a GPU: ``evaluate`` does the screening and says what it cost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Callable, Sequence
+
+import attrs
+
+Config = dict[str, str]
+Point = tuple[int, ...]  # an index into each knob's value list
+
+FULL_GRID_AT = 24  # a grid this small is screened whole
+MIN_EVALUATIONS = 12
+MAX_EVALUATIONS = 256
+MIN_GAIN = 0.005  # a move must beat its point by more than screening jitter
+
+
+def evaluation_budget(grid: int) -> int:
+    """Evaluations for a grid of ``grid`` configurations: all of a small grid, else a quarter
+    of it, at least MIN_EVALUATIONS and at most MAX_EVALUATIONS."""
+    if grid <= FULL_GRID_AT:
+        return grid
+    return max(MIN_EVALUATIONS, min(MAX_EVALUATIONS, grid // 4))
+
+
+@attrs.define
+class JointSearch:
+    """``knobs``: (name, ordered values); ``start``: the current assignment; ``evaluate``:
+    screens a batch of configurations and returns one relative cost per configuration (lower
+    is faster; None for a configuration that failed to compile or check)."""
+
+    knobs: Sequence[tuple[str, tuple[str, ...]]]
+    start: Config
+    evaluate: Callable[[list[Config]], list[float | None]]
+    max_evaluations: int | None = None
+    within_budget: Callable[[], bool] = lambda: True  # e.g. GPU seconds left
+    descents: int = 3  # how far down the ranking a descent may start
+    per_batch: int = 1  # points expanded per screened batch
+    seed: int = 0
+    costs: dict[Point, float] = attrs.field(factory=dict)  # inf: failed
+
+    @property
+    def grid(self) -> int:
+        return math.prod(len(values) for _name, values in self.knobs)
+
+    def _config(self, point: Point) -> Config:
+        return {**self.start, **{name: values[i]
+                                 for (name, values), i in zip(self.knobs, point, strict=True)}}
+
+    def _budget(self) -> int:
+        return self.max_evaluations if self.max_evaluations is not None \
+            else evaluation_budget(self.grid)
+
+    def _screen(self, points: list[Point]) -> None:
+        room = self._budget() - len(self.costs)
+        fresh = list(dict.fromkeys(p for p in points if p not in self.costs))[:max(0, room)]
+        if not fresh or not self.within_budget():
+            return
+        results = self.evaluate([self._config(p) for p in fresh])
+        for point, cost in zip(fresh, results, strict=True):
+            self.costs[point] = math.inf if cost is None else cost
+
+    def _exhausted(self) -> bool:
+        return len(self.costs) >= self._budget() or not self.within_budget()
+
+    def _start_point(self) -> Point:
+        return tuple(values.index(self.start[name]) if self.start.get(name) in values else 0
+                     for name, values in self.knobs)
+
+    def _sample(self, count: int) -> list[Point]:
+        """Maximin points of the index grid (normalized), from a deterministic candidate pool."""
+        sizes = [len(values) for _name, values in self.knobs]
+        rng = random.Random(self.seed)
+        chosen = [self._start_point()]
+        pool = {tuple(rng.randrange(n) for n in sizes) for _ in range(64 * count)}
+
+        def distance(a: Point, b: Point) -> float:
+            return sum(((x - y) / max(n - 1, 1)) ** 2 for x, y, n in zip(a, b, sizes, strict=True))
+
+        while len(chosen) < count and pool:
+            best = max(sorted(pool), key=lambda p: min(distance(p, c) for c in chosen))
+            pool.discard(best)
+            chosen.append(best)
+        return chosen
+
+    def _moves(self, point: Point, diagonal: bool) -> list[Point]:
+        sizes = [len(values) for _name, values in self.knobs]
+        out: list[Point] = []
+        axes = range(len(sizes))
+        groups = itertools.combinations(axes, 2) if diagonal else ((a,) for a in axes)
+        for group in groups:
+            for steps in itertools.product((-1, 1), repeat=len(group)):
+                moved = list(point)
+                for axis, step in zip(group, steps, strict=True):
+                    moved[axis] += step
+                if all(0 <= moved[a] < sizes[a] for a in group):
+                    out.append(tuple(moved))
+        return out
+
+    def run(self) -> list[tuple[Config, float]]:
+        """Every screened configuration that worked, fastest first, with its cost."""
+        if self.grid <= self._budget():
+            every = itertools.product(*(range(len(values)) for _name, values in self.knobs))
+            self._screen(list(every))
+        else:
+            sample = max(2 * len(self.knobs) + 1, self._budget() // 4)
+            self._screen(self._sample(sample))
+            self._descend()
+        ranked = sorted((cost, point) for point, cost in self.costs.items() if cost < math.inf)
+        return [(self._config(point), cost) for cost, point in ranked]
+
+    def _descend(self) -> None:
+        """Best-first: the best screened points with unscreened moves get them screened (one
+        batch: each point's single moves, else its two-knob moves), ``per_batch`` points at
+        a time (each batch also times the tree once, so tiny batches waste); a worse point's
+        turn comes when every better one is surrounded by screened configurations."""
+        while not self._exhausted():
+            ranked = sorted((c, p) for p, c in self.costs.items() if c < math.inf)
+            batch: list[Point] = []
+            expanded = 0
+            for _cost, point in ranked[: self.descents]:
+                moves = [m for m in self._moves(point, False) if m not in self.costs]
+                if not moves and len(self.knobs) > 1:
+                    moves = [m for m in self._moves(point, True) if m not in self.costs]
+                if moves:
+                    batch += moves
+                    expanded += 1
+                if expanded >= self.per_batch:
+                    break
+            if not batch:
+                return  # the best points are local optima, every neighbour screened
+            self._screen(batch)

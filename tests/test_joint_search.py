@@ -1,0 +1,84 @@
+"""The tuner's joint search on cost surfaces with known answers (no GPU: the surface is the
+screen)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from kernelopt_core.planners.joint import JointSearch, evaluation_budget
+
+BLOCK = tuple(str(2 ** i) for i in range(4, 14))  # 16 .. 8192
+WARPS = ("1", "2", "4", "8", "16", "32")
+STAGES = ("1", "2", "3", "4", "5")
+KNOBS = [("BLOCK", BLOCK), ("num_warps", WARPS), ("num_stages", STAGES)]
+
+
+def index(config: dict[str, str]) -> tuple[int, ...]:
+    return tuple(values.index(config[name]) for name, values in KNOBS)
+
+
+def valley(point: tuple[int, ...]) -> float:
+    """Non-separable: the cost's valley runs diagonally (the best warp count grows with the
+    block), and stages interact with the block. Unique optimum at (7, 4, 1)."""
+    b, w, s = point
+    u, v = (b - 7) + (w - 4), (b - 7) - (w - 4)
+    return 1.0 + 0.05 * u * u + 0.8 * v * v + 0.3 * (s - 1) ** 2 + 0.1 * (b - 7) * (s - 1)
+
+
+def test_finds_the_optimum_of_a_non_separable_surface_in_a_quarter_of_the_grid() -> None:
+    screened: list[dict[str, str]] = []
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        screened.extend(configs)
+        return [valley(index(c)) for c in configs]
+
+    grid = list(itertools.product(range(10), range(6), range(5)))
+    optimum = min(grid, key=valley)
+    assert optimum == (7, 4, 1)
+    ranked = JointSearch(KNOBS, {"BLOCK": "128", "num_warps": "1", "num_stages": "4"},
+                         evaluate).run()
+    assert index(ranked[0][0]) == optimum
+    assert len(screened) <= len(grid) // 4
+    assert len({tuple(sorted(c.items())) for c in screened}) == len(screened)  # never twice
+    costs = [cost for _config, cost in ranked]
+    assert costs == sorted(costs)
+
+
+def test_a_small_grid_is_screened_whole_and_failures_are_left_out() -> None:
+    knobs = [("BLOCK", ("64", "128", "256", "512")), ("num_warps", ("1", "2", "4", "8"))]
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        # a block of 512 with one warp does not compile: a cheap failure, not a candidate
+        return [None if (c["BLOCK"], c["num_warps"]) == ("512", "1")
+                else abs(int(c["BLOCK"]) - 256) + abs(int(c["num_warps"]) - 4) + 1.0
+                for c in configs]
+
+    ranked = JointSearch(knobs, {"BLOCK": "64", "num_warps": "1"}, evaluate).run()
+    assert len(ranked) == 15
+    assert ranked[0] == ({"BLOCK": "256", "num_warps": "4"}, 1.0)
+    assert {"BLOCK": "512", "num_warps": "1"} not in [c for c, _ in ranked]
+
+
+def test_budgets_stop_the_search() -> None:
+    calls: list[int] = []
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        calls.append(len(configs))
+        return [valley(index(c)) for c in configs]
+
+    start = {"BLOCK": "16", "num_warps": "1", "num_stages": "1"}
+    JointSearch(KNOBS, start, evaluate, max_evaluations=10).run()
+    assert sum(calls) == 10
+    calls.clear()
+    JointSearch(KNOBS, start, evaluate, within_budget=lambda: not calls).run()
+    assert len(calls) == 1  # GPU budget spent after the first batch: nothing more screened
+
+
+def test_evaluation_budget_rule() -> None:
+    assert evaluation_budget(24) == 24
+    assert evaluation_budget(60) == 15
+    assert evaluation_budget(300) == 75
+    assert evaluation_budget(30) == 12
+    assert evaluation_budget(10 ** 5) == 256
+    assert math.isfinite(evaluation_budget(1))
