@@ -5,7 +5,7 @@
 # Run from the repository root on the GPU machine with wheels in .whl/ (../shared/tools/h200-wheels):
 #   bash bench/h200_triton.sh [MODEL ...]      (default: examples/pointwise_fused.py examples/mlp.py)
 # Results go to $OUT (default bench/results/triton). Sized for a 10-minute device call: TOP kernels
-# per model (default 1), ITER tuner iterations (default 6). Progress lines start with "==".
+# per model (default 1), ITER tuner iterations (default 6), RUN_ARGS more `kernelopt run` flags. Progress lines start with "==".
 set -uo pipefail
 OUT=${OUT:-bench/results/triton}
 TOP=${TOP:-1} ITER=${ITER:-6}
@@ -41,7 +41,7 @@ for model in "${models[@]}"; do
     [ -e "$src" ] || continue  # skipped.json, or a kernel generate skipped
     say "$m/$k: kernelopt run (tuner, $ITER iterations)"
     before=$(ls "$KERNELOPT_HOME"/runs 2>/dev/null || true)
-    kernelopt run "$src" --iterations "$ITER" --patience 3 > "$OUT/$m-$k-run.log" 2>&1
+    kernelopt run "$src" --iterations "$ITER" --patience 3 ${RUN_ARGS:-} > "$OUT/$m-$k-run.log" 2>&1
     echo "exit $?" >> "$OUT/$m-$k-run.log"
     # this kernel's run only: a run that failed before making one must not pick up the last one's
     run=$(comm -13 <(echo "$before") <(ls "$KERNELOPT_HOME"/runs 2>/dev/null) | tail -1)

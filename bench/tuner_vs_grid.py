@@ -7,6 +7,7 @@
    seconds of the sweep requests are the grid's GPU time.
 2. The tuner: ``kernelopt run KERNEL.py`` with its defaults (a fresh state root): the run's
    screening GPU seconds, its whole GPU-lock time, its verdict, and the winner's knobs.
+   Each phase compiles into its own fresh Triton cache.
 3. The winner's configuration is looked up in the grid: its grid time against the grid's best
    (the same worker, the same timer), so "within 5 % of the optimum" compares like with like.
 """
@@ -101,7 +102,10 @@ def main() -> int:
     ns, extra = ap.parse_known_args()
     kernel = ns.kernel.resolve()
     scratch = Path(tempfile.mkdtemp(prefix="kernelopt-grid-"))
+    # each phase compiles into its own fresh Triton cache: neither reuses the other's binaries
+    os.environ["TRITON_CACHE_DIR"] = str(scratch / "triton-cache-tuner")
     run = tuner_run(kernel, scratch, extra)
+    os.environ["TRITON_CACHE_DIR"] = str(scratch / "triton-cache-grid")
     g = grid(kernel, scratch)
     out: dict[str, Any] = {"kernel": kernel.name, "tuner": run,
                            "grid": {k: v for k, v in g.items() if k != "results"}}
