@@ -5,7 +5,7 @@
 # Run from the repository root on the GPU machine with wheels in .whl/ (../shared/tools/h200-wheels):
 #   bash bench/h200_triton.sh [MODEL ...]      (default: examples/pointwise_fused.py examples/mlp.py)
 # Results go to $OUT (default bench/results/triton). Sized for a 10-minute device call: TOP kernels
-# per model (default 1), ITER tuner iterations (default 6), RUN_ARGS more `kernelopt run` flags. Progress lines start with "==".
+# per model (default 1), ITER tuner iterations (default 6), RUN_ARGS more `kernelopt run` flags, SKIP_TIMES=1 skips Inductor's own timings. Progress lines start with "==".
 set -uo pipefail
 OUT=${OUT:-bench/results/triton}
 TOP=${TOP:-1} ITER=${ITER:-6}
@@ -29,11 +29,13 @@ for model in "${models[@]}"; do
     device_events.json output_code kernels 2>/dev/null
   python3 -m kernelopt_triton.inductor generate "$cap" --top "$TOP" | tee -a "$OUT/$m-capture.log"
 
-  say "$m: Inductor per-kernel times, default and max-autotune + coordinate descent"
-  python3 bench/inductor_kernel_times.py "$model" --mode default --out "$OUT/$m-default.json" \
-    > "$OUT/$m-times.log" 2>&1
-  python3 bench/inductor_kernel_times.py "$model" --mode max-autotune --out "$OUT/$m-maxautotune.json" \
-    >> "$OUT/$m-times.log" 2>&1
+  if [ "${SKIP_TIMES:-0}" != 1 ]; then
+    say "$m: Inductor per-kernel times, default and max-autotune + coordinate descent"
+    python3 bench/inductor_kernel_times.py "$model" --mode default --out "$OUT/$m-default.json" \
+      > "$OUT/$m-times.log" 2>&1
+    python3 bench/inductor_kernel_times.py "$model" --mode max-autotune --out "$OUT/$m-maxautotune.json" \
+      >> "$OUT/$m-times.log" 2>&1
+  fi
   grep -E '^ +(default|max-autotune) ' "$OUT/$m-times.log"
 
   for f in "$cap"/targets/*.json; do

@@ -49,6 +49,7 @@ class JointSearch:
     within_budget: Callable[[], bool] = lambda: True  # e.g. GPU seconds left
     descents: int = 3  # how far down the ranking a descent may start
     per_batch: int = 1  # points expanded per screened batch
+    batch: int = 8  # most configurations per evaluate() call
     seed: int = 0
     costs: dict[Point, float] = attrs.field(factory=dict)  # inf: failed
 
@@ -67,11 +68,15 @@ class JointSearch:
     def _screen(self, points: list[Point]) -> None:
         room = self._budget() - len(self.costs)
         fresh = list(dict.fromkeys(p for p in points if p not in self.costs))[:max(0, room)]
-        if not fresh or not self.within_budget():
-            return
-        results = self.evaluate([self._config(p) for p in fresh])
-        for point, cost in zip(fresh, results, strict=True):
-            self.costs[point] = math.inf if cost is None else cost
+        # in chunks: the GPU budget is checked between them (a configuration of a large kernel
+        # can take seconds to compile)
+        for i in range(0, len(fresh), self.batch):
+            if not self.within_budget():
+                return
+            chunk = fresh[i:i + self.batch]
+            results = self.evaluate([self._config(p) for p in chunk])
+            for point, cost in zip(chunk, results, strict=True):
+                self.costs[point] = math.inf if cost is None else cost
 
     def _exhausted(self) -> bool:
         return len(self.costs) >= self._budget() or not self.within_budget()
@@ -116,7 +121,8 @@ class JointSearch:
             every = itertools.product(*(range(len(values)) for _name, values in self.knobs))
             self._screen(list(every))
         else:
-            sample = max(2 * len(self.knobs) + 1, self._budget() // 4)
+            dims = len(self.knobs)
+            sample = max(2 * dims + 1, min(self._budget() // 4, 4 * dims))
             self._screen(self._sample(sample))
             self._descend()
         ranked = sorted((cost, point) for point, cost in self.costs.items() if cost < math.inf)
