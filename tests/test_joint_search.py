@@ -82,3 +82,26 @@ def test_evaluation_budget_rule() -> None:
     assert evaluation_budget(30) == 12
     assert evaluation_budget(10 ** 5) == 256
     assert math.isfinite(evaluation_budget(1))
+
+
+def test_a_large_grid_is_sampled_near_the_current_assignment() -> None:
+    """Far corners of a large grid (the largest tiles) can take minutes to compile: the sample
+    stays within two steps of the start; descent alone may leave that box."""
+    knobs = [("XBLOCK", ("1", "2", "4", "8", "16")), ("R0_BLOCK", BLOCK), ("num_warps", WARPS),
+             ("num_stages", STAGES)]
+    start = {"XBLOCK": "1", "R0_BLOCK": "1024", "num_warps": "8", "num_stages": "1"}
+    batches: list[list[dict[str, str]]] = []
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        batches.append(configs)
+        return [1.0 + sum(abs(values.index(c[name]) - values.index(start[name]))
+                          for name, values in knobs) for c in configs]
+
+    search = JointSearch(knobs, start, evaluate)
+    assert search.grid == 1500
+    search.run()
+    sample = batches[0] + batches[1]  # the sample: two chunks of 8
+    assert len(sample) == 16 and sample[0] == start
+    for config in sample:
+        for name, values in knobs:
+            assert abs(values.index(config[name]) - values.index(start[name])) <= 2

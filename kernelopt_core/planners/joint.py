@@ -2,7 +2,7 @@
 screen many configurations in one process (``PlanContext.screen``).
 
 A small grid is screened whole. A larger one gets a space-filling sample (the start point,
-then maximin points of the index grid), then coordinate descent from the best few: each knob
+then maximin points of the index grid; of a very large grid, only near the start), then coordinate descent from the best few: each knob
 moved one step either way along its value list (for power-of-two lists: double or halve, the
 moves of Inductor's coordinate descent), and when no single move helps, two knobs moved
 together (a non-separable surface's valley runs diagonally). Each step's moves are screened in
@@ -26,6 +26,11 @@ FULL_GRID_AT = 24  # a grid this small is screened whole
 MIN_EVALUATIONS = 12
 MAX_EVALUATIONS = 256
 MIN_GAIN = 0.005  # a move must beat its point by more than screening jitter
+# a grid larger than this is sampled only near the current assignment (each knob within
+# LOCAL_RADIUS steps, where Inductor's own coordinate descent looks): its far corners (the
+# largest tiles, the most stages) can take minutes each to compile; descent may still go there
+LOCAL_AT = 256
+LOCAL_RADIUS = 2
 
 
 def evaluation_budget(grid: int) -> int:
@@ -89,8 +94,14 @@ class JointSearch:
         """Maximin points of the index grid (normalized), from a deterministic candidate pool."""
         sizes = [len(values) for _name, values in self.knobs]
         rng = random.Random(self.seed)
-        chosen = [self._start_point()]
-        pool = {tuple(rng.randrange(n) for n in sizes) for _ in range(64 * count)}
+        start = self._start_point()
+        chosen = [start]
+        if self.grid > LOCAL_AT:
+            ranges = [range(max(0, i - LOCAL_RADIUS), min(n, i + LOCAL_RADIUS + 1))
+                      for i, n in zip(start, sizes, strict=True)]
+        else:
+            ranges = [range(n) for n in sizes]
+        pool = {tuple(rng.choice(r) for r in ranges) for _ in range(64 * count)}
 
         def distance(a: Point, b: Point) -> float:
             return sum(((x - y) / max(n - 1, 1)) ** 2 for x, y, n in zip(a, b, sizes, strict=True))

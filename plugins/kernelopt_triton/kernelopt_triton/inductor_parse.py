@@ -321,7 +321,7 @@ class Ranked:
 # Rows that are ranges, not GPU work: the profiler's step marker and record_function ranges
 # (Inductor's own among them) get a GPU-side twin spanning the kernels they enclose, so counting
 # them would count those kernels twice (a model with one kernel showed a 50 % share).
-ANNOTATION = re.compile(r"ProfilerStep#\d+|## .* ##|Torch-Compiled Region.*|CompiledFunction.*")
+ANNOTATION = re.compile(r"ProfilerStep(#\d+|\*)|## .* ##|Torch-Compiled Region.*|CompiledFunction.*")
 
 
 def is_annotation(name: str) -> bool:
@@ -335,7 +335,14 @@ def rank_kernels(kernel_names: list[str], rows: list[ProfileRow]) -> tuple[list[
     Returns (ranked Triton kernels, total device time in µs). A table row whose name was cut
     ("triton_poi_fused_add_..." ending in "...") matches the kernel it is a prefix of.
     """
-    rows = [r for r in rows if not is_annotation(r.name)]
+    # a profiler table lists a Triton kernel twice under one name: the launching CPU op (the
+    # kernel's time as its self device time) and the kernel itself; one name is one kernel
+    by_name: dict[str, ProfileRow] = {}
+    for r in rows:
+        if not is_annotation(r.name) and (r.name not in by_name
+                                           or r.device_us > by_name[r.name].device_us):
+            by_name[r.name] = r
+    rows = list(by_name.values())
     total = sum(r.device_us for r in rows)
     ranked: list[Ranked] = []
     for name in kernel_names:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from kernelopt_core.api import (
     gpu_lock,
     run_process,
 )
+from kernelopt_triton import inductor_rules
+from kernelopt_triton.inductor_parse import parse_kernel_source
 from kernelopt_triton.plugin import TritonBackend, require_prerequisites
 
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
@@ -134,6 +137,14 @@ class InductorBackend(TritonBackend):
         context = tuple(c for c in meta.get("context", [f"{file.stem}_orig.py"])
                         if (file.parent / c).is_file())
         data = {**(target.data or {}), "model": model, "kernel": kernel["name"]}
+        source = file.parent.parent / kernel.get("file", "")
+        if source.is_file():  # Inductor's own limits on the launch knobs (inductor_rules.py)
+            ks = parse_kernel_source(source.read_text(encoding="utf-8"), kernel["name"])
+            text = file.read_text(encoding="utf-8")
+            baseline = {k.name: m.group(1) for k in target.knobs
+                        if (m := re.search(k.pattern, text, re.M)) is not None}
+            target = attrs.evolve(target, knobs=inductor_rules.constrain(
+                target.knobs, ks.heuristic, ks.size_hints, baseline))
         return attrs.evolve(target, context=context, has_engine=True,
                             time_share=kernel.get("share"), data=data,
                             name=f"{model.stem}-{kernel['name']}")

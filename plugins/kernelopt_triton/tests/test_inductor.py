@@ -103,6 +103,23 @@ def test_annotation_rows_are_not_device_work():
     assert not is_annotation("triton_poi_fused_add_0") and is_annotation("ProfilerStep#12")
 
 
+def test_real_h200_profile_ranks_the_only_kernel_at_its_whole_share():
+    """The table of a real capture (H200): its ProfilerStep* row carries the kernel's time
+    again; the only Triton kernel's share is the whole device time, not half of it."""
+    fix = FIX / "h200-pointwise_fused"
+    record = json.loads((fix / "kernels.json").read_text())
+    names = [k["name"] for k in record["kernels"]]
+    rows = parse_profiler_table((fix / "profile.txt").read_text())
+    assert any(r.name == "ProfilerStep*" and r.device_us > 2000 for r in rows)
+    ranked, total = rank_kernels(names, rows)
+    assert ranked[0].share == pytest.approx(1.0, abs=0.01)
+    assert total == pytest.approx(2056.0, rel=0.01)
+    assert record["kernels"][0]["share"] == pytest.approx(1.0, abs=0.01)  # what capture wrote
+    events = [ProfileRow(e["name"], e["device_us"], e["calls"])
+              for e in json.loads((fix / "device_events.json").read_text())]
+    assert rank_kernels(names, events)[0][0].share == pytest.approx(1.0, abs=0.01)
+
+
 def test_device_events_leave_user_annotations_out():
     from kernelopt_triton.inductor import _device_events
 

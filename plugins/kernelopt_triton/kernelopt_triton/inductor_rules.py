@@ -1,0 +1,51 @@
+"""Inductor's own limits on a generated kernel's launch knobs, so the tuner never screens a
+configuration Inductor would refuse (torch/_inductor/runtime/coordinate_descent_tuner.py,
+hints.py):
+
+- a block size at most ``min(TRITON_MAX_BLOCK[prefix], size_hints[prefix])`` (XBLOCK ≤ 4096 and
+  the x size hint, R0_BLOCK ≤ 65536 and the reduction's size hint, Y/ZBLOCK ≤ 1024);
+- a persistent reduction's R0_BLOCK covers the whole reduction: not a knob;
+- ``num_stages`` only where there is a loop to pipeline (a looped reduction): Inductor's
+  pointwise and persistent kernels have none.
+
+The knob keeps its baseline value even when that breaks a limit (it is what Inductor chose).
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from kernelopt_core.api import Knob
+
+# torch/_inductor/runtime/hints.py (CUDA)
+TRITON_MAX_BLOCK = {"X": 4096, "Y": 1024, "Z": 1024, "R0_": 4096 * 16, "R1_": 2048 * 16}
+BLOCK_NAME = re.compile(r"([XYZ]|R[01]_|R)BLOCK")
+
+
+def _block_prefix(knob: Knob) -> str | None:
+    m = BLOCK_NAME.fullmatch(knob.name.split("@", 1)[0])
+    if m is None:
+        return None
+    return "R0_" if m.group(1) == "R" else m.group(1)
+
+
+def constrain(knobs: tuple[Knob, ...], heuristic: str, size_hints: dict[str, int],
+              baseline: dict[str, str]) -> tuple[Knob, ...]:
+    out: list[Knob] = []
+    for knob in knobs:
+        base = knob.name.split("@", 1)[0]
+        prefix = _block_prefix(knob)
+        if prefix is not None and prefix.startswith("R") and heuristic == "persistent_reduction":
+            continue
+        if base == "num_stages" and heuristic != "reduction":
+            continue
+        if prefix is not None:
+            hint = size_hints.get(prefix.lower())
+            limit = min(TRITON_MAX_BLOCK[prefix], hint) if hint else TRITON_MAX_BLOCK[prefix]
+            keep = tuple(v for v in knob.values
+                         if int(v) <= limit or v == baseline.get(knob.name))
+            knob = attrs.evolve(knob, values=keep)
+        out.append(knob)
+    return tuple(out)

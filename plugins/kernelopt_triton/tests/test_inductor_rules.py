@@ -1,0 +1,33 @@
+"""Inductor's limits on a generated kernel's launch knobs (inductor_rules.constrain)."""
+
+from __future__ import annotations
+
+from kernelopt_core.api import Knob
+from kernelopt_triton.inductor_rules import constrain
+
+BLOCKS = tuple(str(1 << k) for k in range(4, 14))  # 16 .. 8192
+
+
+def knob(name: str, values: tuple[str, ...]) -> Knob:
+    return Knob(f"{name}@k", "k.py", values, rf"{name}=(\d+)")
+
+
+def test_blocks_capped_by_size_hints_and_triton_max_block() -> None:
+    knobs = (knob("XBLOCK", ("1", "2", "4", "8", "16")), knob("R0_BLOCK", BLOCKS),
+             knob("num_warps", ("1", "2", "4", "8", "16", "32")), knob("num_stages", ("1", "2")))
+    out = {k.name: k.values for k in constrain(knobs, "reduction", {"x": 16384, "r0_": 4096},
+                                               {"R0_BLOCK@k": "1024"})}
+    assert out["R0_BLOCK@k"] == BLOCKS[:9]  # <= 4096, the reduction's size hint
+    assert out["XBLOCK@k"] == ("1", "2", "4", "8", "16")
+    assert out["num_stages@k"] == ("1", "2")  # a looped reduction: stages can pipeline its loads
+    pointwise = {k.name: k.values for k in constrain(
+        (knob("XBLOCK", BLOCKS), knob("num_stages", ("1", "2"))), "pointwise", {"x": 1 << 24},
+        {"XBLOCK@k": "1024"})}
+    assert pointwise == {"XBLOCK@k": BLOCKS[:9]}  # TRITON_MAX_BLOCK["X"] = 4096; no stages
+
+
+def test_persistent_reduction_keeps_its_whole_row_block_and_the_baseline_value_stays() -> None:
+    knobs = (knob("XBLOCK", ("1", "2", "4", "8", "16", "32", "64")), knob("R0_BLOCK", ("2048",)))
+    out = constrain(knobs, "persistent_reduction", {"x": 8, "r0_": 2048}, {"XBLOCK@k": "32"})
+    assert [k.name for k in out] == ["XBLOCK@k"]
+    assert out[0].values == ("1", "2", "4", "8", "32")  # <= the hint 8, and the baseline 32
