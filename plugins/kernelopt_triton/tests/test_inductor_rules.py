@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kernelopt_core.api import Knob
 from kernelopt_triton.inductor_rules import constrain
+
+from kernelopt_core.api import Knob
 
 BLOCKS = tuple(str(1 << k) for k in range(4, 14))  # 16 .. 8192
 
