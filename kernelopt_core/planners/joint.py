@@ -2,12 +2,13 @@
 screen many configurations in one process (``PlanContext.screen``).
 
 A small grid is screened whole. A larger one gets a space-filling sample (the start point,
-then maximin points of the index grid; of a very large grid, only near the start), then coordinate descent from the best few: each knob
-moved one step either way along its value list (for power-of-two lists: double or halve, the
-moves of Inductor's coordinate descent), and when no single move helps, two knobs moved
-together (a non-separable surface's valley runs diagonally). Each step's moves are screened in
-one batch. The search stops when every descent has converged, or at its evaluation or GPU
-budget. Nothing here touches a GPU: ``evaluate`` does the screening and says what it cost.
+then maximin points of the index grid; of a very large grid, only near the start), then a
+best-first coordinate descent: the best screened point with unscreened moves gets them screened,
+each knob moved one step either way along its value list (for power-of-two lists: double or
+halve, the moves of Inductor's coordinate descent), and when no single move is left, two knobs
+moved together (a non-separable surface's valley runs diagonally). The search stops when the
+best points are surrounded by screened configurations, or at its evaluation or GPU budget.
+Nothing here touches a GPU: ``evaluate`` does the screening.
 """
 
 from __future__ import annotations
