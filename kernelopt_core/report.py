@@ -108,6 +108,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         },
         "llm": _llm_usage(events),
         "planner": config.get("planner"),
+        "by_planner": _by_planner(events),
         "gpu_seconds": end.get("gpu_seconds"),
         "wall_seconds": end.get("wall_seconds"),
         "diff": verdict.get("diff") if verdict else None,
@@ -120,6 +121,22 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     summary["caught_by"] = verdict.get("caught_by", []) if verdict else []
     summary["report_line"] = report_line(summary, n_rounds)
     return summary
+
+
+def _by_planner(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each proposing planner's candidates and its best accepted one (screen speedup): where the
+    agents run, the built-in tuner's best sits beside theirs: the bar an LLM edit must beat."""
+    planner_of = {e["candidate"]: e.get("planner") or "?" for e in events
+                  if e["event"] == "candidate"}
+    out: dict[str, Any] = {}
+    for planner in planner_of.values():
+        out.setdefault(planner, {"candidates": 0, "best": None, "speedup": None})
+        out[planner]["candidates"] += 1
+    for r in (e for e in events if e["event"] == "candidate_result" and e["accepted"]):
+        entry = out.get(planner_of.get(r["candidate"], "?"))
+        if entry is not None and (entry["speedup"] is None or r["speedup"] > entry["speedup"]):
+            entry.update(best=r["candidate"], speedup=r["speedup"])
+    return out
 
 
 def _llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -195,6 +212,10 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         f"- search ended: {search_end.get('reason', '?')} after "
         f"{search_end.get('evaluated', 0)} candidates",
         f"- candidates: {s['candidates']}",
+        "- best by planner (screen speedup): " + (", ".join(
+            f"{name} {b['best']} {b['speedup']:.3f}× of {b['candidates']}" if b["best"]
+            else f"{name}: none accepted of {b['candidates']}"
+            for name, b in s["by_planner"].items()) or "no candidates"),
         f"- LLM: {s['llm']['calls']} calls ({s['llm']['failed_attempts']} failed attempts), "
         f"{s['llm']['tokens_in']} tokens in / {s['llm']['tokens_out']} out, "
         f"{s['llm']['latency_s']} s, ${s['llm']['cost']:.4f}"

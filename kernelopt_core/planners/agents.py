@@ -16,12 +16,15 @@ import re
 from importlib import resources
 from typing import Any
 
+import attrs
+
 from kernelopt_core.errors import PlannerError
 from kernelopt_core.experience import Experience
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.llm.client import ChatClient, load_prices
 from kernelopt_core.llm.tools import ToolBox, ToolError
 from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.planners.tuner import knob_proposal, screened_frontier
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
@@ -50,6 +53,7 @@ class Agents:
         self.pending: dict[int, dict[str, Any]] = {}  # id(proposal) -> plan, parent, attempts
         self.repairs: dict[str, dict[str, Any]] = {}  # parent id -> failed attempt to repair
         self.history: list[str] = []
+        self.screened: set[str] = set()  # run ids whose tuner frontier was screened
 
     # ------------------------------------------------------------------ provider
     def _provider(self, settings: Settings) -> tuple[str, str, str | None, str | None]:
@@ -179,7 +183,26 @@ class Agents:
         return toolbox.edits
 
     # ------------------------------------------------------------------ planner protocol
+    def _tuner_first(self, ctx: PlanContext) -> list[Proposal]:
+        """Once per run, where the target can screen its knobs: the built-in tuner's best
+        screened configuration goes through the gates first, so the run holds the bar an LLM
+        edit must beat (and the LLM can build on it); its frontier is in get_profile."""
+        if ctx.run_id in self.screened:
+            return []
+        self.screened.add(ctx.run_id)
+        for config in screened_frontier(ctx, dict(ctx.baseline_knobs)) or []:
+            key = tuple(sorted(config.items()))
+            proposal = knob_proposal(ctx, config, "tuner")
+            if proposal is not None and key not in ctx.tried:
+                ctx.tried.add(key)
+                return [attrs.evolve(proposal, description=f"tuner's best screened: "
+                                     f"{proposal.description}")]
+        return []
+
     def propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
+        first = self._tuner_first(ctx)
+        if first:
+            return first
         out = []
         for _ in range(count):
             repair = self.repairs.pop(parent.id, None)
@@ -219,6 +242,11 @@ class Agents:
     def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
         meta = self.pending.pop(id(proposal), None)
         if meta is None:
+            if proposal.planner == "tuner":  # the bar: the planner sees how the tuner did
+                verdict = "accepted" if outcome.get("accepted") else \
+                    f"rejected at {outcome.get('failed_gate')}"
+                self.history.append(f"- {proposal.description} → {verdict}, screen "
+                                    f"{outcome.get('speedup') or 1.0:.3f}× (to beat)")
             return
         gate = outcome.get("failed_gate")
         verdict = "accepted" if outcome.get("accepted") else f"rejected at {gate}"

@@ -26,6 +26,58 @@ from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
 
 
+def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str, str]] | None:
+    """The joint search from ``start``: the best ``screen_top`` configurations the screen saw
+    faster than the tree, best first; None without screening, or when it failed (the caller
+    falls back to proposing candidates). Journaled as ``screening`` and kept in
+    ``ctx.profile["tuner_frontier"]`` (the agents' get_profile shows it)."""
+    screen = ctx.screen
+    if screen is None or not ctx.knobs:
+        return None
+    s = ctx.settings
+    spent_before = ctx.gpu_seconds()
+    batches: list[int] = []
+
+    def within_budget() -> bool:
+        spent = ctx.gpu_seconds()
+        return spent - spent_before < s.screen_gpu_seconds and (
+            s.budget_gpu_seconds is None or spent < s.budget_gpu_seconds)
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        batches.append(len(configs))
+        return [r.ratio if r.ok else None for r in screen(configs)]
+
+    search = JointSearch([(k.name, tuple(k.values)) for k in ctx.knobs], start, evaluate,
+                         s.screen_evaluations, within_budget)
+    try:
+        ranked = search.run()
+    except BenchFailed as exc:
+        ctx.journal.write("screening", ok=False, error=str(exc)[:2000])
+        return None
+    failed = sum(1 for cost in search.costs.values() if cost == float("inf"))
+    best = [{"knobs": c, "ratio": round(r, 4)} for c, r in ranked[:10]]
+    gpu_seconds = round(ctx.gpu_seconds() - spent_before, 3)
+    ctx.journal.write("screening", ok=True, grid=search.grid, evaluations=len(search.costs),
+                      failed=failed, batches=batches, gpu_seconds=gpu_seconds, best=best)
+    ctx.profile["tuner_frontier"] = {
+        "what": "the built-in tuner's screen of the knob grid: time / the baseline's time "
+                "(lower is faster), checked on one seed, not yet through the gates",
+        "grid": search.grid, "screened": len(search.costs), "failed": failed, "best": best}
+    # only what the screen saw faster than the tree; the gates decide on the rest
+    return [c for c, ratio in ranked if ratio < 1.0 and c != start][: s.screen_top]
+
+
+def knob_proposal(ctx: PlanContext, assignment: dict[str, str], planner: str) -> Proposal | None:
+    """A knob assignment as a proposal (edits against the baseline), or None when it changes
+    nothing."""
+    edits = knob_edit.apply(ctx.knobs, ctx.files, assignment)
+    if not edits:
+        return None
+    changed = {k: v for k, v in assignment.items() if ctx.baseline_knobs.get(k) != v}
+    text = ", ".join(f"{k}={v}" for k, v in changed.items())
+    return Proposal(text or "baseline values", edits, assignment, planner)
+
+
 class Tuner:
     name = "tuner"
 
@@ -54,45 +106,10 @@ class Tuner:
                 out.append({**assignment, knob.name: value})
         return out
 
-    def _screen(self, ctx: PlanContext, start: dict[str, str]) -> list[dict[str, str]] | None:
-        """The joint search; the best ``screen_top`` configurations faster than the tree, or
-        None when screening failed (the neighbour search takes over)."""
-        screen = ctx.screen
-        if screen is None:
-            return None
-        s = ctx.settings
-        spent_before = ctx.gpu_seconds()
-        batches: list[int] = []
-
-        def within_budget() -> bool:
-            spent = ctx.gpu_seconds()
-            return spent - spent_before < s.screen_gpu_seconds and (
-                s.budget_gpu_seconds is None or spent < s.budget_gpu_seconds)
-
-        def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
-            batches.append(len(configs))
-            return [r.ratio if r.ok else None for r in screen(configs)]
-
-        search = JointSearch([(k.name, tuple(k.values)) for k in ctx.knobs], start, evaluate,
-                             s.screen_evaluations, within_budget)
-        try:
-            ranked = search.run()
-        except BenchFailed as exc:
-            ctx.journal.write("screening", ok=False, error=str(exc)[:2000])
-            return None
-        failed = sum(1 for cost in search.costs.values() if cost == float("inf"))
-        ctx.journal.write(
-            "screening", ok=True, grid=search.grid, evaluations=len(search.costs),
-            failed=failed, batches=batches,
-            gpu_seconds=round(ctx.gpu_seconds() - spent_before, 3),
-            best=[{"knobs": c, "ratio": round(r, 4)} for c, r in ranked[:10]])
-        # only what the screen saw faster than the tree; the gates decide on the rest
-        return [c for c, ratio in ranked if ratio < 1.0 and c != start][: s.screen_top]
-
     def propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
         assignment = {**ctx.baseline_knobs, **parent.knobs}
         if ctx.run_id not in self.queues:
-            self.queues[ctx.run_id] = self._screen(ctx, assignment)
+            self.queues[ctx.run_id] = screened_frontier(ctx, assignment)
         queue = self.queues[ctx.run_id]
         candidates = queue if queue is not None else self._neighbours(ctx, assignment)
         proposals: list[Proposal] = []
@@ -101,12 +118,10 @@ class Tuner:
             if key in ctx.tried:
                 continue
             ctx.tried.add(key)
-            edits = knob_edit.apply(ctx.knobs, ctx.files, candidate)
-            if not edits:
+            proposal = knob_proposal(ctx, candidate, self.name)
+            if proposal is None:
                 continue
-            changed = {k: v for k, v in candidate.items() if ctx.baseline_knobs.get(k) != v}
-            text = ", ".join(f"{k}={v}" for k, v in changed.items())
-            proposals.append(Proposal(text or "baseline values", edits, candidate, self.name))
+            proposals.append(proposal)
             if len(proposals) >= count:
                 break
         return proposals

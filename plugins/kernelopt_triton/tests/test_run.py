@@ -15,6 +15,9 @@ def test_whole_run_under_the_interpreter_is_never_optimized(whole_run: tuple[int
     assert summary["status"] != "optimized", summary
     assert summary["target"]["backend"] == "triton" and summary["target"]["shape"] == "f32[1000]"
     events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    screening = next(e for e in events if e["event"] == "screening")  # the joint search
+    assert screening["ok"] and screening["grid"] == 60 and screening["evaluations"] <= 15
+    assert any(e["event"] == "sweep" for e in events)
     proposed = [e for e in events if e["event"] == "candidate"]
     assert proposed and all("@add_kernel=" in e["description"] for e in proposed), proposed
     benches = [e for e in events if e["event"] == "bench"]

@@ -1,0 +1,59 @@
+"""The agents planner on a Triton kernel file (interpreter): the built-in tuner's best screened
+configuration goes through the gates first, the LLM sees the tuner's frontier (get_profile)
+and how its candidate did, and the report sets each planner's best side by side (issue 11)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from kernelopt_triton_testpaths import EXAMPLES
+
+from kernelopt_core.testing import ScriptedLLMServer, say, tool_call
+
+KEY = "sk-test-tuner-bar"
+
+
+def test_the_tuner_sets_the_bar_in_an_agents_run(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLES / "vecadd.py", tmp_path / "vecadd.py")
+    llm_edit = (tmp_path / "vecadd.py").read_text().replace("BLOCK_SIZE=64", "BLOCK_SIZE=128")
+    script = {
+        "planner": [tool_call("get_profile", aspect="tuner_frontier"),
+                    tool_call("submit_plan", plan="Blocks of 128 elements")],
+        "executor": [tool_call("write_file", path="vecadd.py", content=llm_edit), say("done")],
+        "summarizer": [say('{"strategy": "block 128", "lesson": "-", "action": "append"}')],
+    }
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "KERNELOPT_SMALL": "1",
+           "KERNELOPT_LLM_BACKOFF_S": "0.05"}
+    env.pop("KERNELOPT_HOME", None)
+    with ScriptedLLMServer(script) as server:
+        result = subprocess.run(
+            [sys.executable, "-m", "kernelopt_core.cli", "run", "vecadd.py", "--planner", "agents",
+             "--provider", "openai", "--base-url", server.url, "--model", "m", "--iterations", "2",
+             "--final-rounds", "2", "--seeds", "1", "--screen-runs", "1"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    [run_dir] = sorted((tmp_path / ".kernelopt" / "runs").iterdir())
+    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    screening = next(e for e in events if e["event"] == "screening")
+    assert screening["ok"] and screening["grid"] == 60 and screening["evaluations"] <= 15
+    first, second = [e for e in events if e["event"] == "candidate"]
+    assert first["planner"] == "tuner" and first["description"].startswith("tuner's best screened")
+    assert second["planner"] == "agents"
+    planner_requests = [r for r in server.requests
+                        if "Plan one change" in json.dumps(r["json"]["messages"])]
+    messages = planner_requests[-1]["json"]["messages"]
+    answer = next(m["content"] for m in messages if m.get("tool_call_id") == "call_get_profile")
+    frontier = json.loads(answer)  # the tool's answer: the tuner's screen of the grid
+    assert frontier["grid"] == 60 and frontier["screened"] == screening["evaluations"]
+    assert frontier["best"][0]["knobs"] == first["knobs"]
+    sent = json.dumps(messages)
+    assert "(to beat)" in sent  # the planner saw how the tuner's candidate did
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert set(summary["by_planner"]) == {"tuner", "agents"}
+    assert summary["by_planner"]["tuner"]["candidates"] == 1
+    assert "best by planner" in (run_dir / "report.md").read_text()
