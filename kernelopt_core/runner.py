@@ -287,7 +287,8 @@ class Runner:
         held: list[Held] = []
         try:
             reply, _worker = self._ask(tree, self._digest(tree), log,
-                                       {"op": "sweep", "configs": payload},
+                                       {"op": "sweep", "configs": payload,
+                                        "deadline_s": self.settings.screen_config_timeout_s},
                                        self.settings.bench_timeout_s * max(1, len(configs)), held)
         except WorkerError as exc:
             raise BenchFailed(str(exc)) from exc

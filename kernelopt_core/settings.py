@@ -46,6 +46,7 @@ class Settings:
     screen_top: int = 3  # the tuner's best screened configurations sent through the gates
     screen_evaluations: int | None = None  # None: all of a grid <= 24, else a quarter (12..256)
     screen_gpu_seconds: float = 120.0  # GPU-lock seconds the tuner's screening may spend
+    screen_config_timeout_s: float = 60.0  # one screened configuration: compile, check, time
     plans: int = 1
     beam: int = 4
     gamma: float = 1.03

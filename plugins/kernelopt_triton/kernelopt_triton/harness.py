@@ -16,16 +16,19 @@ bench line says ``"interpreted": true``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.util
 import json
 import math
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -393,11 +396,13 @@ class Session:
                                f"the verification call's on the same inputs ({want!r})")
         return reading
 
-    def sweep(self, configs: list[dict[str, Any]], iters: int | None = None) -> dict[str, Any]:
+    def sweep(self, configs: list[dict[str, Any]], iters: int | None = None,
+              deadline_s: float | None = None) -> dict[str, Any]:
         """Bulk screening: each configuration's source (``{"files": {name: text}}``, the knobs
         already applied by the core) loaded as its own module (compiled on first launch),
         checked on the first seed and timed here. A configuration that fails to compile or
-        check costs that, not a candidate."""
+        check, or takes longer than ``deadline_s`` (a huge tile can compile for minutes),
+        costs that, not a candidate."""
         source = self.path.read_text(encoding="utf-8")
         reference = self.bench(iters=iters)["time_ms"]
         results: list[dict[str, Any]] = []
@@ -405,8 +410,14 @@ class Session:
         try:
             for n, config in enumerate(configs):
                 text = config.get("files", {}).get(self.path.name, source)
-                results.append(self._sweep_one(scratch / f"{self.path.stem}_v{n}.py", text,
-                                               f"sweep{n}", iters))
+                result: dict[str, Any] | None = None
+                try:
+                    with _deadline(deadline_s):
+                        result = self._sweep_one(scratch / f"{self.path.stem}_v{n}.py", text,
+                                                 f"sweep{n}", iters)
+                except _DeadlinePassed as exc:  # fired just as the configuration finished
+                    result = result or {"ok": False, "error": str(exc)}
+                results.append(result)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
             if str(scratch) in sys.path:  # load() put it there for sibling modules
@@ -426,8 +437,46 @@ class Session:
             return {"ok": True, "time_ms": reading["time_ms"], "timer": reading["timer"]}
         except Mismatch as exc:
             return {"ok": False, "error": f"wrong output: {exc}"[:500]}
+        except _DeadlinePassed as exc:
+            _sync_quietly()
+            return {"ok": False, "error": str(exc)}
         except Exception as exc:  # a compile error, an invalid launch: this config's failure
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+class _DeadlinePassed(BaseException):  # not an Exception: no kernel-file handler swallows it
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    """SIGALRM after ``seconds``: raised where Python regains control (between compile stages,
+    in the wait for ptxas), so a configuration compiling for minutes fails on its own."""
+    if not seconds or seconds <= 0 or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise _DeadlinePassed(f"took longer than {seconds:g} s (compile, check and timing)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _sync_quietly() -> None:
+    """After an interrupted configuration: let what it queued on the device finish."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
 
 
 def _narrow(torch: Any, args: list[Any], work: float) -> list[Any]:
@@ -541,8 +590,8 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
                               reading=session.bench(float(request.get("work", 1.0)),
                                                     request.get("iters")))
             elif op == "sweep":
-                channel.reply(request, ok=True, **session.sweep(request.get("configs", []),
-                                                               request.get("iters")))
+                channel.reply(request, ok=True, **session.sweep(
+                    request.get("configs", []), request.get("iters"), request.get("deadline_s")))
             else:
                 channel.reply(request, ok=False, exit=2, error=f"unknown request {op!r}")
         except Mismatch as exc:

@@ -71,3 +71,20 @@ def test_sweep_refuses_unknown_knobs(served, tmp_path: Path) -> None:
     runner, _baseline, candidate = served
     with pytest.raises(UsageError, match="unknown knob"):
         runner.sweep(candidate, [{"NOT_A_KNOB": "1"}], tmp_path / "log")
+
+
+def test_a_configuration_past_its_deadline_fails_alone(served, tmp_path: Path) -> None:
+    """A configuration that takes too long (here: its module sleeps on import, as a huge tile
+    can compile for minutes) fails on its own; the worker screens the next one."""
+    import attrs
+
+    runner, _baseline, candidate = served
+    runner.settings = attrs.evolve(runner.settings, screen_config_timeout_s=2.0)
+    path = candidate.src / "softmax.py"
+    path.write_text(path.read_text() + '\nimport time as _time\n'
+                    'if "BLOCK_SIZE=" + "1024," in open(__file__).read():\n    _time.sleep(60)\n')
+    knob = next(k.name for k in runner.target.knobs if k.name.startswith("BLOCK_SIZE"))
+    results = runner.sweep(candidate, [{knob: "1024"}, {knob: "256"}], tmp_path / "log")
+    assert results is not None
+    assert not results[0]["ok"] and "longer than 2 s" in results[0]["error"]
+    assert results[1]["ok"] and results[1]["time_ms"] > 0, results[1]
