@@ -17,6 +17,19 @@ from kernelopt_core.verdict import protocol_results, verdict
 from kernelopt_core.workspace import Workspace
 
 FINAL_ATTEMPTS = 3  # candidates that may face the final gates when better ones cheat
+# what a gate that claims a speedup publishes, per round where a list (docs/plugins.md)
+MEASURED_KEYS = ("baseline_ms", "candidate_ms", "median_ratio", "noise_pct", "wins", "rounds")
+
+
+def measured(results: list[GateResult], gates: list[Gate]) -> dict[str, object] | None:
+    """The numbers the verdict rests on, from the gate that can claim a speedup (confirm by
+    default): the verdict event carries them and the report renders them as they are."""
+    claiming = {g.name for g in gates if getattr(g, "claims_speedup", False)}
+    for result in results:
+        if result.gate in claiming and not result.skipped \
+                and all(k in result.metrics for k in MEASURED_KEYS):
+            return {"gate": result.gate, **{k: result.metrics[k] for k in MEASURED_KEYS}}
+    return None
 
 
 @attrs.define
@@ -43,14 +56,15 @@ class FinalPhase:
             return "fallback"
         if benched:
             accepted.sort(key=lambda n: n.speedup, reverse=True)
-        failures: list[GateResult] = []
+        results: list[GateResult] = []
         status, best = FALLBACK, accepted[0]
         # A candidate caught cheating or wrong on the measured shape gives the next best its
         # turn; one that is merely not proven faster ends the search (the rest are slower).
         for best in accepted[:FINAL_ATTEMPTS]:
-            status, failures = self._attempt(best, gates, baseline_ms)
+            status, results = self._attempt(best, gates, baseline_ms)
             if status != FALLBACK:
                 break
+        failures = [r for r in results if not r.passed]
         winner = self.workspace.tags().get(f"kernelopt/{self.run_id}/{best.id}")
         diff = b""
         if status in ("optimized", "unverified") and winner is not None:
@@ -67,6 +81,7 @@ class FinalPhase:
             winner_tag=f"kernelopt/{self.run_id}/winner" if diff else None,
             diff="report.diff" if diff else None,
             caught_by=[f.gate for f in failures],
+            measured=measured(results, gates),
             reason="; ".join(f"{f.gate}: {f.reason}" for f in failures) or "every final gate passed",
         )
         return status
@@ -74,7 +89,8 @@ class FinalPhase:
     def _attempt(
         self, node: Node, gates: list[Gate], baseline_ms: float | None
     ) -> tuple[str, list[GateResult]]:
-        """One candidate through the final gates (rebuilt first): its verdict and failures."""
+        """One candidate through the final gates (rebuilt first): its verdict and every final
+        gate's result."""
         self.stage("final", candidate=node.id)
         self.workspace.use_candidate(node.edits)
         log_dir = self.run_dir / "candidates" / node.id
@@ -102,6 +118,5 @@ class FinalPhase:
                                       can_claim=any(getattr(g, "claims_speedup", False)
                                                     for g in gates)):
             record(added)
-        return verdict(results, benched=baseline_ms is not None), \
-            [r for r in results if not r.passed]
+        return verdict(results, benched=baseline_ms is not None), results
 

@@ -44,8 +44,12 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     rounds: dict[str, list[float]] = {"baseline_ms": [], "candidate_ms": []}
     speedup = final_ms = noise = None
     wins = n_rounds = 0
-    if confirm and not confirm.get("skipped") and "ratios" in confirm.get("metrics", {}):
-        m = confirm["metrics"]
+    # the verdict event carries the numbers it rests on; journals older than that: the gate's
+    measured = (verdict or {}).get("measured") or (
+        confirm["metrics"] if confirm and not confirm.get("skipped")
+        and "ratios" in confirm.get("metrics", {}) else None)
+    if measured:
+        m = measured
         rounds = {"baseline_ms": m["baseline_ms"], "candidate_ms": m["candidate_ms"]}
         speedup = m["median_ratio"]
         final_ms = median(m["candidate_ms"])

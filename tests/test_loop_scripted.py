@@ -30,6 +30,10 @@ def test_cli_run_optimizes_and_writes_every_artifact(chunk_project: Path, fast_f
         assert (run_dir / name).stat().st_size > 0, name
     ev = events(run_dir)
     assert ev[0]["event"] == "run" and ev[-1]["event"] == "end"
+    # the verdict event carries the numbers it rests on; the summary renders them as they are
+    measured = next(e for e in ev if e["event"] == "verdict")["measured"]
+    assert measured["gate"] == "confirm" and measured["median_ratio"] == s["median_ratio"]
+    assert measured["baseline_ms"] == s["rounds"]["baseline_ms"] and measured["wins"] == 4
     assert (run_dir / "candidates" / "c1" / "build.log").exists()
     assert (run_dir / "candidates" / "c1" / "edit.diff").read_text().startswith("--- a/kernel.py")
     # report.diff applies to the user's directory with patch -p1 (checked on a copy)
