@@ -192,8 +192,12 @@ def kernelopt_register_gates() -> list[Gate]:
 
 
 @hookspec
-def kernelopt_register_planners() -> list[Planner]:
-    """Return planners. Built-in: tuner."""
+def kernelopt_register_planners() -> list[Planner | type[Planner]]:
+    """Return planners. Return the class (a zero-argument constructor with a ``name`` class
+    attribute) and the core makes a fresh planner for each run, so history, budgets and
+    clients never leak from one target's run into the next; an object returned instead serves
+    every run as it is (key its per-run state by ``ctx.run_id``). Built-ins: tuner, replay,
+    agents."""
 
 
 @hookspec

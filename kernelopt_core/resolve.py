@@ -53,7 +53,10 @@ def check_gate_plan(candidate: list[Gate], final: list[Gate]) -> None:
 def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, str]:
     """The planner and why it was chosen: --planner, else replay for --candidate, else the
     agents when an LLM is configured, else the built-in tuner (saying why)."""
-    planners = host.registry("planners")
+    # a fresh planner per run: a registered class is instantiated here (a planner keeps a
+    # run's history, budgets and client); a registered object serves every run as it is
+    planners = {name: record() if isinstance(record, type) else record
+                for name, record in host.registry("planners").items()}
     for each in planners.values():  # planners that use other plugins get the host
         if hasattr(each, "host"):
             each.host = host

@@ -219,3 +219,28 @@ def test_a_third_party_provider_plugin_is_used_by_name(chunk_project: Path, tmp_
     assert first["json"]["model"] == "acme-coder-1"
     assert first["headers"]["Authorization"] == "Bearer acme-secret"
     assert first["headers"]["x-acme-run"] == outcome.run_id
+
+
+@pytest.mark.slow
+def test_agents_over_two_targets_each_get_a_fresh_planner(chunk_project: Path) -> None:
+    """Planner objects used to outlive their run: the second target's run wrote to the first
+    run's closed journal (ValueError: I/O operation on closed file, exit 4)."""
+    toml = chunk_project / "kernelopt.toml"
+    text = toml.read_text()
+    toml.write_text(text + "\n" + text[text.index("[[target]]"):].replace(
+        'name = "chunk-sum"', 'name = "chunk-sum-2"'))
+    one_run = [("planner", planner_steps()),
+               ("executor", [tool_call("write_file", path="kernel.py",
+                                       content=fast_kernel(chunk_project)), say("CHUNK is 128.")]),
+               ("summarizer", [SUMMARY])]
+    script = {role: steps * 2 for role, steps in one_run}
+    with ScriptedLLMServer(script) as server:
+        result = run_agents(chunk_project, server)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = sorted((chunk_project.parent / ".kernelopt" / "runs").iterdir())
+    summaries = [summary(r) for r in runs]
+    assert [s["target"]["name"] for s in summaries] == ["chunk-sum", "chunk-sum-2"]
+    assert [s["status"] for s in summaries] == ["optimized", "optimized"]
+    # each run accounts only its own calls: a fresh client and history per run
+    assert [s["llm"]["calls"] for s in summaries] == [5, 5]
+    assert "I/O operation on closed file" not in result.stderr

@@ -293,4 +293,4 @@ def _converged(lines: list[str]) -> bool:
 
 @hookimpl
 def kernelopt_register_planners() -> list[object]:
-    return [Agents()]
+    return [Agents]  # a class: the core makes a fresh one per run

@@ -67,4 +67,4 @@ class Replay:
 
 @hookimpl
 def kernelopt_register_planners() -> list[object]:
-    return [Replay()]
+    return [Replay]  # a class: the core makes a fresh one per run

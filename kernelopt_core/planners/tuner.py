@@ -132,4 +132,4 @@ class Tuner:
 
 @hookimpl
 def kernelopt_register_planners() -> list[object]:
-    return [Tuner()]
+    return [Tuner]  # a class: the core makes a fresh one per run
