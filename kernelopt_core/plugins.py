@@ -9,6 +9,7 @@ fatal. ``KERNELOPT_DISABLE_PLUGINS=a,b`` skips named plugins and
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -119,7 +120,29 @@ class PluginHost:
             info.hint = "fix the plugin's hook implementations (see kernelopt_core.hookspecs)"
             if self.strict:
                 raise
+        else:
+            self._check_hook_names(obj, info)
         self.infos[name] = info
+
+    def _check_hook_names(self, obj: object, info: PluginInfo) -> None:
+        """A hook implementation no hookspec knows (a misspelled name) would never be called:
+        the plugin is marked broken (``kernelopt plugins`` says which hook), the others load."""
+        unknown = []
+        for attr in dir(obj):
+            if self.pm.parse_hookimpl_opts(obj, attr) is None:
+                continue
+            caller = getattr(self.pm.hook, attr, None)
+            if caller is None or caller.spec is None:
+                unknown.append(attr)
+        if not unknown:
+            return
+        specs = [n for n in dir(hookspecs) if n.startswith(hookspecs.PROJECT + "_")]
+        guesses = {n: difflib.get_close_matches(n, specs, n=1) for n in unknown}
+        info.error = "unknown hook " + ", ".join(
+            f"{n!r}" + (f" (did you mean {g[0]!r}?)" if g else "") for n, g in guesses.items())
+        info.hint = "rename it after a hookspec in kernelopt_core/hookspecs.py (docs/plugins.md)"
+        if self.strict:
+            raise UsageError(f"plugin {info.name!r}: {info.error}", hint=info.hint)
 
     def _load_entry_points(self) -> None:
         for ep in entry_points(group=hookspecs.PROJECT):

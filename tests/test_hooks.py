@@ -316,3 +316,22 @@ def test_entry_points_that_exit_or_clash_are_reported_not_fatal(tmp_path, monkey
     monkeypatch.setenv("KERNELOPT_DISABLE_PLUGINS", "core-replay, core-tuner")
     names = {i.name for i in PluginHost(autoload=False).plugin_infos()}
     assert "core-tuner" not in names and "core-replay" not in names
+
+
+def test_a_misspelled_hook_is_reported_on_its_plugin(tmp_path) -> None:
+    """A hook implementation no hookspec knows would never be called: `kernelopt plugins`
+    names it on its plugin (with the hook it probably meant); the other plugins still load."""
+    import os
+
+    from kernelopt_tests_support import kernelopt
+
+    site = tmp_path / "site"
+    _fake_dist(site, "kernelopt-typo", "typo", "typo_mod",
+               "import pluggy\nhookimpl = pluggy.HookimplMarker('kernelopt')\n\n"
+               "@hookimpl\ndef kernelopt_register_backend():\n    return []\n")
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    result = kernelopt("plugins", cwd=tmp_path, env={"PYTHONPATH": path})
+    out = result.stdout + result.stderr
+    assert "unknown hook 'kernelopt_register_backend'" in out, out
+    assert "did you mean 'kernelopt_register_backends'" in out, out
+    assert "core-tuner" in out  # the others are listed and loaded
