@@ -32,7 +32,13 @@ from kernelopt_core.plugins import PluginHost
 from kernelopt_core.runner import Runner
 from kernelopt_core.screening import screener
 from kernelopt_core.search import BeamSearch, Node, SeenContent
-from kernelopt_core.session import new_run_id, prepare_state_root, record_failure, write_header
+from kernelopt_core.session import (
+    new_run_id,
+    prepare_state_root,
+    record_failed_proposal,
+    record_failure,
+    write_header,
+)
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
 from kernelopt_core.workspace import Workspace, text_diff
@@ -190,7 +196,8 @@ class Loop:
             except PlannerError as exc:  # this attempt fails; the run goes on
                 evaluated += 1
                 since_best += 1
-                self.journal.write("planner_error", parent=parent.id, message=str(exc))
+                record_failed_proposal(self.journal, f"c{evaluated}", parent.id,
+                                       getattr(planner, "name", "?"), str(exc))
                 continue
             proposals = [p for p in proposals if self._is_new(p)]
             if not proposals:  # nothing (new) to offer from this parent
@@ -252,9 +259,7 @@ class Loop:
                 if not result.passed:
                     break
         accepted = all(r.passed for r in results)
-        speedup = next(
-            (r.metrics["speedup"] for r in results if "speedup" in r.metrics), 1.0
-        )
+        speedup = next((r.metrics["speedup"] for r in results if "speedup" in r.metrics), None)
         tag = None
         if accepted:
             _commit, tag = self.workspace.commit_candidate(
@@ -279,7 +284,7 @@ class Loop:
         if not accepted:
             return None, outcome
         return Node(cid, dict(proposal.edits), dict(proposal.knobs), proposal.description,
-                    parent.id, speedup), outcome
+                    parent.id, 1.0 if speedup is None else speedup), outcome
 
     def _gate_context(
         self, cid: str, edits: dict[str, bytes], log_dir: Path, baseline_ms: float | None

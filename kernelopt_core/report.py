@@ -138,8 +138,9 @@ def _by_planner(events: list[dict[str, Any]]) -> dict[str, Any]:
         out[planner]["candidates"] += 1
     for r in (e for e in events if e["event"] == "candidate_result" and e["accepted"]):
         entry = out.get(planner_of.get(r["candidate"], "?"))
-        if entry is not None and (entry["speedup"] is None or r["speedup"] > entry["speedup"]):
-            entry.update(best=r["candidate"], speedup=r["speedup"])
+        speedup = 1.0 if r["speedup"] is None else r["speedup"]  # a target without a bench
+        if entry is not None and (entry["speedup"] is None or speedup > entry["speedup"]):
+            entry.update(best=r["candidate"], speedup=speedup)
     return out
 
 
@@ -274,8 +275,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         p = proposals.get(r["candidate"], {})
         result = "accepted" if r["accepted"] else f"rejected at {r['failed_gate']}"
         reason = str(r["reason"]).replace("\n", " ").replace("|", "\\|")[:160]
+        timed = "—" if r["speedup"] is None else f"{r['speedup']:.3f}"  # never timed
         lines.append(f"| {r['candidate']} | {p.get('description', '')} | {result} | "
-                     f"{r['speedup']:.3f} | {reason} |")
+                     f"{timed} | {reason} |")
     lines.append("")
     if s["diff"]:
         caution = (" It was timed only under an interpreter: not a proven speedup."

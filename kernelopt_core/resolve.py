@@ -61,8 +61,9 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
         if hasattr(each, "host"):
             each.host = host
     name = settings.planner
+    chosen_by = "chosen by --planner"
     if name is None and settings.candidates:
-        name = "replay"
+        name, chosen_by = "replay", "chosen by --candidate"
     if name is None:
         agents = planners.get("agents")
         reason = agents.unavailable_reason(settings, target) if agents else (
@@ -78,7 +79,7 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
     reason = planners[name].unavailable_reason(settings, target)
     if reason is not None:
         raise PrerequisiteError(f"planner {name!r} cannot run: {reason}")
-    return planners[name], "chosen by --planner"
+    return planners[name], chosen_by
 
 
 def check_planner_inputs(planner_name: str, settings: Settings, target: Target,

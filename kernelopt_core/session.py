@@ -70,3 +70,16 @@ def record_failure(journal: Journal, run_dir: Path, exc: BaseException, stage: s
     journal.write("error", kind="internal", message=f"{type(exc).__name__}: {exc}",
                   exit_code=EXIT_INTERNAL, log=str(log))
     return EXIT_INTERNAL
+
+
+def record_failed_proposal(journal: Journal, cid: str, parent: str, planner: str,
+                           message: str) -> None:
+    """A planner's attempt that produced no proposal (an LLM that never gave a usable edit, a
+    refused request) is a candidate row of its own: it counts as proposed and the report says
+    why it failed."""
+    journal.write("planner_error", candidate=cid, parent=parent, message=message)
+    journal.write("candidate", candidate=cid, parent=parent, planner=planner,
+                  description="(no proposal: the planner failed)", knobs={}, files=[])
+    journal.write("candidate_result", candidate=cid, accepted=False, speedup=None,
+                  failed_gate="planner", reason=message, gates_passed=[], tag=None,
+                  wall_s=0.0, child_s=0.0)

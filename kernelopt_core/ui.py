@@ -8,21 +8,34 @@ from typing import Any
 
 import click
 
+_status = {"open": False}  # a TTY status line without its newline is on the terminal
+
+
+def _end_status() -> None:
+    """Clear an open status line, so what is printed next starts on a line of its own."""
+    if _status["open"]:
+        click.echo("\r\x1b[2K", err=True, nl=False)
+        _status["open"] = False
+
 
 def echo(text: str = "") -> None:
+    _end_status()
     click.echo(text)
 
 
 def note(text: str) -> None:
+    _end_status()
     click.echo(text, err=True)
 
 
 def error(text: str, exit_code: int) -> None:
+    _end_status()
     kind = {2: "error", 3: "missing prerequisite", 4: "internal error"}.get(exit_code, "error")
     click.secho(f"kernelopt: {kind}: {text}", err=True, fg="red")
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
+    _end_status()
     cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     for n, row in enumerate(cells):
@@ -42,8 +55,10 @@ class Progress:
     def _line(self, text: str, final: bool = True) -> None:
         if self.tty and not final:
             click.echo(f"\r\x1b[2K{text}", err=True, nl=False)
+            _status["open"] = True
         else:
             click.echo(("\r\x1b[2K" if self.tty else "") + text, err=True)
+            _status["open"] = False
 
     def __call__(self, record: dict[str, Any]) -> None:
         event = record["event"]
@@ -59,7 +74,8 @@ class Progress:
             self.candidate = record["candidate"]
         elif event == "candidate_result":
             verdict = "accepted" if record["accepted"] else f"rejected at {record['failed_gate']}"
-            self._line(f"{record['candidate']}: {verdict}, {record['speedup']:.3f}×  "
+            timed = "—" if record["speedup"] is None else f"{record['speedup']:.3f}×"
+            self._line(f"{record['candidate']}: {verdict}, {timed}  "
                        f"({str(record['reason']).splitlines()[0][:90]})")
         elif event == "best":
             self.best = record["speedup"]
@@ -73,13 +89,15 @@ class Progress:
 
 
 def summary(summary: dict[str, Any], run_dir: str) -> None:
+    _end_status()
     colour = {"optimized": "green", "matched": "yellow", "unverified": "yellow"}.get(
         summary["status"], "red"
     )
     line = summary["report_line"]
     if not line.startswith(summary["status"]):
         line = f"{summary['status']}: {line}"
-    click.secho(line, fg=colour, bold=True)
+    if not summary.get("error"):  # an error's message follows once, on stderr, with its fix
+        click.secho(line, fg=colour, bold=True)
     click.echo(f"run: {summary['run_id']}  ({run_dir})")
     if summary.get("diff"):
         click.echo(f"diff: {run_dir}/report.diff  (apply in the target directory: "

@@ -129,7 +129,46 @@ def test_too_many_malformed_replies_fail_the_candidate_not_the_run(chunk_project
     assert result.returncode == 1, result.stderr[-2000:]
     run_dir = last_run(chunk_project.parent / ".kernelopt")
     assert any(e["event"] == "planner_error" for e in events(run_dir))
-    assert summary(run_dir)["status"] == "fallback"
+    s = summary(run_dir)
+    assert s["status"] == "fallback" and s["candidates"]["proposed"] == 1
+    # the failed attempt is a row of its own, saying why, on the console and in the report
+    assert "rejected at planner, —" in result.stderr + result.stdout
+    report = (run_dir / "report.md").read_text()
+    assert "| c1 | (no proposal: the planner failed) | rejected at planner | — |" in report
+    assert "the model produced no usable plan" in report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["closed port", "401", "404"])
+def test_an_llm_that_never_answers_ends_the_run_with_exit_3_saying_why(
+        chunk_project: Path, case: str) -> None:
+    if case == "closed port":
+        import socket
+
+        with socket.socket() as sock:  # a port nothing listens on once the socket closes
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/v1"
+        result = kernelopt("run", str(chunk_project), "--planner", "agents", "--provider",
+                           "openai", "--base-url", url, "--model", "m", "--iterations", "1",
+                           cwd=chunk_project.parent,
+                           env={"OPENAI_API_KEY": KEY, "KERNELOPT_LLM_BACKOFF_S": "0.01"})
+        expected = ["ConnectError", f"is an OpenAI-compatible server running at {url}"]
+    else:
+        status = int(case)
+        with ScriptedLLMServer({"planner": [{"status": status}]}) as server:
+            result = run_agents(chunk_project, server)
+            url = server.url
+        expected = [f"HTTP {status}", "check the API key in OPENAI_API_KEY" if status == 401
+                    else "check --model (gpt-4.1-mini)"]
+    out = result.stderr + result.stdout
+    assert result.returncode == 3, out[-3000:]
+    assert "the openai provider never answered" in out and "/chat/completions" in out, out
+    for words in expected:
+        assert words in out, out
+    run_dir = last_run(chunk_project.parent / ".kernelopt")
+    assert "never answered" in (run_dir / "report.md").read_text()
+    assert KEY not in out
 
 
 @pytest.mark.slow

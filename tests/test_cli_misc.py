@@ -153,3 +153,42 @@ def test_interpreter_timings_never_claim_a_speedup(chunk_project: Path, tmp_path
     result = kernelopt("run", str(chunk_project), "--candidate", f"kernel.py={fast}",
                        "--final-gates", "shape", cwd=chunk_project.parent)
     assert result.returncode == 1 and "unverified" in result.stdout, result.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_on_a_terminal_the_verdict_starts_a_line_of_its_own(chunk_project: Path,
+                                                             tmp_path: Path) -> None:
+    """Progress redraws one status line on a TTY; the verdict used to be printed on the end of
+    it ("[engine] c2  best 1.709×optimized: 1.73× …")."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    fast = tmp_path / "fast.py"
+    fast.write_text((chunk_project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 256\n"))
+    main, child = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "KERNELOPT_HOME"}
+    proc = subprocess.Popen([sys.executable, "-m", "kernelopt_core.cli", "run", str(chunk_project),
+                             "--candidate", f"kernel.py={fast}", "--final-rounds", "2"],
+                            cwd=chunk_project.parent, stdout=child, stderr=child, env=env)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert proc.wait(timeout=300) == 0
+    os.close(main)
+    text = b"".join(chunks).decode("utf-8", errors="replace")
+    assert "\x1b[2K" in text  # it was a terminal: status lines were redrawn
+    # what the terminal shows: each line after its last carriage return
+    shown = [line.split("\r")[-1].replace("\x1b[2K", "")
+             for line in text.replace("\r\n", "\n").split("\n")]
+    verdict = [line for line in shown if "optimized" in line and "×" in line and "rounds" in line]
+    assert verdict and all(line.lstrip("\x1b[0123456789;m").startswith("optimized")
+                           for line in verdict), verdict

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import httpx
 
-from kernelopt_core.errors import BudgetExhausted, PlannerError
+from kernelopt_core.errors import BudgetExhausted, PlannerError, PrerequisiteError
 from kernelopt_core.gates.base import EventLog
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -49,6 +49,8 @@ class ChatClient:
     headers: dict[str, str] = attrs.field(factory=dict)  # provider-specific extra headers
     max_calls: int | None = None
     max_cost: float | None = None
+    provider: str = ""  # for messages: which configured provider this is
+    key_env: str | None = None  # the variable the key came from, for messages
     usage: Usage = attrs.field(factory=Usage)
     _http: httpx.Client | None = None
 
@@ -93,13 +95,35 @@ class ChatClient:
                 last = f"HTTP {response.status_code}: {self._redact(response.text[:500])}"
                 self._log(role, attempt, response.status_code, seconds, error=last)
                 if response.status_code not in RETRY_STATUS:
+                    self._never_answered(url, last, attempt + 1, response.status_code)
                     raise PlannerError(f"{url} refused the request: {last}")
                 retry_after = response.headers.get("retry-after", "")
                 if retry_after.replace(".", "", 1).isdigit():
                     wait = min(float(retry_after), 60.0)
             if attempt < self.retries:
                 time.sleep(wait)
+        self._never_answered(url, last, self.retries + 1, None)
         raise PlannerError(f"{url} failed {self.retries + 1} times; last: {last}")
+
+    def _never_answered(self, url: str, last: str, attempts: int, status: int | None) -> None:
+        """No call of this run has succeeded and this one failed for good: the LLM is not
+        reachable as configured, which no candidate can fix (exit 3, saying what to check)."""
+        if self.usage.calls:
+            return
+        who = f"the {self.provider} provider" if self.provider else "the LLM provider"
+        if status in (401, 403):
+            hint = (f"check the API key{f' in {self.key_env}' if self.key_env else ''}: the "
+                    "server refused it")
+        elif status == 404:
+            hint = f"check --model ({self.model}) and --base-url ({self.base_url})"
+        elif status is None:
+            hint = f"is an OpenAI-compatible server running at {self.base_url}? (--base-url)"
+        else:
+            hint = "see the server's reply above; docs/providers.md lists the settings"
+        raise PrerequisiteError(
+            f"{who} never answered: {url} (model {self.model}): {last} "
+            f"({attempts} attempt{'s' if attempts != 1 else ''}; no LLM call of this run "
+            "succeeded)", hint=hint)
 
     def _accept(self, response: httpx.Response, role: str, attempt: int,
                 seconds: float) -> dict[str, Any]:

@@ -87,9 +87,11 @@ class Agents:
     def _client(self, ctx: PlanContext) -> ChatClient:
         if self.client is None:
             s = ctx.settings
-            base_url, model, key, _, headers = self._resolve(s)
+            base_url, model, key, key_env, headers = self._resolve(s)
             session = ctx.run_id
             self.client = ChatClient(
+                provider=s.provider or s.env("KERNELOPT_PROVIDER") or "opencode-go",
+                key_env=key_env,
                 headers={k: v.replace("{session}", session) for k, v in headers.items()},
                 base_url=base_url, api_key=key, model=model, journal=ctx.journal,
                 timeout_s=s.llm_timeout_s,
@@ -138,7 +140,8 @@ class Agents:
             if role == "planner" and toolbox.plan is not None:
                 return toolbox.plan
             if strikes > ctx.settings.max_malformed:
-                raise PlannerError(f"the {role} made {strikes} malformed or refused moves")
+                raise PlannerError(f"the model produced no usable {'plan' if role == 'planner' else 'edit'}: "
+                                   f"the {role} made {strikes} malformed or refused moves")
         raise PlannerError(f"the {role} did not finish in {ctx.settings.max_turns} turns")
 
     def _fill(self, template: str, ctx: PlanContext, **extra: str) -> str:
