@@ -20,11 +20,10 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import process
+from kernelopt_core import process, sweep_protocol
 from kernelopt_core.errors import BenchFailed, BenchParseError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
-from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.lock import Held, gpu_lock
 from kernelopt_core.measure.parsers import BenchReading, json_time_lines, parse
 from kernelopt_core.process import ProcessResult, Worker, WorkerError, WorkerMissing
@@ -272,24 +271,15 @@ class Runner:
         tree's own time as ``reference_ms``."""
         if not self.served(tree):
             return None
-        chosen = self.target.knobs if knobs is None else knobs
-        by_name = {k.name: k for k in chosen}
-        unknown = sorted({name for c in configs for name in c} - set(by_name))
-        if unknown:
-            raise UsageError(f"sweep: unknown knob(s) {', '.join(unknown)}",
-                             hint=f"known: {', '.join(sorted(by_name)) or 'none'}")
-        # the core applies the knobs (one rule for the tuner and the sweep); the worker gets the
-        # changed files' full text for each configuration
-        files = {k.file: (tree.src / k.file).read_bytes() for k in chosen}
-        payload = [{"files": {path: text.decode("utf-8") for path, text in
-                              apply_knobs(chosen, files, config).items()}}
-                   for config in configs]
+        configs_in = sweep_protocol.payload(self.target.knobs if knobs is None else knobs, tree,
+                                            configs)
         held: list[Held] = []
         try:
             reply, _worker = self._ask(tree, self._digest(tree), log,
-                                       {"op": "sweep", "configs": payload,
+                                       {"op": "sweep", "configs": configs_in,
                                         "deadline_s": self.settings.screen_config_timeout_s},
-                                       self.settings.bench_timeout_s * max(1, len(configs)), held)
+                                       sweep_protocol.timeout_s(self.settings, len(configs)),
+                                       held)
         except WorkerError as exc:
             raise BenchFailed(str(exc)) from exc
         results_in = reply.get("results")
@@ -298,6 +288,13 @@ class Runner:
                 or not all(isinstance(r, dict) for r in results_in)):
             raise BenchFailed(f"sweep: {str(reply.get('error', 'malformed results'))[:2000]}")
         results = [{**r, "config": c} for r, c in zip(results_in, configs, strict=True)]
+        if sweep_protocol.poisoned(results):  # the next request gets a fresh worker
+            slot = self.workers.pop(tree.role, None)
+            if slot is not None:
+                slot[1].close()
+                self.journal.write("worker_retired", tree=tree.role, pid=slot[1].pid,
+                                   reason="a screened configuration ran past its deadline or "
+                                   "hit a CUDA error")
         self.journal.write("sweep", tree=tree.role, configs=len(configs),
                            ok=sum(bool(r.get("ok")) for r in results),
                            reference_ms=reply.get("reference_ms"), results=results,

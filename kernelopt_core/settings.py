@@ -254,13 +254,19 @@ def _validate(s: Settings) -> None:
         (bool(s.seeds), "seeds", "a non-empty list of integers"),
         (s.target_speedup is None or s.target_speedup > 1.0, "target_speedup", "above 1.0"),
         (s.budget_minutes is None or s.budget_minutes > 0, "budget_minutes", "positive"),
+        (s.budget_gpu_seconds is None or s.budget_gpu_seconds > 0, "budget_gpu_seconds",
+         "positive"),
+        (s.screen_top >= 1, "screen_top", "at least 1"),
+        (s.screen_evaluations is None or s.screen_evaluations >= 1, "screen_evaluations",
+         "at least 1"),
         (s.budget_cost is None or s.budget_cost > 0, "budget_cost", "positive (USD)"),
         (s.min_noise_pct >= 1.0, "min_noise_pct", "at least 1 (DESIGN §5.3: never below 1 %)"),
         (len(set(s.seeds)) == len(s.seeds), "seeds", "distinct (a repeated seed checks nothing new)"),
         (s.max_malformed >= 1, "max_malformed", "at least 1"),
         (s.llm_backoff_s >= 0, "llm_backoff_s", "0 or more"),
         *[(getattr(s, name) > 0, name, "positive (seconds)") for name in
-          ("llm_timeout_s", "build_timeout_s", "test_timeout_s", "bench_timeout_s")],
+          ("llm_timeout_s", "build_timeout_s", "test_timeout_s", "bench_timeout_s",
+           "screen_gpu_seconds", "screen_config_timeout_s")],
     ]
     for ok, name, need in checks:
         if not ok:

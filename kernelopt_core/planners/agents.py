@@ -246,10 +246,12 @@ class Agents:
         meta = self.pending.pop(id(proposal), None)
         if meta is None:
             if proposal.planner == "tuner":  # the bar: the planner sees how the tuner did
-                verdict = "accepted" if outcome.get("accepted") else \
-                    f"rejected at {outcome.get('failed_gate')}"
-                self.history.append(f"- {proposal.description} → {verdict}, screen "
-                                    f"{outcome.get('speedup') or 1.0:.3f}× (to beat)")
+                if outcome.get("accepted"):
+                    self.history.append(f"- {proposal.description} → accepted, screen "
+                                        f"{outcome.get('speedup') or 1.0:.3f}× (to beat)")
+                else:
+                    self.history.append(f"- {proposal.description} → rejected at "
+                                        f"{outcome.get('failed_gate')}")
             return
         gate = outcome.get("failed_gate")
         verdict = "accepted" if outcome.get("accepted") else f"rejected at {gate}"

@@ -26,7 +26,6 @@ Point = tuple[int, ...]  # an index into each knob's value list
 FULL_GRID_AT = 24  # a grid this small is screened whole
 MIN_EVALUATIONS = 12
 MAX_EVALUATIONS = 256
-MIN_GAIN = 0.005  # a move must beat its point by more than screening jitter
 # a grid larger than this is sampled only near the current assignment (each knob within
 # LOCAL_RADIUS steps, where Inductor's own coordinate descent looks): its far corners (the
 # largest tiles, the most stages) can take minutes each to compile; descent may still go there

@@ -57,6 +57,12 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     failed = sum(1 for cost in search.costs.values() if cost == float("inf"))
     best = [{"knobs": c, "ratio": round(r, 4)} for c, r in ranked[:10]]
     gpu_seconds = round(ctx.gpu_seconds() - spent_before, 3)
+    if not ranked:  # nothing screened worked (or nothing was screened): propose instead
+        ctx.journal.write("screening", ok=False, grid=search.grid,
+                          evaluations=len(search.costs), failed=failed, batches=batches,
+                          gpu_seconds=gpu_seconds,
+                          error="no configuration was screened successfully")
+        return None
     ctx.journal.write("screening", ok=True, grid=search.grid, evaluations=len(search.costs),
                       failed=failed, batches=batches, gpu_seconds=gpu_seconds, best=best)
     ctx.profile["tuner_frontier"] = {

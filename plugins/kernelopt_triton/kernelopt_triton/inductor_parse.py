@@ -335,14 +335,11 @@ def rank_kernels(kernel_names: list[str], rows: list[ProfileRow]) -> tuple[list[
     Returns (ranked Triton kernels, total device time in µs). A table row whose name was cut
     ("triton_poi_fused_add_..." ending in "...") matches the kernel it is a prefix of.
     """
-    # a profiler table lists a Triton kernel twice under one name: the launching CPU op (the
-    # kernel's time as its self device time) and the kernel itself; one name is one kernel
-    by_name: dict[str, ProfileRow] = {}
-    for r in rows:
-        if not is_annotation(r.name) and (r.name not in by_name
-                                           or r.device_us > by_name[r.name].device_us):
-            by_name[r.name] = r
-    rows = list(by_name.values())
+    # a profiler table lists a Triton kernel twice: the launching CPU op (the kernel's time as
+    # its self device time) and the kernel itself, same name, time and calls: one kernel. Rows
+    # that only share a name (the table cuts long names) are different kernels.
+    rows = list({(r.name, r.device_us, r.calls): r for r in rows
+                 if not is_annotation(r.name)}.values())
     total = sum(r.device_us for r in rows)
     ranked: list[Ranked] = []
     for name in kernel_names:

@@ -46,6 +46,7 @@ def constrain(knobs: tuple[Knob, ...], heuristic: str, size_hints: dict[str, int
             limit = min(TRITON_MAX_BLOCK[prefix], hint) if hint else TRITON_MAX_BLOCK[prefix]
             keep = tuple(v for v in knob.values
                          if int(v) <= limit or v == baseline.get(knob.name))
-            knob = attrs.evolve(knob, values=keep)
+            if keep:  # never a knob without values (the baseline's value not found)
+                knob = attrs.evolve(knob, values=keep)
         out.append(knob)
     return tuple(out)

@@ -88,3 +88,8 @@ def test_a_configuration_past_its_deadline_fails_alone(served, tmp_path: Path) -
     assert results is not None
     assert not results[0]["ok"] and "longer than 2 s" in results[0]["error"]
     assert results[1]["ok"] and results[1]["time_ms"] > 0, results[1]
+    # an interrupted configuration may leave the process unusable for the tree's readings:
+    # the worker is retired, and the next request starts a fresh one
+    assert "candidate" not in runner.workers
+    again = runner.sweep(candidate, [{knob: "256"}], tmp_path / "log")
+    assert again is not None and again[0]["ok"]

@@ -1,0 +1,71 @@
+"""The tuner with bulk screening (PlanContext.screen), against a scripted screen: what it
+proposes, and that it falls back to proposing neighbours when screening gives nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernelopt_core.planners.base import PlanContext, Screened
+from kernelopt_core.planners.tuner import Tuner, screened_frontier
+from kernelopt_core.search import Node
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Knob, Target
+
+SOURCE = b"#define BLOCK 64\n#define WARPS 2\n"
+KNOBS = (Knob("BLOCK", "k.cu", ("16", "32", "64", "128", "256"), r"#define BLOCK (\d+)"),
+         Knob("WARPS", "k.cu", ("1", "2", "4"), r"#define WARPS (\d+)"))
+
+
+class Journal:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def write(self, event: str, **data: Any) -> None:
+        self.events.append({"event": event, **data})
+
+
+def context(screen: Any, **settings: Any) -> PlanContext:
+    target = Target("cmake", "k", Path("."), ("k.cu",), knobs=KNOBS)
+    return PlanContext(target, Settings(**settings), {"k.cu": SOURCE}, KNOBS,
+                       {"BLOCK": "64", "WARPS": "2"}, Journal(), "run-1", screen=screen)
+
+
+def bowl(configs: list[dict[str, str]]) -> list[Screened]:
+    """Fastest at BLOCK 128, WARPS 4; the baseline (64, 2) is 1.0."""
+    return [Screened(c, True, 1.0, (1 + abs(int(c["BLOCK"]) - 128) / 128)
+                     * (1 + abs(int(c["WARPS"]) - 4) / 8) / ((1 + 64 / 128) * (1 + 2 / 8)))
+            for c in configs]
+
+
+def test_the_best_screened_configurations_become_the_proposals() -> None:
+    ctx = context(bowl, screen_top=2)
+    tuner = Tuner()
+    proposals = tuner.propose(ctx, Node("baseline", {}), 5)
+    assert [p.knobs for p in proposals][0] == {"BLOCK": "128", "WARPS": "4"}
+    assert len(proposals) == 2 and all(p.planner == "tuner" for p in proposals)
+    assert proposals[0].edits == {"k.cu": b"#define BLOCK 128\n#define WARPS 4\n"}
+    screening = next(e for e in ctx.journal.events if e["event"] == "screening")  # type: ignore[attr-defined]
+    assert screening["ok"] and screening["grid"] == 15 and screening["evaluations"] == 15
+    assert ctx.profile["tuner_frontier"]["best"][0]["knobs"] == {"BLOCK": "128", "WARPS": "4"}
+    # the screen already looked at the neighbourhood: no one-knob candidates after the top two
+    assert tuner.propose(ctx, Node("c1", {}, {"BLOCK": "128", "WARPS": "4"}), 5) == []
+
+
+def test_nothing_screened_successfully_falls_back_to_neighbours() -> None:
+    def all_fail(configs: list[dict[str, str]]) -> list[Screened]:
+        return [Screened(c, False, error="does not compile") for c in configs]
+
+    ctx = context(all_fail)
+    assert screened_frontier(ctx, {"BLOCK": "64", "WARPS": "2"}) is None
+    proposals = Tuner().propose(ctx, Node("baseline", {}), 2)
+    # the neighbour search: one knob one step from the baseline
+    assert [p.knobs for p in proposals] == [{"BLOCK": "128", "WARPS": "2"},
+                                            {"BLOCK": "32", "WARPS": "2"}]
+    events = [e for e in ctx.journal.events if e["event"] == "screening"]  # type: ignore[attr-defined]
+    assert not events[0]["ok"] and "no configuration" in events[0]["error"]
+
+
+def test_without_screening_the_tuner_proposes_neighbours() -> None:
+    proposals = Tuner().propose(context(None), Node("baseline", {}), 1)
+    assert [p.knobs for p in proposals] == [{"BLOCK": "128", "WARPS": "2"}]
