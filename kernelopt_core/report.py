@@ -122,9 +122,29 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
     if error is not None:
         summary["error"] = error["message"]
+    elif verdict is None and (stopped := _interrupted(events)) is not None:
+        summary["interrupted"] = stopped
+        best = (f"best so far {stopped['best']}: {stopped['speedup']:.3f}× at the screen, not "
+                f"confirmed (tag {stopped['tag']})" if stopped["best"] else
+                "no candidate accepted yet")
+        summary["error"] = (f"interrupted during {stopped['stage'] or 'start-up'}; {best}; the "
+                            "target's files are unchanged: run again to search again")
     summary["caught_by"] = verdict.get("caught_by", []) if verdict else []
     summary["report_line"] = report_line(summary, n_rounds)
     return summary
+
+
+def _interrupted(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where a Ctrl-C stopped the run, and the best candidate it had accepted by then."""
+    stop = next((e for e in events if e["event"] == "interrupted"), None)
+    if stop is None:
+        return None
+    best = [e for e in events if e["event"] == "best"]
+    cid = best[-1]["candidate"] if best else None
+    tag = next((e.get("tag") for e in events if e["event"] == "candidate_result"
+                and e["candidate"] == cid), None)
+    return {"stage": stop.get("stage", ""), "best": cid,
+            "speedup": best[-1]["speedup"] if best else None, "tag": tag}
 
 
 def _by_planner(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -164,6 +184,8 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
     """DESIGN.md §5.6: the line that says everything."""
     shape = s["target"]["shape"] or "unpinned shape"
     if s["status"] == "error":
+        if s.get("interrupted"):
+            return s["error"]
         return f"error: {s.get('error', 'the run did not finish')}"
     if s["status"] == "fallback":
         return f"no verified win; baseline kept ({_fmt_ms(s['baseline_ms'])}, shape {shape})"
@@ -243,6 +265,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         "unverified": "the candidate is correct, but the target has no bench to time it.",
         "error": "the run did not finish; see the error below.",
     }[s["status"]]
+    if s.get("interrupted"):
+        meaning = ("the run was interrupted before a verdict; nothing in the target changed "
+                   "(the candidates so far are tagged in the workspace).")
     if s["status"] == "unverified" and s.get("interpreted"):
         meaning = ("the candidate is correct, but its times come from an interpreter, not the "
                    "device: nothing about its speed is known. Time it on the device before "

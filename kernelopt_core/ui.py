@@ -30,7 +30,8 @@ def note(text: str) -> None:
 
 def error(text: str, exit_code: int) -> None:
     _end_status()
-    kind = {2: "error", 3: "missing prerequisite", 4: "internal error"}.get(exit_code, "error")
+    kind = {2: "error", 3: "missing prerequisite", 4: "internal error",
+            130: "stopped"}.get(exit_code, "error")
     click.secho(f"kernelopt: {kind}: {text}", err=True, fg="red")
 
 

@@ -189,7 +189,15 @@ def test_interrupt_leaves_user_repository_byte_identical(
         assert len(interrupted) == 1, context
         assert interrupted[0]["stage"] == point[0], context  # it landed where we aimed
         assert ev[-1]["event"] == "end" and ev[-1]["exit_code"] == 130, context
-        assert summary(run_dir)["status"] == "error"
+        s = summary(run_dir)
+        assert s["status"] == "error" and s["interrupted"]["stage"] == point[0], context
+        # said as an interruption, with where it stopped and how to go on (issue 14 item 5)
+        assert s["report_line"].startswith(f"interrupted during {point[0]}"), context
+        assert "run again" in s["report_line"] and "run again" in output(logs), context
+        assert "interrupted before a verdict" in (run_dir / "report.md").read_text()
+        if point == CONFIRM:  # a candidate was accepted before: named, with its tag
+            assert s["interrupted"]["best"] and s["interrupted"]["tag"], context
+            assert "best so far" in s["report_line"], context
     else:
         assert code == -signal.SIGKILL, context
         assert not [e for e in ev if e["event"] in ("end", "interrupted")], context
