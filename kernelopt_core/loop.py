@@ -90,7 +90,9 @@ class Loop:
         exit_code = EXIT_NO_WIN
         try:
             write_header(self.journal, self.run_id, self.target, self.settings, self.argv)
-            self.workspace.acquire()
+            waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.write(
+                "workspace_wait", target=self.target.name, **holder))
+            self.journal.write("workspace_acquired", waited_s=round(waited, 3))
             status = self._run()
             exit_code = EXIT_OPTIMIZED if status == "optimized" else EXIT_NO_WIN
         except (KeyboardInterrupt, Exception) as exc:

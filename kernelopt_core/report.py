@@ -115,6 +115,8 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         "by_planner": _by_planner(events),
         "gpu_seconds": end.get("gpu_seconds"),
         "wall_seconds": end.get("wall_seconds"),
+        "workspace_wait_s": next((e["waited_s"] for e in events
+                                  if e["event"] == "workspace_acquired"), 0.0),
         "diff": verdict.get("diff") if verdict else None,
         "winner_tag": verdict.get("winner_tag") if verdict else None,
         "winner": verdict.get("candidate") if verdict else None,
@@ -248,7 +250,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         f"{s['llm']['latency_s']} s, ${s['llm']['cost']:.4f}"
         + (f" ({s['llm']['unpriced_calls']} calls at unknown price)"
            if s['llm']['unpriced_calls'] else ""),
-        f"- wall {s['wall_seconds']} s, GPU-lock time {s['gpu_seconds']} s",
+        f"- wall {s['wall_seconds']} s"
+        + (f" (of which {s['workspace_wait_s']} s waiting for the workspace)"
+           if s.get("workspace_wait_s") else "") + f", GPU-lock time {s['gpu_seconds']} s",
         "",
     ]
     if verdict:

@@ -71,6 +71,11 @@ class Progress:
             self._line(f"[{record['stage']}] {self.candidate}  best {self.best:.3f}×", final=False)
         elif event == "baseline" and record.get("ms") is not None:
             self._line(f"baseline: {record['ms']:.4g} ms (median of {len(record['samples'])})")
+        elif event == "workspace_wait":
+            who = (f"run {record.get('run_id')} (pid {record.get('pid')})"
+                   if record.get("run_id") else "another run")
+            self._line(f"waiting: the workspace of {record['target']} is held by {who}; this "
+                       "run starts when it ends")
         elif event == "candidate":
             self.candidate = record["candidate"]
         elif event == "candidate_result":

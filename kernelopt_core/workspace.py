@@ -12,11 +12,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import io
+import json
 import os
 import re
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import portalocker
@@ -151,12 +152,28 @@ class Workspace:
         self._applied: dict[str, bytes] = {}  # the edits the candidate tree holds now
 
     # ------------------------------------------------------------------ lifetime
-    def acquire(self, timeout: float = 24 * 3600) -> None:
-        """Hold this workspace for one run; a second run of the same target waits."""
-        self._lock = portalocker.Lock(
-            str(self.dir / "workspace.lock"), timeout=timeout, fail_when_locked=False
-        )
-        self._lock.acquire()
+    def acquire(self, run_id: str = "", on_wait: Callable[[dict[str, object]], object] | None = None,
+                timeout: float = 24 * 3600) -> float:
+        """Hold this workspace for one run; a second run of the same target waits, after
+        ``on_wait`` is told who holds it (run id, pid, since). Returns the seconds waited."""
+        path = str(self.dir / "workspace.lock")
+        holder_file = self.dir / "workspace.holder"
+        started = time.time()
+        try:
+            self._lock = portalocker.Lock(path, timeout=0, fail_when_locked=True)
+            self._lock.acquire()
+        except portalocker.exceptions.LockException:
+            try:
+                holder: dict[str, object] = json.loads(holder_file.read_text())
+            except (OSError, ValueError):
+                holder = {}
+            if on_wait is not None:
+                on_wait(holder)
+            self._lock = portalocker.Lock(path, timeout=timeout, fail_when_locked=False)
+            self._lock.acquire()
+        holder_file.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(),
+                                           "since": round(time.time(), 3)}))
+        return time.time() - started
 
     def release(self) -> None:
         if self._lock is not None:

@@ -192,3 +192,43 @@ def test_on_a_terminal_the_verdict_starts_a_line_of_its_own(chunk_project: Path,
     verdict = [line for line in shown if "optimized" in line and "×" in line and "rounds" in line]
     assert verdict and all(line.lstrip("\x1b[0123456789;m").startswith("optimized")
                            for line in verdict), verdict
+
+
+@pytest.mark.slow
+def test_a_run_waiting_for_the_workspace_says_who_holds_it(chunk_project: Path,
+                                                           tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import portalocker
+
+    fast = tmp_path / "fast.py"
+    fast.write_text((chunk_project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 256\n"))
+    flags = ("--candidate", f"kernel.py={fast}", "--final-rounds", "2")
+    assert kernelopt("run", str(chunk_project), *flags, cwd=chunk_project.parent).returncode == 0
+    [workspace] = [p.parent for p in (chunk_project.parent / ".kernelopt" / "work").rglob(
+        "workspace.lock")]
+    (workspace / "workspace.holder").write_text(json.dumps(
+        {"run_id": "20991231T000000000Z-abcdef", "pid": 4242, "since": 0}))
+    env = {k: v for k, v in os.environ.items() if k != "KERNELOPT_HOME"}
+    with portalocker.Lock(str(workspace / "workspace.lock"), timeout=5, fail_when_locked=True):
+        proc = subprocess.Popen([sys.executable, "-m", "kernelopt_core.cli", "run",
+                                 str(chunk_project), *flags], cwd=chunk_project.parent,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        runs = chunk_project.parent / ".kernelopt" / "runs"
+        deadline = time.time() + 60
+        while not any("workspace_wait" in p.read_text() for p in runs.glob("*/journal.jsonl")):
+            assert time.time() < deadline and proc.poll() is None, "never waited"
+            time.sleep(0.05)
+        time.sleep(0.3)  # held a moment longer: the wait shows in the report
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert "held by run 20991231T000000000Z-abcdef (pid 4242)" in err
+    run_dir = sorted(runs.iterdir())[-1]
+    s = json.loads((run_dir / "summary.json").read_text())
+    assert s["workspace_wait_s"] >= 0.3
+    assert "waiting for the workspace" in (run_dir / "report.md").read_text()
