@@ -12,7 +12,13 @@ import click
 
 from kernelopt_core import __version__, discovery, history, ui
 from kernelopt_core import settings as settings_mod
-from kernelopt_core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, KerneloptError, UsageError
+from kernelopt_core.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    KerneloptError,
+    PrerequisiteError,
+    UsageError,
+)
 from kernelopt_core.plugins import PluginHost
 
 
@@ -329,10 +335,25 @@ def revert_cmd(run_ref: str, state_root: Path | None) -> None:
 
 @cli.command()
 @click.option("--smoke", is_flag=True, help="Also compile, configure and run a tiny project.")
+@click.option("--measure-peak", "measure_peak", type=click.Choice(["cpu", "cuda", "hip"]),
+              help="Measure the device's peak bandwidth again now (the roofline gate's bound).")
+@click.option("--state-root", type=click.Path(path_type=Path))
 @click.pass_context
-def setup(ctx: click.Context, smoke: bool) -> None:
+def setup(ctx: click.Context, smoke: bool, measure_peak: str | None,
+          state_root: Path | None) -> None:
     """Check prerequisites: what is found, what is missing, and what to do."""
     from kernelopt_core import setup_check
+
+    if measure_peak:
+        from kernelopt_core.measure.device import device_info
+
+        info = device_info(_state_root(state_root), measure_peak, remeasure=True)
+        if info.peak_gbps is None:
+            raise PrerequisiteError(f"could not measure the {measure_peak} peak: {info.method}")
+        spread = f" (spread {info.spread_pct:.1f} %)" if info.spread_pct is not None else ""
+        ui.echo(f"{info.name}: peak {info.peak_gbps:.1f} GB/s{spread}, {info.method}; kept in "
+                f"{info.cache_path}")
+        return
 
     rows = setup_check.prerequisites(host_of(ctx))
     ui.table([[r.name, "found" if r.found else "missing", r.detail] for r in rows],

@@ -110,3 +110,30 @@ def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) 
     summary = summarize(events)
     assert summary["roofline"]["cache_resident"] is True
     assert "cache-resident" in summary["report_line"]
+
+
+def test_an_accusation_says_what_it_compared_and_how_to_check(tmp_path: Path) -> None:
+    """An implausible reading names both byte counts, the peak with its method, date and
+    spread, and the command that measures the peak again (issue 14 item 3)."""
+    from kernelopt_tests_support import kernelopt
+
+    state = tmp_path / "state"
+    measured = kernelopt("setup", "--measure-peak", "cpu", "--state-root", str(state),
+                         cwd=tmp_path)
+    assert measured.returncode == 0 and "GB/s" in measured.stdout, measured.stderr
+    peak = device_info(state, "cpu")
+    assert peak.measured_at and time.time() - peak.measured_at < 600
+    tree = Tree("candidate", tmp_path, tmp_path / "build")
+    nbytes = int(peak.peak_gbps * 1e9 * 10)  # moved in 1 s: ten times the peak
+    target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=nbytes, device="cpu")
+    settings = Settings(state_root=state)
+    runner = Runner(object(), target, settings, Journal(tmp_path / "j.jsonl"))  # type: ignore[arg-type]
+    ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
+    readings = [BenchReading(1000.0, {"cache_flushed": True})]
+    ctx.confirmed = Confirmed(readings, readings, [2000.0], [1000.0], 2.0, 1.0)
+    result = RooflineGate().evaluate(ctx)
+    assert not result.passed and "physically implausible" in result.reason
+    when = time.strftime("%Y-%m-%d", time.gmtime(peak.measured_at))
+    for words in (f"declared {nbytes}", "bench-reported none", f"{peak.peak_gbps:.1f} GB/s",
+                  peak.method, when, "spread", "kernelopt setup --measure-peak"):
+        assert words in result.reason, (words, result.reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import attrs
@@ -272,6 +273,19 @@ class RooflineGate:
             return int(ctx.profile["dram_bytes"]), "ncu dram bytes of the baseline", ""
         return None, "", ""
 
+    @staticmethod
+    def _evidence(ctx: GateContext, device: Any, nbytes: int, source: str) -> str:
+        """What the accusation compared, and how to check each number."""
+        readings = ctx.confirmed.baseline_readings if ctx.confirmed else []
+        counted = next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
+        when = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(device.measured_at))
+                if device.measured_at else "given by --peak-gbps")
+        spread = f", spread {device.spread_pct:.1f} %" if device.spread_pct is not None else ""
+        return (f"bytes {nbytes} ({source}; declared {ctx.target.bytes_moved or 'none'}, "
+                f"bench-reported {counted or 'none'}), peak {device.peak_gbps:.1f} GB/s "
+                f"({device.method}, {when}{spread}); measure the peak again with `kernelopt "
+                f"setup --measure-peak` (or give --peak-gbps) and check the declared bytes")
+
     def evaluate(self, ctx: GateContext) -> GateResult:
         confirm = ctx.confirmed
         if confirm is None:
@@ -314,5 +328,7 @@ class RooflineGate:
         if achieved > bound:
             return GateResult(self.name, False, f"physically implausible: {text} exceeds "
                               f"κ={ctx.settings.kappa:g} × peak; the candidate must be doing "
-                              "less work or fooling the timer", metrics, failed_verdict=FALLBACK)
+                              "less work or fooling the timer — unless a number compared here "
+                              f"is wrong: {self._evidence(ctx, device, nbytes, source)}",
+                              metrics, failed_verdict=FALLBACK)
         return GateResult(self.name, True, text, metrics)

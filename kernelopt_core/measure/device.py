@@ -90,6 +90,8 @@ class DeviceInfo:
     method: str
     key: str
     spread_pct: float | None = None  # (max - min) / median of the repetitions
+    measured_at: float | None = None  # unix time of the measurement (None: given by the user)
+    cache_path: str = ""  # where the measurement is kept
 
 
 def _cpu_model() -> str:
@@ -145,15 +147,17 @@ def _fresh(data: dict[str, Any]) -> bool:
     return "peak_gbps" in data and time.time() - float(data.get("measured_at", 0)) < STALE_S
 
 
-def device_info(state_root: Path, kind: str, override_gbps: float | None = None) -> DeviceInfo:
+def device_info(state_root: Path, kind: str, override_gbps: float | None = None,
+                remeasure: bool = False) -> DeviceInfo:
+    """The device's peak bandwidth, measured once and cached (``remeasure``: measure now)."""
     key = device_key(kind)
     cache = state_root / "device" / f"{key}.json"
     from kernelopt_core.lock import gpu_lock
 
-    data = json.loads(cache.read_text()) if cache.exists() else {}
+    data = json.loads(cache.read_text()) if cache.exists() and not remeasure else {}
     if not _fresh(data):
         with gpu_lock(state_root):  # a timed measurement: never beside another run's bench
-            data = json.loads(cache.read_text()) if cache.exists() else {}
+            data = json.loads(cache.read_text()) if cache.exists() and not remeasure else {}
             if not _fresh(data):  # not measured by a concurrent run while we waited
                 data = measure(kind, state_root)
                 if "error" not in data:
@@ -165,4 +169,5 @@ def device_info(state_root: Path, kind: str, override_gbps: float | None = None)
     method = "given by the user" if override_gbps else data.get("method", data.get("error", "?"))
     spread = None if override_gbps else data.get("spread_pct")
     return DeviceInfo(data.get("name", kind), peak, int(data.get("cache_bytes", 0) or 0), method,
-                      key, spread)
+                      key, spread, None if override_gbps else data.get("measured_at"),
+                      str(cache))
