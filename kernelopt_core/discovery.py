@@ -11,12 +11,25 @@ from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import read_toml
 from kernelopt_core.target import Target
 
+# backend -> (distribution, its directory in the kernelopt source tree; None: not written yet)
 KNOWN_PACKAGES = {
-    "cmake": "kernelopt-cmake",
-    "triton": "kernelopt-triton",
-    "llamacpp": "kernelopt-llamacpp",
-    "ninfer": "kernelopt-ninfer",
+    "cmake": ("kernelopt-cmake", "plugins/kernelopt_cmake"),
+    "triton": ("kernelopt-triton", "plugins/kernelopt_triton"),
+    "llamacpp": ("kernelopt-llamacpp", "plugins/kernelopt_llamacpp"),
+    "ninfer": ("kernelopt-ninfer", None),
 }
+
+
+def install_hint(name: str) -> str:
+    """The command that installs a backend's package today: the packages are not on the
+    package index yet, so the source tree's plugin directory (found next to this install when
+    it is a checkout)."""
+    dist, directory = KNOWN_PACKAGES[name]
+    if directory is None:
+        return f"the {name} backend ({dist}) is not available yet"
+    checkout = Path(__file__).resolve().parent.parent / directory
+    where = str(checkout) if checkout.is_dir() else f"<kernelopt source tree>/{directory}"
+    return f"python3 -m pip install -e {where}  ({dist} is not on the package index yet)"
 
 
 def project_toml(path: Path) -> Path | None:
@@ -42,8 +55,8 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
     if not backends:
         raise PrerequisiteError(
             "no backend plugin is installed",
-            hint="pip install kernelopt-cmake (or kernelopt-triton, kernelopt-llamacpp, "
-            "kernelopt-ninfer); `kernelopt plugins` shows what is installed",
+            hint=f"{install_hint('cmake')}; the triton and llamacpp backends likewise; "
+            "`kernelopt plugins` shows what is installed",
         )
     name = explicit or declared_backend(project_toml(path))
     if name is not None:
@@ -51,7 +64,7 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
             return backends[name]
         if name in KNOWN_PACKAGES:
             raise PrerequisiteError(
-                f"backend {name!r} is not installed", hint=f"pip install {KNOWN_PACKAGES[name]}"
+                f"backend {name!r} is not installed", hint=install_hint(name)
             )
         raise UsageError(f"unknown backend {name!r}",
                          hint=f"installed backends: {', '.join(sorted(backends))}")

@@ -42,7 +42,10 @@ def test_directory_no_backend_recognises(tmp_path: Path) -> None:
 def test_named_backend_not_installed_exits_3_naming_the_package(chunk_project: Path) -> None:
     result = kernelopt("run", str(chunk_project), "--backend", "ninfer", cwd=chunk_project)
     assert result.returncode == 3
-    assert "pip install kernelopt-ninfer" in result.stderr
+    assert "the ninfer backend (kernelopt-ninfer) is not available yet" in result.stderr
+    cmake = kernelopt("run", str(chunk_project), "--backend", "llamacpp", cwd=chunk_project)
+    if cmake.returncode == 3:  # only where the llamacpp plugin is not installed
+        assert "pip install -e" in cmake.stderr and "plugins/kernelopt_llamacpp" in cmake.stderr
     unknown = kernelopt("run", str(chunk_project), "--backend", "nope", cwd=chunk_project)
     assert unknown.returncode == 2 and "installed backends: cmake" in unknown.stderr
 
