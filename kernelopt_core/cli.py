@@ -167,8 +167,21 @@ def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any],
     flags = {k: v for k, v in flags.items() if ctx.get_parameter_source(k) not in defaults}
     flags.update(forced or {})
     settings = settings_mod.load(discovery.project_toml(path), flags)
-    backend = discovery.choose_backend(host, path, settings.backend)
+    focus = None
+    try:
+        backend = discovery.choose_backend(host, path, settings.backend)
+    except UsageError:
+        # a file or subdirectory of a project whose kernelopt.toml is further up: that project,
+        # narrowed to the targets that edit what was given
+        project = discovery.enclosing_project(path)
+        if project is None:
+            raise
+        focus, path = path, project
+        settings = settings_mod.load(discovery.project_toml(path), flags)
+        backend = discovery.choose_backend(host, path, settings.backend)
     targets = discovery.choose_targets(backend.discover(path, settings), settings.target, path)
+    if focus is not None:
+        targets = discovery.focus_targets(targets, focus, path)
     return host, backend, targets, settings
 
 

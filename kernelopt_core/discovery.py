@@ -40,6 +40,33 @@ def project_toml(path: Path) -> Path | None:
     return found if found.is_file() else None
 
 
+def enclosing_project(path: Path) -> Path | None:
+    """The nearest directory above ``path`` with a kernelopt.toml, looked for as git looks for
+    .git: upward, stopping after a directory that holds .git (the repository's top)."""
+    directory = path if path.is_dir() else path.parent
+    for parent in directory.parents:
+        if (parent / "kernelopt.toml").is_file():
+            return parent
+        if (parent / ".git").exists():
+            return None
+    return None
+
+
+def focus_targets(targets: list[Target], focus: Path, project: Path) -> list[Target]:
+    """The targets that edit ``focus`` (a file) or a file under it (a directory)."""
+    def edits(target: Target) -> bool:
+        files = [(target.root / rel).resolve() for rel in target.editable]
+        return any(f == focus or focus in f.parents for f in files)
+
+    chosen = [t for t in targets if edits(t)]
+    if not chosen:
+        listing = "; ".join(f"{t.name}: {', '.join(t.editable)}" for t in targets)
+        raise UsageError(f"{focus} is inside the project {project} (its kernelopt.toml), but "
+                         "no target there edits it",
+                         hint=f"run the project ({project}) or a target's file ({listing})")
+    return chosen
+
+
 def declared_backend(toml: Path | None) -> str | None:
     if toml is None:
         return None

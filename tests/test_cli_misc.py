@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kernelopt_tests_support import kernelopt
+from kernelopt_tests_support import REPO, kernelopt
 
 
 def test_setup_lists_prerequisites_with_what_to_do(tmp_path: Path) -> None:
@@ -235,3 +235,30 @@ def test_a_run_waiting_for_the_workspace_says_who_holds_it(chunk_project: Path,
     s = json.loads((run_dir / "summary.json").read_text())
     assert s["workspace_wait_s"] >= 0.3
     assert "waiting for the workspace" in (run_dir / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_file_or_subdirectory_of_a_project_runs_that_projects_target(tmp_path: Path) -> None:
+    """`kernelopt run project/src/kernel.cpp` (or project/src) with the kernelopt.toml at
+    project/: the descriptor is looked for upward, as git looks for .git, and the target that
+    edits the given file runs (issue 14 item 6)."""
+    import shutil
+
+    project = tmp_path / "p"
+    shutil.copytree(REPO / "examples" / "cmake-cpu", project)
+    (project / "src").mkdir()
+    (project / "kernel.cpp").rename(project / "src" / "kernel.cpp")
+    for name, old, new in (("CMakeLists.txt", "STATIC kernel.cpp", "STATIC src/kernel.cpp"),
+                           ("kernelopt.toml", 'editable = ["kernel.cpp"]',
+                            'editable = ["src/kernel.cpp"]')):
+        path = project / name
+        path.write_text(path.read_text().replace(old, new))
+    (project / "src" / "other.c").write_text("int other;\n")
+    flags = ("--iterations", "1", "--final-rounds", "2", "--final-gates", "confirm")
+    for given in (project / "src" / "kernel.cpp", project / "src"):
+        result = kernelopt("run", str(given), *flags, cwd=tmp_path)
+        assert result.returncode in (0, 1), result.stderr[-3000:]
+        assert "transpose (cmake backend)" in result.stderr
+    other = kernelopt("run", str(project / "src" / "other.c"), cwd=tmp_path)
+    assert other.returncode == 2
+    assert "no target there edits it" in other.stderr and "src/kernel.cpp" in other.stderr
