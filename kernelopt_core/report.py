@@ -136,6 +136,10 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _interrupted(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Where a Ctrl-C stopped the run, and the best candidate it had accepted by then."""
     stop = next((e for e in events if e["event"] == "interrupted"), None)
@@ -196,7 +200,11 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
                 f"not on the device, so nothing is claimed (shape {shape})")
     if s["status"] == "unverified":
         return f"unverified: correct, but no bench exists (shape {shape})"
+    cand = s["rounds"]["candidate_ms"]
     parts = [
+        # matched: the kernel is unchanged; say what the candidate measured, not "X → X"
+        f"baseline {_fmt_ms(s['baseline_ms'])}, candidate {_fmt_ms(median(cand))} (medians)"
+        if s["status"] == "matched" and cand else
         f"{_fmt_ms(s['baseline_ms'])[:-3]} → {_fmt_ms(s['final_ms'])}",
         f"shape {shape}",
         f"{s['rounds_won']}/{n_rounds} rounds" if n_rounds else "screen only, not confirmed",
@@ -231,7 +239,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     lines = [
         f"# kernelopt run {s['run_id']}",
         "",
-        f"**{s['status']}** — {s['report_line']}",
+        f"**{s['status']}** — " + (s["report_line"][len(s["status"]):].lstrip(": ")
+                                    if s["report_line"].startswith(s["status"])
+                                    else s["report_line"]),
         "",
         f"- target: `{t['name']}` ({t['backend']} backend), files: "
         + ", ".join(f"`{f}`" for f in t["files"]),
@@ -239,7 +249,7 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         f"- planner: {config.get('planner', '?')} ({config.get('planner_reason', '')})",
         f"- gates: candidate {config.get('candidate_gates')}, final {config.get('final_gates')}",
         f"- search ended: {search_end.get('reason', '?')} after "
-        f"{search_end.get('evaluated', 0)} candidates",
+        f"{_count(search_end.get('evaluated', 0), 'candidate')}",
         f"- candidates: {s['candidates']}",
         "- best by planner (screen speedup): " + (", ".join(
             f"{name} {b['best']} {b['speedup']:.3f}× of {b['candidates']}" if b["best"]
@@ -258,7 +268,10 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     if verdict:
         lines += ["## Verdict", "", f"{verdict.get('reason', '')}", ""]
         if verdict.get("candidate"):
-            lines.append(f"Winner candidate: `{verdict['candidate']}` — {verdict.get('description')}")
+            label = {"optimized": "Winner candidate", "unverified": "Winner candidate (unverified)",
+                     "matched": "Best candidate (not proven faster; the baseline stands)"}.get(
+                s["status"], "Last candidate through the final gates (rejected)")
+            lines.append(f"{label}: `{verdict['candidate']}` — {verdict.get('description')}")
             lines.append("")
     meaning = {
         "optimized": "every final gate passed: faster in every round (the sign test at "
@@ -300,9 +313,15 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     lines += ["## Candidates", "", "| id | proposal | result | screen speedup | reason |",
               "|---|---|---|---|---|"]
     proposals = {e["candidate"]: e for e in events if e["event"] == "candidate"}
+    final_failed: dict[str, str] = {}  # candidate -> the first final gate it failed
+    for e in events:
+        if e["event"] == "gate" and e.get("final") and not e["passed"]:
+            final_failed.setdefault(e["candidate"], e["gate"])
     for r in (e for e in events if e["event"] == "candidate_result"):
         p = proposals.get(r["candidate"], {})
         result = "accepted" if r["accepted"] else f"rejected at {r['failed_gate']}"
+        if r["accepted"] and r["candidate"] in final_failed:
+            result = f"accepted, then rejected at final gate {final_failed[r['candidate']]}"
         reason = str(r["reason"]).replace("\n", " ").replace("|", "\\|")[:160]
         timed = "—" if r["speedup"] is None else f"{r['speedup']:.3f}"  # never timed
         lines.append(f"| {r['candidate']} | {p.get('description', '')} | {result} | "

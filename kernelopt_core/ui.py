@@ -86,7 +86,8 @@ class Progress:
         elif event == "best":
             self.best = record["speedup"]
         elif event == "search_end":
-            self._line(f"search ended: {record['reason']} after {record['evaluated']} candidates")
+            n = record["evaluated"]
+            self._line(f"search ended: {record['reason']} after {n} candidate{'' if n == 1 else 's'}")
         elif event == "confirm_round":
             b, c = record["baseline_ms"], record["candidate_ms"]
             again = " (retake: a transient reading)" if record.get("retake") else ""

@@ -1,0 +1,48 @@
+"""What the report says, label by label (issue 14 item 4), from a journal's events."""
+
+from __future__ import annotations
+
+from kernelopt_core.report import render_markdown, summarize
+
+
+def journal(status: str, confirm_passed: bool) -> list[dict]:
+    rounds = {"baseline_ms": [15.2] * 4, "candidate_ms": [7.3] * 4}
+    return [
+        {"event": "run", "run_id": "r", "target": {"name": "k", "shape": "f32[8]",
+                                                   "files": ["k.c"]}},
+        {"event": "config", "planner": "tuner", "planner_reason": "no key"},
+        {"event": "baseline", "ms": 15.19},
+        {"event": "candidate", "candidate": "c1", "planner": "tuner", "description": "TILE=8"},
+        {"event": "candidate_result", "candidate": "c1", "accepted": True, "speedup": 2.1,
+         "failed_gate": None, "reason": "passed every candidate gate", "tag": "t/c1"},
+        {"event": "candidate", "candidate": "c2", "planner": "tuner", "description": "TILE=9"},
+        {"event": "candidate_result", "candidate": "c2", "accepted": False, "speedup": None,
+         "failed_gate": "build", "reason": "error: no", "tag": None},
+        {"event": "search_end", "reason": "patience", "evaluated": 1},
+        {"event": "gate", "candidate": "c1", "gate": "confirm", "final": True,
+         "passed": confirm_passed, "reason": "not proven",
+         "metrics": {**rounds, "ratios": [2.07] * 4, "median_ratio": 2.07, "noise_pct": 1.0,
+                     "wins": 2, "rounds": 4}},
+        {"event": "verdict", "status": status, "candidate": "c1", "description": "TILE=8",
+         "screen_speedup": 2.1, "caught_by": [], "reason": "confirm: not proven"},
+        {"event": "end", "exit_code": 1, "wall_seconds": 3.0, "gpu_seconds": 1.0},
+    ]
+
+
+def test_a_matched_report_says_what_was_measured_and_names_no_winner() -> None:
+    events = journal("matched", confirm_passed=False)
+    s = summarize(events)
+    assert s["report_line"].startswith("matched (median 2.07×, not proven faster)")
+    assert "(baseline 15.2 ms, candidate 7.3 ms (medians)," in s["report_line"]
+    assert "15.2 → 15.2" not in s["report_line"]
+    md = render_markdown(events, s)
+    assert "**matched** — (median" in md and "matched — matched" not in md
+    assert "Winner candidate" not in md and "Best candidate (not proven faster" in md
+    assert "- search ended: patience after 1 candidate\n" in md
+    assert "| c1 | TILE=8 | accepted, then rejected at final gate confirm | 2.100 |" in md
+    assert "| c2 | TILE=9 | rejected at build | — |" in md
+
+
+def test_a_fallback_report_does_not_call_its_last_candidate_a_winner() -> None:
+    md = render_markdown(journal("fallback", False), summarize(journal("fallback", False)))
+    assert "Winner candidate" not in md and "Last candidate through the final gates" in md
