@@ -309,15 +309,22 @@ def _state_root(state_root: Path | None) -> Path:
 
 @cli.command("history")
 @click.option("--state-root", type=click.Path(path_type=Path))
-def history_cmd(state_root: Path | None) -> None:
+@click.option("--all", "show_all", is_flag=True,
+              help="Also the runs refused before any work (a usage or set-up error).")
+def history_cmd(state_root: Path | None, show_all: bool) -> None:
     """List runs with their verdicts, speedups and tagged candidates."""
     root = _state_root(state_root)
     rows = []
+    hidden = 0
     for run_dir in history.runs(root):
+        if not show_all and history.refused(run_dir):
+            hidden += 1
+            continue
         s = history.summary(run_dir)
-        speed = f"{s['speedup']:.3f}×" if s.get("speedup") else "-"
-        rows.append([run_dir.name, s["target"]["name"], s["status"], speed,
+        rows.append([run_dir.name, s["target"]["name"], s["status"], history.speed(s),
                      ", ".join(history.tags(run_dir)) or "-"])
+    if hidden:
+        ui.note(f"{hidden} run(s) refused before any work not shown (--all shows them)")
     if not rows:
         ui.note(f"no runs under {root / 'runs'}")
         return

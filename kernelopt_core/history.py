@@ -43,6 +43,23 @@ def summary(run_dir: Path) -> dict[str, Any]:
     return report.write_all(run_dir)
 
 
+def refused(run_dir: Path) -> bool:
+    """A run that ended in an error before it took its workspace: nothing was done."""
+    events = journal_mod.read(run_dir / "journal.jsonl")
+    return (any(e["event"] == "error" for e in events)
+            and not any(e["event"] == "workspace" for e in events))
+
+
+def speed(s: dict[str, Any]) -> str:
+    """A run's speedup as history lists it: only a verified win has one; a matched run shows
+    what its rounds measured, marked as not proven."""
+    if s["status"] == "optimized" and s.get("speedup"):
+        return f"{s['speedup']:.3f}×"
+    if s["status"] in ("matched", "unverified") and s.get("median_ratio"):
+        return f"{s['median_ratio']:.3f}× (median, not proven)"
+    return "-"
+
+
 def workspace_repo(run_dir: Path) -> Repo | None:
     events = journal_mod.read(run_dir / "journal.jsonl")
     ws = next((e for e in events if e["event"] == "workspace"), None)

@@ -262,3 +262,19 @@ def test_a_file_or_subdirectory_of_a_project_runs_that_projects_target(tmp_path:
     other = kernelopt("run", str(project / "src" / "other.c"), cwd=tmp_path)
     assert other.returncode == 2
     assert "no target there edits it" in other.stderr and "src/kernel.cpp" in other.stderr
+
+
+def test_history_hides_refused_runs_and_marks_unproven_ratios(chunk_project: Path) -> None:
+    from kernelopt_core.history import speed
+
+    refused = kernelopt("run", str(chunk_project), "--gates", "build,screen",
+                        cwd=chunk_project.parent)
+    assert refused.returncode == 2 and "correctness" in refused.stderr
+    listed = kernelopt("history", cwd=chunk_project.parent)
+    assert "chunk-sum" not in listed.stdout and "1 run(s) refused" in listed.stderr
+    everything = kernelopt("history", "--all", cwd=chunk_project.parent)
+    assert "chunk-sum" in everything.stdout and "error" in everything.stdout
+    assert speed({"status": "matched", "speedup": 1.0, "median_ratio": 2.07}) == \
+        "2.070× (median, not proven)"
+    assert speed({"status": "optimized", "speedup": 1.8, "median_ratio": 1.8}) == "1.800×"
+    assert speed({"status": "fallback", "speedup": 1.0, "median_ratio": None}) == "-"
