@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,8 @@ class Progress:
         self.best = 1.0
         self.candidate = "-"
         self.tty = sys.stderr.isatty()
+        self.started = time.time()
+        self.of: int | None = None  # the iteration budget, from the run's header
 
     def _line(self, text: str, final: bool = True) -> None:
         if self.tty and not final:
@@ -76,8 +79,16 @@ class Progress:
                    if record.get("run_id") else "another run")
             self._line(f"waiting: the workspace of {record['target']} is held by {who}; this "
                        "run starts when it ends")
+        elif event == "run":
+            self.started = record.get("t", time.time())
+            self.of = (record.get("settings") or {}).get("iterations")
         elif event == "candidate":
             self.candidate = record["candidate"]
+            number = record["candidate"].lstrip("c")
+            of = f" of at most {self.of}" if self.of else ""
+            elapsed = time.time() - self.started
+            self._line(f"{record['candidate']} ({number}{of}, {elapsed:.0f} s, best "
+                       f"{self.best:.3f}×): {record.get('description', '')[:100]}")
         elif event == "candidate_result":
             verdict = "accepted" if record["accepted"] else f"rejected at {record['failed_gate']}"
             timed = "—" if record["speedup"] is None else f"{record['speedup']:.3f}×"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -25,6 +26,9 @@ def test_cli_run_optimizes_and_writes_every_artifact(chunk_project: Path, fast_f
     assert s["rounds_won"] == 4 and len(s["rounds"]["baseline_ms"]) == 4
     assert s["planner"] == "tuner"
     assert "using the built-in tuner" in result.stderr
+    # progress says what each candidate tries, which of at most how many, and the best so far
+    assert re.search(r"^c1 \(1 of at most 6, \d+ s, best 1\.000×\): CHUNK=\d+$", result.stderr,
+                     re.M), result.stderr
     assert "rounds" in s["report_line"] and "f64[20000]" in s["report_line"]
     for name in ("journal.jsonl", "report.md", "report.diff", "summary.json"):
         assert (run_dir / name).stat().st_size > 0, name
