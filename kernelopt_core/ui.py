@@ -92,8 +92,9 @@ class Progress:
         elif event == "candidate_result":
             verdict = "accepted" if record["accepted"] else f"rejected at {record['failed_gate']}"
             timed = "—" if record["speedup"] is None else f"{record['speedup']:.3f}×"
-            self._line(f"{record['candidate']}: {verdict}, {timed}  "
-                       f"({str(record['reason']).splitlines()[0][:90]})")
+            why = str(record["reason"]).splitlines()[0] if record["reason"] else ""
+            self._line(f"{record['candidate']}: {verdict}, {timed}  "  # a rejection: its whole
+                       f"({why if not record['accepted'] else why[:90]})")  # reason line
         elif event == "best":
             self.best = record["speedup"]
         elif event == "search_end":

@@ -87,6 +87,11 @@ def test_a_wrong_kernel_is_rejected_at_correctness_then_repaired(chunk_project: 
                           if "failed at the correctness gate" in json.dumps(r["json"]))
     assert "mismatch at n=" in json.dumps(repair_request["json"])
     assert result.returncode == 0, result.stderr[-2000:]
+    # the test's own failing line, in the report and whole on the console
+    failing = outcomes[0]["reason"].split(" — ")[0]
+    assert "mismatch at n=" in failing, outcomes[0]["reason"]
+    assert failing in (run_dir / "report.md").read_text()
+    assert f"rejected at correctness, —  ({failing}" in result.stderr
 
 
 def test_a_hack_is_rejected_by_the_gate(chunk_project: Path) -> None:

@@ -7,6 +7,8 @@ Order and membership come from ``[gates]`` in config (docs/gates.md).
 
 from __future__ import annotations
 
+import re
+
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
 from kernelopt_core.gates.engine import EngineGate
 from kernelopt_core.gates.perf import ConfirmGate, RooflineGate, ScreenGate, ShapeGate
@@ -29,6 +31,17 @@ class BuildGate:
         return GateResult(self.name, True, f"built in {result.seconds:.1f} s")
 
 
+FAILURE_WORDS = re.compile(r"\b(FAIL\w*|MISMATCH|mismatch|Error|error|assert\w*|wrong)\b")
+
+
+def failing_line(log: str) -> str:
+    """The test's own words for what failed: its first line that says so (FAIL, MISMATCH, an
+    error or assertion), else its last non-empty line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    hit = next((line for line in lines if FAILURE_WORDS.search(line)), None)
+    return (hit or (lines[-1] if lines else ""))[:500]
+
+
 class CorrectnessGate:
     """Runs the target's test on every configured seed (fresh random inputs per seed)."""
 
@@ -39,8 +52,11 @@ class CorrectnessGate:
         failed = ctx.runner.check_all(ctx.candidate_tree, ctx.log_dir / "test.log")
         if failed is not None:
             which, result = failed
-            return GateResult(self.name, False, f"{which}: {result.describe()}",
-                              {"seeds": which, "log_tail": result.tail(4000)},
+            tail = result.tail(4000)
+            line = failing_line(tail)
+            return GateResult(self.name, False, (f"{line} — " if line else "")
+                              + f"{which}: {result.describe()}",
+                              {"seeds": which, "log_tail": tail, "failing_line": line},
                               failed_verdict=FALLBACK)
         return GateResult(self.name, True, f"passed on seeds {list(ctx.settings.seeds)}")
 
