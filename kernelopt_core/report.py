@@ -274,7 +274,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
             lines.append(f"{label}: `{verdict['candidate']}` — {verdict.get('description')}")
             lines.append("")
     meaning = {
-        "optimized": "every final gate passed: faster in every round (the sign test at "
+        "optimized": "the speedup is the median of the per-round ratios; the times are the "
+        "rounds' medians, so their quotient can differ slightly. Every final gate passed: "
+        "faster in every round (the sign test at "
         f"p ≤ {SIGN_ALPHA:g} from {ROBUST_FROM} rounds on) by more than the noise floor and the "
         "γ margin, correct on the measured shape, physically plausible.",
         "matched": "a correct candidate, but not proven faster; the baseline stands.",
