@@ -14,14 +14,7 @@ set -euo pipefail
 OUT=${OUT:-bench/results/out}
 BUILD=${BUILD:-/tmp/llamacpp-cpu-build}
 mkdir -p "$OUT"
-if [ -z "${SRC:-}" ]; then
-  work=/tmp/llamacpp-sdist
-  mkdir -p "$work"
-  [ -f "$work/llama_cpp_python-0.3.36.tar.gz" ] || python3 -m pip download --no-deps \
-    --no-binary :all: llama_cpp_python==0.3.36 -d "$work" > /dev/null
-  [ -d "$work/llama_cpp_python-0.3.36" ] || tar -xzf "$work/llama_cpp_python-0.3.36.tar.gz" -C "$work"
-  SRC=$work/llama_cpp_python-0.3.36/vendor/llama.cpp
-fi
+source bench/llamacpp_src.sh
 T=$BUILD/bin/test-backend-ops
 { date -u +%Y-%m-%dT%H:%M:%SZ; uname -m; nproc; grep -m1 "model name" /proc/cpuinfo || true
   c++ --version | head -1; cmake --version | head -1; echo "SRC=$SRC"; } > "$OUT/env.txt"
