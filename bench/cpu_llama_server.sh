@@ -10,10 +10,13 @@
 #      BUILD (default /tmp/llama-server-build; reused when it holds bin/llama-server),
 #      OUT (default bench/results/out).
 # Two cases, each a `kernelopt run examples/cmake-cpu --planner agents --iterations 2`:
-#   plain  llama-server without --jinja: it refuses requests that carry tools (HTTP 400), so no
-#          LLM call succeeds and the run must exit 3 naming server, model and the server's words;
-#   jinja  llama-server --jinja: calls succeed, the random model never makes a usable tool call,
-#          so each attempt must be a candidate row "rejected at planner" and the run ends 1.
+#   nojinja  llama-server --no-jinja: it refuses requests that carry tools (an error reply), so
+#            no LLM call succeeds and the run must exit 3 naming server, model and its words;
+#   jinja    llama-server as it starts by default (jinja templates, tool calls parsed): calls
+#            succeed, the random model never makes a usable tool call, so each attempt must be
+#            a candidate row "rejected at planner" and the run ends 1.
+# The server's own count of chat requests: its log's "processing task, is_child = 0" lines
+# (one per completion it ran) plus "got exception" lines (one per request it refused).
 set -uo pipefail
 OUT=${OUT:-bench/results/out}
 BUILD=${BUILD:-/tmp/llama-server-build}
@@ -39,7 +42,9 @@ run_case() {  # run_case NAME [SERVER FLAGS...]
   local name=$1; shift
   local port=$((18000 + RANDOM % 2000)) dir=/tmp/kopt-llama-$name
   rm -rf "$dir"; mkdir -p "$dir"; cp -r examples/cmake-cpu "$dir/project"
-  "$SERVER" -m "$MODEL" --port "$port" -c 8192 -n 64 "$@" > "$OUT/$name-server.log" 2>&1 &
+  # the random model says 512 tokens of context; the prompts need more (its weights do not care)
+  "$SERVER" -m "$MODEL" --port "$port" -c 8192 -n 64 --override-kv llama.context_length=int:8192 \
+    "$@" > "$OUT/$name-server.log" 2>&1 &
   local server=$!
   for _ in $(seq 1 100); do
     curl -sf "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break; sleep 0.2
@@ -59,7 +64,8 @@ from pathlib import Path
 name, code, seconds, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 s = json.loads((out / f"{name}-summary.json").read_text())
 log = (out / f"{name}-server.log").read_text(errors="replace")
-served = len(re.findall(r"POST /v1/chat/completions", log))
+served = (len(re.findall(r"processing task, is_child = 0", log))
+          + len(re.findall(r"got exception", log)))
 attempts = s["llm"]["calls"] + s["llm"]["failed_attempts"]
 err = (out / f"{name}-stderr.txt").read_text()
 row = {"case": name, "exit": code, "seconds": seconds, "status": s["status"],
@@ -75,5 +81,5 @@ with open(out / "summary.jsonl", "a") as fh:
 EOF
 }
 : > "$OUT/summary.jsonl"
-run_case plain
-run_case jinja --jinja
+run_case nojinja --no-jinja
+run_case jinja

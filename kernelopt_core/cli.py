@@ -170,7 +170,7 @@ def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any],
     focus = None
     try:
         backend = discovery.choose_backend(host, path, settings.backend)
-    except UsageError:
+    except discovery.NotRecognised:
         # a file or subdirectory of a project whose kernelopt.toml is further up: that project,
         # narrowed to the targets that edit what was given
         project = discovery.enclosing_project(path)
@@ -222,8 +222,8 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
         codes.append(outcome.exit_code)
         rows.append([target.name, outcome.summary["status"], outcome.summary["report_line"],
                      outcome.run_id])
-        if outcome.exit_code == EXIT_INTERRUPTED:
-            break
+        if outcome.exit_code in (EXIT_INTERRUPTED, PrerequisiteError.exit_code):
+            break  # interrupted, or a missing prerequisite the next target would hit too
     if len(targets) > 1:
         ui.table(rows, ["target", "status", "report line", "run"])
     severe = [c for c in codes if c not in (0, 1)]

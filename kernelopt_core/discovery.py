@@ -40,10 +40,16 @@ def project_toml(path: Path) -> Path | None:
     return found if found.is_file() else None
 
 
+class NotRecognised(UsageError):
+    """No installed backend recognises the path (the upward search for a project may help)."""
+
+
 def enclosing_project(path: Path) -> Path | None:
     """The nearest directory above ``path`` with a kernelopt.toml, looked for as git looks for
     .git: upward, stopping after a directory that holds .git (the repository's top)."""
     directory = path if path.is_dir() else path.parent
+    if (directory / ".git").exists():  # already at a repository's top
+        return None
     for parent in directory.parents:
         if (parent / "kernelopt.toml").is_file():
             return parent
@@ -106,7 +112,7 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
                           f"{type(exc).__name__}: {exc}")
     top = max(scores.values())
     if top <= 0:
-        raise UsageError(
+        raise NotRecognised(
             f"no installed backend recognises {path}"
             + (f"; broken: {'; '.join(broken)}" if broken else ""),
             hint="add a kernelopt.toml (docs/descriptor.md), name one with --backend, or "

@@ -44,9 +44,10 @@ def summary(run_dir: Path) -> dict[str, Any]:
 
 
 def refused(run_dir: Path) -> bool:
-    """A run that ended in an error before it took its workspace: nothing was done."""
+    """A run refused before it took its workspace (a usage or set-up error, exit 2 or 3):
+    nothing was done. A crash (exit 4) stays listed."""
     events = journal_mod.read(run_dir / "journal.jsonl")
-    return (any(e["event"] == "error" for e in events)
+    return (any(e["event"] == "error" and e.get("exit_code") in (2, 3) for e in events)
             and not any(e["event"] == "workspace" for e in events))
 
 

@@ -129,9 +129,10 @@ class PluginHost:
         the plugin is marked broken (``kernelopt plugins`` says which hook), the others load."""
         unknown = []
         for attr in dir(obj):
-            if self.pm.parse_hookimpl_opts(obj, attr) is None:
+            opts = self.pm.parse_hookimpl_opts(obj, attr)
+            if opts is None or opts.get("optionalhook"):
                 continue
-            caller = getattr(self.pm.hook, attr, None)
+            caller = getattr(self.pm.hook, opts.get("specname") or attr, None)
             if caller is None or caller.spec is None:
                 unknown.append(attr)
         if not unknown:

@@ -53,33 +53,39 @@ def check_gate_plan(candidate: list[Gate], final: list[Gate]) -> None:
 def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, str]:
     """The planner and why it was chosen: --planner, else replay for --candidate, else the
     agents when an LLM is configured, else the built-in tuner (saying why)."""
-    # a fresh planner per run: a registered class is instantiated here (a planner keeps a
-    # run's history, budgets and client); a registered object serves every run as it is
-    planners = {name: record() if isinstance(record, type) else record
-                for name, record in host.registry("planners").items()}
-    for each in planners.values():  # planners that use other plugins get the host
-        if hasattr(each, "host"):
-            each.host = host
+    records = host.registry("planners")
+
+    def make(name: str) -> Any:
+        """A fresh planner for this run: a registered class is instantiated (a planner keeps
+        a run's history, budgets and client); a registered object serves every run as it is.
+        Only the planners this choice needs are made."""
+        record = records[name]
+        made = record() if isinstance(record, type) else record
+        if hasattr(made, "host"):  # planners that use other plugins get the host
+            made.host = host
+        return made
+
     name = settings.planner
     chosen_by = "chosen by --planner"
     if name is None and settings.candidates:
         name, chosen_by = "replay", "chosen by --candidate"
     if name is None:
-        agents = planners.get("agents")
+        agents = make("agents") if "agents" in records else None
         reason = agents.unavailable_reason(settings, target) if agents else (
             "no LLM planner is installed"
         )
         if agents is not None and reason is None:
             return agents, "an LLM is configured"
-        return planners["tuner"], f"using the built-in tuner: {reason}"
-    if name not in planners:
+        return make("tuner"), f"using the built-in tuner: {reason}"
+    if name not in records:
         raise UsageError(
-            f"unknown planner {name!r}", hint=f"known planners: {', '.join(sorted(planners))}"
+            f"unknown planner {name!r}", hint=f"known planners: {', '.join(sorted(records))}"
         )
-    reason = planners[name].unavailable_reason(settings, target)
+    chosen = make(name)
+    reason = chosen.unavailable_reason(settings, target)
     if reason is not None:
         raise PrerequisiteError(f"planner {name!r} cannot run: {reason}")
-    return planners[name], chosen_by
+    return chosen, chosen_by
 
 
 def check_planner_inputs(planner_name: str, settings: Settings, target: Target,

@@ -158,25 +158,30 @@ class Workspace:
         ``on_wait`` is told who holds it (run id, pid, since). Returns the seconds waited."""
         path = str(self.dir / "workspace.lock")
         holder_file = self.dir / "workspace.holder"
-        started = time.time()
+        waited = 0.0
         try:
             self._lock = portalocker.Lock(path, timeout=0, fail_when_locked=True)
             self._lock.acquire()
-        except portalocker.exceptions.LockException:
+        except portalocker.exceptions.AlreadyLocked:
+            started = time.time()
             try:
-                holder: dict[str, object] = json.loads(holder_file.read_text())
+                found = json.loads(holder_file.read_text())
             except (OSError, ValueError):
-                holder = {}
+                found = {}
+            holder: dict[str, object] = {k: found[k] for k in ("run_id", "pid", "since")
+                                         if isinstance(found, dict) and k in found}
             if on_wait is not None:
                 on_wait(holder)
             self._lock = portalocker.Lock(path, timeout=timeout, fail_when_locked=False)
             self._lock.acquire()
+            waited = time.time() - started
         holder_file.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(),
                                            "since": round(time.time(), 3)}))
-        return time.time() - started
+        return waited
 
     def release(self) -> None:
         if self._lock is not None:
+            (self.dir / "workspace.holder").unlink(missing_ok=True)  # no stale name for waiters
             self._lock.release()
             self._lock = None
 

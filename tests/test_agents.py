@@ -158,21 +158,24 @@ def test_an_llm_that_never_answers_ends_the_run_with_exit_3_saying_why(
                            "openai", "--base-url", url, "--model", "m", "--iterations", "1",
                            cwd=chunk_project.parent,
                            env={"OPENAI_API_KEY": KEY, "KERNELOPT_LLM_BACKOFF_S": "0.01"})
-        expected = ["ConnectError", f"is an OpenAI-compatible server running at {url}"]
+        expected = ["refused the connection", "ConnectError",
+                    f"is an OpenAI-compatible server running at {url}"]
     else:
         status = int(case)
         with ScriptedLLMServer({"planner": [{"status": status}]}) as server:
             result = run_agents(chunk_project, server)
             url = server.url
-        expected = [f"HTTP {status}", "check the API key in OPENAI_API_KEY" if status == 401
-                    else "check --model (gpt-4.1-mini)"]
+        expected = [f"HTTP {status}"] + (
+            ["rejected the API key", "check the API key in OPENAI_API_KEY"] if status == 401
+            else ["does not know the model", "check --model (gpt-4.1-mini)"])
     out = result.stderr + result.stdout
     assert result.returncode == 3, out[-3000:]
-    assert "the openai provider never answered" in out and "/chat/completions" in out, out
+    assert "the openai provider" in out and "/chat/completions" in out, out
+    assert "no LLM call of this run succeeded" in out, out
     for words in expected:
         assert words in out, out
     run_dir = last_run(chunk_project.parent / ".kernelopt")
-    assert "never answered" in (run_dir / "report.md").read_text()
+    assert "no LLM call of this run succeeded" in (run_dir / "report.md").read_text()
     assert KEY not in out
 
 
@@ -288,3 +291,17 @@ def test_agents_over_two_targets_each_get_a_fresh_planner(chunk_project: Path) -
     # each run accounts only its own calls: a fresh client and history per run
     assert [s["llm"]["calls"] for s in summaries] == [5, 5]
     assert "I/O operation on closed file" not in result.stderr
+
+
+@pytest.mark.slow
+def test_a_server_that_only_errs_ends_the_run_after_two_attempts(chunk_project: Path) -> None:
+    """500 on every call: each attempt is retried and fails (a candidate row), and once two
+    attempts failed without one successful call the run exits 3 saying so."""
+    with ScriptedLLMServer({"planner": [{"status": 500}] * 10}) as server:
+        result = run_agents(chunk_project, server, "--iterations", "4")
+    out = result.stderr + result.stdout
+    assert result.returncode == 3, out[-3000:]
+    assert "no LLM call of this run succeeded in 2 attempts" in out and "HTTP 500" in out
+    assert len(server.requests) == 10  # 2 attempts x 5 tries, then no more
+    run_dir = last_run(chunk_project.parent / ".kernelopt")
+    assert summary(run_dir)["llm"]["failed_attempts"] == 10

@@ -334,4 +334,21 @@ def test_a_misspelled_hook_is_reported_on_its_plugin(tmp_path) -> None:
     out = result.stdout + result.stderr
     assert "unknown hook 'kernelopt_register_backend'" in out, out
     assert "did you mean 'kernelopt_register_backends'" in out, out
-    assert "core-tuner" in out  # the others are listed and loaded
+    rows = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "core-tuner" in rows and " ok" in rows["core-tuner"], out  # the others load
+
+
+def test_specname_and_optional_hooks_are_not_called_unknown() -> None:
+    from kernelopt_core.plugins import PluginHost
+
+    class Aliased:
+        @hookimpl(specname="kernelopt_register_gates")
+        def gates_under_another_name(self):
+            return []
+
+        @hookimpl(optionalhook=True)
+        def kernelopt_some_future_hook(self):
+            return None
+
+    host = PluginHost(autoload=False, extra=[("aliased", Aliased())])
+    assert {i.name: i for i in host.plugin_infos()}["aliased"].error is None

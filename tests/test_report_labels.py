@@ -46,3 +46,21 @@ def test_a_matched_report_says_what_was_measured_and_names_no_winner() -> None:
 def test_a_fallback_report_does_not_call_its_last_candidate_a_winner() -> None:
     md = render_markdown(journal("fallback", False), summarize(journal("fallback", False)))
     assert "Winner candidate" not in md and "Last candidate through the final gates" in md
+
+
+def test_the_failing_line_is_the_tests_own_most_specific_words() -> None:
+    from kernelopt_core.gates.builtin import failing_line
+
+    pytest_log = ("============================= FAILURES =============================\n"
+                  "___ test_sum ___\n    assert got == want\nE   assert 3 == 4\n"
+                  "FAILED test_k.py::test_sum - assert 3 == 4\n=== 1 failed in 0.1s ===\n")
+    assert failing_line(pytest_log) == "FAILED test_k.py::test_sum - assert 3 == 4"
+    seeds = "seed 1: max error 3e-9 ok\nseed 2: mismatch at i=7: 1.5 vs 1.0\n"
+    assert failing_line(seeds) == "seed 2: mismatch at i=7: 1.5 vs 1.0"
+    traceback = ('Traceback (most recent call last):\n  File "t.py", line 3, in <module>\n'
+                 "    torch.testing.assert_close(out, ref)\n"
+                 "AssertionError: Tensor-likes are not close! Mismatched elements: 3 / 8\n")
+    assert failing_line(traceback).startswith("AssertionError: Tensor-likes are not close")
+    assert failing_line("transpose_test: FAIL seed=1 shape=1x1\n") == \
+        "transpose_test: FAIL seed=1 shape=1x1"
+    assert failing_line("") == "" and failing_line("just exited\n") == "just exited"

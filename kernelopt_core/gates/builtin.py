@@ -31,14 +31,24 @@ class BuildGate:
         return GateResult(self.name, True, f"built in {result.seconds:.1f} s")
 
 
-FAILURE_WORDS = re.compile(r"\b(FAIL\w*|MISMATCH|mismatch|Error|error|assert\w*|wrong)\b")
+# a test's own words for a failure, most specific first: an exception line, a mismatch, a
+# failed test id, a FAIL line; banners ("=== FAILURES ===") are never the answer
+RANKED_FAILURES = (re.compile(r"^\w+(Error|Exception)\b.*:"), re.compile(r"MISMATCH|mismatch"),
+                   re.compile(r"^FAILED \S+::"), re.compile(r"\bFAIL(ED)?\b"))
+WEAK_FAILURE = re.compile(r"error|fail|assert|wrong", re.I)
+BANNER = re.compile(r"^[=_-]{3,}.*[=_-]{3,}$")
 
 
 def failing_line(log: str) -> str:
-    """The test's own words for what failed: its first line that says so (FAIL, MISMATCH, an
-    error or assertion), else its last non-empty line."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    hit = next((line for line in lines if FAILURE_WORDS.search(line)), None)
+    """The line of the test's output that says what failed: the first of the most specific
+    kind present, else the last line that speaks of an error or failure, else the last line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()
+             and not BANNER.match(line.strip())]
+    for pattern in RANKED_FAILURES:
+        hit = next((line for line in lines if pattern.search(line)), None)
+        if hit:
+            return hit[:500]
+    hit = next((line for line in reversed(lines) if WEAK_FAILURE.search(line)), None)
     return (hit or (lines[-1] if lines else ""))[:500]
 
 

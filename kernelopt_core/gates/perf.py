@@ -279,7 +279,7 @@ class RooflineGate:
         readings = ctx.confirmed.baseline_readings if ctx.confirmed else []
         counted = next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
         when = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(device.measured_at))
-                if device.measured_at else "given by --peak-gbps")
+                if device.measured_at else "given by --peak-gbps or the descriptor's peak_gbps")
         spread = f", spread {device.spread_pct:.1f} %" if device.spread_pct is not None else ""
         return (f"bytes {nbytes} ({source}; declared {ctx.target.bytes_moved or 'none'}, "
                 f"bench-reported {counted or 'none'}), peak {device.peak_gbps:.1f} GB/s "

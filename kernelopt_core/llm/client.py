@@ -25,6 +25,10 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+class LLMUnreachable(PrerequisiteError):
+    """No LLM call of the run succeeded and none can: the run cannot use its planner (exit 3)."""
+
+
 @attrs.define
 class Usage:
     calls: int = 0
@@ -80,16 +84,19 @@ class ChatClient:
             body["reasoning_effort"] = self.reasoning_effort
         url = self.base_url.rstrip("/") + "/chat/completions"
         last = ""
+        refused = False  # every failure so far: nothing accepted the connection
         for attempt in range(self.retries + 1):
             start = time.perf_counter()
             wait = self.backoff_s * 2**attempt
             try:
                 response = self._client().post(url, json=body)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
+                refused = isinstance(exc, httpx.ConnectError) and (attempt == 0 or refused)
                 last = f"{type(exc).__name__}: {self._redact(str(exc))}"
                 self._log(role, attempt, None, time.perf_counter() - start, error=last)
             else:
                 seconds = time.perf_counter() - start
+                refused = False
                 if response.status_code == 200:
                     return self._accept(response, role, attempt, seconds)
                 last = f"HTTP {response.status_code}: {self._redact(response.text[:500])}"
@@ -102,28 +109,29 @@ class ChatClient:
                     wait = min(float(retry_after), 60.0)
             if attempt < self.retries:
                 time.sleep(wait)
-        self._never_answered(url, last, self.retries + 1, None)
+        if refused:
+            self._never_answered(url, last, self.retries + 1, None)
         raise PlannerError(f"{url} failed {self.retries + 1} times; last: {last}")
 
     def _never_answered(self, url: str, last: str, attempts: int, status: int | None) -> None:
-        """No call of this run has succeeded and this one failed for good: the LLM is not
-        reachable as configured, which no candidate can fix (exit 3, saying what to check)."""
-        if self.usage.calls:
+        """The first call of the run failed in a way no retry or candidate can fix: nothing
+        listens at the URL, the key was rejected, or the model or endpoint does not exist."""
+        if self.usage.calls or status not in (None, 401, 403, 404):
             return
         who = f"the {self.provider} provider" if self.provider else "the LLM provider"
         if status in (401, 403):
-            hint = (f"check the API key{f' in {self.key_env}' if self.key_env else ''}: the "
-                    "server refused it")
+            what = "rejected the API key"
+            hint = f"check the API key{f' in {self.key_env}' if self.key_env else ''}"
         elif status == 404:
+            what = "does not know the model or the endpoint"
             hint = f"check --model ({self.model}) and --base-url ({self.base_url})"
-        elif status is None:
-            hint = f"is an OpenAI-compatible server running at {self.base_url}? (--base-url)"
         else:
-            hint = "see the server's reply above; docs/providers.md lists the settings"
-        raise PrerequisiteError(
-            f"{who} never answered: {url} (model {self.model}): {last} "
-            f"({attempts} attempt{'s' if attempts != 1 else ''}; no LLM call of this run "
-            "succeeded)", hint=hint)
+            what = "refused the connection"
+            hint = f"is an OpenAI-compatible server running at {self.base_url}? (--base-url)"
+        raise LLMUnreachable(
+            f"{who} {what}: {url} (model {self.model}): {last} ({attempts} "
+            f"attempt{'s' if attempts != 1 else ''}; no LLM call of this run succeeded)",
+            hint=hint)
 
     def _accept(self, response: httpx.Response, role: str, attempt: int,
                 seconds: float) -> dict[str, Any]:

@@ -18,10 +18,10 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.errors import PlannerError
+from kernelopt_core.errors import BudgetExhausted, PlannerError
 from kernelopt_core.experience import Experience
 from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.llm.client import ChatClient, load_prices
+from kernelopt_core.llm.client import ChatClient, LLMUnreachable, load_prices
 from kernelopt_core.llm.tools import ToolBox, ToolError
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.planners.tuner import knob_proposal, screened_frontier
@@ -29,6 +29,7 @@ from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
 
+UNANSWERED_LIMIT = 2  # attempts failed without one successful LLM call: the run cannot go on
 UNDEFINED_SYMBOL = re.compile(
     r"identifier \"(\w+)\" is undefined|'(\w+)' was not declared|undeclared identifier '(\w+)'|"
     r"no member named '(\w+)'|undefined reference to `(\w+)")
@@ -54,6 +55,8 @@ class Agents:
         self.repairs: dict[str, dict[str, Any]] = {}  # parent id -> failed attempt to repair
         self.history: list[str] = []
         self.screened: set[str] = set()  # run ids whose tuner frontier was screened
+        self.bar_accepted = False  # the tuner's candidate passed the candidate gates
+        self.unanswered = 0  # planner attempts failed while no LLM call had succeeded
 
     # ------------------------------------------------------------------ provider
     def _provider(self, settings: Settings) -> tuple[str, str, str | None, str | None]:
@@ -206,6 +209,24 @@ class Agents:
         first = self._tuner_first(ctx)
         if first:
             return first
+        try:
+            return self._propose(ctx, parent, count)
+        except LLMUnreachable as exc:
+            if self.bar_accepted:  # the tuner's candidate still faces the final gates
+                raise BudgetExhausted(f"the LLM is unusable ({exc}); the search ends and the "
+                                      "tuner's candidate goes on") from exc
+            raise
+        except PlannerError as exc:
+            if self.client is not None and not self.client.usage.calls:
+                self.unanswered += 1
+                if self.unanswered >= UNANSWERED_LIMIT:  # no call of the run ever succeeded
+                    raise LLMUnreachable(
+                        f"no LLM call of this run succeeded in {self.unanswered} attempts; "
+                        f"last: {exc}", hint="check the server's log and docs/providers.md"
+                    ) from exc
+            raise
+
+    def _propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
         out = []
         for _ in range(count):
             repair = self.repairs.pop(parent.id, None)
@@ -247,6 +268,7 @@ class Agents:
         if meta is None:
             if proposal.planner == "tuner":  # the bar: the planner sees how the tuner did
                 if outcome.get("accepted"):
+                    self.bar_accepted = True
                     self.history.append(f"- {proposal.description} → accepted, screen "
                                         f"{outcome.get('speedup') or 1.0:.3f}× (to beat)")
                 else:

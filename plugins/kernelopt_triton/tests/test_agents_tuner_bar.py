@@ -57,3 +57,30 @@ def test_the_tuner_sets_the_bar_in_an_agents_run(tmp_path: Path) -> None:
     assert set(summary["by_planner"]) == {"tuner", "agents"}
     assert summary["by_planner"]["tuner"]["candidates"] == 1
     assert "best by planner" in (run_dir / "report.md").read_text()
+
+
+def test_an_unreachable_llm_does_not_throw_away_the_tuners_accepted_candidate(
+        tmp_path: Path) -> None:
+    import socket
+
+    shutil.copy(EXAMPLES / "vecadd.py", tmp_path / "vecadd.py")
+    with socket.socket() as sock:  # a port nothing listens on once the socket closes
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "KERNELOPT_SMALL": "1",
+           "KERNELOPT_LLM_BACKOFF_S": "0.01"}
+    env.pop("KERNELOPT_HOME", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "kernelopt_core.cli", "run", "vecadd.py", "--planner", "agents",
+         "--provider", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+         "--iterations", "3", "--final-rounds", "2", "--seeds", "1", "--screen-runs", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    [run_dir] = sorted((tmp_path / ".kernelopt" / "runs").iterdir())
+    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    first = next(e for e in events if e["event"] == "candidate_result")
+    if not first["accepted"]:
+        return  # the interpreter's screen did not favour it: nothing to protect here
+    end = next(e for e in events if e["event"] == "search_end")
+    assert "the LLM is unusable" in end["reason"] and "refused the connection" in end["reason"]
+    assert any(e["event"] == "verdict" for e in events)  # the final phase ran
+    assert result.returncode in (0, 1), result.stderr[-3000:]
