@@ -15,8 +15,8 @@ from kernelopt_core import settings as settings_mod
 from kernelopt_core.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_PREREQUISITE,
     KerneloptError,
-    PrerequisiteError,
     UsageError,
 )
 from kernelopt_core.plugins import PluginHost
@@ -166,19 +166,8 @@ def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any],
     defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
     flags = {k: v for k, v in flags.items() if ctx.get_parameter_source(k) not in defaults}
     flags.update(forced or {})
-    settings = settings_mod.load(discovery.project_toml(path), flags)
-    focus = None
-    try:
-        backend = discovery.choose_backend(host, path, settings.backend)
-    except discovery.NotRecognised:
-        # a file or subdirectory of a project whose kernelopt.toml is further up: that project,
-        # narrowed to the targets that edit what was given
-        project = discovery.enclosing_project(path)
-        if project is None:
-            raise
-        focus, path = path, project
-        settings = settings_mod.load(discovery.project_toml(path), flags)
-        backend = discovery.choose_backend(host, path, settings.backend)
+    backend, path, focus, settings = discovery.locate(
+        host, path, lambda toml: settings_mod.load(toml, flags))
     targets = discovery.choose_targets(backend.discover(path, settings), settings.target, path)
     if focus is not None:
         targets = discovery.focus_targets(targets, focus, path)
@@ -222,7 +211,7 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
         codes.append(outcome.exit_code)
         rows.append([target.name, outcome.summary["status"], outcome.summary["report_line"],
                      outcome.run_id])
-        if outcome.exit_code in (EXIT_INTERRUPTED, PrerequisiteError.exit_code):
+        if outcome.exit_code in (EXIT_INTERRUPTED, EXIT_PREREQUISITE):
             break  # interrupted, or a missing prerequisite the next target would hit too
     if len(targets) > 1:
         ui.table(rows, ["target", "status", "report line", "run"])
@@ -314,15 +303,7 @@ def _state_root(state_root: Path | None) -> Path:
 def history_cmd(state_root: Path | None, show_all: bool) -> None:
     """List runs with their verdicts, speedups and tagged candidates."""
     root = _state_root(state_root)
-    rows = []
-    hidden = 0
-    for run_dir in history.runs(root):
-        if not show_all and history.refused(run_dir):
-            hidden += 1
-            continue
-        s = history.summary(run_dir)
-        rows.append([run_dir.name, s["target"]["name"], s["status"], history.speed(s),
-                     ", ".join(history.tags(run_dir)) or "-"])
+    rows, hidden = history.table_rows(root, show_all)
     if hidden:
         ui.note(f"{hidden} run(s) refused before any work not shown (--all shows them)")
     if not rows:
@@ -365,14 +346,7 @@ def setup(ctx: click.Context, smoke: bool, measure_peak: str | None,
     from kernelopt_core import setup_check
 
     if measure_peak:
-        from kernelopt_core.measure.device import device_info
-
-        info = device_info(_state_root(state_root), measure_peak, remeasure=True)
-        if info.peak_gbps is None:
-            raise PrerequisiteError(f"could not measure the {measure_peak} peak: {info.method}")
-        spread = f" (spread {info.spread_pct:.1f} %)" if info.spread_pct is not None else ""
-        ui.echo(f"{info.name}: peak {info.peak_gbps:.1f} GB/s{spread}, {info.method}; kept in "
-                f"{info.cache_path}")
+        ui.echo(setup_check.measure_peak(_state_root(state_root), measure_peak))
         return
 
     rows = setup_check.prerequisites(host_of(ctx))

@@ -3,12 +3,13 @@ then the highest detect() confidence; a tie is an error listing the candidates."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.plugins import PluginHost
-from kernelopt_core.settings import read_toml
+from kernelopt_core.settings import Settings, read_toml
 from kernelopt_core.target import Target
 
 # backend -> (distribution, its directory in the kernelopt source tree; None: not written yet)
@@ -71,6 +72,22 @@ def focus_targets(targets: list[Target], focus: Path, project: Path) -> list[Tar
                          "no target there edits it",
                          hint=f"run the project ({project}) or a target's file ({listing})")
     return chosen
+
+
+def locate(host: PluginHost, path: Path, load: Callable[[Path | None], Settings]
+           ) -> tuple[Backend, Path, Path | None, Settings]:
+    """(backend, project path, focus, settings) for PATH. A file or subdirectory that no
+    backend recognises, inside a project whose kernelopt.toml is further up: that project,
+    with PATH as the focus its targets are narrowed to (focus_targets)."""
+    settings = load(project_toml(path))
+    try:
+        return choose_backend(host, path, settings.backend), path, None, settings
+    except NotRecognised:
+        project = enclosing_project(path)
+        if project is None:
+            raise
+        settings = load(project_toml(project))
+        return choose_backend(host, project, settings.backend), project, path, settings
 
 
 def declared_backend(toml: Path | None) -> str | None:

@@ -61,6 +61,20 @@ def speed(s: dict[str, Any]) -> str:
     return "-"
 
 
+def table_rows(state_root: Path, show_all: bool) -> tuple[list[list[str]], int]:
+    """`kernelopt history`'s rows (run, target, status, speed, tags) and how many refused runs
+    were left out."""
+    rows, hidden = [], 0
+    for run_dir in runs(state_root):
+        if not show_all and refused(run_dir):
+            hidden += 1
+            continue
+        s = summary(run_dir)
+        rows.append([run_dir.name, s["target"]["name"], s["status"], speed(s),
+                     ", ".join(tags(run_dir)) or "-"])
+    return rows, hidden
+
+
 def workspace_repo(run_dir: Path) -> Repo | None:
     events = journal_mod.read(run_dir / "journal.jsonl")
     ws = next((e for e in events if e["event"] == "workspace"), None)

@@ -12,6 +12,7 @@ from pathlib import Path
 import attrs
 
 from kernelopt_core import process
+from kernelopt_core.errors import PrerequisiteError
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.target import Command
 
@@ -116,3 +117,16 @@ def smoke() -> list[Check]:
         except Exception as exc:
             results.append(Check("workspace + lock", False, f"{type(exc).__name__}: {exc}"))
     return results
+
+
+def measure_peak(state_root: Path, kind: str) -> str:
+    """`kernelopt setup --measure-peak KIND`: the device's peak bandwidth measured again now
+    (the roofline gate's bound), as a line to print."""
+    from kernelopt_core.measure.device import device_info
+
+    info = device_info(state_root, kind, remeasure=True)
+    if info.peak_gbps is None:
+        raise PrerequisiteError(f"could not measure the {kind} peak: {info.method}")
+    spread = f" (spread {info.spread_pct:.1f} %)" if info.spread_pct is not None else ""
+    return (f"{info.name}: peak {info.peak_gbps:.1f} GB/s{spread}, {info.method}; kept in "
+            f"{info.cache_path}")
