@@ -365,6 +365,9 @@ def main() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, terminate)
+    # SIGINT interrupts cleanly even when the shell that started us ignored it (a background
+    # job of a non-interactive shell inherits SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:

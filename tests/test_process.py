@@ -42,8 +42,9 @@ def test_missing_program_is_reported_not_raised(tmp_path: Path) -> None:
 
 
 DRIVER = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if our parent ignored it
 from kernelopt_core import process
 from kernelopt_core.target import Command
 marker = sys.argv[1]
