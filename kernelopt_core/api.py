@@ -47,7 +47,7 @@ from kernelopt_core.hookspecs import (
     Profiler,
     hookimpl,
 )
-from kernelopt_core.knobs import define_pattern, powers_around
+from kernelopt_core.knobs import current_values, define_pattern, powers_around
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import ANSI, BenchReading
 from kernelopt_core.planners.base import PlanContext, Proposal, Screened
@@ -73,7 +73,7 @@ __all__ = [
     # the backend kit
     "run_process", "run_on_gpu", "gpu_lock", "ProcessResult", "OUTPUT_CAP", "cmake_commands",
     "needs_configure",
-    "define_pattern", "powers_around", "read_toml", "toml_line", "read_dotenv", "ANSI",
+    "define_pattern", "powers_around", "current_values", "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command",
 ]
 

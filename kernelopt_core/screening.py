@@ -4,6 +4,7 @@ batches. The loop builds one per run when the backend has a worker."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,11 +20,10 @@ def screener(runner: Runner, tree: Tree, knobs: tuple[Knob, ...], log_dir: Path)
     candidate's processes: the planner proposes candidates instead)."""
     if not knobs or not runner.served(tree):
         return None
-    batches = [0]
+    batches = itertools.count(1)
 
     def screen(configs: list[dict[str, str]]) -> list[Screened]:
-        batches[0] += 1
-        log = log_dir / f"screen-{batches[0]}.log"
+        log = log_dir / f"screen-{next(batches)}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         results = runner.sweep(tree, configs, log, knobs) or []
         out = []

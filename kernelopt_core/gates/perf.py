@@ -255,8 +255,7 @@ class RooflineGate:
 
     def _bytes(self, ctx: GateContext) -> tuple[int | None, str, str]:
         """(bytes, their source, a note when the declaration and the bench disagree)."""
-        readings = ctx.confirmed.baseline_readings if ctx.confirmed else []
-        counted = next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
+        counted = self._counted(ctx)
         declared = ctx.target.bytes_moved
         if declared and counted and abs(int(counted) - declared) > 0.01 * declared:
             # one of the two is wrong and nothing here says which: bound with the smaller, so
@@ -274,10 +273,15 @@ class RooflineGate:
         return None, "", ""
 
     @staticmethod
+    def _counted(ctx: GateContext) -> Any:
+        """The bytes the bench itself reported, if any."""
+        readings = ctx.confirmed.baseline_readings if ctx.confirmed else []
+        return next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
+
+    @staticmethod
     def _evidence(ctx: GateContext, device: Any, nbytes: int, source: str) -> str:
         """What the accusation compared, and how to check each number."""
-        readings = ctx.confirmed.baseline_readings if ctx.confirmed else []
-        counted = next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
+        counted = RooflineGate._counted(ctx)
         when = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(device.measured_at))
                 if device.measured_at else "given by --peak-gbps or the descriptor's peak_gbps")
         spread = f", spread {device.spread_pct:.1f} %" if device.spread_pct is not None else ""

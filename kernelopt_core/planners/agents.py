@@ -54,7 +54,7 @@ class Agents:
         self.pending: dict[int, dict[str, Any]] = {}  # id(proposal) -> plan, parent, attempts
         self.repairs: dict[str, dict[str, Any]] = {}  # parent id -> failed attempt to repair
         self.history: list[str] = []
-        self.screened: set[str] = set()  # run ids whose tuner frontier was screened
+        self.screened = False  # the tuner's frontier was screened (one agents per run)
         self.bar_accepted = False  # the tuner's candidate passed the candidate gates
         self.unanswered = 0  # planner attempts failed while no LLM call had succeeded
 
@@ -193,9 +193,9 @@ class Agents:
         """Once per run, where the target can screen its knobs: the built-in tuner's best
         screened configuration goes through the gates first, so the run holds the bar an LLM
         edit must beat (and the LLM can build on it); its frontier is in get_profile."""
-        if ctx.run_id in self.screened:
+        if self.screened:
             return []
-        self.screened.add(ctx.run_id)
+        self.screened = True
         for config in screened_frontier(ctx, dict(ctx.baseline_knobs)) or []:
             key = tuple(sorted(config.items()))
             proposal = knob_proposal(ctx, config, "tuner")

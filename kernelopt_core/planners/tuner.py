@@ -57,14 +57,13 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     failed = sum(1 for cost in search.costs.values() if cost == float("inf"))
     best = [{"knobs": c, "ratio": round(r, 4)} for c, r in ranked[:10]]
     gpu_seconds = round(ctx.gpu_seconds() - spent_before, 3)
-    if not ranked:  # nothing screened worked (or nothing was screened): propose instead
-        ctx.journal.write("screening", ok=False, grid=search.grid,
-                          evaluations=len(search.costs), failed=failed, batches=batches,
-                          gpu_seconds=gpu_seconds,
-                          error="no configuration was screened successfully")
+    # nothing screened worked (or nothing was screened): the caller proposes instead
+    outcome = {"best": best} if ranked else {"error": "no configuration was screened successfully"}
+    ctx.journal.write("screening", ok=bool(ranked), grid=search.grid,
+                      evaluations=len(search.costs), failed=failed, batches=batches,
+                      gpu_seconds=gpu_seconds, **outcome)
+    if not ranked:
         return None
-    ctx.journal.write("screening", ok=True, grid=search.grid, evaluations=len(search.costs),
-                      failed=failed, batches=batches, gpu_seconds=gpu_seconds, best=best)
     ctx.profile["tuner_frontier"] = {
         "what": "the built-in tuner's screen of the knob grid: time / the baseline's time "
                 "(lower is faster), checked on one seed, not yet through the gates",
@@ -87,10 +86,11 @@ def knob_proposal(ctx: PlanContext, assignment: dict[str, str], planner: str) ->
 class Tuner:
     name = "tuner"
 
-    def __init__(self) -> None:
-        # run id -> the screened configurations still to propose, best first (None: no
-        # screening in that run, the neighbour search proposes)
-        self.queues: dict[str, list[dict[str, str]] | None] = {}
+    def __init__(self) -> None:  # one tuner per run (the core makes it from the class)
+        self.screened = False
+        # the screened configurations to propose, best first; None: no screening, the
+        # neighbour search proposes
+        self.queue: list[dict[str, str]] | None = None
 
     def unavailable_reason(self, settings: Settings, target: Target) -> str | None:
         return None  # knobs are checked once the baseline is read (declared or detected)
@@ -114,10 +114,10 @@ class Tuner:
 
     def propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
         assignment = {**ctx.baseline_knobs, **parent.knobs}
-        if ctx.run_id not in self.queues:
-            self.queues[ctx.run_id] = screened_frontier(ctx, assignment)
-        queue = self.queues[ctx.run_id]
-        candidates = queue if queue is not None else self._neighbours(ctx, assignment)
+        if not self.screened:
+            self.screened = True
+            self.queue = screened_frontier(ctx, assignment)
+        candidates = self.queue if self.queue is not None else self._neighbours(ctx, assignment)
         proposals: list[Proposal] = []
         for candidate in list(candidates):
             key = tuple(sorted(candidate.items()))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from kernelopt_core.api import (
     Target,
     Tree,
     UsageError,
+    current_values,
     gpu_lock,
     run_process,
 )
@@ -140,9 +140,7 @@ class InductorBackend(TritonBackend):
         source = file.parent.parent / kernel.get("file", "")
         if source.is_file():  # Inductor's own limits on the launch knobs (inductor_rules.py)
             ks = parse_kernel_source(source.read_text(encoding="utf-8"), kernel["name"])
-            text = file.read_text(encoding="utf-8")
-            baseline = {k.name: m.group(1) for k in target.knobs
-                        if (m := re.search(k.pattern, text, re.M)) is not None}
+            baseline = current_values(target.knobs, {file.name: file.read_bytes()})
             target = attrs.evolve(target, knobs=inductor_rules.constrain(
                 target.knobs, ks.heuristic, ks.size_hints, baseline))
         return attrs.evolve(target, context=context, has_engine=True,
