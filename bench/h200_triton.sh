@@ -5,7 +5,7 @@
 # Run from the repository root on the GPU machine with wheels in .whl/ (../shared/tools/h200-wheels):
 #   bash bench/h200_triton.sh [MODEL ...]      (default: examples/pointwise_fused.py examples/mlp.py)
 # Results go to $OUT (default bench/results/triton). Sized for a 10-minute device call: TOP kernels
-# per model (default 1), ITER tuner iterations (default 6), RUN_ARGS more `kernelopt run` flags, SKIP_TIMES=1 skips Inductor's own timings. Progress lines start with "==".
+# per model (default 1), ITER tuner iterations (default 6), RUN_ARGS more `kernelopt run` flags, SKIP_TIMES=1 skips Inductor's own timings, TIMES_FROM=DIR takes an earlier call's. Progress lines start with "==".
 set -uo pipefail
 OUT=${OUT:-bench/results/triton}
 TOP=${TOP:-1} ITER=${ITER:-6}
@@ -29,7 +29,9 @@ for model in "${models[@]}"; do
     device_events.json output_code kernels 2>/dev/null
   python3 -m kernelopt_triton.inductor generate "$cap" --top "$TOP" | tee -a "$OUT/$m-capture.log"
 
-  if [ "${SKIP_TIMES:-0}" != 1 ]; then
+  if [ -n "${TIMES_FROM:-}" ]; then  # an earlier call's Inductor times (same session)
+    cp "$TIMES_FROM/$m-default.json" "$TIMES_FROM/$m-maxautotune.json" "$TIMES_FROM/$m-times.log" "$OUT/"
+  elif [ "${SKIP_TIMES:-0}" != 1 ]; then
     say "$m: Inductor per-kernel times, default and max-autotune + coordinate descent"
     python3 bench/inductor_kernel_times.py "$model" --mode default --out "$OUT/$m-default.json" \
       > "$OUT/$m-times.log" 2>&1
@@ -68,11 +70,17 @@ import json, sys
 from pathlib import Path
 from kernelopt_core.gates.engine import amdahl
 m, k, out, rec = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(Path(sys.argv[4]).read_text())
-def load(p):
+def load(p):  # a JSON file, or a log whose last line is one
     try:
-        return json.loads(Path(p).read_text().strip().splitlines()[-1])
-    except Exception:
+        text = Path(p).read_text().strip()
+    except OSError:
         return {}
+    for chunk in (text, text.splitlines()[-1] if text else ""):
+        try:
+            return json.loads(chunk)
+        except ValueError:
+            pass
+    return {}
 share = next((x["share"] for x in rec["kernels"] if x["name"] == k), 0.0)
 s = load(out / f"{m}-{k}-summary.json")
 base, cand = load(out / f"{m}-{k}-engine-base.json"), load(out / f"{m}-{k}-engine-cand.json")

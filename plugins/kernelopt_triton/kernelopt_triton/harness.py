@@ -31,10 +31,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelopt_triton.convention import REQUIRED_FUNCTIONS, REQUIRED_NAMES
 from kernelopt_triton.timing import Timer
+
+if TYPE_CHECKING:
+    from kernelopt_triton.precompile import Precompiler
 
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
 # copy we never read.
@@ -45,6 +48,10 @@ _perf_counter = time.perf_counter
 _dumps, _write, _exit = json.dumps, os.write, os._exit
 _median, _isfinite = statistics.median, math.isfinite
 EXIT_WRONG, EXIT_CONVENTION, EXIT_PREREQUISITE = 1, 2, 3
+# a screened configuration that took longer (compile, check and timing) makes the sweep compile
+# the rest in a process pool: measured on the H200, a plain kernel's configuration takes about
+# 0.2 s (a pool's start, ~5 s, would not pay), a fused Inductor reduction's about 4 s
+SLOW_COMPILE_S = 1.5
 # Torch functions and tensor methods a launch may call besides its Triton kernels without
 # computing anything itself (shapes, pointers, allocation, views, zeroed buffers).
 ALLOWED_CALLS = {
@@ -284,6 +291,10 @@ class Session:
             self.args = make_args(torch, spec, bench_seeds[0], device)
             self.values = [self._clones(self.args),
                            self._clones(make_args(torch, spec, bench_seeds[1], device))]
+        self.bench_seeds = bench_seeds or (0, 1)
+        # a sweep's compile pool: made once a configuration took long (its compile, mostly)
+        self.slow_compiles = False
+        self.precompiler: Precompiler | None = None
         self.base_calls: set[str] | None = None
         if self.oracle.read_bytes() != path.read_bytes():
             base_args = self._clones(originals[0] if seeds else self.values[0])
@@ -399,8 +410,9 @@ class Session:
     def sweep(self, configs: list[dict[str, Any]], iters: int | None = None,
               deadline_s: float | None = None) -> dict[str, Any]:
         """Bulk screening: each configuration's source (``{"files": {name: text}}``, the knobs
-        already applied by the core) loaded as its own module (compiled on first launch),
-        checked on the first seed and timed here. A configuration that fails to compile or
+        already applied by the core) loaded as its own module, checked on the first seed and
+        timed here, one at a time; once one took longer than SLOW_COMPILE_S, the rest are
+        compiled at once in a process pool first (precompile.py). A configuration that fails to compile or
         check, or takes longer than ``deadline_s`` (a huge tile can compile for minutes),
         costs that, not a candidate."""
         source = self.path.read_text(encoding="utf-8")
@@ -408,15 +420,27 @@ class Session:
         results: list[dict[str, Any]] = []
         scratch = Path(tempfile.mkdtemp(prefix="kernelopt-sweep-"))
         try:
-            for n, config in enumerate(configs):
-                text = config.get("files", {}).get(self.path.name, source)
-                result: dict[str, Any] | None = None
+            variants = [(scratch / f"{self.path.stem}_v{n}.py", f"sweep{n}")
+                        for n in range(len(configs))]
+            for (variant, _role), config in zip(variants, configs, strict=True):
+                variant.write_text(config.get("files", {}).get(self.path.name, source),
+                                   encoding="utf-8")
+            stuck: list[str | None] = [None] * len(variants)
+            pooled = False
+            for n, (variant, role) in enumerate(variants):
+                if self.slow_compiles and not pooled and len(variants) - n >= 2:
+                    stuck[n:] = self._precompile(variants[n:], deadline_s)
+                    pooled = True
+                error = stuck[n]
+                result: dict[str, Any] | None = {"ok": False, "error": error} if error else None
+                started = _perf_counter()
                 try:
-                    with _deadline(deadline_s):
-                        result = self._sweep_one(scratch / f"{self.path.stem}_v{n}.py", text,
-                                                 f"sweep{n}", iters)
+                    with _deadline(None if result else deadline_s):
+                        result = result or self._sweep_one(variant, role, iters)
                 except _DeadlinePassed as exc:  # fired just as the configuration finished
                     result = result or {"ok": False, "error": str(exc)}
+                if not pooled and _perf_counter() - started > SLOW_COMPILE_S:
+                    self.slow_compiles = not self.interpreted
                 results.append(result)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -424,10 +448,18 @@ class Session:
                 sys.path.remove(str(scratch))
         return {"reference_ms": reference, "results": results}
 
-    def _sweep_one(self, variant: Path, text: str, role: str,
-                   iters: int | None) -> dict[str, Any]:
+    def _precompile(self, variants: list[tuple[Path, str]],
+                    deadline_s: float | None) -> list[str | None]:
+        """The configurations compiled at once in a process pool (precompile.py); per
+        configuration, why it must not be tried here (None: try it)."""
+        if self.precompiler is None:
+            from kernelopt_triton.precompile import Precompiler
+
+            self.precompiler = Precompiler(self.oracle, self.bench_seeds[0])
+        return self.precompiler.run(variants, deadline_s)
+
+    def _sweep_one(self, variant: Path, role: str, iters: int | None) -> dict[str, Any]:
         try:
-            variant.write_text(text, encoding="utf-8")
             module = load(variant, role)
             try:
                 self.check(module, self.cases[:1])
@@ -576,6 +608,8 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
         try:
             if op == "load":
                 bench_seeds = tuple(int(s) for s in request.get("bench_seeds", (0, 1)))[:2]
+                if session is not None and session.precompiler is not None:
+                    session.precompiler.close()
                 session = Session(path, oracle, tuple(int(s) for s in request.get("seeds", ())),
                                   bench_seeds if len(bench_seeds) == 2 else (0, 1))
                 channel.reply(request, ok=True, device=session.device,
@@ -604,6 +638,8 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
             break
         except BaseException:
             channel.reply(request, ok=False, exit=4, error=traceback.format_exc()[-4000:])
+    if session is not None and session.precompiler is not None:
+        session.precompiler.close()
     Channel.leave(0)
     return 0
 

@@ -1,0 +1,124 @@
+"""A sweep's configurations compiled in parallel before the worker times them one by one.
+
+Triton compiles a kernel on its first launch, in the launching process, and a fused Inductor
+reduction takes seconds to compile: measured on the H200 (2026-12-01), screening
+examples/pointwise_fused.py's kernel cost 4.0 GPU-s per configuration, most of it compiling,
+so a serial sweep spent its budget on the compiler. A pool of processes launches each
+configuration once on the same arguments; Triton's on-disk cache (same TRITON_CACHE_DIR, same
+source file and module name, same specialization) then hands the worker the compiled kernel.
+
+What a pool process reports is advisory, with one exception: a configuration still compiling
+at the deadline is failed without the worker trying it (it would hang the worker the same
+way). A compile error or a failed launch in the pool is left for the worker to meet and
+report itself, so a pool process's broken CUDA context never fails a good configuration.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import sys
+import time
+from multiprocessing.pool import Pool
+from pathlib import Path
+from typing import Any
+
+# in a pool process: the bench arguments, made once (None: the start failed, compile nothing)
+_ARGS: list[Any] | None = None
+
+
+def _start(oracle: str, seed: int) -> None:
+    """A pool process's start: torch, the device and the original's bench arguments. It never
+    raises: a pool whose initializer fails restarts its processes forever."""
+    global _ARGS
+    try:
+        from kernelopt_triton.harness import contract, load, make_args, setup_device
+
+        torch, device, _interpreted = setup_device()
+        spec = contract(load(Path(oracle), "oracle"), Path(oracle))
+        _ARGS = make_args(torch, spec, seed, device)
+    except BaseException:
+        _ARGS = None
+
+
+def _compile(path: str, role: str) -> str | None:
+    """Import one configuration's file under the worker's module name and launch it once;
+    what went wrong, for the log (the worker meets it again)."""
+    from kernelopt_triton.harness import load
+
+    if _ARGS is None:
+        return "the pool process could not make the arguments"
+    try:
+        module = load(Path(path), role)
+        try:
+            module.launch(*_ARGS)
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        finally:
+            sys.modules.pop(module.__name__, None)
+        return None
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:500]
+
+
+# a new pool's processes import torch and make the arguments first: not the configurations' time
+START_ALLOWANCE_S = 60.0
+
+
+def pool_size(configs: int) -> int:
+    """Up to 8 processes, leaving the worker and the core a core each."""
+    return max(1, min(configs, 8, (os.cpu_count() or 2) - 2))
+
+
+class Precompiler:
+    """The pool of one bench worker's sessions: started on the first sweep, kept until close."""
+
+    def __init__(self, oracle: Path, seed: int, processes: int | None = None) -> None:
+        self.oracle, self.seed, self.processes = oracle, seed, processes
+        self._pool: Pool | None = None
+        self._size = 0
+
+    def run(self, variants: list[tuple[Path, str]], deadline_s: float | None) -> list[str | None]:
+        """Per variant (file, module role): None when it compiled (or failed in a way the worker
+        will meet itself), else why the worker must not try it."""
+        if not variants:
+            return []
+        fresh = self._pool is None
+        pool = self._ensure(self.processes or pool_size(len(variants)))
+        pending = [pool.apply_async(_compile, (str(path), role)) for path, role in variants]
+        rounds = math.ceil(len(variants) / self._size)
+        end = None if not deadline_s else (
+            time.monotonic() + deadline_s * rounds + (START_ALLOWANCE_S if fresh else 0.0))
+        verdicts: list[str | None] = []
+        expired = False
+        for result in pending:
+            try:
+                result.get(None if end is None else max(0.05, end - time.monotonic()))
+                verdicts.append(None)
+            except multiprocessing.TimeoutError:
+                expired = True
+                verdicts.append(f"compiling took more than {deadline_s:g} s (in the compile pool)")
+            except Exception:  # the pool process died (a crash in the compiler): advisory
+                verdicts.append(None)
+        if expired:  # the stuck compiles hold pool processes: start afresh next time
+            self.close()
+        return verdicts
+
+    def _ensure(self, size: int) -> Pool:
+        if self._pool is None or size > self._size:
+            self.close()
+            context = multiprocessing.get_context("spawn")
+            self._pool = context.Pool(size, initializer=_start,
+                                      initargs=(str(self.oracle), self.seed))
+            self._size = size
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+            self._size = 0

@@ -1,0 +1,53 @@
+"""The sweep's compile pool for real: spawned processes that import each configuration's file
+and launch it once (here under Triton's interpreter, where there is nothing to compile, so what
+is tested is the pool: its start, its deadline and what it reports)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from kernelopt_triton.precompile import Precompiler, pool_size
+from kernelopt_triton_testpaths import EXAMPLES
+
+pytestmark = pytest.mark.usefixtures("small")
+
+
+def test_pool_launches_each_configuration_and_fails_only_the_stuck_one(tmp_path: Path) -> None:
+    original = tmp_path / "vecadd.py"
+    shutil.copy(EXAMPLES / "vecadd.py", original)
+    text = original.read_text()
+    variants = []
+    for n, tail in enumerate((
+        "",  # compiles and runs
+        "\ndef launch(*args):\n    raise RuntimeError('no launch')\n",  # the worker meets it
+        "\nimport time as _t\n_t.sleep(120)\n",  # stuck past the deadline
+    )):
+        path = tmp_path / f"vecadd_v{n}.py"
+        path.write_text(text + tail)
+        variants.append((path, f"sweep{n}"))
+    pool = Precompiler(original, seed=0, processes=3)
+    try:
+        # a fresh pool: its start (torch imported in each process) is not held to the deadline
+        first = pool.run(variants[:2] + variants[:1], deadline_s=None)
+        verdicts = pool.run([variants[2], variants[0]], deadline_s=10.0)
+        stopped = pool._pool is None  # the stuck process was killed with its pool
+        again = pool.run([variants[0]], deadline_s=None)  # and a new one starts
+    finally:
+        pool.close()
+    # a launch that raises is left for the worker to meet and report (advisory)
+    assert first == [None, None, None]
+    assert verdicts[0] is not None and "more than 10 s" in verdicts[0]
+    assert verdicts[1] is None
+    # no word of the worker's deadline: a stuck pool compile does not retire the worker
+    from kernelopt_core.sweep_protocol import POISONING
+
+    assert not POISONING.search(verdicts[0])
+    assert stopped and again == [None]
+
+
+def test_pool_size_leaves_cores_and_never_exceeds_eight() -> None:
+    assert 1 <= pool_size(3) <= 3
+    assert pool_size(100) <= 8
+    assert pool_size(1) == 1
