@@ -59,14 +59,16 @@ for model in "${models[@]}"; do
     say "$m/$k: the original and the tuned kernel file timed as Inductor's are (do_bench median)"
     python3 bench/triton_vs_do_bench.py "$src" "$tuned/$k.py" > "$OUT/$m-$k-dobench.jsonl" 2>> "$OUT/$m-$k-run.log"
 
-    say "$m/$k: engine gate (baseline, then tuned against it)"
-    KERNELOPT_ENGINE_OUT=/tmp/base-$k.pt python3 -m kernelopt_triton.engine "$model" --kernel "$k" \
-      --source "$src" > "$OUT/$m-$k-engine-base.json" 2> "$OUT/$m-$k-engine.log"
-    KERNELOPT_ENGINE_OUT=/tmp/cand-$k.pt KERNELOPT_ENGINE_REFERENCE=/tmp/base-$k.pt \
-      python3 -m kernelopt_triton.engine "$model" --kernel "$k" --source "$tuned/$k.py" \
-      > "$OUT/$m-$k-engine-cand.json" 2>> "$OUT/$m-$k-engine.log"
+    say "$m/$k: engine gate, baseline and tuned in ABBA order (each a fresh compile)"
+    : > "$OUT/$m-$k-engine-base.json"; : > "$OUT/$m-$k-engine-cand.json"
+    for side in base cand cand base; do
+      if [ $side = base ]; then file=$src; ref=; else file=$tuned/$k.py; ref=/tmp/base-$k.pt; fi
+      KERNELOPT_ENGINE_OUT=/tmp/$side-$k.pt ${ref:+KERNELOPT_ENGINE_REFERENCE=$ref} \
+        python3 -m kernelopt_triton.engine "$model" --kernel "$k" --source "$file" \
+        >> "$OUT/$m-$k-engine-$side.json" 2>> "$OUT/$m-$k-engine.log"
+    done
     python3 - "$m" "$k" "$OUT" "$cap/kernels.json" >> "$summary" <<'EOF'
-import json, sys
+import json, statistics, sys
 from pathlib import Path
 from kernelopt_core.gates.engine import amdahl
 m, k, out, rec = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(Path(sys.argv[4]).read_text())
@@ -83,7 +85,15 @@ def load(p):  # a JSON file, or a log whose last line is one
     return {}
 share = next((x["share"] for x in rec["kernels"] if x["name"] == k), 0.0)
 s = load(out / f"{m}-{k}-summary.json")
-base, cand = load(out / f"{m}-{k}-engine-base.json"), load(out / f"{m}-{k}-engine-cand.json")
+def engine_runs(side):  # the ABBA runs of one side, and the median of their times
+    path = out / f"{m}-{k}-engine-{side}.json"
+    runs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    times = sorted(r["time_ms"] for r in runs if r.get("time_ms"))
+    matches = [r.get("match") for r in runs]
+    return {"time_ms": statistics.median(times) if times else None,
+            "times_ms": times, "match": all(matches) if matches and side == "cand" else None,
+            "detail": runs[-1].get("detail") if runs else None, "spread_pct": [r.get("spread_pct") for r in runs]}
+base, cand = engine_runs("base"), engine_runs("cand")
 d = load(out / f"{m}-default.json").get("ms", {}).get(k)
 a = load(out / f"{m}-maxautotune.json").get("ms", {}).get(k)
 ks = s.get("speedup") or 1.0
@@ -101,6 +111,8 @@ record = {"model": m, "name": k, "share": share,
           "verdict": s.get("status"), "speedup": ks, "report_line": s.get("report_line"),
           "gpu_seconds": s.get("gpu_seconds"), "screening": {x: screen.get(x) for x in ("grid", "evaluations", "failed", "gpu_seconds")},
           "model_ms_before": base.get("time_ms"), "model_ms_after": cand.get("time_ms"),
+          "model_runs_ms": {"before": base["times_ms"], "after": cand["times_ms"]},
+          "model_window_spread_pct": {"before": base["spread_pct"], "after": cand["spread_pct"]},
           "model_speedup": model_x, "amdahl": predicted, "match": cand.get("match")}
 with open(out / "summary.jsonl", "a") as fh:
     fh.write(json.dumps(record) + "\n")

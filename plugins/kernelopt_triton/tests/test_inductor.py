@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -243,6 +244,22 @@ def test_engine_compare_is_float64_with_tolerance():
     ok, _ = engine.compare([torch.tensor([1.0, 2.5], dtype=torch.float16)], ref, 2e-2, 2e-2)
     assert not ok
     assert not engine.compare([torch.tensor([float("nan"), 2.0])], [torch.tensor([1.0, 2.0])], 1, 1)[0]
+
+
+def test_engine_times_windows_of_back_to_back_calls_after_a_warm_up():
+    calls = []
+
+    def call():
+        calls.append(1)
+        time.sleep(0.002)
+
+    timing = engine.time_calls(None, call, cuda=False, windows=5, warmup=3)
+    per_window = timing["calls_per_window"]
+    assert 1 <= per_window <= 10  # ~20 ms of work per window at >= 2 ms per call
+    assert timing["windows"] == 5 and timing["time_ms"] >= 2.0
+    # the warm-up ran for WARMUP_S (>= 3 calls) before the timed windows
+    assert len(calls) - 5 * per_window >= max(3, int(engine.WARMUP_S / 0.01))
+    assert timing["spread_pct"] >= 0
 
 
 def test_model_files_are_recognised_by_ast():
