@@ -278,6 +278,10 @@ def parse_profiler_table(text: str) -> list[ProfileRow]:
     The table's columns are found by header name ("Self CUDA" or "Self XPU"/"Self Device" on
     other builds, and "# of Calls"), so the parser survives column changes between versions.
     Long names are cut by the table; the cut name is kept as printed (ranking matches prefixes).
+    A row with self CPU time is a CPU op (``aten::addmm``, a Triton kernel's launching op):
+    its self device time is that of the kernels it launched, which have rows of their own
+    (self CPU 0), so it is left out (seen on the H200: ``aten::addmm`` repeating its two cuBLAS
+    kernels' 14.0 ms doubled the total).
     """
     lines = text.splitlines()
     header_i = next((i for i, line in enumerate(lines)
@@ -294,6 +298,7 @@ def parse_profiler_table(text: str) -> list[ProfileRow]:
     self_dev = next((i for i, t in enumerate(titles)
                      if re.fullmatch(r"Self (CUDA|XPU|Device|MTIA)", t)), None)
     calls_i = next((i for i, t in enumerate(titles) if t == "# of Calls"), None)
+    self_cpu = next((i for i, t in enumerate(titles) if t == "Self CPU"), None)
     if self_dev is None or calls_i is None:
         raise ValueError(f"profiler table has no self device time or call count column: {titles}")
     rows: list[ProfileRow] = []
@@ -306,6 +311,8 @@ def parse_profiler_table(text: str) -> list[ProfileRow]:
         t = _time_us(cells[self_dev])
         if t is None or not cells[calls_i].isdigit():
             continue
+        if self_cpu is not None and (_time_us(cells[self_cpu]) or 0.0) > 0.0:
+            continue  # a CPU op: its kernels are rows of their own
         rows.append(ProfileRow(cells[0], t, int(cells[calls_i])))
     return rows
 

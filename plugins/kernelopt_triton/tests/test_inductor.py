@@ -121,6 +121,30 @@ def test_real_h200_profile_ranks_the_only_kernel_at_its_whole_share():
     assert rank_kernels(names, events)[0][0].share == pytest.approx(1.0, abs=0.01)
 
 
+def test_real_h200_mlp_profile_counts_each_cublas_kernel_once():
+    """A real capture with vendor kernels (H200, examples/mlp.py): ``aten::addmm`` carries its
+    two cuBLAS kernels' time again and ``ProfilerStep*`` the whole step's; the total is the
+    device's (15.43 ms for 5 steps, the table's own "Self CUDA time total") and the Triton
+    kernels rank at their share of it."""
+    fix = FIX / "h200-mlp"
+    record = json.loads((fix / "kernels.json").read_text())
+    names = [k["name"] for k in record["kernels"]]
+    assert names[:3] == ["triton_poi_fused_gelu_1", "triton_red_fused_add_native_layer_norm_2",
+                         "triton_red_fused_native_layer_norm_0"]
+    table = (fix / "profile.txt").read_text()
+    assert "aten::addmm" in table and "14.004ms" in table
+    rows = parse_profiler_table(table)
+    assert not any(r.name.startswith("aten::") for r in rows)  # CPU ops: their kernels count
+    events = [ProfileRow(e["name"], e["device_us"], e["calls"])
+              for e in json.loads((fix / "device_events.json").read_text())]
+    for source in (rows, events):
+        ranked, total = rank_kernels(names, source)
+        assert total == pytest.approx(15433.0, rel=0.002)
+        assert [k.name for k in ranked[:3]] == names[:3]
+        assert ranked[0].share == pytest.approx(930.394 / 15433.0, rel=0.01)
+        assert sum(k.share for k in ranked) == pytest.approx(0.0925, abs=0.002)
+
+
 def test_device_events_leave_user_annotations_out():
     from kernelopt_triton.inductor import _device_events
 
