@@ -63,7 +63,7 @@ for model in "${models[@]}"; do
     : > "$OUT/$m-$k-engine-base.json"; : > "$OUT/$m-$k-engine-cand.json"
     for side in base cand cand base; do
       if [ $side = base ]; then file=$src; ref=; else file=$tuned/$k.py; ref=/tmp/base-$k.pt; fi
-      KERNELOPT_ENGINE_OUT=/tmp/$side-$k.pt ${ref:+KERNELOPT_ENGINE_REFERENCE=$ref} \
+      env KERNELOPT_ENGINE_OUT=/tmp/$side-$k.pt ${ref:+KERNELOPT_ENGINE_REFERENCE=$ref} \
         python3 -m kernelopt_triton.engine "$model" --kernel "$k" --source "$file" \
         >> "$OUT/$m-$k-engine-$side.json" 2>> "$OUT/$m-$k-engine.log"
     done
@@ -87,7 +87,12 @@ share = next((x["share"] for x in rec["kernels"] if x["name"] == k), 0.0)
 s = load(out / f"{m}-{k}-summary.json")
 def engine_runs(side):  # the ABBA runs of one side, and the median of their times
     path = out / f"{m}-{k}-engine-{side}.json"
-    runs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    runs = []
+    for x in (path.read_text().splitlines() if path.exists() else []):
+        try:
+            runs.append(json.loads(x))
+        except ValueError:
+            pass  # a line the model printed
     times = sorted(r["time_ms"] for r in runs if r.get("time_ms"))
     matches = [r.get("match") for r in runs]
     return {"time_ms": statistics.median(times) if times else None,

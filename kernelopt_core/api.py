@@ -50,6 +50,7 @@ from kernelopt_core.hookspecs import (
 from kernelopt_core.knobs import current_values, define_pattern, powers_around
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import ANSI, BenchReading
+from kernelopt_core.options import option, option_table
 from kernelopt_core.planners.base import PlanContext, Proposal, Screened
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
 from kernelopt_core.process import run as _run
@@ -62,6 +63,8 @@ __all__ = [
     "hookimpl", "Backend", "Gate", "Planner", "Profiler", "LLMProvider", "DocHit",
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",
+    # a plugin's own typed options (kernelopt_option_tables)
+    "option", "option_table",
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
     "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "EventLog",

@@ -46,13 +46,15 @@ class KerneloptGroup(click.Group):
         if name not in self.commands or name in ("run", "gate-selftest"):
             self.get_host()
         command = super().get_command(ctx, name)
-        if command is not None and name in ("run", "gate-selftest") and self.host is not None:
+        if command is not None and self.host is not None and (
+                name in ("run", "gate-selftest") or getattr(command, "runs_loop", False)):
             self._add_plugin_options(command)
         return command
 
     def _add_plugin_options(self, command: click.Command) -> None:
-        """Plugin flags (``kernelopt_run_options``) go on ``run`` and ``gate-selftest``, once per
-        plugin host (a new host, as in tests, replaces the previous host's flags)."""
+        """Plugin flags (``kernelopt_option_tables``) go on ``run``, ``gate-selftest`` and the
+        plugin commands made by run_command, once per plugin host (a new host, as in tests,
+        replaces the previous host's flags)."""
         added: tuple[PluginHost, list[click.Parameter]] | None = getattr(command, "_plugin_options",
                                                                           None)
         if added is not None and added[0] is self.host:
@@ -109,16 +111,6 @@ def run_options(fn: Any) -> Any:
         click.option("--candidate", "candidates", multiple=True,
                      help="Replay a hand-written candidate: FILE=LOCAL_FILE (repeatable)."),
         click.option("--kappa", type=float, help="Roofline: reject above κ × peak [1.3]."),
-        click.option("--provider", help="LLM provider (docs/providers.md) [opencode-go]."),
-        click.option("--model", help="LLM model name [the provider's default]."),
-        click.option("--base-url", help="OpenAI-compatible base URL (overrides the provider's)."),
-        click.option("--reasoning-effort", help="Passed to the model as reasoning_effort."),
-        click.option("--edit-mode", type=click.Choice(["file", "patch"]),
-                     help="Executor edits whole files (default) or unified patches."),
-        click.option("--retries", type=int, help="Repair attempts after a build/test failure [2]."),
-        click.option("--budget-llm-calls", type=int, help="Stop the search after N LLM calls."),
-        click.option("--budget-cost", type=float, help="Stop the search after this many USD."),
-        click.option("--prices", help="JSON price table {model: [in, out] USD per Mtok}."),
         click.option("--peak-gbps", type=float, help="Use this peak bandwidth, not a measured one."),
         click.option("-o", "--option", multiple=True, metavar="KEY=VALUE",
                      help="A backend option (e.g. -o op=SOFT_MAX); plugins' own flags do the same."),
@@ -145,6 +137,7 @@ def run_command(name: str, *, help: str, forced: dict[str, Any],
         ctx.exit(execute(ctx, path, flags, forced=forced))
 
     command = click.command(name, help=help)(run_options(callback))
+    command.runs_loop = True  # type: ignore[attr-defined]  # the plugins' flags go on it too
     taken = {n for p in command.params for n in (*p.opts, p.name or "")}
     for param in params:
         if param.name not in taken:
@@ -167,7 +160,7 @@ def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any],
     flags = {k: v for k, v in flags.items() if ctx.get_parameter_source(k) not in defaults}
     flags.update(forced or {})
     backend, path, focus, settings = discovery.locate(
-        host, path, lambda toml: settings_mod.load(toml, flags))
+        host, path, lambda toml: settings_mod.load(toml, flags, tables=tuple(host.option_tables())))
     targets = discovery.choose_targets(backend.discover(path, settings), settings.target, path)
     if focus is not None:
         targets = discovery.focus_targets(targets, focus, path)

@@ -230,11 +230,13 @@ def kernelopt_register_commands(cli: click.Group) -> None:
 
 
 @hookspec
-def kernelopt_run_options() -> list[click.Option]:
-    """Flags this plugin adds to ``kernelopt run`` and ``kernelopt gate-selftest`` (e.g. ``--op``).
+def kernelopt_option_tables() -> list[type]:
+    """This plugin's options: attrs classes under ``@option_table(NAME)`` whose fields are made
+    with ``option(default, help, ...)`` (kernelopt_core.api). Each field becomes a flag of
+    ``kernelopt run`` and ``gate-selftest`` (``--top``), a key of the plugin's own table in
+    kernelopt.toml or the user's config (``[NAME] top = 2``; an unknown key is an error naming
+    file and line), the variable ``KERNELOPT_TOP`` and ``-o top=2``, coerced to the field's
+    type and checked by its validator (a bad value exits 2 naming where it came from). Read
+    them with ``settings.section(TheClass)``. A flag name the core or another plugin already
+    has is not added, and ``kernelopt plugins`` shows the clash."""
 
-    A given flag's value lands in ``settings.options[param.name]``; flags left out are absent.
-    The same dict is filled from kernelopt.toml's ``[options]`` table and from ``-o KEY=VALUE``
-    (the flag wins). A flag whose name the core or another plugin already uses is not added, and
-    ``kernelopt plugins`` shows the clash. Read options with ``settings.options.get(name)``.
-    """

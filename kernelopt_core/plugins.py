@@ -246,23 +246,46 @@ class PluginHost:
             out.extend(result or [])
         return out
 
-    def run_options(self, taken: set[str]) -> list[Any]:
-        """click options plugins add to ``run`` (see ``kernelopt_run_options``); clashes are
-        reported on the plugin and skipped, so one plugin cannot shadow a core flag."""
-        options: list[Any] = []
-        for impl in self.pm.hook.kernelopt_run_options.get_hookimpls():
+    def option_tables(self) -> list[type]:
+        """Every plugin's option classes (``kernelopt_option_tables``), registration order; a
+        class whose table or field names another plugin's already has is reported and left
+        out (one namespace for flags, variables and ``-o`` keys)."""
+        from kernelopt_core.options import fields, table_name
+        from kernelopt_core.settings import FIELDS
+
+        tables: list[type] = []
+        names: set[str] = set(FIELDS)
+        seen: set[str] = set()
+        for impl in self.pm.hook.kernelopt_option_tables.get_hookimpls():
             try:
-                offered: list[Any] = list(impl.function() or [])  # type: ignore[call-overload]
+                offered: list[type] = list(impl.function() or [])  # type: ignore[call-overload]
+                for cls in offered:
+                    table, keys = table_name(cls), set(fields(cls))
+                    clash = sorted(keys & names) or ([table] if table in seen else [])
+                    if clash:
+                        self._blame(impl.plugin_name, f"option table [{table}]: "
+                                    f"{', '.join(clash)} already taken by kernelopt or another "
+                                    "plugin; not added")
+                        continue
+                    tables.append(cls)
+                    names |= keys
+                    seen.add(table)
             except (Exception, SystemExit) as exc:
-                self._blame(impl.plugin_name, f"kernelopt_run_options raised {type(exc).__name__}: {exc}")
-                continue
-            for option in offered:
-                flags = set(option.opts) | set(option.secondary_opts)
-                if option.name in taken or flags & taken:
-                    self._blame(impl.plugin_name, f"run option {option.opts[0]!r} clashes with an "
-                                "option kernelopt or another plugin already has; not added")
+                self._blame(impl.plugin_name,
+                            f"kernelopt_option_tables raised {type(exc).__name__}: {exc}")
+        return tables
+
+    def run_options(self, taken: set[str]) -> list[Any]:
+        """The option tables' flags for ``run`` (see ``kernelopt_option_tables``); a flag a
+        command already has (``--model`` of a plugin command) is left to the command."""
+        from kernelopt_core.options import click_options
+
+        options: list[Any] = []
+        for cls in self.option_tables():
+            for option in click_options(cls):
+                if option.name in taken or set(option.opts) & taken:
                     continue
-                taken |= flags | {option.name}
+                taken |= set(option.opts) | {option.name}
                 options.append(option)
         return options
 

@@ -5,8 +5,9 @@ Precedence (later wins): defaults < user config (``$KERNELOPT_CONFIG`` or
 environment variables (a ``.env`` file in the working directory fills in what the real
 environment lacks) < command-line flags. Each value remembers where it came from.
 
-Both TOML files may hold ``[run]`` (any field below) and ``[gates]`` (``candidate`` and
-``final``: ordered lists of gate names).
+Both TOML files may hold ``[run]`` (any field below), ``[gates]`` (``candidate`` and
+``final``: ordered lists of gate names) and each plugin's own table (options.py: ``[agents]``,
+``[triton]``, ``[llamacpp]``...), whose keys are that plugin's typed options.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import cattrs
 
 from kernelopt_core.errors import UsageError
+from kernelopt_core.options import read_tables, table_name
+
+T = TypeVar("T")
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -63,26 +67,18 @@ class Settings:
     profiler: str | None = None
     candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
     # LLM agents (docs/agents.md, docs/providers.md)
-    provider: str | None = None
-    model: str | None = None
-    base_url: str | None = None
-    reasoning_effort: str | None = None
-    edit_mode: str = "file"  # file (whole-file writes) | patch (unified diffs)
-    retries: int = 2  # repair attempts after a build or test failure
-    budget_llm_calls: int | None = None
-    budget_cost: float | None = None  # USD
-    prices: str | None = None  # JSON file {"model": [usd_per_mtok_in, usd_per_mtok_out]}
-    llm_timeout_s: float = 120.0
-    llm_backoff_s: float = 1.0
-    max_turns: int = 16  # tool-calling turns per agent per candidate
-    max_malformed: int = 3  # malformed or refused tool calls before a candidate fails
     build_timeout_s: float = 1800.0
     test_timeout_s: float = 600.0
     bench_timeout_s: float = 600.0
     origins: dict[str, str] = attrs.field(factory=dict)
     dotenv: dict[str, str] = attrs.field(factory=dict)
-    # Plugin options (``kernelopt_run_options``, ``-o KEY=VALUE``, kernelopt.toml [options]).
-    options: dict[str, Any] = attrs.field(factory=dict)
+    # Plugin-owned option tables (options.py): table name -> the plugin's options object
+    tables: dict[str, Any] = attrs.field(factory=dict)
+
+    def section(self, cls: type[T]) -> T:
+        """A plugin's options object (``kernelopt_option_tables``): as loaded, else defaults."""
+        found = self.tables.get(table_name(cls))
+        return found if isinstance(found, cls) else cls()
 
     def env(self, name: str) -> str | None:
         """A variable from the real environment, else from .env (the real one wins)."""
@@ -91,21 +87,27 @@ class Settings:
 
 attrs.resolve_types(Settings)
 FIELDS = {f.name: f for f in attrs.fields(Settings)
-          if f.name not in ("origins", "dotenv", "options")}
+          if f.name not in ("origins", "dotenv", "tables")}
 _converter = cattrs.Converter()
 
 
-def toml_line(text: str, key: str) -> int | None:
-    """Best-effort line number of ``key`` (a bare key or a [section]) in TOML ``text``."""
+def toml_line(text: str, key: str, section: str | None = None) -> int | None:
+    """Best-effort line number of ``key`` (a bare key or a [section]) in TOML ``text``; with
+    ``section``, the key inside that table."""
     pattern = re.compile(rf"^\s*(\[\[?\s*{re.escape(key)}\s*\]\]?|{re.escape(key)}\s*=)")
+    header = re.compile(rf"^\s*\[\s*{re.escape(section)}\s*\]") if section else None
+    inside = header is None
     for number, line in enumerate(text.splitlines(), 1):
-        if pattern.match(line):
+        if header is not None and line.lstrip().startswith("["):
+            inside = bool(header.match(line))
+            continue
+        if inside and pattern.match(line):
             return number
     return None
 
 
-def where(path: Path, text: str, key: str) -> str:
-    line = toml_line(text, key)
+def where(path: Path, text: str, key: str, section: str | None = None) -> str:
+    line = toml_line(text, key, section)
     return f"{path}:{line}" if line else str(path)
 
 
@@ -136,20 +138,24 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         ) from exc
 
 
-def _apply_sections(
-    values: dict[str, Any], origins: dict[str, str], data: dict[str, Any], path: Path, text: str
-) -> None:
+def _apply_sections(values: dict[str, Any], origins: dict[str, str], data: dict[str, Any],
+                    path: Path, text: str, plugin_keys: dict[str, set[str]]) -> None:
     run = data.get("run", {})
     gates = data.get("gates", {})
-    options = data.get("options", {})
-    for section, content in (("run", run), ("gates", gates), ("options", options)):
+    for section, content in (("run", run), ("gates", gates)):
         if not isinstance(content, dict):
             raise UsageError(f"{where(path, text, section)}: [{section}] must be a table")
+    if "options" in data:
+        raise UsageError(f"{where(path, text, 'options')}: [options] is no longer read",
+                         hint="each plugin reads its own table: e.g. `op` in [llamacpp], `top` "
+                              "in [triton], `provider` in [agents] (`kernelopt run --help`)")
     for key, value in run.items():
         if key not in FIELDS or key in ("candidate_gates", "final_gates"):
+            owner = next((t for t, names in plugin_keys.items() if key in names), None)
             raise UsageError(
                 f"{where(path, text, key)}: unknown key `{key}` in [run]",
-                hint=f"known keys: {', '.join(k for k in FIELDS if not k.endswith('_gates'))}",
+                hint=f"`{key}` belongs in [{owner}]" if owner else
+                f"known keys: {', '.join(k for k in FIELDS if not k.endswith('_gates'))}",
             )
         values[key] = _coerce(key, value, where(path, text, key))
         origins[key] = str(path)
@@ -166,9 +172,6 @@ def _apply_sections(
             )
         values[f"{key}_gates"] = tuple(value)
         origins[f"{key}_gates"] = str(path)
-    for key, value in options.items():
-        values.setdefault("options", {})[key] = value
-        origins[f"options.{key}"] = str(path)
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -192,16 +195,21 @@ def user_config_path() -> Path:
     return base / "kernelopt" / "config.toml"
 
 
-def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> Settings:
-    """Merge every source; ``flags`` holds only options the user actually gave."""
+def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = None,
+         tables: tuple[type, ...] = ()) -> Settings:
+    """Merge every source; ``flags`` holds only options the user actually gave; ``tables``:
+    the plugins' option classes (``kernelopt_option_tables``)."""
     cwd = cwd or Path.cwd()
     values: dict[str, Any] = {}
     origins: dict[str, str] = {name: "default" for name in FIELDS}
     dotenv = read_dotenv(cwd / ".env")
+    plugin_keys = {table_name(cls): set(attrs.fields_dict(cls)) for cls in tables}
+    sources: list[tuple[Path, dict[str, Any], str]] = []
     for path in (user_config_path(), project_toml):
         if path is not None and path.is_file():
             data, text = read_toml(path)
-            _apply_sections(values, origins, data, path, text)
+            _apply_sections(values, origins, data, path, text, plugin_keys)
+            sources.append((path, data, text))
     for name in FIELDS:
         env_name = f"KERNELOPT_{name.upper()}"
         raw = os.environ.get(env_name, dotenv.get(env_name))
@@ -211,23 +219,29 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
     if os.environ.get("KERNELOPT_HOME") and flags.get("state_root") is None:
         values["state_root"] = Path(os.environ["KERNELOPT_HOME"])
         origins["state_root"] = "env KERNELOPT_HOME"
-    options = values.pop("options", {})
+    declared = set().union(*plugin_keys.values()) if plugin_keys else set()
+    pairs: dict[str, tuple[Any, str]] = {}  # plugin options from -o, then flags (later wins)
     for pair in flags.get("option") or ():
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
             raise UsageError(f"-o {pair!r} is not KEY=VALUE", hint="e.g. -o op=SOFT_MAX")
-        options[key.strip().replace("-", "_")] = value
-        origins[f"options.{key.strip()}"] = "flag -o"
+        if key not in declared:
+            raise UsageError(f"-o {pair!r}: no installed plugin has an option `{key}`",
+                             hint=f"options: {', '.join(sorted(declared)) or 'none'}")
+        pairs[key] = (value, f"-o {key}")
     for name, value in flags.items():
         if value is None or value == () or name == "option":  # not given on the command line
             continue
-        if name not in FIELDS:  # a plugin's flag (kernelopt_run_options)
-            options[name] = value
-            origins[f"options.{name}"] = "flag"
+        if name not in FIELDS:  # a plugin's flag (kernelopt_option_tables)
+            pairs[name] = (value, f"option --{name.replace('_', '-')}")
             continue
         values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
         origins[name] = "flag"
-    settings = Settings(**values, origins=origins, dotenv=dotenv, options=options)
+    objects, table_origins = read_tables(list(tables), sources,
+                                         lambda n: os.environ.get(n, dotenv.get(n)), pairs, where)
+    settings = Settings(**values, origins={**origins, **table_origins}, dotenv=dotenv,
+                        tables=objects)
     if not settings.state_root.is_absolute():
         settings.state_root = (cwd / settings.state_root).resolve()
     _validate(settings)
@@ -245,10 +259,6 @@ def _validate(s: Settings) -> None:
         (s.final_rounds >= 2, "final_rounds", "at least 2"),
         (s.worker_rounds >= 2, "worker_rounds", "at least 2"),
         (s.kappa >= 1.0, "kappa", "at least 1.0"),
-        (s.edit_mode in ("file", "patch"), "edit_mode", "`file` or `patch`"),
-        (s.retries >= 0, "retries", "0 or more"),
-        (s.budget_llm_calls is None or s.budget_llm_calls >= 1, "budget_llm_calls", "at least 1"),
-        (s.max_turns >= 1, "max_turns", "at least 1"),
         (s.peak_gbps is None or s.peak_gbps > 0, "peak_gbps", "positive"),
         (s.checksum_rtol >= 0, "checksum_rtol", "non-negative"),
         (bool(s.seeds), "seeds", "a non-empty list of integers"),
@@ -259,13 +269,10 @@ def _validate(s: Settings) -> None:
         (s.screen_top >= 1, "screen_top", "at least 1"),
         (s.screen_evaluations is None or s.screen_evaluations >= 1, "screen_evaluations",
          "at least 1"),
-        (s.budget_cost is None or s.budget_cost > 0, "budget_cost", "positive (USD)"),
         (s.min_noise_pct >= 1.0, "min_noise_pct", "at least 1 (DESIGN §5.3: never below 1 %)"),
         (len(set(s.seeds)) == len(s.seeds), "seeds", "distinct (a repeated seed checks nothing new)"),
-        (s.max_malformed >= 1, "max_malformed", "at least 1"),
-        (s.llm_backoff_s >= 0, "llm_backoff_s", "0 or more"),
         *[(getattr(s, name) > 0, name, "positive (seconds)") for name in
-          ("llm_timeout_s", "build_timeout_s", "test_timeout_s", "bench_timeout_s",
+          ("build_timeout_s", "test_timeout_s", "bench_timeout_s",
            "screen_gpu_seconds", "screen_config_timeout_s")],
     ]
     for ok, name, need in checks:

@@ -240,6 +240,7 @@ def test_llm_call_budget_stops_the_search(chunk_project: Path, flag: str) -> Non
 def test_a_third_party_provider_plugin_is_used_by_name(chunk_project: Path, tmp_path) -> None:
     from kernelopt_core.hookspecs import LLMProvider, hookimpl
     from kernelopt_core.loop import Loop
+    from kernelopt_core.planners.agent_options import AgentOptions
     from kernelopt_core.settings import Settings
     from kernelopt_core.testing import ScriptedBackend, ScriptedBackendPlugin, plugin_host
 
@@ -255,9 +256,9 @@ def test_a_third_party_provider_plugin_is_used_by_name(chunk_project: Path, tmp_
                                     headers={"x-acme-run": "{session}"})]
 
         host = plugin_host(ScriptedBackendPlugin(), Provider())
-        settings = Settings(state_root=tmp_path / "s", planner="agents", provider="acme",
-                            iterations=1, final_rounds=3, dotenv={"ACME_KEY": "acme-secret"},
-                            llm_backoff_s=0.05)
+        settings = Settings(state_root=tmp_path / "s", planner="agents", iterations=1,
+                            final_rounds=3, dotenv={"ACME_KEY": "acme-secret"},
+                            tables={"agents": AgentOptions(provider="acme", llm_backoff_s=0.05)})
         backend = ScriptedBackend()
         outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0],
                        settings).run()

@@ -92,7 +92,8 @@ def test_every_public_name_is_documented() -> None:
 
 CONTRACT = {
     "kernelopt_core.hookspecs", "kernelopt_core.target", "kernelopt_core.errors",
-    "kernelopt_core.settings", "kernelopt_core.gates.base", "kernelopt_core.planners.base",
+    "kernelopt_core.settings", "kernelopt_core.options", "kernelopt_core.gates.base",
+    "kernelopt_core.planners.base",
     "kernelopt_core.search", "kernelopt_core.journal", "kernelopt_core.measure.parsers",
     "kernelopt_core.process", "kernelopt_core.bench_worker",
 }

@@ -68,16 +68,19 @@ def test_settings_precedence_and_origins(tmp_path: Path, monkeypatch) -> None:
 @pytest.mark.parametrize(("flags", "message"), [
     ({"min_noise_pct": 0.0}, "`min_noise_pct` = 0.0"),
     ({"bench_timeout_s": -1.0}, "`bench_timeout_s` = -1.0"),
-    ({"llm_timeout_s": 0.0}, "`llm_timeout_s` = 0.0"),
-    ({"budget_cost": -2.0}, "`budget_cost` = -2.0"),
+    ({"llm_timeout_s": 0.0}, "option --llm-timeout-s: \\[agents\\] `llm_timeout_s` = 0.0"),
+    ({"budget_cost": -2.0}, "`budget_cost` = -2.0: 'budget_cost' must be > 0"),
     ({"max_malformed": -3}, "`max_malformed` = -3"),
+    ({"edit_mode": "sed"}, "`edit_mode` = 'sed'"),
     ({"seeds": "1,1"}, "distinct"),
 ])
 def test_settings_that_would_break_a_run_are_refused(tmp_path: Path, monkeypatch, flags,
                                                      message: str) -> None:
+    from kernelopt_core.planners.agent_options import AgentOptions
+
     monkeypatch.setenv("KERNELOPT_CONFIG", str(tmp_path / "none.toml"))
     with pytest.raises(UsageError, match=message):
-        load(None, flags, cwd=tmp_path)
+        load(None, flags, cwd=tmp_path, tables=(AgentOptions,))
 
 
 def test_beam_ucb_prefers_fast_nodes_but_explores() -> None:

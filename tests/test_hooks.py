@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
+import attrs
 import click
 import pytest
 from click.testing import CliRunner
@@ -15,6 +17,7 @@ from kernelopt_core.cli import cli
 from kernelopt_core.errors import UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.loop import Loop
+from kernelopt_core.options import option, option_table
 from kernelopt_core.settings import Settings
 from kernelopt_core.testing import ScriptedBackend, ScriptedBackendPlugin, plugin_host
 
@@ -234,12 +237,29 @@ def test_kernelopt_register_commands() -> None:
         cli.host = None
 
 
-def test_kernelopt_run_options_reach_settings_options(chunk_project) -> None:
-    seen: dict = {}
+@option_table("chunky")
+@attrs.frozen
+class ChunkyOptions:
+    op: str | None = option(None, "an op")
+    top: int = option(3, "how many", validator=attrs.validators.ge(1))
+    fast: bool = option(False, "a switch")
+    mode: str = option("a", "one of two", choices=("a", "b"))
+
+
+@option_table("clashing")
+@attrs.frozen
+class ClashingOptions:
+    gamma: float = option(1.5, "clashes with the core's --gamma")
+
+
+def test_kernelopt_option_tables(chunk_project, monkeypatch) -> None:
+    """One declaration: a flag, a key in the plugin's own kernelopt.toml table, a variable and
+    -o, coerced and validated; a clash with a core flag is reported on the plugin."""
+    seen: list = []
 
     class Recording(ScriptedBackend):
         def discover(self, path, settings):
-            seen.update(settings.options)
+            seen.append((settings.section(ChunkyOptions), dict(settings.origins)))
             raise UsageError("stop here")
 
     class Plugin:
@@ -248,31 +268,62 @@ def test_kernelopt_run_options_reach_settings_options(chunk_project) -> None:
             return [Recording()]
 
         @hookimpl
-        def kernelopt_run_options(self):
-            return [click.Option(["--op"], help="an op"),
-                    click.Option(["--top"], type=int, default=3, help="has a click default"),
-                    click.Option(["--gamma"], help="clashes with a core flag")]
+        def kernelopt_option_tables(self):
+            return [ChunkyOptions, ClashingOptions]
 
+    def run(*args: str, toml: str = ""):
+        (chunk_project / "kernelopt.toml").write_text(base_toml + toml)
+        seen.clear()
+        return CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted", *args],
+                                  standalone_mode=False)
+
+    base_toml = (chunk_project / "kernelopt.toml").read_text() \
+        if (chunk_project / "kernelopt.toml").exists() else ""
+    monkeypatch.delenv("KERNELOPT_TOP", raising=False)
     cli.host = plugin_host(Plugin())
     try:
-        result = CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted",
-                                          "--op", "SOFT_MAX", "-o", "case=big", "--gamma", "1.05"],
-                                    standalone_mode=False)
-        assert isinstance(result.exception, UsageError), result.output
-        # a click default is not "given": -o top=5 wins over it
-        assert seen == {"op": "SOFT_MAX", "case": "big"}
+        result = run("--op", "SOFT_MAX", "--fast")
+        assert isinstance(result.exception, UsageError) and str(result.exception) == "stop here"
+        options, origins = seen[0]
+        assert options == ChunkyOptions(op="SOFT_MAX", top=3, fast=True)
+        assert origins["chunky.op"] == "option --op"
+        # the plugin's table, then the environment, -o and the flag, each winning over the last
+        run(toml="\n[chunky]\ntop = 5\nmode = \"b\"\n")
+        assert seen[0][0] == ChunkyOptions(top=5, mode="b")
+        assert re.search(r"kernelopt.toml:\d+$", seen[0][1]["chunky.top"])  # file and line
+        monkeypatch.setenv("KERNELOPT_TOP", "6")
+        run(toml="\n[chunky]\ntop = 5\n")
+        assert seen[0][0].top == 6 and seen[0][1]["chunky.top"] == "env KERNELOPT_TOP"
+        run("-o", "top=7", toml="\n[chunky]\ntop = 5\n")
+        assert seen[0][0].top == 7
+        run("-o", "top=7", "--top", "8")
+        assert seen[0][0].top == 8
+        monkeypatch.delenv("KERNELOPT_TOP")
+        # bad input: what, where, how to fix; nothing runs
+        bad = run(toml="\n[chunky]\ntop = 5\ntpo = 1\n")
+        assert isinstance(bad.exception, UsageError) and not seen
+        assert "kernelopt.toml:" in str(bad.exception) and "unknown key `tpo` in [chunky]" in \
+            str(bad.exception) and "top" in (bad.exception.hint or "")
+        bad = run("--top", "0")
+        assert isinstance(bad.exception, UsageError) and "option --top" in str(bad.exception)
+        bad = run("-o", "top=many")
+        assert isinstance(bad.exception, UsageError) and "-o top" in str(bad.exception)
+        bad = run("-o", "nope=1")
+        assert isinstance(bad.exception, UsageError) and "no installed plugin" in str(bad.exception)
+        bad = run(toml="\n[run]\nop = \"X\"\n")
+        assert isinstance(bad.exception, UsageError) and "[chunky]" in (bad.exception.hint or "")
+        bad = run(toml="\n[options]\nop = \"X\"\n")
+        assert isinstance(bad.exception, UsageError) and "[options]" in str(bad.exception)
+        assert CliRunner().invoke(cli, ["run", str(chunk_project), "--mode", "c"]).exit_code == 2
+        # a clash with a core flag: reported, not added
         info = next(i for i in cli.host.plugin_infos() if i.name == "test-plugin-0")
-        assert "'--gamma' clashes" in (info.error or "")
+        assert "gamma already taken" in (info.error or "")
         help_text = CliRunner().invoke(cli, ["run", "--help"]).output
-        assert "--op" in help_text and help_text.count("--gamma") == 1
-        seen.clear()
-        CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted", "-o", "top=5"],
-                           standalone_mode=False)
-        assert seen == {"top": "5"}
-        listing = CliRunner().invoke(cli, ["plugins"]).output
-        assert "'--gamma' clashes" in listing
+        assert "--op" in help_text and "--no-fast" in help_text and help_text.count("--gamma") == 1
+        assert "gamma already taken" in CliRunner().invoke(cli, ["plugins"]).output
     finally:
         cli.host = None
+        (chunk_project / "kernelopt.toml").write_text(base_toml)
 
 
 def test_a_registration_hook_that_raises_is_reported_not_fatal() -> None:

@@ -23,6 +23,7 @@ from kernelopt_core.experience import Experience
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.llm.client import ChatClient, LLMUnreachable, load_prices
 from kernelopt_core.llm.tools import ToolBox, ToolError
+from kernelopt_core.planners.agent_options import AgentOptions
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.planners.tuner import knob_proposal, screened_frontier
 from kernelopt_core.search import Node
@@ -65,15 +66,15 @@ class Agents:
 
     def _resolve(self, settings: Settings) -> tuple[str, str, str | None, str | None,
                                                     dict[str, str]]:
-        name = settings.provider or settings.env("KERNELOPT_PROVIDER") or "opencode-go"
+        options = settings.section(AgentOptions)
+        name = options.provider or "opencode-go"
         providers = self.host.registry("llm_providers") if self.host is not None else {}
         record = providers.get(name)
-        if record is None and not settings.base_url:
+        if record is None and not options.base_url:
             known = ", ".join(sorted(providers)) or "none installed"
             raise PlannerError(f"unknown LLM provider {name!r} (known: {known})")
-        base_url = settings.base_url or (record.base_url if record is not None else "")
-        model = settings.model or settings.env("KERNELOPT_MODEL") or (
-            record.default_model if record else "default")
+        base_url = options.base_url or (record.base_url if record is not None else "")
+        model = options.model or (record.default_model if record else "default")
         key_env = record.api_key_env if record else None
         headers = dict(record.headers) if record else {}
         return base_url, model, settings.env(key_env) if key_env else None, key_env, headers
@@ -89,11 +90,11 @@ class Agents:
 
     def _client(self, ctx: PlanContext) -> ChatClient:
         if self.client is None:
-            s = ctx.settings
-            base_url, model, key, key_env, headers = self._resolve(s)
+            s = ctx.settings.section(AgentOptions)
+            base_url, model, key, key_env, headers = self._resolve(ctx.settings)
             session = ctx.run_id
             self.client = ChatClient(
-                provider=s.provider or s.env("KERNELOPT_PROVIDER") or "opencode-go",
+                provider=s.provider or "opencode-go",
                 key_env=key_env,
                 headers={k: v.replace("{session}", session) for k, v in headers.items()},
                 base_url=base_url, api_key=key, model=model, journal=ctx.journal,
@@ -112,7 +113,7 @@ class Agents:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                           {"role": "user", "content": user}]
         strikes = 0
-        for _turn in range(ctx.settings.max_turns):
+        for _turn in range(ctx.settings.section(AgentOptions).max_turns):
             reply = client.complete(messages, toolbox.schemas(), role)
             calls = reply.get("tool_calls") or []
             messages.append({"role": "assistant", "content": reply.get("content") or "",
@@ -142,10 +143,11 @@ class Agents:
                                  "content": result})
             if role == "planner" and toolbox.plan is not None:
                 return toolbox.plan
-            if strikes > ctx.settings.max_malformed:
+            if strikes > ctx.settings.section(AgentOptions).max_malformed:
                 raise PlannerError(f"the model produced no usable {'plan' if role == 'planner' else 'edit'}: "
                                    f"the {role} made {strikes} malformed or refused moves")
-        raise PlannerError(f"the {role} did not finish in {ctx.settings.max_turns} turns")
+        turns = ctx.settings.section(AgentOptions).max_turns
+        raise PlannerError(f"the {role} did not finish in {turns} turns")
 
     def _fill(self, template: str, ctx: PlanContext, **extra: str) -> str:
         t = ctx.target
@@ -179,7 +181,7 @@ class Agents:
 
     def _execute(self, ctx: PlanContext, files: dict[str, bytes], plan: str,
                  repair: str | None) -> dict[str, bytes]:
-        mode = ctx.settings.edit_mode
+        mode = ctx.settings.section(AgentOptions).edit_mode
         toolbox = ToolBox(dict(files), ctx.target.editable, "executor", edit_mode=mode)
         instruction = ("write_file with the whole new content of each file you change"
                        if mode == "file" else "apply_patch with a unified diff")
@@ -279,7 +281,7 @@ class Agents:
         verdict = "accepted" if outcome.get("accepted") else f"rejected at {gate}"
         self.history.append(f"- {proposal.description} → {verdict}, "
                             f"screen {outcome.get('speedup') or 1.0:.3f}×")
-        if gate in ("build", "correctness") and meta["attempts"] < ctx.settings.retries:
+        if gate in ("build", "correctness") and meta["attempts"] < ctx.settings.section(AgentOptions).retries:
             self.repairs[meta["parent"]] = {"plan": meta["plan"], "edits": proposal.edits,
                                             "outcome": outcome, "attempts": meta["attempts"] + 1}
         self._summarize(ctx, proposal, meta["plan"], outcome)
@@ -321,3 +323,8 @@ def _converged(lines: list[str]) -> bool:
 @hookimpl
 def kernelopt_register_planners() -> list[object]:
     return [Agents]  # a class: the core makes a fresh one per run
+
+
+@hookimpl
+def kernelopt_option_tables() -> list[type]:
+    return [AgentOptions]

@@ -37,6 +37,8 @@ from kernelopt_core.api import (
     UsageError,
     cmake_commands,
     hookimpl,
+    option,
+    option_table,
     run_command,
     run_process,
 )
@@ -124,8 +126,8 @@ class LlamaCppBackend:
         if self.detect(root) == 0.0:
             raise UsageError(f"{root} is not a llama.cpp tree (no {DISPATCH})",
                              hint=f"point --repo (or {REPO_ENV}) at a llama.cpp checkout")
-        options = getattr(settings, "options", None) or {}
-        op = options.get("op") or settings.target
+        options = settings.section(LlamaCppOptions)
+        op = options.op or settings.target
         try:
             table = ops.op_table(root)
         except ValueError as exc:  # a tree whose dispatch this version of the table cannot read
@@ -158,16 +160,16 @@ class LlamaCppBackend:
             raise PrerequisiteError("cmake is not on PATH", hint="install CMake")
         digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
         pin = settings.state_root / "llamacpp" / f"{digest}-{route.op}.pin.json"
-        case = options.get("case")
+        case = options.case
         pinned = tbo.usable_pin(pin, route.op, case)
-        e2e = str(options.get("e2e", "")).strip().lower() in ("1", "true", "yes", "on")
-        e2e_model = options.get("e2e_model") or ((marker or {}).get("e2e_model") if e2e else None)
+        e2e = options.e2e
+        e2e_model = options.e2e_model or ((marker or {}).get("e2e_model") if e2e else None)
         if e2e and not e2e_model:
             e2e_model = str(self._random_model(root, settings.state_root / "llamacpp"))
         files = {f: (root / f).read_bytes() for f in route.files}
         data = OpData(
             pin=pin, case=case,
-            device_backend=str(options.get("device_backend") or (marker or {}).get("backend", "CUDA0")),
+            device_backend=str(options.device_backend or (marker or {}).get("backend", "CUDA0")),
             standins=marker is not None, cuda_arch="native" if marker else cuda_arch(),
             e2e_model=str(Path(e2e_model).resolve()) if e2e_model else None,
         )
@@ -276,23 +278,25 @@ def kernelopt_register_backends() -> list[object]:
     return [LlamaCppBackend()]
 
 
-def _plugin_options() -> list[Any]:
-    import click
+@option_table("llamacpp")
+@attrs.frozen
+class LlamaCppOptions:
+    """``[llamacpp]`` in kernelopt.toml; ``--op``, ``--case``, ``--e2e``, ``--e2e-model``,
+    ``--device-backend``."""
 
-    return [
-        click.Option(["--op"], help="llamacpp: the ggml op to optimize (e.g. SOFT_MAX)."),
-        click.Option(["--case"], help="llamacpp: the test-backend-ops perf case to time "
-                     "[the op's largest us/run]."),
-        click.Option(["--e2e-model"], help="llamacpp: a GGUF model for the engine gate "
-                     "(llama-completion outputs + llama-bench tokens/s)."),
-        click.Option(["--e2e"], is_flag=True, default=None,
-                     help="llamacpp: engine gate with a generated random-weight GGUF."),
-    ]
+    op: str | None = option(None, "The ggml op to optimize (e.g. SOFT_MAX).")
+    case: str | None = option(None, "The test-backend-ops perf case to time; the op's largest "
+                              "us/run when unset.")
+    e2e_model: str | None = option(None, "A GGUF model for the engine gate (llama-completion "
+                                   "outputs + llama-bench tokens/s).")
+    e2e: bool = option(False, "The engine gate with a generated random-weight GGUF.")
+    device_backend: str | None = option(None, "The ggml backend test-backend-ops runs on; CUDA0 "
+                                        "when unset.")
 
 
 @hookimpl
-def kernelopt_run_options() -> list[Any]:
-    return _plugin_options()
+def kernelopt_option_tables() -> list[type]:
+    return [LlamaCppOptions]
 
 
 @hookimpl
@@ -310,12 +314,10 @@ def kernelopt_register_commands(cli: Any) -> None:
                              hint=f"pass --repo PATH or set {REPO_ENV} (environment or .env)")
         return Path(repo)
 
-    options = _plugin_options()
-    for option in options:
-        if option.name == "op":
-            option.required = True
-    options.append(click.Option(
-        ["--repo"], help=f"The llama.cpp tree [${REPO_ENV} from the environment or .env]."))
+    # [llamacpp]'s flags (--op, --case, ...) come with every loop command: --op may also be
+    # `[llamacpp] op` or KERNELOPT_OP, and discover names the known ops when none is given
+    options = [click.Option(["--repo"], help=f"The llama.cpp tree [${REPO_ENV} from the "
+                            "environment or .env].")]
     cli.add_command(run_command(
         "run-llamacpp", forced={"backend": "llamacpp"}, resolve_path=repo_path, params=options,
         help="Optimize one ggml-cuda op of a llama.cpp tree (= run REPO --backend llamacpp "

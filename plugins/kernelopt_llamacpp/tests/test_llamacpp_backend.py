@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from kernelopt_llamacpp import plugin
-from kernelopt_llamacpp.plugin import LlamaCppBackend
+from kernelopt_llamacpp.plugin import LlamaCppBackend, LlamaCppOptions
 from llamacpp_fixture import copy_fixture
 
 from kernelopt_core.errors import PrerequisiteError, UsageError
@@ -17,7 +17,8 @@ from kernelopt_core.workspace import materialize, snapshot
 
 
 def _settings(tmp_path: Path, **options: object) -> Settings:
-    return Settings(state_root=tmp_path / ".kernelopt", options=dict(options))
+    return Settings(state_root=tmp_path / ".kernelopt",
+                    tables={"llamacpp": LlamaCppOptions(**options)})
 
 
 def test_detect(repo: Path, tmp_path: Path):

@@ -31,7 +31,7 @@ from kernelopt_core.api import (
 )
 from kernelopt_triton import inductor_rules
 from kernelopt_triton.inductor_parse import parse_kernel_source
-from kernelopt_triton.plugin import TritonBackend, require_prerequisites
+from kernelopt_triton.plugin import TritonBackend, TritonOptions, require_prerequisites
 
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
 CAPTURE_TIMEOUT_S = 1800.0
@@ -41,17 +41,6 @@ def _is_model_file(path: Path) -> bool:
     from kernelopt_triton.inductor import is_model_file  # AST only: cheap, no torch
 
     return is_model_file(path)
-
-
-def _positive(value: object, option: str) -> int:
-    try:
-        number = int(str(value))
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise UsageError(f"--{option} must be a positive whole number, not {value!r}",
-                         hint=f"e.g. --{option} 3 (or -o {option}=3)")
-    return number
 
 
 class InductorBackend(TritonBackend):
@@ -67,7 +56,8 @@ class InductorBackend(TritonBackend):
             raise UsageError(f"{path} is not a model file",
                              hint="a model file defines model() (or MODEL) and inputs(seed, device) "
                              "(docs/triton-models.md)")
-        top = _positive(settings.options.get("top", 1), "top")
+        options = settings.section(TritonOptions)
+        top = options.top
         require_prerequisites()
         why = inductor.model_prerequisite_error()
         if why:
@@ -84,13 +74,13 @@ class InductorBackend(TritonBackend):
                 self._child(("capture", str(model), "--out", str(capture_dir)), capture_dir,
                             "capture")
         record = inductor.load_record(capture_dir)
-        name = settings.options.get("kernel")
+        name = options.kernel
         try:
             chosen = inductor.select_kernels(record, top, name)
         except KeyError as exc:
             raise UsageError(str(exc.args[0]), hint="--kernel takes a name from ranking.txt") from exc
         targets_dir = capture_dir / "targets"
-        args = ("generate", str(capture_dir), "--targets", str(targets_dir))
+        args: tuple[str, ...] = ("generate", str(capture_dir), "--targets", str(targets_dir))
         args += ("--kernel", name) if name else ("--top", str(top))
         skipped_file = targets_dir / inductor.SKIPPED_FILE
         skipped_file.unlink(missing_ok=True)

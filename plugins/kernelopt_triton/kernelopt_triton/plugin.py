@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from kernelopt_core.api import (
     BenchSpec,
     Command,
@@ -21,6 +23,8 @@ from kernelopt_core.api import (
     Tree,
     UsageError,
     hookimpl,
+    option,
+    option_table,
 )
 from kernelopt_triton import convention, knobs
 
@@ -166,16 +170,20 @@ def kernelopt_register_backends() -> list[object]:
     return [TritonBackend(), *backends()]
 
 
-@hookimpl
-def kernelopt_run_options() -> list[Any]:
-    import click
+@option_table("triton")
+@attrs.frozen
+class TritonOptions:
+    """``[triton]`` in kernelopt.toml; ``--top``, ``--kernel``."""
 
-    return [
-        click.Option(["--top"], type=int, help="Model files: optimize the K kernels with the "
-                     "largest share of GPU time [1]."),
-        click.Option(["--kernel"], help="Model files: optimize this kernel (a name from "
-                     "ranking.txt)."),
-    ]
+    top: int = option(1, "Model files: optimize the K kernels with the largest share of GPU "
+                      "time.", validator=attrs.validators.ge(1))
+    kernel: str | None = option(None, "Model files: optimize this kernel (a name from "
+                                "ranking.txt).")
+
+
+@hookimpl
+def kernelopt_option_tables() -> list[type]:
+    return [TritonOptions]
 
 
 STRATEGIES = """Strategies that often pay off in Triton kernels:

@@ -49,6 +49,7 @@ def _compile(path: str, role: str) -> str | None:
 
     if _ARGS is None:
         return "the pool process could not make the arguments"
+    Path(path + STARTED).touch()  # the parent tells a stuck compile from a queued one
     try:
         module = load(Path(path), role)
         try:
@@ -66,6 +67,8 @@ def _compile(path: str, role: str) -> str | None:
 
 # a new pool's processes import torch and make the arguments first: not the configurations' time
 START_ALLOWANCE_S = 60.0
+NO_DEADLINE_S = 600.0  # a wait is never unbounded: a pool process that died leaves its task open
+STARTED = ".started"
 
 
 def pool_size() -> int:
@@ -88,21 +91,30 @@ class Precompiler:
         will meet itself), else why the worker must not try it."""
         if not variants:
             return []
+        size = self.processes or pool_size()
+        if size < 2:  # one process compiles no faster than the worker itself
+            return [None] * len(variants)
         fresh = self._pool is None
-        pool = self._ensure(self.processes or pool_size())
+        try:
+            pool = self._ensure(size)
+        except OSError:  # no pool on this machine: the worker compiles one at a time
+            return [None] * len(variants)
         pending = [pool.apply_async(_compile, (str(path), role)) for path, role in variants]
         rounds = math.ceil(len(variants) / self._size)
-        end = None if not deadline_s else (
-            time.monotonic() + deadline_s * rounds + (START_ALLOWANCE_S if fresh else 0.0))
+        end = time.monotonic() + (deadline_s or NO_DEADLINE_S) * rounds + (
+            START_ALLOWANCE_S if fresh else 0.0)
         verdicts: list[str | None] = []
         expired = False
-        for result in pending:
+        for (path, _role), result in zip(variants, pending, strict=True):
             try:
-                result.get(None if end is None else max(0.05, end - time.monotonic()))
+                result.get(max(0.05, end - time.monotonic()))
                 verdicts.append(None)
             except multiprocessing.TimeoutError:
                 expired = True
-                verdicts.append(f"compiling took more than {deadline_s:g} s (in the compile pool)")
+                # queued behind stuck compiles, never started: the worker tries it itself
+                started = Path(str(path) + STARTED).exists()
+                verdicts.append(f"compiling took more than {deadline_s or NO_DEADLINE_S:g} s "
+                                "(in the compile pool)" if started and deadline_s else None)
             except Exception:  # the pool process died (a crash in the compiler): advisory
                 verdicts.append(None)
         if expired:  # the stuck compiles hold pool processes: start afresh next time

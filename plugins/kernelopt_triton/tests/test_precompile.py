@@ -47,5 +47,24 @@ def test_pool_launches_each_configuration_and_fails_only_the_stuck_one(tmp_path:
     assert stopped and again == [None]
 
 
+def test_a_configuration_queued_behind_a_stuck_one_is_left_to_the_worker(tmp_path: Path) -> None:
+    original = tmp_path / "vecadd.py"
+    shutil.copy(EXAMPLES / "vecadd.py", original)
+    stuck, queued, fine = (tmp_path / f"vecadd_v{n}.py" for n in range(3))
+    stuck.write_text(original.read_text() + "\nimport time as _t\n_t.sleep(120)\n")
+    queued.write_text(original.read_text())
+    fine.write_text(original.read_text())
+    pool = Precompiler(original, seed=0, processes=2)
+    try:
+        assert pool.run([(fine, "sweep9"), (fine, "sweep9")], deadline_s=None) == [None, None]
+        # two processes, both stuck: the third configuration never starts in the pool
+        verdicts = pool.run([(stuck, "sweep0"), (stuck, "sweep1"), (queued, "sweep2")],
+                            deadline_s=5.0)
+    finally:
+        pool.close()
+    assert verdicts[0] and verdicts[1] and "more than 5 s" in verdicts[0]
+    assert verdicts[2] is None  # not failed untried
+
+
 def test_pool_size_leaves_two_cores_and_never_exceeds_eight() -> None:
     assert 1 <= pool_size() <= 8

@@ -1,0 +1,177 @@
+"""Plugin-owned options: one typed declaration gives a ``kernelopt run`` flag, a key in the
+plugin's own kernelopt.toml table, an environment variable and the coercion.
+
+A plugin declares an attrs class and returns it from ``kernelopt_option_tables``::
+
+    @option_table("triton")
+    @attrs.frozen
+    class TritonOptions:
+        top: int = option(1, "Model files: optimize the K kernels with the largest share.",
+                          validator=attrs.validators.ge(1))
+
+which gives ``--top N``, ``[triton] top = N`` (in the user's config or kernelopt.toml),
+``KERNELOPT_TOP=N`` and ``-o top=N``; flags, variables and ``-o`` keys share one namespace
+with the core's own settings (a clash is reported on the plugin). The plugin reads
+``settings.section(TritonOptions).top``. Precedence is the core's: defaults < user config <
+kernelopt.toml < environment (.env fills in) < ``-o`` < the flag.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+
+from kernelopt_core.errors import UsageError
+
+T = TypeVar("T")
+TABLE_ATTR = "__kernelopt_table__"
+_HELP = "kernelopt_help"
+_converter = cattrs.Converter()
+
+
+def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
+           validator: Callable[..., Any] | None = None) -> Any:
+    """One option of a plugin's table: its default, its help line, and optionally the values it
+    may take and an attrs validator (a failure becomes a usage error naming its source)."""
+    validators = [attrs.validators.in_(choices)] if choices else []
+    if validator is not None:
+        validators.append(validator)
+    return attrs.field(default=default, validator=validators or None,
+                       metadata={_HELP: help, "choices": choices})
+
+
+def option_table(name: str) -> Callable[[type[T]], type[T]]:
+    """Name the kernelopt.toml table an options class is read from (``[name]``)."""
+    def mark(cls: type[T]) -> type[T]:
+        setattr(cls, TABLE_ATTR, name)
+        return cls
+    return mark
+
+
+def table_name(cls: type) -> str:
+    name = getattr(cls, TABLE_ATTR, None)
+    if not isinstance(name, str) or not attrs.has(cls):
+        raise TypeError(f"{cls!r} is not an options class (an attrs class under @option_table)")
+    return name
+
+
+def fields(cls: type) -> dict[str, attrs.Attribute]:
+    attrs.resolve_types(cls)
+    return {f.name: f for f in attrs.fields(cls)}
+
+
+def _base_type(hint: Any) -> Any:
+    """``int | None`` → int; anything else as is."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        rest = [a for a in typing.get_args(hint) if a is not type(None)]
+        return rest[0] if len(rest) == 1 else str
+    return hint
+
+
+def click_options(cls: type) -> list[Any]:
+    """The table's flags: ``--name`` per field (booleans as ``--name/--no-name``), no click
+    default (an unset flag must not hide kernelopt.toml or the environment)."""
+    import click
+
+    out = []
+    for name, field in fields(cls).items():
+        base = _base_type(field.type)
+        flag = "--" + name.replace("_", "-")
+        text = f"{field.metadata.get(_HELP, '')} [{field.default!r}]"
+        if base is bool:
+            out.append(click.Option([f"{flag}/--no-{flag[2:]}"], default=None, help=text))
+            continue
+        choices = field.metadata.get("choices")
+        kind: Any = (click.Choice(list(choices)) if choices else
+                     {int: int, float: float, Path: click.Path(path_type=Path)}.get(base, str))
+        out.append(click.Option([flag], type=kind, default=None, help=text))
+    return out
+
+
+def coerce(cls: type, name: str, value: Any, origin: str) -> Any:
+    """A raw value (TOML, environment, ``-o``, flag) as the field's type, or a usage error."""
+    field = fields(cls)[name]
+    hint: Any = field.type
+    try:
+        base = _base_type(hint)
+        if isinstance(value, str) and base is bool:
+            text = value.strip().lower()
+            if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ValueError("not a boolean")
+            return text in ("1", "true", "yes", "on")
+        if base in (int, float) and isinstance(value, bool):
+            raise TypeError("a boolean is not a number")
+        if typing.get_origin(base) is tuple and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        return _converter.structure(value, hint)
+    except Exception as exc:
+        raise UsageError(f"{origin}: `{name}` = {value!r} is not a valid {hint}",
+                         hint=f"give `{name}` a value of type {hint}") from exc
+
+
+def build(cls: type[T], values: dict[str, Any], origins: dict[str, str]) -> T:
+    """The table's object; a validator's complaint names the option and where it came from."""
+    try:
+        return cls(**values)
+    except (ValueError, TypeError) as exc:
+        # attrs validators raise (message, attribute, bound, value)
+        message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+        field = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], attrs.Attribute) \
+            else None
+        named = re.match(r"'(\w+)'", message)  # attrs' ge/gt/le: "'name' must be >= 1: 0"
+        if field is None and named:
+            field = fields(cls).get(named.group(1))
+        name = field.name if field is not None else "options"
+        choices = field.metadata.get("choices") if field is not None else None
+        raise UsageError(
+            f"{origins.get(name, 'default')}: [{table_name(cls)}] `{name}` = "
+            f"{values.get(name)!r}: {message}",
+            hint=f"`{name}` takes one of {', '.join(choices)}" if choices else
+            f"`{name}`: {field.metadata.get(_HELP, '') if field is not None else ''} "
+            "(`kernelopt run --help` lists every option)") from exc
+
+
+def read_tables(tables: list[type], sources: list[tuple[Path, dict[str, Any], str]],
+                env: Callable[[str], str | None], pairs: dict[str, tuple[Any, str]],
+                where: Callable[[Path, str, str, str], str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Every table's object from its TOML tables (``sources``: path, parsed, text; later
+    wins), ``KERNELOPT_<NAME>`` and ``pairs`` (``-o`` keys and flags: name -> (value, origin),
+    already in precedence order). Returns (table name -> object, "table.key" -> origin)."""
+    objects: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for cls in tables:
+        table = table_name(cls)
+        known = fields(cls)
+        values: dict[str, Any] = {}
+        mine: dict[str, str] = {}
+        for path, data, text in sources:
+            content = data.get(table, {})
+            if not isinstance(content, dict):
+                raise UsageError(f"{where(path, text, table, '')}: [{table}] must be a table")
+            for key, value in content.items():
+                if key not in known:
+                    raise UsageError(f"{where(path, text, key, table)}: unknown key `{key}` in "
+                                     f"[{table}]",
+                                     hint=f"known keys: {', '.join(known)}")
+                mine[key] = where(path, text, key, table)
+                values[key] = coerce(cls, key, value, mine[key])
+        for key in known:
+            variable = f"KERNELOPT_{key.upper()}"
+            raw = env(variable)
+            if raw:
+                values[key] = coerce(cls, key, raw, f"environment variable {variable}")
+                mine[key] = f"env {variable}"
+            if key in pairs:
+                value, origin = pairs[key]
+                values[key] = coerce(cls, key, value, origin)
+                mine[key] = origin
+        objects[table] = build(cls, values, mine)
+        origins.update({f"{table}.{k}": v for k, v in mine.items()})
+    return objects, origins
