@@ -7,6 +7,7 @@
 set -uo pipefail
 model=$1 kernel=$2 original=$3 tuned=$4
 work=$(mktemp -d); mkdir -p "$work/original" "$work/tuned"
+trap 'rm -rf "$work"' EXIT
 cp "$original" "$work/original/$kernel.py"; cp "$tuned" "$work/tuned/$kernel.py"
 n=0
 for _ in $(seq "${ROUNDS:-1}"); do

@@ -60,13 +60,8 @@ for model in "${models[@]}"; do
     python3 bench/triton_vs_do_bench.py "$src" "$tuned/$k.py" > "$OUT/$m-$k-dobench.jsonl" 2>> "$OUT/$m-$k-run.log"
 
     say "$m/$k: engine gate, baseline and tuned in ABBA order (each a fresh compile)"
-    : > "$OUT/$m-$k-engine-base.json"; : > "$OUT/$m-$k-engine-cand.json"
-    for side in base cand cand base; do
-      if [ $side = base ]; then file=$src; ref=; else file=$tuned/$k.py; ref=/tmp/base-$k.pt; fi
-      env KERNELOPT_ENGINE_OUT=/tmp/$side-$k.pt ${ref:+KERNELOPT_ENGINE_REFERENCE=$ref} \
-        python3 -m kernelopt_triton.engine "$model" --kernel "$k" --source "$file" \
-        >> "$OUT/$m-$k-engine-$side.json" 2>> "$OUT/$m-$k-engine.log"
-    done
+    bash bench/h200_engine_abba.sh "$model" "$k" "$src" "$tuned/$k.py" \
+      > "$OUT/$m-$k-engine.jsonl" 2> "$OUT/$m-$k-engine.log"
     python3 - "$m" "$k" "$OUT" "$cap/kernels.json" >> "$summary" <<'EOF'
 import json, statistics, sys
 from pathlib import Path
@@ -85,20 +80,16 @@ def load(p):  # a JSON file, or a log whose last line is one
     return {}
 share = next((x["share"] for x in rec["kernels"] if x["name"] == k), 0.0)
 s = load(out / f"{m}-{k}-summary.json")
-def engine_runs(side):  # the ABBA runs of one side, and the median of their times
-    path = out / f"{m}-{k}-engine-{side}.json"
-    runs = []
-    for x in (path.read_text().splitlines() if path.exists() else []):
-        try:
-            runs.append(json.loads(x))
-        except ValueError:
-            pass  # a line the model printed
+def engine_runs(side):  # one side's ABBA runs (bench/h200_engine_abba.sh), their median time
+    path = out / f"{m}-{k}-engine.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    runs = [r["run"] for r in map(json.loads, lines) if r.get("side") == side]
     times = sorted(r["time_ms"] for r in runs if r.get("time_ms"))
     matches = [r.get("match") for r in runs]
     return {"time_ms": statistics.median(times) if times else None,
-            "times_ms": times, "match": all(matches) if matches and side == "cand" else None,
+            "times_ms": times, "match": all(matches) if matches and side == "tuned" else None,
             "detail": runs[-1].get("detail") if runs else None, "spread_pct": [r.get("spread_pct") for r in runs]}
-base, cand = engine_runs("base"), engine_runs("cand")
+base, cand = engine_runs("original"), engine_runs("tuned")
 d = load(out / f"{m}-default.json").get("ms", {}).get(k)
 a = load(out / f"{m}-maxautotune.json").get("ms", {}).get(k)
 ks = s.get("speedup") or 1.0

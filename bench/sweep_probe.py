@@ -16,49 +16,63 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kernelopt_triton.plugin import TritonBackend
 
-from kernelopt_core.journal import Journal
+from kernelopt_core.journal import Journal, read
 from kernelopt_core.runner import Runner
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Tree
+
+
+def sweep_grid(kernel: Path, scratch: Path, axes: list[tuple[str, list[str]]] | None = None,
+               batch: int | None = None) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Every combination of ``axes`` (knob prefix, values; default: all the kernel's detected
+    knobs and values) screened by Runner.sweep in one bench worker, ``batch`` configurations
+    per request (default: one request). Returns (results, GPU-lock seconds per journal
+    event). Raises SystemExit if the kernel's own check fails."""
+    tree = Tree("baseline", scratch / "tree", scratch / "build")
+    tree.src.mkdir(parents=True)
+    shutil.copy(kernel, tree.src / kernel.name)
+    settings = Settings(state_root=scratch / "state")
+    target = TritonBackend().discover(kernel, settings)[0]
+    journal_path = scratch / "sweep-journal.jsonl"
+    runner = Runner(TritonBackend(), target, settings, Journal(journal_path))
+    if axes is None:
+        axes = [(k.name, list(k.values)) for k in target.knobs]
+    names = [next(k.name for k in target.knobs if k.name == axis or k.name.startswith(axis + "@"))
+             for axis, _ in axes]
+    configs = [dict(zip(names, combo, strict=True))
+               for combo in itertools.product(*(values for _, values in axes))]
+    step = batch or len(configs)
+    results: list[dict[str, Any]] = []
+    try:
+        failed = runner.check_all(tree, scratch / "log")
+        if failed is not None:
+            raise SystemExit(f"the kernel's own check failed: {failed[1].stderr[-2000:]}")
+        for i in range(0, len(configs), step):
+            results += runner.sweep(tree, configs[i:i + step], scratch / "log") or []
+    finally:
+        runner.close_workers()
+    held: dict[str, float] = {}
+    for event in read(journal_path):
+        if "acquired" in event and "released" in event:
+            key = event.get("op") or event["event"]
+            held[key] = held.get(key, 0.0) + event["released"] - event["acquired"]
+    return results, held
 
 
 def main() -> int:
     kernel = Path(sys.argv[1]).resolve()
     axes = [(name, values.split(",")) for name, values in (a.split("=", 1) for a in sys.argv[2:])]
     scratch = Path(tempfile.mkdtemp(prefix="kernelopt-sweep-probe-"))
-    tree = Tree("candidate", scratch / "tree", scratch / "build")
-    tree.src.mkdir()
-    shutil.copy(kernel, tree.src / kernel.name)
-    settings = Settings(state_root=scratch / "state")
-    target = TritonBackend().discover(kernel, settings)[0]
-    journal_path = scratch / "journal.jsonl"
-    runner = Runner(TritonBackend(), target, settings, Journal(journal_path))
-    names = {axis: next(k.name for k in target.knobs if k.name.startswith(axis + "@"))
-             for axis, _ in axes}
-    configs = [{names[axis]: value for (axis, _), value in zip(axes, combo, strict=True)}
-               for combo in itertools.product(*(values for _, values in axes))]
-    try:
-        failed = runner.check_all(tree, scratch / "log")
-        if failed is not None:
-            print(failed[1].stderr, file=sys.stderr)
-            return 1
-        results = runner.sweep(tree, configs, scratch / "log") or []
-    finally:
-        runner.close_workers()
-    held = {}
-    for line in journal_path.read_text().splitlines():
-        event = json.loads(line)
-        if "acquired" in event and "released" in event:
-            key = event.get("op") or event["event"]
-            held[key] = held.get(key, 0.0) + event["released"] - event["acquired"]
+    results, held = sweep_grid(kernel, scratch, axes)
     print(json.dumps({
-        "kernel": kernel.name, "configs": len(configs),
+        "kernel": kernel.name, "configs": len(results),
         "ok": sum(bool(r.get("ok")) for r in results),
         "lock_seconds": {k: round(v, 3) for k, v in held.items()},
-        "sweep_seconds_per_config": round(held.get("sweep", 0.0) / max(1, len(configs)), 3),
+        "sweep_seconds_per_config": round(held.get("sweep", 0.0) / max(1, len(results)), 3),
         "results": results,
     }, indent=1))
     shutil.rmtree(scratch, ignore_errors=True)

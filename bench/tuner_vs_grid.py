@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import shutil
@@ -25,41 +24,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kernelopt_triton.plugin import TritonBackend
-
-from kernelopt_core.journal import Journal
-from kernelopt_core.runner import Runner
-from kernelopt_core.settings import Settings
-from kernelopt_core.target import Tree
+from sweep_probe import sweep_grid  # bench/ is this script's directory
 
 
 def grid(kernel: Path, scratch: Path) -> dict[str, Any]:
-    tree = Tree("baseline", scratch / "tree", scratch / "build")
-    tree.src.mkdir(parents=True)
-    shutil.copy(kernel, tree.src / kernel.name)
-    settings = Settings(state_root=scratch / "state")
-    target = TritonBackend().discover(kernel, settings)[0]
-    journal_path = scratch / "grid-journal.jsonl"
-    runner = Runner(TritonBackend(), target, settings, Journal(journal_path))
-    names = [k.name for k in target.knobs]
-    configs = [dict(zip(names, combo, strict=True))
-               for combo in itertools.product(*(k.values for k in target.knobs))]
-    results: list[dict[str, Any]] = []
-    try:
-        failed = runner.check_all(tree, scratch / "log")
-        if failed is not None:
-            raise SystemExit(f"baseline check failed: {failed[1].stderr[-2000:]}")
-        for i in range(0, len(configs), 20):
-            results += runner.sweep(tree, configs[i:i + 20], scratch / "log") or []
-    finally:
-        runner.close_workers()
-    events = map(json.loads, journal_path.read_text().splitlines())
-    sweep_s = sum(e["released"] - e["acquired"] for e in events if e.get("event") == "sweep")
+    results, held = sweep_grid(kernel, scratch, batch=20)
+    sweep_s = held.get("sweep", 0.0)
     for r in results:
         r["ratio"] = r["time_ms"] / r["reference_ms"] if r.get("ok") else None
     ok = [r for r in results if r.get("ok")]
     best = min(ok, key=lambda r: r["ratio"])
-    return {"configs": len(configs), "ok": len(ok), "sweep_gpu_seconds": round(sweep_s, 3),
+    return {"configs": len(results), "ok": len(ok), "sweep_gpu_seconds": round(sweep_s, 3),
             "best": {"knobs": best["config"], "ratio": best["ratio"], "time_ms": best["time_ms"]},
             "results": results}
 

@@ -97,8 +97,13 @@ def click_options(cls: type) -> list[Any]:
 
 def coerce(cls: type, name: str, value: Any, origin: str) -> Any:
     """A raw value (TOML, environment, ``-o``, flag) as the field's type, or a usage error."""
-    field = fields(cls)[name]
-    hint: Any = field.type
+    return convert(name, fields(cls)[name].type, value, origin)
+
+
+def convert(name: str, hint: Any, value: Any, origin: str) -> Any:
+    """``value`` as type ``hint`` (cattrs; a comma list for a tuple, yes/no words for a bool,
+    never a bool for a number); a usage error naming ``origin`` when it is not one. The core's
+    settings and every plugin's options go through here."""
     try:
         base = _base_type(hint)
         if isinstance(value, str) and base is bool:

@@ -94,6 +94,7 @@ class PluginHost:
         for name, obj in extra:
             self._register(obj, name, "(in-process)", "", repr(obj), False)
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
+        self._tables: list[type] | None = None  # option_tables(), collected once
 
     # ------------------------------------------------------------------ loading
     def _register(
@@ -249,7 +250,9 @@ class PluginHost:
     def option_tables(self) -> list[type]:
         """Every plugin's option classes (``kernelopt_option_tables``), registration order; a
         class whose table or field names another plugin's already has is reported and left
-        out (one namespace for flags, variables and ``-o`` keys)."""
+        out (one namespace for flags, variables and ``-o`` keys). Collected once per host."""
+        if self._tables is not None:
+            return self._tables
         from kernelopt_core.options import fields, table_name
         from kernelopt_core.settings import FIELDS
 
@@ -273,6 +276,7 @@ class PluginHost:
             except (Exception, SystemExit) as exc:
                 self._blame(impl.plugin_name,
                             f"kernelopt_option_tables raised {type(exc).__name__}: {exc}")
+        self._tables = tables
         return tables
 
     def run_options(self, taken: set[str]) -> list[Any]:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
-import cattrs
 
 from kernelopt_core.errors import UsageError
-from kernelopt_core.options import read_tables, table_name
+from kernelopt_core.options import convert, read_tables, table_name
 
 T = TypeVar("T")
 
@@ -82,13 +82,17 @@ class Settings:
 
     def env(self, name: str) -> str | None:
         """A variable from the real environment, else from .env (the real one wins)."""
-        return os.environ.get(name, self.dotenv.get(name))
+        return environment(self.dotenv, name)
+
+
+def environment(dotenv: dict[str, str], name: str) -> str | None:
+    """A variable from the real environment, else from .env (the real one wins)."""
+    return os.environ.get(name, dotenv.get(name))
 
 
 attrs.resolve_types(Settings)
 FIELDS = {f.name: f for f in attrs.fields(Settings)
           if f.name not in ("origins", "dotenv", "tables")}
-_converter = cattrs.Converter()
 
 
 def toml_line(text: str, key: str, section: str | None = None) -> int | None:
@@ -123,19 +127,7 @@ def read_toml(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _coerce(name: str, value: Any, origin: str) -> Any:
-    field = FIELDS[name]
-    try:
-        if field.type in (tuple[str, ...], tuple[int, ...]) and isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if field.type in (int, float, int | None, float | None) and isinstance(value, bool):
-            raise TypeError("a boolean is not a number")
-        assert field.type is not None  # every Settings field is annotated
-        return _converter.structure(value, field.type)
-    except Exception as exc:
-        raise UsageError(
-            f"{origin}: `{name}` = {value!r} is not a valid {field.type}",
-            hint=f"give `{name}` a value of type {field.type}",
-        ) from exc
+    return convert(name, FIELDS[name].type, value, origin)
 
 
 def _apply_sections(values: dict[str, Any], origins: dict[str, str], data: dict[str, Any],
@@ -203,6 +195,7 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
     values: dict[str, Any] = {}
     origins: dict[str, str] = {name: "default" for name in FIELDS}
     dotenv = read_dotenv(cwd / ".env")
+    env = partial(environment, dotenv)
     plugin_keys = {table_name(cls): set(attrs.fields_dict(cls)) for cls in tables}
     sources: list[tuple[Path, dict[str, Any], str]] = []
     for path in (user_config_path(), project_toml):
@@ -212,7 +205,7 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
             sources.append((path, data, text))
     for name in FIELDS:
         env_name = f"KERNELOPT_{name.upper()}"
-        raw = os.environ.get(env_name, dotenv.get(env_name))
+        raw = env(env_name)
         if raw is not None and raw != "":
             values[name] = _coerce(name, raw, f"environment variable {env_name}")
             origins[name] = f"env {env_name}"
@@ -238,8 +231,7 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
             continue
         values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
         origins[name] = "flag"
-    objects, table_origins = read_tables(list(tables), sources,
-                                         lambda n: os.environ.get(n, dotenv.get(n)), pairs, where)
+    objects, table_origins = read_tables(list(tables), sources, env, pairs, where)
     settings = Settings(**values, origins={**origins, **table_origins}, dotenv=dotenv,
                         tables=objects)
     if not settings.state_root.is_absolute():

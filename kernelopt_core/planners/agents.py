@@ -25,7 +25,7 @@ from kernelopt_core.llm.client import ChatClient, LLMUnreachable, load_prices
 from kernelopt_core.llm.tools import ToolBox, ToolError
 from kernelopt_core.planners.agent_options import AgentOptions
 from kernelopt_core.planners.base import PlanContext, Proposal
-from kernelopt_core.planners.tuner import knob_proposal, screened_frontier
+from kernelopt_core.planners.tuner import screened_frontier, untried_proposals
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
@@ -198,14 +198,9 @@ class Agents:
         if self.screened:
             return []
         self.screened = True
-        for config in screened_frontier(ctx, dict(ctx.baseline_knobs)) or []:
-            key = tuple(sorted(config.items()))
-            proposal = knob_proposal(ctx, config, "tuner")
-            if proposal is not None and key not in ctx.tried:
-                ctx.tried.add(key)
-                return [attrs.evolve(proposal, description=f"tuner's best screened: "
-                                     f"{proposal.description}")]
-        return []
+        frontier = screened_frontier(ctx, dict(ctx.baseline_knobs)) or []
+        return [attrs.evolve(p, description=f"tuner's best screened: {p.description}")
+                for p in untried_proposals(ctx, frontier, 1, "tuner")]
 
     def propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
         first = self._tuner_first(ctx)

@@ -83,6 +83,25 @@ def knob_proposal(ctx: PlanContext, assignment: dict[str, str], planner: str) ->
     return Proposal(text or "baseline values", edits, assignment, planner)
 
 
+def untried_proposals(ctx: PlanContext, configs: list[dict[str, str]], count: int,
+                      planner: str) -> list[Proposal]:
+    """Up to ``count`` proposals from ``configs`` in order, each assignment the run has not
+    tried yet (and now marked tried)."""
+    proposals: list[Proposal] = []
+    for config in list(configs):
+        key = tuple(sorted(config.items()))
+        if key in ctx.tried:
+            continue
+        ctx.tried.add(key)
+        proposal = knob_proposal(ctx, config, planner)
+        if proposal is None:
+            continue
+        proposals.append(proposal)
+        if len(proposals) >= count:
+            break
+    return proposals
+
+
 class Tuner:
     name = "tuner"
 
@@ -118,19 +137,7 @@ class Tuner:
             self.screened = True
             self.queue = screened_frontier(ctx, assignment)
         candidates = self.queue if self.queue is not None else self._neighbours(ctx, assignment)
-        proposals: list[Proposal] = []
-        for candidate in list(candidates):
-            key = tuple(sorted(candidate.items()))
-            if key in ctx.tried:
-                continue
-            ctx.tried.add(key)
-            proposal = knob_proposal(ctx, candidate, self.name)
-            if proposal is None:
-                continue
-            proposals.append(proposal)
-            if len(proposals) >= count:
-                break
-        return proposals
+        return untried_proposals(ctx, candidates, count, self.name)
 
     def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
         pass  # the search itself keeps what the tuner needs (speedups, tried assignments)

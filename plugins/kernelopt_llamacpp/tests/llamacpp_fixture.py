@@ -5,6 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from kernelopt_llamacpp.plugin import LlamaCppOptions
+
+from kernelopt_core.settings import Settings
+
 FIXTURE = Path(__file__).parent / "fixtures" / "llamacpp-mini"
 
 
@@ -13,3 +17,8 @@ def copy_fixture(dest: Path, marker: bool = True) -> Path:
     if not marker:
         (dest / "kernelopt-fixture.toml").unlink()
     return dest
+
+
+def settings_with(state_root: Path, **options: object) -> Settings:
+    """Settings as `kernelopt run` would make them with these [llamacpp] options."""
+    return Settings(state_root=state_root, tables={"llamacpp": LlamaCppOptions(**options)})

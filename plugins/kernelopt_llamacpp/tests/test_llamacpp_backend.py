@@ -7,18 +7,13 @@ from pathlib import Path
 
 import pytest
 from kernelopt_llamacpp import plugin
-from kernelopt_llamacpp.plugin import LlamaCppBackend, LlamaCppOptions
-from llamacpp_fixture import copy_fixture
+from kernelopt_llamacpp.plugin import LlamaCppBackend
+from llamacpp_fixture import copy_fixture, settings_with
 
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Tree
 from kernelopt_core.workspace import materialize, snapshot
-
-
-def _settings(tmp_path: Path, **options: object) -> Settings:
-    return Settings(state_root=tmp_path / ".kernelopt",
-                    tables={"llamacpp": LlamaCppOptions(**options)})
 
 
 def test_detect(repo: Path, tmp_path: Path):
@@ -28,7 +23,7 @@ def test_detect(repo: Path, tmp_path: Path):
 
 
 def test_discover_one_target_for_the_op(repo: Path, tmp_path: Path):
-    [target] = LlamaCppBackend().discover(repo, _settings(tmp_path, op="SOFT_MAX"))
+    [target] = LlamaCppBackend().discover(repo, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))
     assert target.name == "SOFT_MAX" and target.backend == "llamacpp"
     assert target.editable == ("ggml/src/ggml-cuda/softmax.cu", "ggml/src/ggml-cuda/softmax.cuh")
     assert "tests/test-backend-ops.cpp" in target.contract
@@ -42,17 +37,17 @@ def test_discover_one_target_for_the_op(repo: Path, tmp_path: Path):
 
 def test_unknown_and_library_ops(repo: Path, tmp_path: Path):
     with pytest.raises(UsageError, match="unknown op 'NOPE'") as exc:
-        LlamaCppBackend().discover(repo, _settings(tmp_path, op="NOPE"))
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / ".kernelopt", op="NOPE"))
     assert "SOFT_MAX" in str(exc.value) and "RMS_NORM" in str(exc.value)
     with pytest.raises(UsageError, match="cuBLAS"):
-        LlamaCppBackend().discover(repo, _settings(tmp_path, op="OUT_PROD"))
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / ".kernelopt", op="OUT_PROD"))
 
 
 def test_real_layout_without_gpu_is_a_prerequisite_error(tmp_path: Path, monkeypatch):
     real = copy_fixture(tmp_path / "real", marker=False)
     monkeypatch.setattr(plugin, "gpu_problem", lambda: "no NVIDIA GPU is visible")
     with pytest.raises(PrerequisiteError, match="nvcc and an NVIDIA GPU"):
-        LlamaCppBackend().discover(real, _settings(tmp_path, op="SOFT_MAX"))
+        LlamaCppBackend().discover(real, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))
 
 
 def _objects(build: Path) -> dict[str, int]:
@@ -61,7 +56,7 @@ def _objects(build: Path) -> dict[str, int]:
 
 def test_configure_once_then_incremental(repo: Path, tmp_path: Path):
     backend = LlamaCppBackend()
-    [target] = backend.discover(repo, _settings(tmp_path, op="SOFT_MAX"))
+    [target] = backend.discover(repo, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))
     files, modes = snapshot(repo)
     tree = Tree("candidate", tmp_path / "src", tmp_path / "build")
     materialize(tree.src, files, modes)

@@ -5,13 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kernelopt_llamacpp.plugin import LlamaCppBackend, LlamaCppOptions
-
-from kernelopt_core.settings import Settings
-
-
-def _settings(tmp_path: Path, **options: object) -> Settings:
-    return Settings(state_root=tmp_path / "s", tables={"llamacpp": LlamaCppOptions(**options)})
+from kernelopt_llamacpp.plugin import LlamaCppBackend
+from llamacpp_fixture import settings_with
 
 
 def test_random_gguf_parses_with_the_expected_tensors(tmp_path: Path):
@@ -29,11 +24,11 @@ def test_random_gguf_parses_with_the_expected_tensors(tmp_path: Path):
 
 def test_engine_only_when_asked(repo: Path, tmp_path: Path):
     backend = LlamaCppBackend()
-    [plain] = backend.discover(repo, _settings(tmp_path, op="SOFT_MAX"))
+    [plain] = backend.discover(repo, settings_with(tmp_path / "s", op="SOFT_MAX"))
     assert backend.engine(plain, None) is None  # type: ignore[arg-type]
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF")
-    [e2e] = backend.discover(repo, _settings(tmp_path, op="SOFT_MAX",
+    [e2e] = backend.discover(repo, settings_with(tmp_path / "s", op="SOFT_MAX",
                                                       e2e_model=str(model)))
     assert e2e.has_engine
     from kernelopt_core.target import Tree
@@ -58,4 +53,4 @@ def test_a_vocab_that_is_not_gguf_is_a_usage_error(repo: Path, tmp_path: Path):
     vocab.parent.mkdir(parents=True, exist_ok=True)
     vocab.write_bytes(b"not a gguf file at all")
     with pytest.raises(UsageError, match="cannot be read as a GGUF file"):
-        LlamaCppBackend().discover(repo, _settings(tmp_path, op="SOFT_MAX", e2e=True))
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="SOFT_MAX", e2e=True))

@@ -431,12 +431,14 @@ class Session:
                 if self.slow_compiles and not pooled and len(variants) - n >= 2:
                     stuck[n:] = self._precompile(variants[n:], deadline_s)
                     pooled = True
-                error = stuck[n]
-                result: dict[str, Any] | None = {"ok": False, "error": error} if error else None
+                if stuck[n]:  # still compiling in the pool at its deadline: not tried here
+                    results.append({"ok": False, "error": stuck[n]})
+                    continue
+                result: dict[str, Any] | None = None
                 started = _perf_counter()
                 try:
-                    with _deadline(None if result else deadline_s):
-                        result = result or self._sweep_one(variant, role, iters)
+                    with _deadline(deadline_s):
+                        result = self._sweep_one(variant, role, iters)
                 except _DeadlinePassed as exc:  # fired just as the configuration finished
                     result = result or {"ok": False, "error": str(exc)}
                 if not pooled and _perf_counter() - started > SLOW_COMPILE_S:
@@ -447,6 +449,11 @@ class Session:
             if str(scratch) in sys.path:  # load() put it there for sibling modules
                 sys.path.remove(str(scratch))
         return {"reference_ms": reference, "results": results}
+
+    def close(self) -> None:
+        """What the session holds beyond this process: the compile pool's processes."""
+        if self.precompiler is not None:
+            self.precompiler.close()
 
     def _precompile(self, variants: list[tuple[Path, str]],
                     deadline_s: float | None) -> list[str | None]:
@@ -470,7 +477,8 @@ class Session:
         except Mismatch as exc:
             return {"ok": False, "error": f"wrong output: {exc}"[:500]}
         except _DeadlinePassed as exc:
-            _sync_quietly()
+            with contextlib.suppress(Exception):  # let what it queued on the device finish
+                _sync(self.torch, self.device)
             return {"ok": False, "error": str(exc)}
         except Exception as exc:  # a compile error, an invalid launch: this config's failure
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
@@ -498,17 +506,6 @@ def _deadline(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def _sync_quietly() -> None:
-    """After an interrupted configuration: let what it queued on the device finish."""
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-    except Exception:
-        pass
 
 
 def _narrow(torch: Any, args: list[Any], work: float) -> list[Any]:
@@ -608,8 +605,8 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
         try:
             if op == "load":
                 bench_seeds = tuple(int(s) for s in request.get("bench_seeds", (0, 1)))[:2]
-                if session is not None and session.precompiler is not None:
-                    session.precompiler.close()
+                if session is not None:
+                    session.close()
                 session = Session(path, oracle, tuple(int(s) for s in request.get("seeds", ())),
                                   bench_seeds if len(bench_seeds) == 2 else (0, 1))
                 channel.reply(request, ok=True, device=session.device,
@@ -638,8 +635,8 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
             break
         except BaseException:
             channel.reply(request, ok=False, exit=4, error=traceback.format_exc()[-4000:])
-    if session is not None and session.precompiler is not None:
-        session.precompiler.close()
+    if session is not None:
+        session.close()
     Channel.leave(0)
     return 0
 

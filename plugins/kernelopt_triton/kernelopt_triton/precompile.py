@@ -42,13 +42,13 @@ def _start(oracle: str, seed: int) -> None:
         _ARGS = None
 
 
-def _compile(path: str, role: str) -> str | None:
-    """Import one configuration's file under the worker's module name and launch it once;
-    what went wrong, for the log (the worker meets it again)."""
+def _compile(path: str, role: str) -> None:
+    """Import one configuration's file under the worker's module name and launch it once. What
+    goes wrong here is not reported: the worker meets it again and reports it itself."""
     from kernelopt_triton.harness import load
 
     if _ARGS is None:
-        return "the pool process could not make the arguments"
+        return
     Path(path + STARTED).touch()  # the parent tells a stuck compile from a queued one
     try:
         module = load(Path(path), role)
@@ -60,9 +60,8 @@ def _compile(path: str, role: str) -> str | None:
                 torch.cuda.synchronize()
         finally:
             sys.modules.pop(module.__name__, None)
-        return None
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"[:500]
+    except Exception:
+        pass
 
 
 # a new pool's processes import torch and make the arguments first: not the configurations' time
@@ -84,7 +83,6 @@ class Precompiler:
     def __init__(self, oracle: Path, seed: int, processes: int | None = None) -> None:
         self.oracle, self.seed, self.processes = oracle, seed, processes
         self._pool: Pool | None = None
-        self._size = 0
 
     def run(self, variants: list[tuple[Path, str]], deadline_s: float | None) -> list[str | None]:
         """Per variant (file, module role): None when it compiled (or failed in a way the worker
@@ -100,7 +98,7 @@ class Precompiler:
         except OSError:  # no pool on this machine: the worker compiles one at a time
             return [None] * len(variants)
         pending = [pool.apply_async(_compile, (str(path), role)) for path, role in variants]
-        rounds = math.ceil(len(variants) / self._size)
+        rounds = math.ceil(len(variants) / size)
         end = time.monotonic() + (deadline_s or NO_DEADLINE_S) * rounds + (
             START_ALLOWANCE_S if fresh else 0.0)
         verdicts: list[str | None] = []
@@ -126,7 +124,6 @@ class Precompiler:
             context = multiprocessing.get_context("spawn")
             self._pool = context.Pool(size, initializer=_start,
                                       initargs=(str(self.oracle), self.seed))
-            self._size = size
         return self._pool
 
     def close(self) -> None:
@@ -134,4 +131,3 @@ class Precompiler:
             self._pool.terminate()
             self._pool.join()
             self._pool = None
-            self._size = 0

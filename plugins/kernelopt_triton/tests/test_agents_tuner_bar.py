@@ -5,12 +5,11 @@ and how its candidate did, and the report sets each planner's best side by side 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+from kernelopt_tests_support import events as journal_events
+from kernelopt_tests_support import kernelopt
 from kernelopt_triton_testpaths import EXAMPLES
 
 from kernelopt_core.testing import ScriptedLLMServer, say, tool_call
@@ -27,18 +26,15 @@ def test_the_tuner_sets_the_bar_in_an_agents_run(tmp_path: Path) -> None:
         "executor": [tool_call("write_file", path="vecadd.py", content=llm_edit), say("done")],
         "summarizer": [say('{"strategy": "block 128", "lesson": "-", "action": "append"}')],
     }
-    env = {**os.environ, "OPENAI_API_KEY": KEY, "KERNELOPT_SMALL": "1",
-           "KERNELOPT_LLM_BACKOFF_S": "0.05"}
-    env.pop("KERNELOPT_HOME", None)
+    env = {"OPENAI_API_KEY": KEY, "KERNELOPT_SMALL": "1", "KERNELOPT_LLM_BACKOFF_S": "0.05"}
     with ScriptedLLMServer(script) as server:
-        result = subprocess.run(
-            [sys.executable, "-m", "kernelopt_core.cli", "run", "vecadd.py", "--planner", "agents",
-             "--provider", "openai", "--base-url", server.url, "--model", "m", "--iterations", "2",
-             "--final-rounds", "2", "--seeds", "1", "--screen-runs", "1"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        result = kernelopt(
+            "run", "vecadd.py", "--planner", "agents", "--provider", "openai", "--base-url",
+            server.url, "--model", "m", "--iterations", "2", "--final-rounds", "2", "--seeds",
+            "1", "--screen-runs", "1", cwd=tmp_path, env=env)
     assert result.returncode in (0, 1), result.stderr[-3000:]
     [run_dir] = sorted((tmp_path / ".kernelopt" / "runs").iterdir())
-    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    events = journal_events(run_dir)
     screening = next(e for e in events if e["event"] == "screening")
     assert screening["ok"] and screening["grid"] == 60 and screening["evaluations"] <= 15
     first, second = [e for e in events if e["event"] == "candidate"]
@@ -67,16 +63,13 @@ def test_an_unreachable_llm_does_not_throw_away_the_tuners_accepted_candidate(
     with socket.socket() as sock:  # a port nothing listens on once the socket closes
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, "OPENAI_API_KEY": KEY, "KERNELOPT_SMALL": "1",
-           "KERNELOPT_LLM_BACKOFF_S": "0.01"}
-    env.pop("KERNELOPT_HOME", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "kernelopt_core.cli", "run", "vecadd.py", "--planner", "agents",
-         "--provider", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
-         "--iterations", "3", "--final-rounds", "2", "--seeds", "1", "--screen-runs", "1"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    env = {"OPENAI_API_KEY": KEY, "KERNELOPT_SMALL": "1", "KERNELOPT_LLM_BACKOFF_S": "0.01"}
+    result = kernelopt(
+        "run", "vecadd.py", "--planner", "agents", "--provider", "openai", "--base-url",
+        f"http://127.0.0.1:{port}/v1", "--model", "m", "--iterations", "3", "--final-rounds",
+        "2", "--seeds", "1", "--screen-runs", "1", cwd=tmp_path, env=env)
     [run_dir] = sorted((tmp_path / ".kernelopt" / "runs").iterdir())
-    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    events = journal_events(run_dir)
     first = next(e for e in events if e["event"] == "candidate_result")
     if not first["accepted"]:
         return  # the interpreter's screen did not favour it: nothing to protect here
