@@ -6,6 +6,9 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
+
+from kernelopt_core.planners import joint
 from kernelopt_core.planners.joint import JointSearch, evaluation_budget
 
 BLOCK = tuple(str(2 ** i) for i in range(4, 14))  # 16 .. 8192
@@ -105,3 +108,54 @@ def test_a_large_grid_is_sampled_near_the_current_assignment() -> None:
     for config in sample:
         for name, values in knobs:
             assert abs(values.index(config[name]) - values.index(start[name])) <= 2
+
+
+def test_a_known_start_cost_is_not_screened_and_is_not_an_evaluation() -> None:
+    screened: list[dict[str, str]] = []
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        screened.extend(configs)
+        return [valley(index(c)) for c in configs]
+
+    start = {"BLOCK": "128", "num_warps": "1", "num_stages": "4"}
+    search = JointSearch(KNOBS, start, evaluate, start_cost=valley(index(start)))
+    ranked = search.run()
+    assert start not in screened
+    assert search.evaluations == len(screened) <= 300 // 4
+    assert index(ranked[0][0]) == (7, 4, 1)
+    # a start off the grid is no point of it: nothing is assumed about it
+    off = JointSearch(KNOBS, {**start, "BLOCK": "100"}, evaluate, start_cost=1.0)
+    assert off.start_cost is None and not off.costs
+
+
+def test_a_far_worse_basin_gets_no_descent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two basins: a deep one, and a shallow one 60 % slower at its bottom where the search
+    starts. Once the deep basin's minimum is surrounded, the search stops instead of
+    descending the shallow one (which it does when every basin counts)."""
+    knobs = [("BLOCK", BLOCK), ("num_warps", WARPS)]
+
+    def deep(b: int, w: int) -> float:
+        return 1.0 + 0.2 * ((b - 8) ** 2 + (w - 4) ** 2)
+
+    def shallow(b: int, w: int) -> float:
+        return 1.6 + 0.2 * ((b - 2) ** 2 + w ** 2)
+
+    def search() -> tuple[tuple[int, int], list[tuple[int, int]]]:
+        screened: list[tuple[int, int]] = []
+
+        def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+            points = [(BLOCK.index(c["BLOCK"]), WARPS.index(c["num_warps"])) for c in configs]
+            screened.extend(points)
+            return [min(deep(*p), shallow(*p)) for p in points]
+
+        ranked = JointSearch(knobs, {"BLOCK": "32", "num_warps": "2"}, evaluate,
+                             max_evaluations=40).run()
+        best = (BLOCK.index(ranked[0][0]["BLOCK"]), WARPS.index(ranked[0][0]["num_warps"]))
+        return best, [p for p in screened if shallow(*p) < deep(*p)]
+
+    best, shallow_screened = search()
+    monkeypatch.setattr(joint, "BASIN_WITHIN", math.inf)
+    best_every_basin, shallow_every_basin = search()
+    assert best == best_every_basin == (8, 4)
+    assert len(shallow_screened) < len(shallow_every_basin)
+    assert (2, 0) in shallow_every_basin and (2, 0) not in shallow_screened

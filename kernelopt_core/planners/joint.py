@@ -31,6 +31,9 @@ MAX_EVALUATIONS = 256
 # largest tiles, the most stages) can take minutes each to compile; descent may still go there
 LOCAL_AT = 256
 LOCAL_RADIUS = 2
+# a second basin is descended only when its best point so far is within this factor of the
+# best: a descent gains tens of percent at most, and each basin costs a batch or more
+BASIN_WITHIN = 1.25
 
 
 def evaluation_budget(grid: int) -> int:
@@ -45,7 +48,9 @@ def evaluation_budget(grid: int) -> int:
 class JointSearch:
     """``knobs``: (name, ordered values); ``start``: the current assignment; ``evaluate``:
     screens a batch of configurations and returns one relative cost per configuration (lower
-    is faster; None for a configuration that failed to compile or check)."""
+    is faster; None for a configuration that failed to compile or check); ``start_cost``: the
+    start's cost when it is already known (the tree being screened against is the start: its
+    ratio is 1 by definition), so it is not screened again."""
 
     knobs: Sequence[tuple[str, tuple[str, ...]]]
     start: Config
@@ -56,7 +61,19 @@ class JointSearch:
     per_batch: int = 1  # points expanded per screened batch
     batch: int = 8  # most configurations per evaluate() call
     seed: int = 0
+    start_cost: float | None = None
     costs: dict[Point, float] = attrs.field(factory=dict)  # inf: failed
+
+    def __attrs_post_init__(self) -> None:
+        if not all(self.start.get(name) in values for name, values in self.knobs):
+            self.start_cost = None  # the start is not a point of the grid
+        if self.start_cost is not None:
+            self.costs[self._start_point()] = self.start_cost
+
+    @property
+    def evaluations(self) -> int:
+        """Configurations screened (a known start cost is not an evaluation)."""
+        return len(self.costs) - (self.start_cost is not None)
 
     @property
     def grid(self) -> int:
@@ -71,7 +88,7 @@ class JointSearch:
             else evaluation_budget(self.grid)
 
     def _screen(self, points: list[Point]) -> None:
-        room = self._budget() - len(self.costs)
+        room = self._budget() - self.evaluations
         fresh = list(dict.fromkeys(p for p in points if p not in self.costs))[:max(0, room)]
         # in chunks: the GPU budget is checked between them (a configuration of a large kernel
         # can take seconds to compile)
@@ -84,7 +101,7 @@ class JointSearch:
                 self.costs[point] = math.inf if cost is None else cost
 
     def _exhausted(self) -> bool:
-        return len(self.costs) >= self._budget() or not self.within_budget()
+        return self.evaluations >= self._budget() or not self.within_budget()
 
     def _start_point(self) -> Point:
         return tuple(values.index(self.start[name]) if self.start.get(name) in values else 0
@@ -128,7 +145,7 @@ class JointSearch:
 
     def run(self) -> list[tuple[Config, float]]:
         """Every screened configuration that worked, fastest first, with its cost."""
-        if self.grid <= self._budget():
+        if self.grid - (self.start_cost is not None) <= self._budget():
             every = itertools.product(*(range(len(values)) for _name, values in self.knobs))
             self._screen(list(every))
         else:
@@ -143,12 +160,20 @@ class JointSearch:
         """Best-first: the best screened points with unscreened moves get them screened (one
         batch: each point's single moves, else its two-knob moves), ``per_batch`` points at
         a time (each batch also times the tree once, so tiny batches waste); a worse point's
-        turn comes when every better one is surrounded by screened configurations."""
+        turn comes when every better one is surrounded by screened configurations. Only a
+        point no screened neighbour beats starts a descent: one with a better neighbour lies
+        on the slope of a basin a better point is already descending (``descents`` basins at
+        most, each within BASIN_WITHIN of the best)."""
         while not self._exhausted():
             ranked = sorted((c, p) for p, c in self.costs.items() if c < math.inf)
+            if not ranked:
+                return
+            limit = ranked[0][0] * BASIN_WITHIN
+            minima = [p for c, p in ranked
+                      if c <= limit and self._unbeaten(p, c)][: self.descents]
             batch: list[Point] = []
             expanded = 0
-            for _cost, point in ranked[: self.descents]:
+            for point in minima:
                 moves = [m for m in self._moves(point, False) if m not in self.costs]
                 if not moves and len(self.knobs) > 1:
                     moves = [m for m in self._moves(point, True) if m not in self.costs]
@@ -158,5 +183,10 @@ class JointSearch:
                 if expanded >= self.per_batch:
                     break
             if not batch:
-                return  # the best points are local optima, every neighbour screened
+                return  # the best basins' minima are surrounded by screened configurations
             self._screen(batch)
+
+    def _unbeaten(self, point: Point, cost: float) -> bool:
+        """No screened single or two-knob move from ``point`` is faster."""
+        return all(self.costs.get(m, math.inf) >= cost
+                   for diagonal in (False, True) for m in self._moves(point, diagonal))

@@ -47,8 +47,12 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
         batches.append(len(configs))
         return [r.ratio if r.ok else None for r in screen(configs)]
 
+    # the screen times configurations against the baseline tree: the baseline's own
+    # assignment has ratio 1 by definition and is not screened again
+    is_baseline = all(start.get(k.name) == ctx.baseline_knobs.get(k.name) for k in ctx.knobs)
     search = JointSearch([(k.name, tuple(k.values)) for k in ctx.knobs], start, evaluate,
-                         s.screen_evaluations, within_budget)
+                         s.screen_evaluations, within_budget,
+                         start_cost=1.0 if is_baseline else None)
     try:
         ranked = search.run()
     except BenchFailed as exc:
@@ -58,16 +62,17 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     best = [{"knobs": c, "ratio": round(r, 4)} for c, r in ranked[:10]]
     gpu_seconds = round(ctx.gpu_seconds() - spent_before, 3)
     # nothing screened worked (or nothing was screened): the caller proposes instead
-    outcome = {"best": best} if ranked else {"error": "no configuration was screened successfully"}
-    ctx.journal.write("screening", ok=bool(ranked), grid=search.grid,
-                      evaluations=len(search.costs), failed=failed, batches=batches,
+    worked = search.evaluations - failed > 0
+    outcome = {"best": best} if worked else {"error": "no configuration was screened successfully"}
+    ctx.journal.write("screening", ok=worked, grid=search.grid,
+                      evaluations=search.evaluations, failed=failed, batches=batches,
                       gpu_seconds=gpu_seconds, **outcome)
-    if not ranked:
+    if not worked:
         return None
     ctx.profile["tuner_frontier"] = {
         "what": "the built-in tuner's screen of the knob grid: time / the baseline's time "
                 "(lower is faster), checked on one seed, not yet through the gates",
-        "grid": search.grid, "screened": len(search.costs), "failed": failed, "best": best}
+        "grid": search.grid, "screened": search.evaluations, "failed": failed, "best": best}
     # only what the screen saw faster than the tree; the gates decide on the rest
     return [c for c, ratio in ranked if ratio < 1.0 and c != start][: s.screen_top]
 

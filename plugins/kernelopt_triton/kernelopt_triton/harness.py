@@ -292,8 +292,7 @@ class Session:
             self.values = [self._clones(self.args),
                            self._clones(make_args(torch, spec, bench_seeds[1], device))]
         self.bench_seeds = bench_seeds or (0, 1)
-        # a sweep's compile pool: made once a configuration took long (its compile, mostly)
-        self.slow_compiles = False
+        # a sweep's compile pool: started once a configuration took long (its compile, mostly)
         self.precompiler: Precompiler | None = None
         self.base_calls: set[str] | None = None
         if self.oracle.read_bytes() != path.read_bytes():
@@ -411,10 +410,11 @@ class Session:
               deadline_s: float | None = None) -> dict[str, Any]:
         """Bulk screening: each configuration's source (``{"files": {name: text}}``, the knobs
         already applied by the core) loaded as its own module, checked on the first seed and
-        timed here, one at a time; once one took longer than SLOW_COMPILE_S, the rest are
-        compiled at once in a process pool first (precompile.py). A configuration that fails to compile or
-        check, or takes longer than ``deadline_s`` (a huge tile can compile for minutes),
-        costs that, not a candidate."""
+        timed here, one at a time; once one took longer than SLOW_COMPILE_S, a process pool
+        starts in the background, and once it is ready the rest are compiled there at once
+        first (precompile.py). Each result says how long the worker spent on it (seconds). A
+        configuration that fails to compile or check, or takes longer than ``deadline_s`` (a
+        huge tile can compile for minutes), costs that, not a candidate."""
         source = self.path.read_text(encoding="utf-8")
         reference = self.bench(iters=iters)["time_ms"]
         results: list[dict[str, Any]] = []
@@ -428,8 +428,9 @@ class Session:
             stuck: list[str | None] = [None] * len(variants)
             pooled = False
             for n, (variant, role) in enumerate(variants):
-                if self.slow_compiles and not pooled and len(variants) - n >= 2:
-                    stuck[n:] = self._precompile(variants[n:], deadline_s)
+                pool = None if pooled or len(variants) - n < 2 else self._ready_pool()
+                if pool is not None:
+                    stuck[n:] = pool.run(variants[n:], deadline_s)
                     pooled = True
                 if stuck[n]:  # still compiling in the pool at its deadline: not tried here
                     results.append({"ok": False, "error": stuck[n]})
@@ -441,9 +442,10 @@ class Session:
                         result = self._sweep_one(variant, role, iters)
                 except _DeadlinePassed as exc:  # fired just as the configuration finished
                     result = result or {"ok": False, "error": str(exc)}
-                if not pooled and _perf_counter() - started > SLOW_COMPILE_S:
-                    self.slow_compiles = not self.interpreted
-                results.append(result)
+                seconds = _perf_counter() - started
+                if not pooled and seconds > SLOW_COMPILE_S and not self.interpreted:
+                    self._start_pool()
+                results.append({**result, "seconds": round(seconds, 3)})
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
             if str(scratch) in sys.path:  # load() put it there for sibling modules
@@ -455,15 +457,19 @@ class Session:
         if self.precompiler is not None:
             self.precompiler.close()
 
-    def _precompile(self, variants: list[tuple[Path, str]],
-                    deadline_s: float | None) -> list[str | None]:
-        """The configurations compiled at once in a process pool (precompile.py); per
-        configuration, why it must not be tried here (None: try it)."""
+    def _start_pool(self) -> None:
+        """The compile pool (precompile.py), started in the background: the sweep goes on
+        one configuration at a time until its processes are ready."""
         if self.precompiler is None:
             from kernelopt_triton.precompile import Precompiler
 
             self.precompiler = Precompiler(self.oracle, self.bench_seeds[0])
-        return self.precompiler.run(variants, deadline_s)
+        self.precompiler.start()
+
+    def _ready_pool(self) -> Precompiler | None:
+        """The compile pool once two or more of its processes have started."""
+        ready = self.precompiler is not None and self.precompiler.ready() >= 2
+        return self.precompiler if ready else None
 
     def _sweep_one(self, variant: Path, role: str, iters: int | None) -> dict[str, Any]:
         try:

@@ -5,6 +5,7 @@ is tested is the pool: its start, its deadline and what it reports)."""
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,24 @@ def test_a_configuration_queued_behind_a_stuck_one_is_left_to_the_worker(tmp_pat
 
 def test_pool_size_leaves_two_cores_and_never_exceeds_eight() -> None:
     assert 1 <= pool_size() <= 8
+
+
+def test_a_pool_started_in_the_background_reports_its_ready_processes(tmp_path: Path) -> None:
+    original = tmp_path / "vecadd.py"
+    shutil.copy(EXAMPLES / "vecadd.py", original)
+    pool = Precompiler(original, seed=0, processes=2)
+    try:
+        assert pool.ready() == 0  # no pool yet
+        pool.start()  # returns at once: the processes import torch on their own
+        ready_dir = pool._ready_dir
+        deadline = time.monotonic() + 300
+        while pool.ready() < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pool.ready() == 2
+        assert pool.run([(original, "sweep0")], deadline_s=None) == [None]
+    finally:
+        pool.close()
+    assert pool.ready() == 0 and ready_dir is not None and not ready_dir.exists()
+    one = Precompiler(original, seed=0, processes=1)
+    one.start()  # one process compiles no faster than the worker: no pool
+    assert one._pool is None and one.run([(original, "sweep0")], None) == [None]
