@@ -20,18 +20,21 @@ from typing import Any
 
 from kernelopt_triton.plugin import TritonBackend
 
-from kernelopt_core.journal import Journal, read
+from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Tree
 
 
 def sweep_grid(kernel: Path, scratch: Path, axes: list[tuple[str, list[str]]] | None = None,
-               batch: int | None = None) -> tuple[list[dict[str, Any]], dict[str, float]]:
+               batch: int | None = None, configs: list[dict[str, str]] | None = None
+               ) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Every combination of ``axes`` (knob prefix, values; default: all the kernel's detected
-    knobs and values) screened by Runner.sweep in one bench worker, ``batch`` configurations
-    per request (default: one request). Returns (results, GPU-lock seconds per journal
-    event). Raises SystemExit if the kernel's own check fails."""
+    knobs and values), or exactly ``configs`` (full knob names, in their order, repeats
+    allowed) screened by Runner.sweep in one bench worker, ``batch`` configurations
+    per request (default: one request). Returns (results, GPU-lock seconds: "sweep" for the
+    sweep requests, "total" with the check, both the runner's own count, as a run's
+    gpu_seconds). Raises SystemExit if the kernel's own check fails."""
     tree = Tree("baseline", scratch / "tree", scratch / "build")
     tree.src.mkdir(parents=True)
     shutil.copy(kernel, tree.src / kernel.name)
@@ -43,23 +46,24 @@ def sweep_grid(kernel: Path, scratch: Path, axes: list[tuple[str, list[str]]] | 
         axes = [(k.name, list(k.values)) for k in target.knobs]
     names = [next(k.name for k in target.knobs if k.name == axis or k.name.startswith(axis + "@"))
              for axis, _ in axes]
-    configs = [dict(zip(names, combo, strict=True))
-               for combo in itertools.product(*(values for _, values in axes))]
+    if configs is None:
+        configs = [dict(zip(names, combo, strict=True))
+                   for combo in itertools.product(*(values for _, values in axes))]
     step = batch or len(configs)
     results: list[dict[str, Any]] = []
     try:
         failed = runner.check_all(tree, scratch / "log")
         if failed is not None:
             raise SystemExit(f"the kernel's own check failed: {failed[1].stderr[-2000:]}")
+        # the runner's count (not the journal's: a sweep's lock time is in both its
+        # worker_request and its sweep event, and summing both counted it twice until
+        # 2026-12-01 session 5)
+        before = runner.gpu_seconds
         for i in range(0, len(configs), step):
             results += runner.sweep(tree, configs[i:i + step], scratch / "log") or []
+        held = {"sweep": runner.gpu_seconds - before, "total": runner.gpu_seconds}
     finally:
         runner.close_workers()
-    held: dict[str, float] = {}
-    for event in read(journal_path):
-        if "acquired" in event and "released" in event:
-            key = event.get("op") or event["event"]
-            held[key] = held.get(key, 0.0) + event["released"] - event["acquired"]
     return results, held
 
 

@@ -10,6 +10,10 @@
    Each phase compiles into its own fresh Triton cache.
 3. The winner's configuration is looked up in the grid: its grid time against the grid's best
    (the same worker, the same timer), so "within 5 % of the optimum" compares like with like.
+4. Single readings of near-equal configurations can differ by more than 5 % (vecadd's grid on
+   the H200: 0.188 or 0.200 ms for the same configuration in two runs), so the grid's best
+   five and the winner are read again, CONFIRM times each in turn in one worker, and the
+   verdict uses their medians (this re-reading is not counted as the grid's GPU time).
 """
 
 from __future__ import annotations
@@ -26,17 +30,30 @@ from typing import Any
 
 from sweep_probe import sweep_grid  # bench/ is this script's directory
 
+CONFIRM = 5
 
-def grid(kernel: Path, scratch: Path) -> dict[str, Any]:
+
+def grid(kernel: Path, scratch: Path, winner: dict[str, str] | None) -> dict[str, Any]:
     results, held = sweep_grid(kernel, scratch, batch=20)
     sweep_s = held.get("sweep", 0.0)
     for r in results:
         r["ratio"] = r["time_ms"] / r["reference_ms"] if r.get("ok") else None
     ok = [r for r in results if r.get("ok")]
     best = min(ok, key=lambda r: r["ratio"])
+    top = [r["config"] for r in sorted(ok, key=lambda r: r["ratio"])[:5]]
+    if winner is not None:
+        full = {**results[0]["config"], **winner}
+        top += [full] if full not in top else []
+    reread, _held = sweep_grid(kernel, scratch / "confirm", configs=top * CONFIRM)
+    medians = []
+    for config in top:
+        ratios = sorted(r["time_ms"] / r["reference_ms"] for r in reread
+                        if r["config"] == config and r.get("ok"))
+        medians.append({"knobs": config, "ratios": ratios,
+                        "median": ratios[len(ratios) // 2] if ratios else None})
     return {"configs": len(results), "ok": len(ok), "sweep_gpu_seconds": round(sweep_s, 3),
             "best": {"knobs": best["config"], "ratio": best["ratio"], "time_ms": best["time_ms"]},
-            "results": results}
+            "confirmed": medians, "results": results}
 
 
 def tuner_run(kernel: Path, scratch: Path, extra: list[str]) -> dict[str, Any]:
@@ -81,7 +98,7 @@ def main() -> int:
     os.environ["TRITON_CACHE_DIR"] = str(scratch / "triton-cache-tuner")
     run = tuner_run(kernel, scratch, extra)
     os.environ["TRITON_CACHE_DIR"] = str(scratch / "triton-cache-grid")
-    g = grid(kernel, scratch)
+    g = grid(kernel, scratch, run["winner_knobs"])
     out: dict[str, Any] = {"kernel": kernel.name, "tuner": run,
                            "grid": {k: v for k, v in g.items() if k != "results"}}
     if run["winner_knobs"]:
@@ -91,7 +108,16 @@ def main() -> int:
             out["winner_in_grid"] = {"ratio": hit["ratio"], "time_ms": hit["time_ms"],
                                      "vs_grid_best": hit["ratio"] / g["best"]["ratio"]}
     hit = out.get("winner_in_grid")
-    out["within_5pct"] = bool(hit) and hit["vs_grid_best"] <= 1.05
+    out["within_5pct_single_reading"] = bool(hit) and hit["vs_grid_best"] <= 1.05
+    confirmed = [c for c in g["confirmed"] if c["median"] is not None]
+    if run["winner_knobs"] and confirmed:
+        full = {**g["results"][0]["config"], **run["winner_knobs"]}
+        mine = next((c["median"] for c in confirmed if c["knobs"] == full), None)
+        best_median = min(c["median"] for c in confirmed)
+        out["winner_confirmed"] = {"median_ratio": mine, "best_median_ratio": best_median,
+                                   "vs_best": mine / best_median if mine else None}
+    confirmed_hit = out.get("winner_confirmed", {}).get("vs_best")
+    out["within_5pct"] = confirmed_hit is not None and confirmed_hit <= 1.05
     screen_s = run["screening"].get("gpu_seconds") or 0.0
     out["screen_vs_grid_gpu"] = screen_s / g["sweep_gpu_seconds"] if g["sweep_gpu_seconds"] else None
     out["grid_results"] = g["results"]

@@ -48,3 +48,14 @@ def gpu_lock(state_root: Path) -> Iterator[Held]:
     finally:
         held.released = time.time()
         lock.release()
+
+
+@contextmanager
+def unlocked() -> Iterator[Held]:
+    """The same record for work that does not take the lock (a worker compiling ahead)."""
+    held = Held(asked=time.time())
+    held.acquired = held.asked
+    try:
+        yield held
+    finally:
+        held.released = time.time()

@@ -24,7 +24,7 @@ from kernelopt_core import process, sweep_protocol
 from kernelopt_core.errors import BenchFailed, BenchParseError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
-from kernelopt_core.lock import Held, gpu_lock
+from kernelopt_core.lock import Held, gpu_lock, unlocked
 from kernelopt_core.measure.parsers import BenchReading, json_time_lines, parse
 from kernelopt_core.process import ProcessResult, Worker, WorkerError, WorkerMissing
 from kernelopt_core.settings import Settings
@@ -187,21 +187,22 @@ class Runner:
         return worker
 
     def _request(self, worker: Worker, payload: dict[str, Any], timeout_s: float,
-                 held_out: list[Held] | None = None) -> dict[str, Any]:
+                 held_out: list[Held] | None = None, locked: bool = True) -> dict[str, Any]:
+        """One request; under the GPU lock unless ``locked`` is False (CPU work only)."""
         reply: dict[str, Any] = {}
-        with gpu_lock(self.settings.state_root) as held:
+        with gpu_lock(self.settings.state_root) if locked else unlocked() as held:
             try:
                 worker.resume()
                 reply = worker.request(payload, timeout_s)
                 worker.pause()
             finally:
-                self.gpu_seconds += time.time() - held.acquired
+                self.gpu_seconds += (time.time() - held.acquired) if locked else 0.0
         if held_out is not None:
             held_out.append(held)
         if payload.get("op") != "bench":  # a bench request is journaled as its reading
             self.journal.write("worker_request", op=payload.get("op"), pid=worker.pid,
                                ok=bool(reply.get("ok")), acquired=held.acquired,
-                               released=held.released)
+                               released=held.released, gpu_lock=locked)
         return reply
 
     def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:
@@ -274,12 +275,14 @@ class Runner:
         configs_in = sweep_protocol.payload(self.target.knobs if knobs is None else knobs, tree,
                                             configs)
         held: list[Held] = []
+        request = {"configs": configs_in, "deadline_s": self.settings.screen_config_timeout_s}
+        timeout = sweep_protocol.timeout_s(self.settings, len(configs))
         try:
-            reply, _worker = self._ask(tree, self._digest(tree), log,
-                                       {"op": "sweep", "configs": configs_in,
-                                        "deadline_s": self.settings.screen_config_timeout_s},
-                                       sweep_protocol.timeout_s(self.settings, len(configs)),
-                                       held)
+            worker = self._worker(tree, self._digest(tree), log)
+            # compiling is CPU work: a worker that can compile ahead does it outside the lock
+            # (advisory: a worker that cannot answers "unknown request" and the sweep compiles)
+            self._request(worker, {"op": "compile", **request}, timeout, locked=False)
+            reply = self._request(worker, {"op": "sweep", **request}, timeout, held)
         except WorkerError as exc:
             raise BenchFailed(str(exc)) from exc
         results_in = reply.get("results")

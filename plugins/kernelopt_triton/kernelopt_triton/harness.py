@@ -37,6 +37,7 @@ from kernelopt_triton.convention import REQUIRED_FUNCTIONS, REQUIRED_NAMES
 from kernelopt_triton.timing import Timer
 
 if TYPE_CHECKING:
+    from kernelopt_triton.compile_ahead import CompileAhead
     from kernelopt_triton.precompile import Precompiler
 
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
@@ -294,6 +295,9 @@ class Session:
         self.bench_seeds = bench_seeds or (0, 1)
         # a sweep's compile pool: started once a configuration took long (its compile, mostly)
         self.precompiler: Precompiler | None = None
+        # the next sweep's configurations compiled before the GPU lock (compile_ahead.py)
+        self.ahead: CompileAhead | None = None
+        self.ahead_dir: Path | None = None
         self.base_calls: set[str] | None = None
         if self.oracle.read_bytes() != path.read_bytes():
             base_args = self._clones(originals[0] if seeds else self.values[0])
@@ -406,6 +410,37 @@ class Session:
                                f"the verification call's on the same inputs ({want!r})")
         return reading
 
+    def compile(self, configs: list[dict[str, Any]], deadline_s: float | None = None
+                ) -> dict[str, Any]:
+        """The ``compile`` request, sent outside the GPU lock before a ``sweep`` of the same
+        configurations: their kernels compiled without launching them (compile_ahead.py)."""
+        self._forget_ahead()
+        if self.interpreted:  # the interpreter compiles nothing
+            return {"compiled": 0, "stuck": 0}
+        from kernelopt_triton.compile_ahead import CompileAhead
+
+        self.ahead = CompileAhead()
+        self.ahead_dir = Path(tempfile.mkdtemp(prefix="kernelopt-ahead-"))
+        source = self.path.read_text(encoding="utf-8")
+        variants = []
+        for n, config in enumerate(configs):
+            text = config.get("files", {}).get(self.path.name, source)
+            variant = self.ahead_dir / f"{self.path.stem}_a{n}.py"
+            variant.write_text(text, encoding="utf-8")
+            variants.append((variant, f"ahead{n}", text))
+        # the bench buffers as they are: a compile reads only their dtypes and alignment
+        return self.ahead.compile(variants, self.args, deadline_s)
+
+    def _forget_ahead(self) -> None:
+        if self.ahead is not None:
+            self.ahead.release()
+            self.ahead = None
+        if self.ahead_dir is not None:
+            shutil.rmtree(self.ahead_dir, ignore_errors=True)
+            if str(self.ahead_dir) in sys.path:
+                sys.path.remove(str(self.ahead_dir))
+            self.ahead_dir = None
+
     def sweep(self, configs: list[dict[str, Any]], iters: int | None = None,
               deadline_s: float | None = None) -> dict[str, Any]:
         """Bulk screening: each configuration's source (``{"files": {name: text}}``, the knobs
@@ -422,10 +457,12 @@ class Session:
         try:
             variants = [(scratch / f"{self.path.stem}_v{n}.py", f"sweep{n}")
                         for n in range(len(configs))]
-            for (variant, _role), config in zip(variants, configs, strict=True):
-                variant.write_text(config.get("files", {}).get(self.path.name, source),
-                                   encoding="utf-8")
-            stuck: list[str | None] = [None] * len(variants)
+            texts = [config.get("files", {}).get(self.path.name, source) for config in configs]
+            for (variant, _role), text in zip(variants, texts, strict=True):
+                variant.write_text(text, encoding="utf-8")
+            # compiled ahead (outside the lock): the module, or why it is not tried
+            ahead = [self.ahead.take(text) if self.ahead else None for text in texts]
+            stuck: list[str | None] = [a if isinstance(a, str) else None for a in ahead]
             pooled = False
             for n, (variant, role) in enumerate(variants):
                 pool = None if pooled or len(variants) - n < 2 else self._ready_pool()
@@ -438,9 +475,12 @@ class Session:
                 result: dict[str, Any] | None = None
                 started = _perf_counter()
                 try:
-                    with _deadline(deadline_s):
-                        result = self._sweep_one(variant, role, iters)
-                except _DeadlinePassed as exc:  # fired just as the configuration finished
+                    with deadline(deadline_s):
+                        compiled = ahead[n]
+                        result = self._sweep_one(variant, role, iters,
+                                                 compiled if isinstance(compiled, ModuleType)
+                                                 else None)
+                except DeadlinePassed as exc:  # fired just as the configuration finished
                     result = result or {"ok": False, "error": str(exc)}
                 seconds = _perf_counter() - started
                 if not pooled and seconds > SLOW_COMPILE_S and not self.interpreted:
@@ -450,10 +490,13 @@ class Session:
             shutil.rmtree(scratch, ignore_errors=True)
             if str(scratch) in sys.path:  # load() put it there for sibling modules
                 sys.path.remove(str(scratch))
+            self._forget_ahead()
         return {"reference_ms": reference, "results": results}
 
     def close(self) -> None:
-        """What the session holds beyond this process: the compile pool's processes."""
+        """What the session holds beyond this process: the compile pool's processes, the
+        compiled-ahead files."""
+        self._forget_ahead()
         if self.precompiler is not None:
             self.precompiler.close()
 
@@ -471,9 +514,10 @@ class Session:
         ready = self.precompiler is not None and self.precompiler.ready() >= 2
         return self.precompiler if ready else None
 
-    def _sweep_one(self, variant: Path, role: str, iters: int | None) -> dict[str, Any]:
+    def _sweep_one(self, variant: Path, role: str, iters: int | None,
+                   compiled: ModuleType | None = None) -> dict[str, Any]:
         try:
-            module = load(variant, role)
+            module = compiled or load(variant, role)
             try:
                 self.check(module, self.cases[:1])
                 reading = self.bench(iters=iters, module=module)
@@ -482,7 +526,7 @@ class Session:
             return {"ok": True, "time_ms": reading["time_ms"], "timer": reading["timer"]}
         except Mismatch as exc:
             return {"ok": False, "error": f"wrong output: {exc}"[:500]}
-        except _DeadlinePassed as exc:
+        except DeadlinePassed as exc:
             with contextlib.suppress(Exception):  # let what it queued on the device finish
                 _sync(self.torch, self.device)
             return {"ok": False, "error": str(exc)}
@@ -490,12 +534,12 @@ class Session:
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
-class _DeadlinePassed(BaseException):  # not an Exception: no kernel-file handler swallows it
+class DeadlinePassed(BaseException):  # not an Exception: no kernel-file handler swallows it
     pass
 
 
 @contextlib.contextmanager
-def _deadline(seconds: float | None) -> Iterator[None]:
+def deadline(seconds: float | None) -> Iterator[None]:
     """SIGALRM after ``seconds``: raised where Python regains control (between compile stages,
     in the wait for ptxas), so a configuration compiling for minutes fails on its own."""
     if not seconds or seconds <= 0 or not hasattr(signal, "setitimer"):
@@ -503,7 +547,7 @@ def _deadline(seconds: float | None) -> Iterator[None]:
         return
 
     def expire(_signum: int, _frame: object) -> None:
-        raise _DeadlinePassed(f"took longer than {seconds:g} s (compile, check and timing)")
+        raise DeadlinePassed(f"took longer than {seconds:g} s (compile, check and timing)")
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -626,6 +670,9 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
                 channel.reply(request, ok=True,
                               reading=session.bench(float(request.get("work", 1.0)),
                                                     request.get("iters")))
+            elif op == "compile":
+                channel.reply(request, ok=True, **session.compile(
+                    request.get("configs", []), request.get("deadline_s")))
             elif op == "sweep":
                 channel.reply(request, ok=True, **session.sweep(
                     request.get("configs", []), request.get("iters"), request.get("deadline_s")))

@@ -1,0 +1,72 @@
+"""A sweep's configurations compiled before the GPU lock (compile_ahead.py): the core asks
+first without the lock, then sweeps under it. Under the interpreter there is nothing to
+compile (the protocol is what is tested); on a GPU (the H200 runs, bench/h200_inductor.sh)
+the kernels are compiled without a launch and the sweep times the compiled modules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from kernelopt_triton.plugin import TritonBackend, gpu_device
+from kernelopt_triton_testpaths import EXAMPLES
+
+from kernelopt_core.journal import Journal
+from kernelopt_core.runner import Runner
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Tree
+
+pytestmark = pytest.mark.usefixtures("small")
+
+
+def test_the_compile_request_goes_first_and_outside_the_gpu_lock(tmp_path: Path) -> None:
+    tree = Tree("baseline", tmp_path / "tree", tmp_path / "build")
+    tree.src.mkdir()
+    shutil.copy(EXAMPLES / "softmax.py", tree.src / "softmax.py")
+    settings = Settings(state_root=tmp_path / "state", seeds=(1,))
+    target = TritonBackend().discover(tree.src / "softmax.py", settings)[0]
+    runner = Runner(TritonBackend(), target, settings, Journal(tmp_path / "journal.jsonl"))
+    knob = next(k.name for k in target.knobs if k.name.startswith("BLOCK_SIZE"))
+    try:
+        results = runner.sweep(tree, [{knob: "64"}, {knob: "3"}], tmp_path / "log")
+    finally:
+        runner.close_workers()
+    assert results is not None and results[0]["ok"] and not results[1]["ok"]
+    requests = [e for e in map(json.loads, (tmp_path / "journal.jsonl").read_text().splitlines())
+                if e["event"] == "worker_request"]
+    ops = [(e["op"], e["gpu_lock"]) for e in requests]
+    assert ops[-2:] == [("compile", False), ("sweep", True)]
+    assert all(e["ok"] for e in requests)
+
+
+@pytest.mark.skipif(gpu_device() is None, reason="compiling for a GPU needs one")
+def test_kernels_are_compiled_without_a_launch_and_the_sweep_uses_them(tmp_path: Path) -> None:
+    from kernelopt_triton.harness import Session
+
+    path = tmp_path / "softmax.py"
+    shutil.copy(EXAMPLES / "softmax.py", path)
+    session = Session(path, None, (1,))
+    source = path.read_text()
+    configs = [{"files": {"softmax.py": source.replace("BLOCK_SIZE=128", f"BLOCK_SIZE={b}")}}
+               for b in (256, 512)]
+    assert all(c["files"]["softmax.py"] != source for c in configs)
+    try:
+        session._use(0)
+        output = session.args[session.spec["outputs"][0]]
+        before = output.clone()
+        reply = session.compile(configs, deadline_s=120.0)
+        session.torch.cuda.synchronize()
+        assert reply == {"compiled": 2, "stuck": 0}
+        assert session.torch.equal(output, before)  # nothing ran: the outputs are as poisoned
+        assert session.ahead is not None
+        modules = list(session.ahead.modules.values())
+        # each module's kernel is in its JIT cache: the sweep's launch compiles nothing
+        assert all(any(cache[0] for cache in m.softmax_kernel.device_caches.values())
+                   for m in modules)
+        swept = session.sweep(configs)
+    finally:
+        session.close()
+    assert [r["ok"] for r in swept["results"]] == [True, True]
+    assert session.ahead is None  # the sweep took them; the files are gone
