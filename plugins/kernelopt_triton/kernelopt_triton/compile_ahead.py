@@ -9,11 +9,12 @@ a configuration's first launch, inside the sweep, under the GPU lock: measured o
 ``@triton.jit`` launch turned into Triton's compile-only warmup (nothing is launched on the
 device), its compiles submitted to a thread pool (Triton's AsyncCompileMode; the compiler
 releases the GIL, so they run side by side). The modules are kept, their kernels compiled, and
-the sweep that follows checks and times them under the lock.
+the sweep that follows checks and times them under the lock. (It replaces a process pool that
+compiled under the lock: ~5-30 s to start its processes, and the lock held meanwhile.)
 
 What a launch wrapper does besides launching its kernels (allocating outputs) still runs here.
 A kernel behind ``@triton.autotune`` is left to the sweep (its autotuner would time configs).
-Advisory, like the sweep's compile pool: a configuration that fails here is met again by the
+Advisory: a configuration that fails here is met again by the
 sweep, which reports it; one still compiling at the deadline is failed without the sweep
 trying it (it would wait for the same compile under the lock).
 """

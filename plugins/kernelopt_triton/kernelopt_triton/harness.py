@@ -38,7 +38,6 @@ from kernelopt_triton.timing import Timer
 
 if TYPE_CHECKING:
     from kernelopt_triton.compile_ahead import CompileAhead
-    from kernelopt_triton.precompile import Precompiler
 
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
 # copy we never read.
@@ -49,10 +48,6 @@ _perf_counter = time.perf_counter
 _dumps, _write, _exit = json.dumps, os.write, os._exit
 _median, _isfinite = statistics.median, math.isfinite
 EXIT_WRONG, EXIT_CONVENTION, EXIT_PREREQUISITE = 1, 2, 3
-# a screened configuration that took longer (compile, check and timing) makes the sweep compile
-# the rest in a process pool: measured on the H200, a plain kernel's configuration takes about
-# 0.2 s (a pool's start, ~5 s, would not pay), a fused Inductor reduction's about 4 s
-SLOW_COMPILE_S = 1.5
 # Torch functions and tensor methods a launch may call besides its Triton kernels without
 # computing anything itself (shapes, pointers, allocation, views, zeroed buffers).
 ALLOWED_CALLS = {
@@ -293,8 +288,6 @@ class Session:
             self.values = [self._clones(self.args),
                            self._clones(make_args(torch, spec, bench_seeds[1], device))]
         self.bench_seeds = bench_seeds or (0, 1)
-        # a sweep's compile pool: started once a configuration took long (its compile, mostly)
-        self.precompiler: Precompiler | None = None
         # the next sweep's configurations compiled before the GPU lock (compile_ahead.py)
         self.ahead: CompileAhead | None = None
         self.ahead_dir: Path | None = None
@@ -445,11 +438,11 @@ class Session:
               deadline_s: float | None = None) -> dict[str, Any]:
         """Bulk screening: each configuration's source (``{"files": {name: text}}``, the knobs
         already applied by the core) loaded as its own module, checked on the first seed and
-        timed here, one at a time; once one took longer than SLOW_COMPILE_S, a process pool
-        starts in the background, and once it is ready the rest are compiled there at once
-        first (precompile.py). Each result says how long the worker spent on it (seconds). A
-        configuration that fails to compile or check, or takes longer than ``deadline_s`` (a
-        huge tile can compile for minutes), costs that, not a candidate."""
+        timed here, one at a time, its kernels compiled ahead by a ``compile`` request outside
+        the GPU lock when the core sent one (compile_ahead.py). Each result says how long the
+        worker spent on it (seconds). A configuration that fails to compile or check, or takes
+        longer than ``deadline_s`` (a huge tile can compile for minutes), costs that, not a
+        candidate."""
         source = self.path.read_text(encoding="utf-8")
         reference = self.bench(iters=iters)["time_ms"]
         results: list[dict[str, Any]] = []
@@ -463,13 +456,8 @@ class Session:
             # compiled ahead (outside the lock): the module, or why it is not tried
             ahead = [self.ahead.take(text) if self.ahead else None for text in texts]
             stuck: list[str | None] = [a if isinstance(a, str) else None for a in ahead]
-            pooled = False
             for n, (variant, role) in enumerate(variants):
-                pool = None if pooled or len(variants) - n < 2 else self._ready_pool()
-                if pool is not None:
-                    stuck[n:] = pool.run(variants[n:], deadline_s)
-                    pooled = True
-                if stuck[n]:  # still compiling in the pool at its deadline: not tried here
+                if stuck[n]:  # still compiling ahead at its deadline: not tried here
                     results.append({"ok": False, "error": stuck[n]})
                     continue
                 result: dict[str, Any] | None = None
@@ -482,10 +470,7 @@ class Session:
                                                  else None)
                 except DeadlinePassed as exc:  # fired just as the configuration finished
                     result = result or {"ok": False, "error": str(exc)}
-                seconds = _perf_counter() - started
-                if not pooled and seconds > SLOW_COMPILE_S and not self.interpreted:
-                    self._start_pool()
-                results.append({**result, "seconds": round(seconds, 3)})
+                results.append({**result, "seconds": round(_perf_counter() - started, 3)})
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
             if str(scratch) in sys.path:  # load() put it there for sibling modules
@@ -494,25 +479,8 @@ class Session:
         return {"reference_ms": reference, "results": results}
 
     def close(self) -> None:
-        """What the session holds beyond this process: the compile pool's processes, the
-        compiled-ahead files."""
+        """What the session holds beyond this process: the compiled-ahead files."""
         self._forget_ahead()
-        if self.precompiler is not None:
-            self.precompiler.close()
-
-    def _start_pool(self) -> None:
-        """The compile pool (precompile.py), started in the background: the sweep goes on
-        one configuration at a time until its processes are ready."""
-        if self.precompiler is None:
-            from kernelopt_triton.precompile import Precompiler
-
-            self.precompiler = Precompiler(self.oracle, self.bench_seeds[0])
-        self.precompiler.start()
-
-    def _ready_pool(self) -> Precompiler | None:
-        """The compile pool once two or more of its processes have started."""
-        ready = self.precompiler is not None and self.precompiler.ready() >= 2
-        return self.precompiler if ready else None
 
     def _sweep_one(self, variant: Path, role: str, iters: int | None,
                    compiled: ModuleType | None = None) -> dict[str, Any]:

@@ -53,13 +53,12 @@ def test_kernels_are_compiled_without_a_launch_and_the_sweep_uses_them(tmp_path:
                for b in (256, 512)]
     assert all(c["files"]["softmax.py"] != source for c in configs)
     try:
-        session._use(0)
+        session._use(0)  # the outputs poisoned (NaN)
         output = session.args[session.spec["outputs"][0]]
-        before = output.clone()
         reply = session.compile(configs, deadline_s=120.0)
         session.torch.cuda.synchronize()
         assert reply == {"compiled": 2, "stuck": 0}
-        assert session.torch.equal(output, before)  # nothing ran: the outputs are as poisoned
+        assert bool(session.torch.isnan(output).all())  # nothing ran: still all poison
         assert session.ahead is not None
         modules = list(session.ahead.modules.values())
         # each module's kernel is in its JIT cache: the sweep's launch compiles nothing
