@@ -55,9 +55,8 @@ def sweep_grid(kernel: Path, scratch: Path, axes: list[tuple[str, list[str]]] | 
         failed = runner.check_all(tree, scratch / "log")
         if failed is not None:
             raise SystemExit(f"the kernel's own check failed: {failed[1].stderr[-2000:]}")
-        # the runner's count (not the journal's: a sweep's lock time is in both its
-        # worker_request and its sweep event, and summing both counted it twice until
-        # 2026-12-01 session 5)
+        # the runner's count, not a sum over the journal (a sweep's lock time is in both its
+        # worker_request and its sweep event: summing both counted it twice)
         before = runner.gpu_seconds
         for i in range(0, len(configs), step):
             results += runner.sweep(tree, configs[i:i + step], scratch / "log") or []
