@@ -11,6 +11,7 @@ import attrs
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.journal import Journal
+from kernelopt_core.profiling import Profiling
 from kernelopt_core.runner import Runner
 from kernelopt_core.search import BeamSearch, Node
 from kernelopt_core.verdict import protocol_results, verdict
@@ -41,6 +42,7 @@ class FinalPhase:
     journal: Journal
     stage: Callable[..., None]
     gate_context: Callable[[str, dict[str, bytes], Path, float | None], GateContext]
+    profiling: Profiling | None = None  # the winner profiled as the baseline was
 
     def finish(self, search: BeamSearch, gates: list[Gate], baseline_ms: float | None,
                rejections: dict[str, str]) -> str:
@@ -71,6 +73,11 @@ class FinalPhase:
             diff = self.workspace.diff(self.workspace.baseline_commit, winner)
             self.workspace.tag(self.run_id, "winner", winner)
         (self.run_dir / "report.diff").write_bytes(diff)
+        if self.profiling is not None and status in ("optimized", "matched"):
+            # after every timed window; the candidate tree holds the winner's content
+            self.profiling.run(self.workspace.candidate_tree, {**self.workspace.files,
+                                                               **best.edits},
+                               self.run_dir / "profile-winner", "winner", candidate=best.id)
         self.journal.write(
             "verdict",
             status=status,

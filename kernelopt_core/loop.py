@@ -29,6 +29,7 @@ from kernelopt_core.hookspecs import Backend, Gate
 from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
+from kernelopt_core.profiling import Profiling
 from kernelopt_core.runner import Runner
 from kernelopt_core.screening import screener
 from kernelopt_core.search import BeamSearch, Node, SeenContent
@@ -121,6 +122,8 @@ class Loop:
         final_gates = resolve.gates(self.host, self.settings, self.settings.final_gates, "final")
         resolve.check_gate_plan(candidate_gates, final_gates)
         planner, why = resolve.planner(self.host, self.settings, self.target)
+        profiling = Profiling(self.settings.profiler, self.host, self.backend, self.target,
+                              self.runner, self.journal, self._stage)  # checked before any build
         self.journal.write(
             "config",
             planner=planner.name,
@@ -145,10 +148,8 @@ class Loop:
         baseline_ms = baseline_steps.measure(
             self.runner, self.journal, self.workspace.baseline_tree, self.run_dir / "baseline",
             self.settings.screen_runs, self._stage)
-        self.profile = profile = baseline_steps.profile(
-            self.settings.profiler, self.host, self.backend, self.target,
-            self.workspace.baseline_tree, self.runner, self.journal, self.run_dir / "profile",
-            self._stage)
+        self.profile = profile = profiling.run(self.workspace.baseline_tree, files,
+                                               self.run_dir / "profile", "baseline")
         root = Node("baseline", {}, dict(baseline_knobs))
         search = BeamSearch(root, width=self.settings.beam)
         ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
@@ -159,7 +160,7 @@ class Loop:
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
-                           self._stage, self._gate_context)
+                           self._stage, self._gate_context, profiling)
         return final.finish(search, final_gates, baseline_ms, self.rejections)
 
     # ------------------------------------------------------------------ search

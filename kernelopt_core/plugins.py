@@ -37,6 +37,7 @@ BUILTIN_MODULES = {
     "core-profilers": "kernelopt_core.profilers",
     "core-llm-providers": "kernelopt_core.llm_providers",
     "core-docs-lookup": "kernelopt_core.docs_lookup",
+    "core-profile-command": "kernelopt_core.profile_cmd",
 }
 
 REGISTRIES = {

@@ -1,4 +1,5 @@
-"""Built-in profilers: ncu, nsys, rocprof and Graphsignal. Each wraps a bench command.
+"""Built-in profilers: ncu, nsys, rocprof and Graphsignal. Each wraps a bench command; the
+recorded output is parsed by kernelopt_core.profile_parsers into one record per kernel.
 
 ncu always runs with ``--clock-control none`` (never change the GPU's clocks): the bench then
 runs at the clocks every other measurement sees.
@@ -6,7 +7,6 @@ runs at the clocks every other measurement sees.
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 from pathlib import Path
@@ -14,17 +14,26 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import profile_parsers as parsers
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.target import Command
 
-NCU_METRICS = "dram__bytes.sum,gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed"
+# per launch: duration, DRAM traffic and throughput, SM throughput, achieved occupancy, the
+# launch's registers and shared memory, and every warp-stall reason (cycles per issue)
+NCU_METRICS = ",".join((
+    "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active", "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic",
+    "launch__block_size", "launch__grid_size",
+    r"regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio",
+))
+NCU_LAUNCHES = 200  # launches profiled: a bench's warm-up and timed calls, not unbounded replay
 
 
-def _number(text: str) -> float | None:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
+def _kernels(records: list[parsers.KernelProfile], tool: str) -> dict[str, Any]:
+    return {"tool": tool, "kernels": [k.to_json() for k in records]}
 
 
 class Ncu:
@@ -34,7 +43,8 @@ class Ncu:
         return None if shutil.which("ncu") else "ncu is not on PATH (install Nsight Compute)"
 
     def wrap(self, command: Command, out_dir: Path) -> Command:
-        argv = ("ncu", "--clock-control", "none", "--csv", "--metrics", NCU_METRICS,
+        argv = ("ncu", "--clock-control", "none", "--csv", "--print-units", "base",
+                "--metrics", NCU_METRICS, "--launch-count", str(NCU_LAUNCHES),
                 "--log-file", str(out_dir / "ncu.csv"), *command.argv)
         return attrs.evolve(command, argv=argv, timeout_s=command.timeout_s * 20)
 
@@ -42,36 +52,35 @@ class Ncu:
         path = out_dir / "ncu.csv"
         if not path.exists():
             return {"error": "ncu wrote no CSV"}
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.startswith('"')]
-        kernels: dict[str, dict[str, float]] = {}
-        for row in csv.DictReader(lines):
-            name, metric = row.get("Kernel Name", "?"), row.get("Metric Name", "")
-            value = _number(row.get("Metric Value", ""))
-            if value is None:
-                continue
-            entry = kernels.setdefault(name, {})
-            entry[metric] = entry.get(metric, 0.0) + value
-        dram = sum(k.get("dram__bytes.sum", 0.0) for k in kernels.values())
-        return {"dram_bytes": dram, "kernels": kernels}
+        return _kernels(parsers.ncu_kernels(path.read_text(errors="replace")), "ncu")
 
 
 class Nsys:
+    """``nsys profile``, then ``nsys stats`` for the per-kernel summary (CSV)."""
+
     name = "nsys"
 
     def unavailable_reason(self) -> str | None:
         return None if shutil.which("nsys") else "nsys is not on PATH (install Nsight Systems)"
 
     def wrap(self, command: Command, out_dir: Path) -> Command:
-        argv = ("nsys", "profile", "--force-overwrite", "true", "--stats", "true",
-                "-o", str(out_dir / "nsys"), *command.argv)
-        return attrs.evolve(command, argv=argv, timeout_s=command.timeout_s * 5)
+        report = str(out_dir / "nsys")
+        script = ('nsys profile --force-overwrite true -o "$0" "$@" && '
+                  'nsys stats --force-export true --report cuda_gpu_kern_sum --format csv '
+                  '--output "$0" "$0.nsys-rep"')
+        return attrs.evolve(command, argv=("sh", "-c", script, report, *command.argv),
+                            timeout_s=command.timeout_s * 5)
 
     def parse(self, out_dir: Path) -> dict[str, Any]:
-        reports = sorted(str(p) for p in out_dir.glob("nsys*"))
-        return {"reports": reports}
+        found = sorted(out_dir.glob("*cuda_gpu_kern_sum*.csv"))
+        if not found:
+            return {"error": "nsys wrote no cuda_gpu_kern_sum CSV"}
+        return _kernels(parsers.nsys_kernel_sum(found[0].read_text(errors="replace")), "nsys")
 
 
 class Rocprof:
+    """rocprofv3 (``--kernel-trace --stats``, CSV) or the older rocprof (``--stats``)."""
+
     name = "rocprof"
 
     def _tool(self) -> str | None:
@@ -83,22 +92,18 @@ class Rocprof:
     def wrap(self, command: Command, out_dir: Path) -> Command:
         tool = self._tool() or "rocprof"
         if tool.endswith("rocprofv3"):
-            argv = (tool, "--kernel-trace", "--stats", "-d", str(out_dir), "--", *command.argv)
+            argv = (tool, "--kernel-trace", "--stats", "--output-format", "csv",
+                    "-d", str(out_dir), "--", *command.argv)
         else:
             argv = (tool, "--stats", "-o", str(out_dir / "rocprof.csv"), *command.argv)
         return attrs.evolve(command, argv=argv, timeout_s=command.timeout_s * 5)
 
     def parse(self, out_dir: Path) -> dict[str, Any]:
-        stats = sorted(out_dir.rglob("*stats*.csv"))
-        kernels: dict[str, float] = {}
-        for path in stats:
-            with open(path, newline="") as fh:
-                for row in csv.DictReader(fh):
-                    name = row.get("Name") or row.get("KernelName") or "?"
-                    total = _number(row.get("TotalDurationNs", "") or "")
-                    if total is not None:
-                        kernels[name] = kernels.get(name, 0.0) + total
-        return {"kernel_total_ns": kernels, "files": [str(p) for p in stats]}
+        found = sorted(out_dir.rglob("*kernel_stats.csv")) or sorted(out_dir.rglob("*.stats.csv"))
+        if not found:
+            return {"error": "rocprof wrote no kernel statistics CSV"}
+        return _kernels(parsers.rocprof_kernel_stats(found[0].read_text(errors="replace")),
+                        "rocprof")
 
 
 class Graphsignal:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_core import journal as journal_mod
+from kernelopt_core import profile_view
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
 
 
@@ -312,6 +313,11 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         for i, (b, c) in enumerate(zip(s["rounds"]["baseline_ms"], s["rounds"]["candidate_ms"], strict=True)):
             lines.append(f"| {i + 1} | {b:.4f} | {c:.4f} | {b / c:.3f} |")
         lines.append("")
+    profiles = [(str(e.get("tree", "baseline")), e["metrics"]) for e in events
+                if e["event"] == "profile" and e["metrics"].get("kernels")]
+    if profiles:  # measured per launch by the profiler, baseline and winner
+        tool = profiles[0][1].get("tool", "the profiler")
+        lines += [f"## Profile ({tool}, per launch)", "", *profile_view.kernel_table(profiles), ""]
     lines += ["## Candidates", "", "| id | proposal | result | screen speedup | reason |",
               "|---|---|---|---|---|"]
     proposals = {e["candidate"]: e for e in events if e["event"] == "candidate"}

@@ -174,7 +174,13 @@ def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -
             return attrs.evolve(command, argv=("python3", "-c", script, *command.argv))
 
         def parse(self, out_dir):
-            return {"answer": int((out_dir / "p.txt").read_text())}
+            # kernels as ncu recorded them on the H200 (the scripted bench launches none)
+            from kernelopt_core.profile_parsers import ncu_kernels
+
+            recorded = (Path(__file__).parent / "fixtures" / "profilers"
+                        / "ncu-multikernel.csv").read_text()
+            return {"answer": int((out_dir / "p.txt").read_text()), "tool": "timer",
+                    "kernels": [k.to_json() for k in ncu_kernels(recorded)]}
 
     class Plugin:
         @hookimpl
@@ -186,8 +192,18 @@ def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -
     settings = Settings(state_root=tmp_path / "s", profiler="timer", iterations=1, final_rounds=2)
     backend = ScriptedBackend()
     outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0], settings).run()
-    profile = next(e for e in events(outcome.run_dir) if e["event"] == "profile")
-    assert profile["metrics"] == {"answer": 7}
+    profiles = [e for e in events(outcome.run_dir) if e["event"] == "profile"]
+    assert profiles[0]["tree"] == "baseline" and profiles[0]["metrics"]["answer"] == 7
+    # none of those kernels is defined in the target's files: none is marked the target's
+    kernels = profiles[0]["metrics"]["kernels"]
+    assert len(kernels) == 3 and not any(k["target"] for k in kernels)
+    # the winner is profiled too (after every timed window): the scripted kernel's win
+    assert outcome.summary["status"] == "optimized"
+    assert [p["tree"] for p in profiles] == ["baseline", "winner"]
+    assert profiles[1]["candidate"] == outcome.summary["winner"]
+    report = (outcome.run_dir / "report.md").read_text()
+    assert "## Profile (timer, per launch)" in report
+    assert "| baseline | `scale_add" in report and "| winner | `scale_add" in report
 
 
 def test_kernelopt_register_llm_providers() -> None:

@@ -1,0 +1,90 @@
+"""``kernelopt profile PATH``: the baseline only, under a profiler — its kernels by share of
+device time and the metrics table; nothing is optimized. A built-in command, added through
+the same hook as a plugin's (``kernelopt_register_commands``).
+
+The tree is built in the private workspace (the user's directory is never written), the
+bench runs once under the profiler with the GPU lock held, and everything lands in
+``<state root>/profiles/<id>/`` (journal.jsonl, the profiler's raw output, profile.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernelopt_core.hookspecs import hookimpl
+
+
+@click.command("profile")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--profiler", help="A registered profiler (`kernelopt plugins` lists them); "
+              "default: the descriptor's `profiler`, else ncu.")
+@click.option("--target", help="The target to profile when PATH has several.")
+@click.option("--backend", help="Force a backend instead of detecting it.")
+@click.option("--state-root", type=click.Path(path_type=Path), help="Where profiles/ goes.")
+@click.pass_context
+def profile_command(ctx: click.Context, path: Path, **flags: Any) -> None:
+    """Profile the unmodified target: build it, run its bench once under the profiler, and
+    print its kernels ranked by share of device time with their metrics per launch."""
+    from kernelopt_core import cli, ui
+    from kernelopt_core.errors import UsageError
+    from kernelopt_core.journal import Journal
+    from kernelopt_core.profile_view import kernel_table, ranking
+    from kernelopt_core.profiling import Profiling
+    from kernelopt_core.runner import Runner
+    from kernelopt_core.session import new_run_id, prepare_state_root, record_failure, write_header
+    from kernelopt_core.workspace import Workspace
+
+    host, backend, target, settings = cli.resolve(ctx, path, flags)
+    run_id = new_run_id()
+    out = settings.state_root / "profiles" / run_id
+    prepare_state_root(settings.state_root)
+    journal = Journal(out / "journal.jsonl")
+    write_header(journal, run_id, target, settings, sys.argv)
+    runner = Runner(backend, target, settings, journal)
+    workspace = Workspace(settings.state_root, target)
+
+    def stage(name: str, **data: Any) -> None:
+        journal.write("stage", stage=name, **data)
+
+    try:
+        profiling = Profiling(settings.profiler or "ncu", host, backend, target, runner,
+                              journal, stage)
+        workspace.acquire(run_id)
+        workspace.start(run_id)
+        built = runner.build(workspace.baseline_tree, out / "build.log")
+        if built is not None and not built.ok:
+            raise UsageError(f"the target does not build: {built.describe()}\n{built.tail()}",
+                             hint=f"make the unmodified target build (log: {out / 'build.log'})")
+        profile = profiling.run(workspace.baseline_tree, workspace.files, out, "baseline")
+    except (KeyboardInterrupt, Exception) as exc:
+        record_failure(journal, out, exc, "profile")
+        raise
+    finally:
+        runner.close_workers()
+        journal.close()
+        workspace.release()
+    if not profile:
+        raise UsageError(f"{target.name} has no bench command to profile",
+                         hint="declare `bench` for the target (docs/descriptor.md)")
+    if "error" in profile:
+        raise UsageError(f"the profiled bench failed: {profile['error']}",
+                         hint=f"the profiler's log is in {out}")
+    rows = ranking(profile)
+    table = kernel_table([("baseline", profile)])
+    (out / "profile.md").write_text(
+        f"# Profile of {target.name} ({profile.get('tool', profiling.name)})\n\n"
+        + "\n".join(table) + "\n", encoding="utf-8")
+    ui.table(rows, ["share", "total µs", "launches", "µs/launch", "", "kernel"])
+    ui.echo()
+    for line in table:
+        ui.echo(line)
+    ui.note(f"raw output, journal and profile.md: {out}")
+
+
+@hookimpl
+def kernelopt_register_commands(cli: click.Group) -> None:
+    cli.add_command(profile_command)

@@ -1,0 +1,146 @@
+"""Profilers' recorded output → one record per kernel (pure functions, tested on recorded
+output in tests/fixtures/profilers/).
+
+Every parser returns ``KernelProfile`` records: the kernel's name as the tool printed it, its
+launches, its total device time (µs) and, where the tool measured them, per-launch metrics.
+Per-launch means: a rate or a ratio is averaged over the launches, a byte count or a duration
+is summed and divided by the launches, a launch attribute (registers, block size) is kept as
+one value (the largest seen).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable
+
+import attrs
+
+
+@attrs.frozen
+class KernelProfile:
+    name: str
+    launches: int
+    total_us: float
+    metrics: dict[str, float] = attrs.field(factory=dict)  # per launch
+
+    @property
+    def mean_us(self) -> float:
+        return self.total_us / self.launches if self.launches else 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "launches": self.launches, "total_us": round(self.total_us, 3),
+                "mean_us": round(self.mean_us, 3),
+                "metrics": {k: round(v, 4) for k, v in sorted(self.metrics.items())}}
+
+
+def number(text: str | None) -> float | None:
+    """A tool's printed number ("12,800", "1.5", "n/a" → None)."""
+    try:
+        return float((text or "").replace(",", "").strip())
+    except ValueError:
+        return None
+
+
+def _csv_rows(text: str) -> list[dict[str, str]]:
+    """CSV rows after any preamble the tool printed before its header (ncu's ==PROF== lines)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"')), len(lines))
+    return list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+
+
+_ATTRIBUTE = re.compile(r"^launch__")  # registers, block size: one value per kernel
+
+
+def _per_launch(metric: str, values: list[float]) -> float:
+    """A rate's mean, or a count's mean per launch (its sum over the launches / launches)."""
+    return max(values) if _ATTRIBUTE.match(metric) else sum(values) / len(values)
+
+
+# units ncu prints with --print-units base; durations become µs below
+_NS = {"ns", "nsecond"}
+
+
+def ncu_launches(text: str) -> list[tuple[str, str, dict[str, float]]]:
+    """``ncu --csv --metrics ...`` (one row per launch and metric): (launch id, kernel name,
+    metrics) per launch, in launch order."""
+    launches: dict[str, tuple[str, dict[str, float]]] = {}
+    for row in _csv_rows(text):
+        launch, name = row.get("ID", ""), row.get("Kernel Name", "?")
+        value = number(row.get("Metric Value"))
+        if value is None:
+            continue
+        metric = row.get("Metric Name", "")
+        if row.get("Metric Unit", "") in _NS:
+            value /= 1000.0  # ns → µs
+            metric = metric + ".us"
+        launches.setdefault(launch, (name, {}))[1][metric] = value
+    return [(launch, name, metrics) for launch, (name, metrics) in launches.items()]
+
+
+DURATION = "gpu__time_duration.sum.us"
+
+
+def ncu_kernels(text: str) -> list[KernelProfile]:
+    """Per kernel: its launches' metrics made per launch (see the module doc), heaviest first."""
+    grouped: dict[str, list[dict[str, float]]] = {}
+    for _launch, name, metrics in ncu_launches(text):
+        grouped.setdefault(name, []).append(metrics)
+    return _ranked(_aggregate(name, launches) for name, launches in grouped.items())
+
+
+def _aggregate(name: str, launches: list[dict[str, float]]) -> KernelProfile:
+    metrics: dict[str, float] = {}
+    for metric in sorted({m for launch in launches for m in launch}):
+        values = [launch[metric] for launch in launches if metric in launch]
+        metrics[metric] = _per_launch(metric, values)
+    total = sum(launch.get(DURATION, 0.0) for launch in launches)
+    return KernelProfile(name, len(launches), total, metrics)
+
+
+def ncu_summary(text: str) -> list[KernelProfile]:
+    """``ncu --csv --print-summary per-kernel`` (Invocations, Minimum, Maximum, Average per
+    metric): per kernel, the averages, heaviest first."""
+    kernels: dict[str, tuple[int, dict[str, float]]] = {}
+    for row in _csv_rows(text):
+        name = row.get("Kernel Name", "?")
+        calls = int(number(row.get("Invocations")) or 0)
+        value = number(row.get("Average"))
+        if value is None:
+            continue
+        metric = row.get("Metric Name", "")
+        if row.get("Metric Unit", "") in _NS:
+            value, metric = value / 1000.0, metric + ".us"
+        kernels.setdefault(name, (calls, {}))[1][metric] = value
+    return _ranked(KernelProfile(name, calls, calls * m.get(DURATION, 0.0), m)
+                   for name, (calls, m) in kernels.items())
+
+
+def nsys_kernel_sum(text: str) -> list[KernelProfile]:
+    """``nsys stats --report cuda_gpu_kern_sum --format csv``: Total Time (ns), Instances,
+    Name per kernel."""
+    out = []
+    for row in _csv_rows(text):
+        total, calls = number(row.get("Total Time (ns)")), number(row.get("Instances"))
+        if total is None or not calls:
+            continue
+        out.append(KernelProfile(row.get("Name", "?"), int(calls), total / 1000.0))
+    return _ranked(out)
+
+
+def rocprof_kernel_stats(text: str) -> list[KernelProfile]:
+    """rocprofv3's ``kernel_stats.csv`` and rocprof's ``results.stats.csv``: Name, Calls,
+    TotalDurationNs per kernel."""
+    out = []
+    for row in _csv_rows(text):
+        name = row.get("Name") or row.get("KernelName") or "?"
+        total, calls = number(row.get("TotalDurationNs")), number(row.get("Calls"))
+        if total is None or not calls:
+            continue
+        out.append(KernelProfile(name, int(calls), total / 1000.0))
+    return _ranked(out)
+
+
+def _ranked(kernels: Iterable[KernelProfile]) -> list[KernelProfile]:
+    return sorted(kernels, key=lambda k: (-k.total_us, k.name))

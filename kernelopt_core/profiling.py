@@ -1,0 +1,56 @@
+"""A tree's bench under a profiler, under the GPU lock and never inside a timed window: the
+baseline's at the start of a run, the winner's at its end, a baseline's alone for
+``kernelopt profile``. What the kernels say: kernelopt_core.profile_view."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.hookspecs import Backend
+from kernelopt_core.journal import Journal
+from kernelopt_core.plugins import PluginHost
+from kernelopt_core.profile_view import annotate, kernel_names
+from kernelopt_core.runner import Runner
+from kernelopt_core.target import Target, Tree
+
+
+class Profiling:
+    """One run's profiler: the baseline's bench at the start, the winner's at the end."""
+
+    def __init__(self, name: str | None, host: PluginHost, backend: Backend, target: Target,
+                 runner: Runner, journal: Journal, stage: Callable[..., None]) -> None:
+        self.name, self.backend, self.target = name, backend, target
+        self.runner, self.journal, self.stage = runner, journal, stage
+        self.profiler: Any = None
+        if name:
+            profilers = host.registry("profilers")
+            if name not in profilers:
+                raise UsageError(f"unknown profiler {name!r}",
+                                 hint=f"known profilers: {', '.join(sorted(profilers))}")
+            self.profiler = profilers[name]
+            reason = self.profiler.unavailable_reason()
+            if reason:
+                raise PrerequisiteError(f"profiler {name!r} is unavailable: {reason}")
+
+    def run(self, tree: Tree, files: dict[str, bytes], out_dir: Path, label: str,
+            **event: Any) -> dict[str, Any]:
+        """``tree``'s bench under the profiler; the annotated profile (journaled as a
+        ``profile`` event with ``label``), {} without a profiler or a bench."""
+        if self.profiler is None:
+            return {}
+        command = self.backend.bench(self.target, tree)
+        if command is None:
+            return {}
+        self.stage("profile", profiler=self.name, tree=label)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        result, _held = self.runner.spawn_locked(self.profiler.wrap(command, out_dir),
+                                                 out_dir / f"{self.name}.log")
+        if not result.ok:
+            metrics: dict[str, Any] = {"error": result.describe()}
+        else:
+            metrics = annotate(self.profiler.parse(out_dir), kernel_names(files))
+        self.journal.write("profile", profiler=self.name, tree=label, metrics=metrics, **event)
+        return metrics

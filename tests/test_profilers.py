@@ -1,0 +1,134 @@
+"""The profilers' parsers on output recorded on the H200 (tests/fixtures/profilers/), the
+target's kernels told from the harness's, the report's table, and the exit-3 message of a
+profiler that is not installed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelopt_core import profile_parsers as parsers
+from kernelopt_core import profile_view
+from kernelopt_core.profilers import Ncu, Nsys, Rocprof
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profilers"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def fixture(name: str) -> str:
+    path = FIXTURES / name
+    if path.suffix == ".gz":
+        return gzip.decompress(path.read_bytes()).decode()
+    return path.read_text()
+
+
+def test_ncu_metrics_are_per_launch_not_summed_over_launches() -> None:
+    kernels = parsers.ncu_kernels(fixture("ncu-cmake-cuda-baseline.csv"))
+    row_sum = next(k for k in kernels if "row_sum_kernel" in k.name)
+    fill = next(k for k in kernels if "fill_input" in k.name)
+    assert (row_sum.launches, fill.launches) == (8, 1)
+    m = row_sum.metrics
+    # one launch reads the 16384 x 4096 f32 input once: 268 MB, not 8 launches' worth
+    assert m["dram__bytes_read.sum"] == pytest.approx(268.4e6, rel=0.01)
+    assert m["gpu__time_duration.sum.us"] == pytest.approx(193.86, abs=0.01)
+    assert row_sum.mean_us == pytest.approx(m["gpu__time_duration.sum.us"])
+    # a percentage stays a percentage (it was 544.3 % when summed over every launch)
+    assert 0 < m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] <= 100
+    assert 0 < m["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"] <= 100
+    assert m["launch__registers_per_thread"] == 44
+    assert kernels[0] is row_sum  # heaviest first
+
+
+def test_the_targets_kernels_are_told_from_the_harness_and_the_libraries() -> None:
+    cuda = profile_view.kernel_names({"kernel.cu": (REPO / "examples/cmake-cuda/kernel.cu").read_bytes()})
+    assert cuda == {"row_sum_kernel"}  # declared with __launch_bounds__(BLOCK_SIZE)
+    triton = profile_view.kernel_names(
+        {"softmax.py": (REPO / "examples/triton/softmax.py").read_bytes()})
+    assert triton == {"softmax_kernel"}
+    parsed = {"tool": "ncu", "kernels": [k.to_json() for k in parsers.ncu_kernels(
+        fixture("ncu-triton-softmax.csv.gz"))]}
+    profile = profile_view.annotate(parsed, triton)
+    mine = [k for k in profile["kernels"] if k["target"]]
+    assert [k["name"] for k in mine] == ["softmax_kernel"] and mine[0]["launches"] == 11
+    apart = {k["name"] for k in profile["kernels"] if not k["target"]}
+    assert any("spin_kernel" in n for n in apart) and any("FillFunctor" in n for n in apart)
+    assert sum(k["share_pct"] for k in profile["kernels"]) == pytest.approx(100, abs=0.1)
+    # the roofline may use these: the target's bytes per launch (read + write)
+    read = mine[0]["metrics"]["dram__bytes_read.sum"]
+    assert profile["dram_bytes"] == int(read + mine[0]["metrics"]["dram__bytes_write.sum"])
+    # the example's two passes over each row (its poor defaults): the input read twice
+    assert read == pytest.approx(2 * 8192 * 8192 * 4, rel=0.01)
+    assert profile_view.is_target("void <unnamed>::row_sum_kernel<4>(const float *, int)",
+                                  {"row_sum_kernel"})
+    assert not profile_view.is_target("my_row_sum_kernel(float *)", {"row_sum_kernel"})
+
+
+def test_the_report_table_sets_baseline_beside_winner() -> None:
+    names = {"row_sum_kernel"}
+    profiles = []
+    for label, name in (("baseline", "ncu-cmake-cuda-baseline.csv"),
+                        ("winner", "ncu-cmake-cuda-tuned.csv")):
+        parsed = {"tool": "ncu", "kernels": [k.to_json() for k in parsers.ncu_kernels(fixture(name))]}
+        profiles.append((label, profile_view.annotate(parsed, names)))
+    table = profile_view.kernel_table(profiles)
+    rows = [line for line in table if line.startswith("| baseline") or line.startswith("| winner")]
+    assert len(rows) == 2 and "row_sum_kernel<1>" in rows[0] and "row_sum_kernel<4>" in rows[1]
+    # µs per launch and DRAM % of peak, as measured: 193.86 → 64.57 µs, 29.0 → 87.2 %
+    assert "| 193.86 |" in rows[0] and "| 64.57 |" in rows[1]
+    assert "| 29.0 |" in rows[0] and "| 87.2 |" in rows[1]
+    assert "long_scoreboard" in rows[0]  # the top stall reason
+    assert any("1 other kernel(s)" in line for line in table)  # fill_input, apart
+
+
+def test_ncu_per_kernel_summary_ranks_a_multi_kernel_program() -> None:
+    per_launch = parsers.ncu_kernels(fixture("ncu-multikernel.csv"))
+    summary = parsers.ncu_summary(fixture("ncu-multikernel-summary.csv"))
+    assert [k.name.split("(")[0] for k in summary] == ["scale_add", "row_max", "tiny_bias"]
+    assert [k.launches for k in summary] == [6, 3, 3]
+    assert [k.name for k in summary] == [k.name for k in per_launch]
+    for a, b in zip(summary, per_launch, strict=True):  # two ncu runs, the same ranking
+        assert a.mean_us == pytest.approx(b.mean_us, rel=0.05)
+    rows = profile_view.ranking(profile_view.annotate(
+        {"kernels": [k.to_json() for k in summary]}, {"row_max"}))
+    assert rows[1][4] == "target" and float(rows[0][0].rstrip(" %")) > 70
+
+
+def test_the_ncu_profiler_wraps_with_fixed_clocks_and_parses_its_csv(tmp_path: Path) -> None:
+    from kernelopt_core.target import Command
+
+    wrapped = Ncu().wrap(Command(("./bench", "--work", "1.0"), tmp_path), tmp_path)
+    argv = list(wrapped.argv)
+    assert argv[:3] == ["ncu", "--clock-control", "none"] and argv[-3:] == ["./bench", "--work", "1.0"]
+    assert argv[argv.index("--log-file") + 1] == str(tmp_path / "ncu.csv")
+    assert Ncu().parse(tmp_path) == {"error": "ncu wrote no CSV"}
+    shutil.copy(FIXTURES / "ncu-cmake-cuda-tuned.csv", tmp_path / "ncu.csv")
+    parsed = Ncu().parse(tmp_path)
+    assert parsed["tool"] == "ncu" and parsed["kernels"][0]["launches"] == 8
+    json.dumps(parsed)  # journal-ready
+    assert Nsys().parse(tmp_path)["error"] and Rocprof().parse(tmp_path)["error"]
+
+
+@pytest.mark.parametrize("profiler, tool", [("ncu", "ncu"), ("nsys", "nsys"),
+                                             ("rocprof", "rocprof")])
+def test_a_missing_profiler_exits_3_naming_what_to_install(tmp_path: Path, profiler: str,
+                                                           tool: str) -> None:
+    if shutil.which(tool):
+        pytest.skip(f"{tool} is installed here")
+    project = tmp_path / "cpu"
+    shutil.copytree(REPO / "examples" / "cmake-cpu", project)
+    proc = subprocess.run([sys.executable, "-c", "from kernelopt_core.cli import main; main()",
+                           "profile", str(project), "--profiler", profiler,
+                           "--state-root", str(tmp_path / "state")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert f"profiler {profiler!r} is unavailable" in proc.stderr
+    assert "install" in proc.stderr or "ROCm" in proc.stderr
+    journal = next((tmp_path / "state" / "profiles").glob("*/journal.jsonl"))
+    last = json.loads(journal.read_text().splitlines()[-1])
+    assert last["event"] == "error" and last["exit_code"] == 3
