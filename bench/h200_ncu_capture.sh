@@ -3,7 +3,7 @@
 # fixtures. Every ncu run uses --clock-control none (never change the GPU's clocks).
 #   1. examples/cmake-cuda's bench, baseline and a tuned configuration (per launch, CSV)
 #   2. examples/triton/softmax.py through the harness's bench (per launch, CSV)
-#   3. bench/ncu_multikernel.cu: per-launch CSV and ncu's per-kernel summary
+#   3. bench/ncu_multikernel/multikernel.cu: per-launch CSV and ncu's per-kernel summary
 #   4. what else is on the machine (nsys, rocprof) and ncu's version
 # From the repository root on the GPU machine; results under $OUT.
 set -uo pipefail
@@ -38,7 +38,7 @@ KERNELOPT_SMALL=0 "${NCU[@]}" --launch-count 60 --log-file "$OUT/ncu-triton-soft
   > "$OUT/ncu-triton-softmax.stdout" 2>&1
 echo "exit $? $(wc -l < "$OUT/ncu-triton-softmax.csv") lines"
 echo "== $(date -u +%T) multi-kernel program"
-nvcc -O3 -o /tmp/ncu_multikernel bench/ncu_multikernel.cu && /tmp/ncu_multikernel
+nvcc -O3 -o /tmp/ncu_multikernel bench/ncu_multikernel/multikernel.cu && /tmp/ncu_multikernel
 "${NCU[@]}" --log-file "$OUT/ncu-multikernel.csv" /tmp/ncu_multikernel > /dev/null 2>&1; echo "per-launch exit $?"
 ncu --clock-control none --csv --print-units base --print-summary per-kernel \
   --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \

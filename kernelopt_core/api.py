@@ -53,8 +53,8 @@ from kernelopt_core.measure.parsers import ANSI, BenchReading
 from kernelopt_core.options import option, option_table
 from kernelopt_core.planners.base import PlanContext, Proposal, Screened
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
-from kernelopt_core.profile_parsers import KernelProfile
 from kernelopt_core.process import run as _run
+from kernelopt_core.profile_parsers import KernelProfile
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings, read_dotenv, read_toml, toml_line
 from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree

@@ -78,7 +78,8 @@ def profile_command(ctx: click.Context, path: Path, **flags: Any) -> None:
     (out / "profile.md").write_text(
         f"# Profile of {target.name} ({profile.get('tool', profiling.name)})\n\n"
         + "\n".join(table) + "\n", encoding="utf-8")
-    ui.table(rows, ["share", "total µs", "launches", "µs/launch", "", "kernel"])
+    ui.table(rows, ["share", "total µs", "launches", "µs/launch", "defined in (the target's)",
+                    "kernel"])
     ui.echo()
     for line in table:
         ui.echo(line)

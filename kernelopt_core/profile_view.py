@@ -22,13 +22,13 @@ _DEFINITIONS = (
 )
 
 
-def kernel_names(files: dict[str, bytes]) -> set[str]:
-    """The kernels the editable files define."""
-    names: set[str] = set()
-    for data in files.values():
+def kernel_names(files: dict[str, bytes]) -> dict[str, str]:
+    """The kernels the editable files define: name → the file."""
+    names: dict[str, str] = {}
+    for path, data in sorted(files.items()):
         text = data.decode("utf-8", errors="replace")
         for pattern in _DEFINITIONS:
-            names.update(pattern.findall(text))
+            names.update((name, path) for name in pattern.findall(text) if name not in names)
     return names
 
 
@@ -38,14 +38,17 @@ def is_target(kernel: str, names: Iterable[str]) -> bool:
     return any(re.search(rf"(?<![\w]){re.escape(n)}\s*(?:<|\(|$)", kernel) for n in names)
 
 
-def annotate(parsed: dict[str, Any], names: set[str]) -> dict[str, Any]:
-    """The profiler's kernels marked target or not, with their share of the profiled device
-    time; ``dram_bytes``: the target kernels' DRAM bytes per launch (read + write), when the
-    profiler measured them."""
+def annotate(parsed: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """The profiler's kernels marked target or not (``file``: where the target's is defined),
+    with their share of the profiled device time; ``dram_bytes``: the target kernels' DRAM
+    bytes per launch (read + write), when the profiler measured them."""
     kernels = [dict(k) for k in parsed.get("kernels", [])]
     total = sum(float(k.get("total_us", 0.0)) for k in kernels) or 1.0
     for k in kernels:
-        k["target"] = is_target(str(k.get("name", "")), names)
+        defined = [n for n in names if is_target(str(k.get("name", "")), [n])]
+        k["target"] = bool(defined)
+        if defined:
+            k["file"] = names[defined[0]]
         k["share_pct"] = round(100.0 * float(k.get("total_us", 0.0)) / total, 2)
     out = {**parsed, "kernels": kernels, "target_kernels": sorted(names)}
     moved = [k["metrics"].get("dram__bytes_read.sum", 0.0) + k["metrics"].get(
@@ -115,8 +118,8 @@ def kernel_table(profiles: list[tuple[str, dict[str, Any]]]) -> list[str]:
 
 def ranking(profile: dict[str, Any]) -> list[list[str]]:
     """Rows of the profiled kernels by share of device time: share, total µs, launches, µs per
-    launch, target or not, name."""
+    launch, the target's file (empty for any other kernel), name."""
     return [[f"{k.get('share_pct', 0.0):.1f} %", f"{float(k.get('total_us', 0.0)):.1f}",
              str(k.get("launches", "?")), f"{float(k.get('mean_us', 0.0)):.2f}",
-             "target" if k.get("target") else "", str(k.get("name", "?"))]
+             str(k.get("file", "")), str(k.get("name", "?"))]
             for k in profile.get("kernels", [])]

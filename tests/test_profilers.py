@@ -47,15 +47,16 @@ def test_ncu_metrics_are_per_launch_not_summed_over_launches() -> None:
 
 def test_the_targets_kernels_are_told_from_the_harness_and_the_libraries() -> None:
     cuda = profile_view.kernel_names({"kernel.cu": (REPO / "examples/cmake-cuda/kernel.cu").read_bytes()})
-    assert cuda == {"row_sum_kernel"}  # declared with __launch_bounds__(BLOCK_SIZE)
+    assert cuda == {"row_sum_kernel": "kernel.cu"}  # declared with __launch_bounds__(...)
     triton = profile_view.kernel_names(
         {"softmax.py": (REPO / "examples/triton/softmax.py").read_bytes()})
-    assert triton == {"softmax_kernel"}
+    assert triton == {"softmax_kernel": "softmax.py"}
     parsed = {"tool": "ncu", "kernels": [k.to_json() for k in parsers.ncu_kernels(
         fixture("ncu-triton-softmax.csv.gz"))]}
     profile = profile_view.annotate(parsed, triton)
     mine = [k for k in profile["kernels"] if k["target"]]
     assert [k["name"] for k in mine] == ["softmax_kernel"] and mine[0]["launches"] == 11
+    assert mine[0]["file"] == "softmax.py"
     apart = {k["name"] for k in profile["kernels"] if not k["target"]}
     assert any("spin_kernel" in n for n in apart) and any("FillFunctor" in n for n in apart)
     assert sum(k["share_pct"] for k in profile["kernels"]) == pytest.approx(100, abs=0.1)
@@ -70,7 +71,7 @@ def test_the_targets_kernels_are_told_from_the_harness_and_the_libraries() -> No
 
 
 def test_the_report_table_sets_baseline_beside_winner() -> None:
-    names = {"row_sum_kernel"}
+    names = {"row_sum_kernel": "kernel.cu"}
     profiles = []
     for label, name in (("baseline", "ncu-cmake-cuda-baseline.csv"),
                         ("winner", "ncu-cmake-cuda-tuned.csv")):
@@ -95,8 +96,9 @@ def test_ncu_per_kernel_summary_ranks_a_multi_kernel_program() -> None:
     for a, b in zip(summary, per_launch, strict=True):  # two ncu runs, the same ranking
         assert a.mean_us == pytest.approx(b.mean_us, rel=0.05)
     rows = profile_view.ranking(profile_view.annotate(
-        {"kernels": [k.to_json() for k in summary]}, {"row_max"}))
-    assert rows[1][4] == "target" and float(rows[0][0].rstrip(" %")) > 70
+        {"kernels": [k.to_json() for k in summary]}, {"row_max": "multikernel.cu"}))
+    assert rows[1][4] == "multikernel.cu" and rows[0][4] == ""
+    assert float(rows[0][0].rstrip(" %")) > 70
 
 
 def test_the_ncu_profiler_wraps_with_fixed_clocks_and_parses_its_csv(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-// A small multi-kernel CUDA program for profiler captures (issue 15): three kernels of
-// different cost in one process, so a per-kernel summary has something to rank.
-//   nvcc -O3 -o ncu_multikernel bench/ncu_multikernel.cu && ./ncu_multikernel
+// A small multi-kernel CUDA program for profiler captures and `kernelopt profile` (issue 15):
+// three kernels of different cost in one process, so a ranking has something to rank.
+//   nvcc -O3 -o multikernel multikernel.cu && ./multikernel      (or: cmake, kernelopt.toml)
+// Prints one kernelopt JSON line: the time of one step (all four launches), from CUDA events.
 #include <cstdio>
 #include <cuda_runtime.h>
 
@@ -37,13 +38,25 @@ int main() {
     cudaMalloc(&out, rows * sizeof(float));
     cudaMemset(x, 0, n * sizeof(float));
     cudaMemset(y, 0, n * sizeof(float));
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    float step_ms = 0.0f;
     for (int step = 0; step < 3; ++step) {
+        cudaEventRecord(start);
         scale_add<<<(n + 255) / 256, 256>>>(x, y, 2.0f, n);
         scale_add<<<(n + 255) / 256, 256>>>(y, x, 0.5f, n);
         row_max<<<rows, 256>>>(x, out, cols);
         tiny_bias<<<(rows + 255) / 256, 256>>>(out, rows);
+        cudaEventRecord(stop);
+        cudaEventSynchronize(stop);
+        cudaEventElapsedTime(&step_ms, start, stop);  // the last step's: warmed up
     }
     cudaError_t err = cudaDeviceSynchronize();
-    std::printf("done: %s\n", cudaGetErrorString(err));
-    return err == cudaSuccess ? 0 : 1;
+    if (err != cudaSuccess) {
+        std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(err));
+        return 1;
+    }
+    std::printf("{\"kernelopt_bench\": 1, \"time_ms\": %.6f}\n", step_ms);
+    return 0;
 }
