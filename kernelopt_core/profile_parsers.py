@@ -43,10 +43,12 @@ def number(text: str | None) -> float | None:
         return None
 
 
-def _csv_rows(text: str) -> list[dict[str, str]]:
-    """CSV rows after any preamble the tool printed before its header (ncu's ==PROF== lines)."""
+def _csv_rows(text: str, first_column: str) -> list[dict[str, str]]:
+    """CSV rows from the header whose first column is ``first_column`` on, past any preamble
+    the tool printed (ncu's ==PROF== lines, nsys's "Processing [...]")."""
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"')), len(lines))
+    start = next((i for i, line in enumerate(lines)
+                  if next(csv.reader([line]), [""])[:1] == [first_column]), len(lines))
     return list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
 
 
@@ -66,7 +68,7 @@ def ncu_launches(text: str) -> list[tuple[str, str, dict[str, float]]]:
     """``ncu --csv --metrics ...`` (one row per launch and metric): (launch id, kernel name,
     metrics) per launch, in launch order."""
     launches: dict[str, tuple[str, dict[str, float]]] = {}
-    for row in _csv_rows(text):
+    for row in _csv_rows(text, "ID"):
         launch, name = row.get("ID", ""), row.get("Kernel Name", "?")
         value = number(row.get("Metric Value"))
         if value is None:
@@ -103,7 +105,7 @@ def ncu_summary(text: str) -> list[KernelProfile]:
     """``ncu --csv --print-summary per-kernel`` (Invocations, Minimum, Maximum, Average per
     metric): per kernel, the averages, heaviest first."""
     kernels: dict[str, tuple[int, dict[str, float]]] = {}
-    for row in _csv_rows(text):
+    for row in _csv_rows(text, "Process ID"):
         name = row.get("Kernel Name", "?")
         calls = int(number(row.get("Invocations")) or 0)
         value = number(row.get("Average"))
@@ -121,7 +123,7 @@ def nsys_kernel_sum(text: str) -> list[KernelProfile]:
     """``nsys stats --report cuda_gpu_kern_sum --format csv``: Total Time (ns), Instances,
     Name per kernel."""
     out = []
-    for row in _csv_rows(text):
+    for row in _csv_rows(text, "Time (%)"):
         total, calls = number(row.get("Total Time (ns)")), number(row.get("Instances"))
         if total is None or not calls:
             continue
@@ -133,7 +135,7 @@ def rocprof_kernel_stats(text: str) -> list[KernelProfile]:
     """rocprofv3's ``kernel_stats.csv`` and rocprof's ``results.stats.csv``: Name, Calls,
     TotalDurationNs per kernel."""
     out = []
-    for row in _csv_rows(text):
+    for row in _csv_rows(text, "Name"):
         name = row.get("Name") or row.get("KernelName") or "?"
         total, calls = number(row.get("TotalDurationNs")), number(row.get("Calls"))
         if total is None or not calls:

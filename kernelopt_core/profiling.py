@@ -38,7 +38,9 @@ class Profiling:
     def run(self, tree: Tree, files: dict[str, bytes], out_dir: Path, label: str,
             **event: Any) -> dict[str, Any]:
         """``tree``'s bench under the profiler; the annotated profile (journaled as a
-        ``profile`` event with ``label``), {} without a profiler or a bench."""
+        ``profile`` event with ``label``), {} without a profiler or a bench. ``files``: the
+        tree's files (relative path → content), of which the editable ones name the target's
+        kernels."""
         if self.profiler is None:
             return {}
         command = self.backend.bench(self.target, tree)
@@ -51,6 +53,9 @@ class Profiling:
         if not result.ok:
             metrics: dict[str, Any] = {"error": result.describe()}
         else:
-            metrics = annotate(self.profiler.parse(out_dir), kernel_names(files))
+            # the target's kernels: those its editable files define (not its test's or
+            # bench's, e.g. an input fill in the bench program)
+            editable = {k: v for k, v in files.items() if k in self.target.editable}
+            metrics = annotate(self.profiler.parse(out_dir), kernel_names(editable))
         self.journal.write("profile", profiler=self.name, tree=label, metrics=metrics, **event)
         return metrics

@@ -134,3 +134,85 @@ def test_a_missing_profiler_exits_3_naming_what_to_install(tmp_path: Path, profi
     journal = next((tmp_path / "state" / "profiles").glob("*/journal.jsonl"))
     last = json.loads(journal.read_text().splitlines()[-1])
     assert last["event"] == "error" and last["exit_code"] == 3
+
+
+def test_a_kernel_the_bench_program_defines_is_not_the_targets(tmp_path: Path) -> None:
+    """examples/cmake-cuda's bench defines fill_input: it is shown apart, not as the target's
+    (the table on the H200 listed it as the target's before Profiling read only the editable
+    files)."""
+    from kernelopt_core.journal import Journal
+    from kernelopt_core.profiling import Profiling
+    from kernelopt_core.runner import Runner
+    from kernelopt_core.settings import Settings
+    from kernelopt_core.target import Command, Target, Tree
+    from kernelopt_core.testing import plugin_host
+
+    recorded = FIXTURES / "ncu-cmake-cuda-baseline.csv"
+
+    class Replay:  # wraps the bench in a copy of what ncu recorded for it on the H200
+        name = "replay"
+
+        def unavailable_reason(self) -> None:
+            return None
+
+        def wrap(self, command: Command, out_dir: Path) -> Command:
+            return Command(("cp", str(recorded), str(out_dir / "ncu.csv")), out_dir)
+
+        def parse(self, out_dir: Path) -> dict[str, object]:
+            return Ncu().parse(out_dir)
+
+    class Plugin:
+        from kernelopt_core.hookspecs import hookimpl
+
+        @hookimpl
+        def kernelopt_register_profilers(self) -> list[object]:
+            return [Replay()]
+
+    class Backend:
+        def bench(self, target: Target, tree: Tree) -> Command:
+            return Command(("true",), tree.src)
+
+    example = REPO / "examples" / "cmake-cuda"
+    files = {p.name: p.read_bytes() for p in example.iterdir() if p.is_file()}
+    target = Target("cmake", "row_sum", example, ("kernel.cu",),
+                    contract=("rowsum_test.cu", "rowsum_bench.cu"))
+    journal = Journal(tmp_path / "journal.jsonl")
+    runner = Runner(Backend(), target, Settings(state_root=tmp_path / "state"), journal)  # type: ignore[arg-type]
+    profiling = Profiling("replay", plugin_host(Plugin()), Backend(), target, runner,  # type: ignore[arg-type]
+                          journal, lambda *a, **k: None)
+    tree = Tree("baseline", tmp_path / "src", tmp_path / "build")
+    tree.src.mkdir()
+    profile = profiling.run(tree, files, tmp_path / "profile", "baseline")
+    marked = {k["name"].split("(")[0].split("::")[-1]: k["target"] for k in profile["kernels"]}
+    assert marked == {"row_sum_kernel<1>": True, "fill_input": False}
+    assert profile["dram_bytes"] == pytest.approx(268.4e6 + 2.4e6, rel=0.01)
+
+
+def test_nsys_and_rocprof_statistics_give_the_same_records() -> None:
+    nsys = parsers.nsys_kernel_sum(fixture("nsys_cuda_gpu_kern_sum.csv"))
+    assert nsys[0].name == "flash_attention_prefill_f16" and nsys[0].launches == 32
+    assert nsys[0].total_us == pytest.approx(99385.786)
+    assert nsys[0].mean_us == pytest.approx(3105.8, rel=1e-4)  # the tool's own Avg (ns)
+    assert [k.total_us for k in nsys] == sorted((k.total_us for k in nsys), reverse=True)
+    # what nsys prints before its table on a console is skipped
+    console = "Processing [report.sqlite] with [cuda_gpu_kern_sum.py]... \n\n"
+    assert parsers.nsys_kernel_sum(console + fixture("nsys_cuda_gpu_kern_sum.csv")) == nsys
+    v3 = parsers.rocprof_kernel_stats(fixture("rocprofv3_kernel_stats.csv"))
+    assert [k.launches for k in v3] == [1001, 1000, 1000, 1000]
+    assert v3[0].mean_us == pytest.approx(87.907575, rel=1e-6)  # AverageNs 87907.575425
+    old = parsers.rocprof_kernel_stats(fixture("rocprof_results.stats.csv"))
+    assert old[0].name == "bodyForce(Body*, float, int) [clone .kd]" and old[0].launches == 10
+    assert old[0].total_us == pytest.approx(261124.944)
+
+
+def test_nsys_and_rocprof_read_what_they_wrote(tmp_path: Path) -> None:
+    from kernelopt_core.target import Command
+
+    wrapped = Nsys().wrap(Command(("./bench",), tmp_path), tmp_path)
+    assert wrapped.argv[:2] == ("sh", "-c") and "cuda_gpu_kern_sum" in wrapped.argv[2]
+    shutil.copy(FIXTURES / "nsys_cuda_gpu_kern_sum.csv", tmp_path / "nsys_cuda_gpu_kern_sum.csv")
+    assert Nsys().parse(tmp_path)["kernels"][0]["launches"] == 32
+    run = tmp_path / "rocprof" / "host" / "1234"
+    run.mkdir(parents=True)
+    shutil.copy(FIXTURES / "rocprofv3_kernel_stats.csv", run / "1234_kernel_stats.csv")
+    assert Rocprof().parse(tmp_path / "rocprof")["kernels"][0]["launches"] == 1001
