@@ -23,12 +23,16 @@ from kernelopt_core.hookspecs import hookimpl
 @click.option("--profiler", help="A registered profiler (`kernelopt plugins` lists them); "
               "default: the descriptor's `profiler`, else ncu.")
 @click.option("--target", help="The target to profile when PATH has several.")
+@click.option("--engine", "whole_program", is_flag=True,
+              help="Profile the target's engine command (the whole program, every kernel it "
+              "runs) instead of its bench: which kernel is worth a target.")
 @click.option("--backend", help="Force a backend instead of detecting it.")
 @click.option("--state-root", type=click.Path(path_type=Path), help="Where profiles/ goes.")
 @click.pass_context
-def profile_command(ctx: click.Context, path: Path, **flags: Any) -> None:
-    """Profile the unmodified target: build it, run its bench once under the profiler, and
-    print its kernels ranked by share of device time with their metrics per launch."""
+def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags: Any) -> None:
+    """Profile the unmodified target: build it, run its bench (or with --engine, its whole
+    program) once under the profiler, and print the kernels ranked by share of device time,
+    where the target's are defined, and their metrics per launch."""
     from kernelopt_core import cli, ui
     from kernelopt_core.errors import UsageError
     from kernelopt_core.journal import Journal
@@ -59,7 +63,9 @@ def profile_command(ctx: click.Context, path: Path, **flags: Any) -> None:
         if built is not None and not built.ok:
             raise UsageError(f"the target does not build: {built.describe()}\n{built.tail()}",
                              hint=f"make the unmodified target build (log: {out / 'build.log'})")
-        profile = profiling.run(workspace.baseline_tree, workspace.files, out, "baseline")
+        program = "engine" if whole_program else "bench"
+        profile = profiling.run(workspace.baseline_tree, workspace.files, out, "baseline",
+                                program)
     except (KeyboardInterrupt, Exception) as exc:
         record_failure(journal, out, exc, "profile")
         raise
@@ -68,8 +74,8 @@ def profile_command(ctx: click.Context, path: Path, **flags: Any) -> None:
         journal.close()
         workspace.release()
     if not profile:
-        raise UsageError(f"{target.name} has no bench command to profile",
-                         hint="declare `bench` for the target (docs/descriptor.md)")
+        raise UsageError(f"{target.name} has no {program} command to profile",
+                         hint=f"declare `{program}` for the target (docs/descriptor.md)")
     if "error" in profile:
         raise UsageError(f"the profiled bench failed: {profile['error']}",
                          hint=f"the profiler's log is in {out}")

@@ -36,17 +36,18 @@ class Profiling:
                 raise PrerequisiteError(f"profiler {name!r} is unavailable: {reason}")
 
     def run(self, tree: Tree, files: dict[str, bytes], out_dir: Path, label: str,
-            **event: Any) -> dict[str, Any]:
+            program: str = "bench", **event: Any) -> dict[str, Any]:
         """``tree``'s bench under the profiler; the annotated profile (journaled as a
         ``profile`` event with ``label``), {} without a profiler or a bench. ``files``: the
         tree's files (relative path → content), of which the editable ones name the target's
-        kernels."""
+        kernels. ``program``: "bench", or "engine" (the whole program the kernel serves)."""
         if self.profiler is None:
             return {}
-        command = self.backend.bench(self.target, tree)
+        command = (self.backend.engine(self.target, tree) if program == "engine"
+                   else self.backend.bench(self.target, tree))
         if command is None:
             return {}
-        self.stage("profile", profiler=self.name, tree=label)
+        self.stage("profile", profiler=self.name, tree=label, program=program)
         out_dir.mkdir(parents=True, exist_ok=True)
         result, _held = self.runner.spawn_locked(self.profiler.wrap(command, out_dir),
                                                  out_dir / f"{self.name}.log")
@@ -57,5 +58,6 @@ class Profiling:
             # bench's, e.g. an input fill in the bench program)
             editable = {k: v for k, v in files.items() if k in self.target.editable}
             metrics = annotate(self.profiler.parse(out_dir), kernel_names(editable))
-        self.journal.write("profile", profiler=self.name, tree=label, metrics=metrics, **event)
+        self.journal.write("profile", profiler=self.name, tree=label, program=program,
+                           metrics=metrics, **event)
         return metrics

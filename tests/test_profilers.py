@@ -117,7 +117,8 @@ def test_the_ncu_profiler_wraps_with_fixed_clocks_and_parses_its_csv(tmp_path: P
 
 
 @pytest.mark.parametrize("profiler, tool", [("ncu", "ncu"), ("nsys", "nsys"),
-                                             ("rocprof", "rocprof")])
+                                             ("rocprof", "rocprof"),
+                                             ("graphsignal", "graphsignal-run")])
 def test_a_missing_profiler_exits_3_naming_what_to_install(tmp_path: Path, profiler: str,
                                                            tool: str) -> None:
     if shutil.which(tool):
@@ -130,7 +131,7 @@ def test_a_missing_profiler_exits_3_naming_what_to_install(tmp_path: Path, profi
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr
     assert f"profiler {profiler!r} is unavailable" in proc.stderr
-    assert "install" in proc.stderr or "ROCm" in proc.stderr
+    assert "install" in proc.stderr or "ROCm" in proc.stderr or "pip install" in proc.stderr
     journal = next((tmp_path / "state" / "profiles").glob("*/journal.jsonl"))
     last = json.loads(journal.read_text().splitlines()[-1])
     assert last["event"] == "error" and last["exit_code"] == 3
@@ -172,6 +173,9 @@ def test_a_kernel_the_bench_program_defines_is_not_the_targets(tmp_path: Path) -
         def bench(self, target: Target, tree: Tree) -> Command:
             return Command(("true",), tree.src)
 
+        def engine(self, target: Target, tree: Tree) -> Command | None:
+            return None  # no whole program declared
+
     example = REPO / "examples" / "cmake-cuda"
     files = {p.name: p.read_bytes() for p in example.iterdir() if p.is_file()}
     target = Target("cmake", "row_sum", example, ("kernel.cu",),
@@ -186,6 +190,11 @@ def test_a_kernel_the_bench_program_defines_is_not_the_targets(tmp_path: Path) -
     marked = {k["name"].split("(")[0].split("::")[-1]: k["target"] for k in profile["kernels"]}
     assert marked == {"row_sum_kernel<1>": True, "fill_input": False}
     assert profile["dram_bytes"] == pytest.approx(268.4e6 + 2.4e6, rel=0.01)
+    assert profile["kernels"][0]["file"] == "kernel.cu"
+    # the whole program instead of the bench (`kernelopt profile --engine`): none declared here
+    assert profiling.run(tree, files, tmp_path / "engine", "baseline", "engine") == {}
+    events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert [e["program"] for e in events if e["event"] == "profile"] == ["bench"]
 
 
 def test_nsys_and_rocprof_statistics_give_the_same_records() -> None:
