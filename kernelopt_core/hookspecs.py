@@ -152,7 +152,8 @@ class Profiler(Protocol):
         """The command run under the profiler, writing its raw output under ``out_dir``."""
 
     def parse(self, out_dir: Path) -> dict[str, Any]:
-        """Metrics from the raw output (e.g. ``{"dram_bytes": 1.2e9, "kernels": [...]}``)."""
+        """The raw output read back: ``{"tool": NAME, "kernels": [KernelProfile.to_json(),
+        ...]}`` (docs/plugins.md, "Profilers"), or ``{"error": ...}``."""
 
 
 @attrs.frozen

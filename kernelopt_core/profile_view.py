@@ -40,8 +40,8 @@ def is_target(kernel: str, names: Iterable[str]) -> bool:
 
 def annotate(parsed: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     """The profiler's kernels marked target or not (``file``: where the target's is defined),
-    with their share of the profiled device time; ``dram_bytes``: the target kernels' DRAM
-    bytes per launch (read + write), when the profiler measured them."""
+    with their share of the profiled device time. A metric stays the kernel's own: none is
+    summed across kernels."""
     kernels = [dict(k) for k in parsed.get("kernels", [])]
     total = sum(float(k.get("total_us", 0.0)) for k in kernels) or 1.0
     for k in kernels:
@@ -50,12 +50,7 @@ def annotate(parsed: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
         if defined:
             k["file"] = names[defined[0]]
         k["share_pct"] = round(100.0 * float(k.get("total_us", 0.0)) / total, 2)
-    out = {**parsed, "kernels": kernels, "target_kernels": sorted(names)}
-    moved = [k["metrics"].get("dram__bytes_read.sum", 0.0) + k["metrics"].get(
-        "dram__bytes_write.sum", 0.0) for k in kernels if k["target"] and k.get("metrics")]
-    if moved and any(moved):
-        out["dram_bytes"] = int(sum(moved))
-    return out
+    return {**parsed, "kernels": kernels, "target_kernels": sorted(names)}
 
 
 # the table's columns: (header, metric, scale, format)

@@ -54,6 +54,8 @@ class Runner:
     # the bench's two input sets for served readings: drawn per run, unknown to code under
     # test at import, distinct from the check seeds, the same for every tree of the run
     bench_seeds: tuple[int, int] = attrs.field(factory=draw_bench_seeds)
+    # worker pid -> the optional requests its load reply listed ("ops": ["compile"])
+    worker_ops: dict[int, frozenset[str]] = attrs.field(factory=dict)
 
     def _with_timeout(self, command: Command, timeout_s: float) -> Command:
         # the descriptor's own timeout wins when it is tighter
@@ -184,6 +186,7 @@ class Runner:
             self.workers.pop(tree.role, None)
             worker.close()
             raise LoadFailed(f"worker load: {reply.get('error', '')}", exit_code(reply))
+        self.worker_ops[worker.pid] = frozenset(str(op) for op in reply.get("ops", ()))
         return worker
 
     def _request(self, worker: Worker, payload: dict[str, Any], timeout_s: float,
@@ -279,9 +282,10 @@ class Runner:
         timeout = sweep_protocol.timeout_s(self.settings, len(configs))
         try:
             worker = self._worker(tree, self._digest(tree), log)
-            # compiling is CPU work: a worker that can compile ahead does it outside the lock
-            # (advisory: a worker that cannot answers "unknown request" and the sweep compiles)
-            self._request(worker, {"op": "compile", **request}, timeout, locked=False)
+            if "compile" in self.worker_ops.get(worker.pid, ()):  # CPU work: outside the lock
+                ahead = self._request(worker, {"op": "compile", **request}, timeout, locked=False)
+                self.journal.write("compiled_ahead", compiled=ahead.get("compiled"),
+                                   stuck=ahead.get("stuck"), left=ahead.get("left"))
             reply = self._request(worker, {"op": "sweep", **request}, timeout, held)
         except WorkerError as exc:
             raise BenchFailed(str(exc)) from exc

@@ -60,9 +60,7 @@ def test_the_targets_kernels_are_told_from_the_harness_and_the_libraries() -> No
     apart = {k["name"] for k in profile["kernels"] if not k["target"]}
     assert any("spin_kernel" in n for n in apart) and any("FillFunctor" in n for n in apart)
     assert sum(k["share_pct"] for k in profile["kernels"]) == pytest.approx(100, abs=0.1)
-    # the roofline may use these: the target's bytes per launch (read + write)
     read = mine[0]["metrics"]["dram__bytes_read.sum"]
-    assert profile["dram_bytes"] == int(read + mine[0]["metrics"]["dram__bytes_write.sum"])
     # the example's two passes over each row (its poor defaults): the input read twice
     assert read == pytest.approx(2 * 8192 * 8192 * 4, rel=0.01)
     assert profile_view.is_target("void <unnamed>::row_sum_kernel<4>(const float *, int)",
@@ -189,7 +187,7 @@ def test_a_kernel_the_bench_program_defines_is_not_the_targets(tmp_path: Path) -
     profile = profiling.run(tree, files, tmp_path / "profile", "baseline")
     marked = {k["name"].split("(")[0].split("::")[-1]: k["target"] for k in profile["kernels"]}
     assert marked == {"row_sum_kernel<1>": True, "fill_input": False}
-    assert profile["dram_bytes"] == pytest.approx(268.4e6 + 2.4e6, rel=0.01)
+    assert "dram_bytes" not in profile  # no sum across kernels, nothing for the roofline
     assert profile["kernels"][0]["file"] == "kernel.cu"
     # the whole program instead of the bench (`kernelopt profile --engine`): none declared here
     assert profiling.run(tree, files, tmp_path / "engine", "baseline", "engine") == {}

@@ -94,11 +94,16 @@ def setup_device() -> tuple[Any, str, bool]:
     return torch, ("cpu" if interpreted else "cuda"), interpreted
 
 
+def module_name(path: Path, role: str) -> str:
+    """The unique module name a kernel file is imported under (``load``)."""
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    return f"kernelopt_kernel_{role}_{path.stem}_{digest}"
+
+
 def load(path: Path, role: str) -> ModuleType:
     """Import a kernel file by path under a unique module name (no bytecode written)."""
     sys.dont_write_bytecode = True  # keep the workspace's source tree clean
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
-    name = f"kernelopt_kernel_{role}_{path.stem}_{digest}"
+    name = module_name(path, role)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ConventionError(f"{path}: cannot be imported as a Python module")
@@ -608,8 +613,10 @@ def _warm_start() -> None:
 def serve_requests(path: Path, oracle: Path | None) -> int:
     """The bench-worker loop (kernelopt_core.bench_worker): the channel is bound and ``hello``
     answered before torch, triton or any kernel file is imported. Requests: ``load`` (seeds:
-    the original's expectations, then the candidate), ``check``, ``bench`` (work), ``sweep``
-    (configs). A failure is a reply (exit 1 wrong output, 2 convention, 4 anything else)."""
+    the original's expectations, then the candidate; its reply lists the optional ``compile``),
+    ``check``, ``bench`` (work), ``compile`` (configs, sent outside the GPU lock just before
+    their sweep) and ``sweep`` (configs). A failure is a reply (exit 1 wrong output, 2
+    convention, 4 anything else)."""
     import traceback
 
     from kernelopt_core.bench_worker import Channel
@@ -628,7 +635,7 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
                 session = Session(path, oracle, tuple(int(s) for s in request.get("seeds", ())),
                                   bench_seeds if len(bench_seeds) == 2 else (0, 1))
                 channel.reply(request, ok=True, device=session.device,
-                              interpreted=session.interpreted)
+                              interpreted=session.interpreted, ops=["compile"])
                 continue
             if session is None:
                 raise ConventionError(f"request {op!r} before load")
@@ -677,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--iters", type=int, default=None,
                        help="timed launches [about 5 ms of kernel time, 20-50; 4 interpreted]")
     bench.add_argument("--warmup", type=int, default=None)
-    serve = sub.add_parser("serve", help="a bench worker: serve load/check/bench/sweep requests "
+    serve = sub.add_parser("serve", help="a bench worker: serve load/check/bench/compile/sweep requests "
                            "on the pipes kernelopt passes (KERNELOPT_WORKER_FDS)")
     serve.add_argument("file", type=Path)
     serve.add_argument("--oracle", type=Path)

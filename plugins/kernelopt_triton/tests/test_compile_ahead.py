@@ -69,3 +69,46 @@ def test_kernels_are_compiled_without_a_launch_and_the_sweep_uses_them(tmp_path:
         session.close()
     assert [r["ok"] for r in swept["results"]] == [True, True]
     assert session.ahead is None  # the sweep took them; the files are gone
+
+
+def test_nothing_runs_on_the_device_while_compiling_ahead() -> None:
+    """The guard, on torch's meta device (a device that is not the CPU, on any machine):
+    allocation and views pass; a fill, a copy or an autotuner is refused, so that
+    configuration is left to the sweep (under the lock)."""
+    import torch
+    from kernelopt_triton.compile_ahead import NotAhead, _compile_only
+    from triton.runtime.autotuner import Autotuner
+
+    with _compile_only():
+        x = torch.empty(4, 8, device="meta")
+        y = x.view(8, 4).t()
+        assert y.shape == (4, 8)
+        torch.zeros(3).add_(1)  # CPU work is not device work
+        for device_work in (lambda: torch.zeros(3, device="meta"), lambda: x.fill_(1.0),
+                            lambda: x.clone(), lambda: x + 1):
+            with pytest.raises(NotAhead):
+                device_work()
+        with pytest.raises(NotAhead, match="autotuner"):
+            Autotuner.run(object())
+    torch.zeros(3, device="meta").fill_(1.0)  # the guard is gone after the block
+
+
+def test_a_stuck_compile_fails_alone_and_what_waits_behind_it_is_left_to_the_sweep() -> None:
+    import threading
+
+    from kernelopt_triton.compile_ahead import CompileAhead, _Timed
+
+    release = threading.Event()
+    executor = _Timed(1)  # one thread: the second task queues behind the first
+    stuck = executor.submit(release.wait, 60)
+    queued = executor.submit(lambda: None)
+    try:
+        CompileAhead._wait(executor, [stuck, queued], deadline_s=0.2)
+        assert stuck.running()  # past its deadline, still compiling: stuck
+        assert queued.cancelled()  # never started: left to the sweep, not failed
+    finally:
+        release.set()
+    executor = _Timed(2)
+    done = executor.submit(lambda: 7)
+    CompileAhead._wait(executor, [done], deadline_s=5.0)
+    assert done.result() == 7
