@@ -73,11 +73,6 @@ class FinalPhase:
             diff = self.workspace.diff(self.workspace.baseline_commit, winner)
             self.workspace.tag(self.run_id, "winner", winner)
         (self.run_dir / "report.diff").write_bytes(diff)
-        if self.profiling is not None and status in ("optimized", "matched"):
-            # after every timed window; the candidate tree holds the winner's content
-            self.profiling.run(self.workspace.candidate_tree, {**self.workspace.files,
-                                                               **best.edits},
-                               self.run_dir / "profile-winner", "winner", candidate=best.id)
         self.journal.write(
             "verdict",
             status=status,
@@ -91,6 +86,15 @@ class FinalPhase:
             measured=measured(results, gates),
             reason="; ".join(f"{f.gate}: {f.reason}" for f in failures) or "every final gate passed",
         )
+        if self.profiling is not None and status in ("optimized", "matched"):
+            # after the verdict and every timed window; the candidate tree holds the winner
+            try:
+                self.profiling.run(self.workspace.candidate_tree,
+                                   {**self.workspace.files, **best.edits},
+                                   self.run_dir / "profile-winner", "winner", candidate=best.id)
+            except Exception as exc:  # a profile is information: it never undoes a verdict
+                self.journal.write("warning", gate="profile",
+                                   message=f"the winner's profile failed: {exc}"[:2000])
         return status
 
     def _attempt(

@@ -112,6 +112,10 @@ class Loop:
         summary = report.write_all(self.run_dir)
         return RunOutcome(self.run_id, self.run_dir, summary["status"], exit_code, summary)
 
+    def _left(self) -> float:  # wall seconds left of the time budget
+        minutes = self.settings.budget_minutes
+        return self.started + minutes * 60 - time.time() if minutes else float("inf")
+
     def _stage(self, stage: str, **data: Any) -> None:
         self.stage = stage
         self.journal.write("stage", stage=stage, **data)
@@ -124,13 +128,9 @@ class Loop:
         planner, why = resolve.planner(self.host, self.settings, self.target)
         profiling = Profiling(self.settings.profiler, self.host, self.backend, self.target,
                               self.runner, self.journal, self._stage)  # checked before any build
-        self.journal.write(
-            "config",
-            planner=planner.name,
-            planner_reason=why,
-            candidate_gates=[g.name for g in candidate_gates],
-            final_gates=[g.name for g in final_gates],
-        )
+        self.journal.write("config", planner=planner.name, planner_reason=why,
+                           candidate_gates=[g.name for g in candidate_gates],
+                           final_gates=[g.name for g in final_gates])
         self._stage("snapshot")
         baseline_commit = self.workspace.start(self.run_id)
         self.journal.write(
@@ -156,7 +156,7 @@ class Loop:
                           self.run_id, profile, baseline_ms=baseline_ms,
                           screen=screener(self.runner, self.workspace.baseline_tree, knobs,
                                           self.run_dir / "screen"),
-                          gpu_seconds=lambda: self.runner.gpu_seconds)
+                          gpu_seconds=lambda: self.runner.gpu_seconds, seconds_left=self._left)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
@@ -167,14 +167,13 @@ class Loop:
     def _search(self, planner: Any, ctx: PlanContext, search: BeamSearch, gates: list[Gate],
                 baseline_ms: float | None) -> None:
         s = self.settings
-        deadline = self.started + s.budget_minutes * 60 if s.budget_minutes else None
         evaluated = since_best = 0
         best = 1.0
         stop = "iterations"
         while True:
             if evaluated >= s.iterations:
                 break
-            if deadline is not None and time.time() >= deadline:
+            if self._left() <= 0:
                 stop = "time budget"
                 break
             if s.budget_gpu_seconds is not None and self.runner.gpu_seconds >= s.budget_gpu_seconds:

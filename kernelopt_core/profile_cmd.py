@@ -57,7 +57,8 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     try:
         profiling = Profiling(settings.profiler or "ncu", host, backend, target, runner,
                               journal, stage)
-        workspace.acquire(run_id)
+        workspace.acquire(run_id, lambda holder: ui.note(
+            f"waiting for the workspace of {target.name}, held by {holder}"))
         workspace.start(run_id)
         built = runner.build(workspace.baseline_tree, out / "build.log")
         if built is not None and not built.ok:
@@ -69,6 +70,8 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     except (KeyboardInterrupt, Exception) as exc:
         record_failure(journal, out, exc, "profile")
         raise
+    else:
+        journal.write("end", exit_code=0, gpu_seconds=round(runner.gpu_seconds, 3))
     finally:
         runner.close_workers()
         journal.close()
@@ -77,8 +80,8 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
         raise UsageError(f"{target.name} has no {program} command to profile",
                          hint=f"declare `{program}` for the target (docs/descriptor.md)")
     if "error" in profile:
-        raise UsageError(f"the profiled bench failed: {profile['error']}",
-                         hint=f"the profiler's log is in {out}")
+        raise UsageError(f"profiling the {program} failed: {profile['error']}",
+                         hint=f"the profiler's log and raw output are in {out}")
     rows = ranking(profile)
     table = kernel_table([("baseline", profile)])
     (out / "profile.md").write_text(
@@ -89,6 +92,9 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     ui.echo()
     for line in table:
         ui.echo(line)
+    if profile.get("launches_profiled", 0) >= profile.get("launch_limit", float("inf")):
+        ui.note(f"the profiler stopped at {profile['launch_limit']} launches: a longer "
+                "program's later kernels are not in this ranking")
     ui.note(f"raw output, journal and profile.md: {out}")
 
 

@@ -52,7 +52,9 @@ class Ncu:
         path = out_dir / "ncu.csv"
         if not path.exists():
             return {"error": "ncu wrote no CSV"}
-        return _kernels(parsers.ncu_kernels(path.read_text(errors="replace")), "ncu")
+        out = _kernels(parsers.ncu_kernels(path.read_text(errors="replace")), "ncu")
+        profiled = sum(int(k["launches"]) for k in out["kernels"])
+        return {**out, "launches_profiled": profiled, "launch_limit": NCU_LAUNCHES}
 
 
 class Nsys:

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
@@ -15,6 +17,8 @@ from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profile_view import annotate, kernel_names
 from kernelopt_core.runner import Runner
 from kernelopt_core.target import Target, Tree
+
+PROFILE_TIMEOUT_FACTOR = 5  # a profiled bench may take this many bench timeouts
 
 
 class Profiling:
@@ -49,15 +53,23 @@ class Profiling:
             return {}
         self.stage("profile", profiler=self.name, tree=label, program=program)
         out_dir.mkdir(parents=True, exist_ok=True)
-        result, _held = self.runner.spawn_locked(self.profiler.wrap(command, out_dir),
-                                                 out_dir / f"{self.name}.log")
+        wrapped = self.profiler.wrap(command, out_dir)
+        # a profiler replays kernels (ncu: dozens of passes each), but never without a bound
+        limit = PROFILE_TIMEOUT_FACTOR * self.runner.settings.bench_timeout_s
+        wrapped = attrs.evolve(wrapped, timeout_s=min(wrapped.timeout_s, limit))
+        result, _held = self.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log")
         if not result.ok:
             metrics: dict[str, Any] = {"error": result.describe()}
         else:
             # the target's kernels: those its editable files define (not its test's or
             # bench's, e.g. an input fill in the bench program)
             editable = {k: v for k, v in files.items() if k in self.target.editable}
-            metrics = annotate(self.profiler.parse(out_dir), kernel_names(editable))
+            try:
+                parsed = self.profiler.parse(out_dir)
+            except Exception as exc:  # a profiler's reader that breaks is its own failure
+                parsed = {"error": f"{self.name}'s parse failed: {type(exc).__name__}: {exc}"}
+            metrics = annotate(parsed, kernel_names(editable)) if "error" not in parsed \
+                else parsed
         self.journal.write("profile", profiler=self.name, tree=label, program=program,
                            metrics=metrics, **event)
         return metrics

@@ -314,7 +314,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
             lines.append(f"| {i + 1} | {b:.4f} | {c:.4f} | {b / c:.3f} |")
         lines.append("")
     profiles = [(str(e.get("tree", "baseline")), e["metrics"]) for e in events
-                if e["event"] == "profile" and e["metrics"].get("kernels")]
+                if e["event"] == "profile" and isinstance(e["metrics"].get("kernels"), list)
+                and e["metrics"]["kernels"] and all(isinstance(k, dict)
+                                                    for k in e["metrics"]["kernels"])]
     if profiles:  # measured per launch by the profiler, baseline and winner
         tool = profiles[0][1].get("tool", "the profiler")
         lines += [f"## Profile ({tool}, per launch)", "", *profile_view.kernel_table(profiles), ""]

@@ -64,3 +64,23 @@ def test_the_failing_line_is_the_tests_own_most_specific_words() -> None:
     assert failing_line("transpose_test: FAIL seed=1 shape=1x1\n") == \
         "transpose_test: FAIL seed=1 shape=1x1"
     assert failing_line("") == "" and failing_line("just exited\n") == "just exited"
+
+
+def test_the_profile_table_and_a_journal_of_the_old_profile_format() -> None:
+    from pathlib import Path
+
+    from kernelopt_core.profile_parsers import ncu_kernels
+    from kernelopt_core.profile_view import annotate
+
+    recorded = (Path(__file__).parent / "fixtures" / "profilers" / "ncu-cmake-cuda-baseline.csv")
+    profile = annotate({"tool": "ncu", "kernels": [k.to_json() for k in ncu_kernels(
+        recorded.read_text())]}, {"row_sum_kernel": "kernel.cu"})
+    events = journal("optimized", True)
+    events.insert(3, {"event": "profile", "tree": "baseline", "metrics": profile})
+    md = render_markdown(events, summarize(events))
+    assert "## Profile (ncu, per launch)" in md and "| baseline | `void <unnamed>::row_sum" in md
+    # a journal written before kernels were records (a dict of name -> summed metrics)
+    old = {"dram_bytes": 1.5e10, "kernels": {"row_sum_kernel": {"dram__bytes.sum": 1.5e10}}}
+    events[3] = {"event": "profile", "metrics": old}
+    md = render_markdown(events, summarize(events))
+    assert "## Profile" not in md and "## Candidates" in md

@@ -70,3 +70,17 @@ def test_nothing_screened_successfully_falls_back_to_neighbours() -> None:
 def test_without_screening_the_tuner_proposes_neighbours() -> None:
     proposals = Tuner().propose(context(None), Node("baseline", {}), 1)
     assert [p.knobs for p in proposals] == [{"BLOCK": "128", "WARPS": "2"}]
+
+
+def test_the_runs_time_budget_stops_the_screening() -> None:
+    """Compiling ahead is wall time outside the GPU lock: the run's time budget bounds it."""
+    screened: list[dict[str, str]] = []
+
+    def counting(configs: list[dict[str, str]]) -> list[Screened]:
+        screened.extend(configs)
+        return bowl(configs)
+
+    ctx = context(counting)
+    ctx.seconds_left = lambda: 0.0  # the budget is spent
+    assert screened_frontier(ctx, {"BLOCK": "64", "WARPS": "2"}) is None
+    assert screened == []

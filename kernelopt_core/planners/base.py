@@ -52,3 +52,6 @@ class PlanContext:
     # cheap next to a candidate: no gates, no confirm rounds, failures cost only their compile
     screen: Callable[[list[dict[str, str]]], list[Screened]] | None = None
     gpu_seconds: Callable[[], float] = lambda: 0.0  # GPU-lock seconds the run has spent so far
+    # wall seconds left of the run's time budget (a screening's compiles, outside the GPU
+    # lock, count here and not as GPU seconds)
+    seconds_left: Callable[[], float] = lambda: float("inf")

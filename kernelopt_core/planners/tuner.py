@@ -40,7 +40,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
 
     def within_budget() -> bool:
         spent = ctx.gpu_seconds()
-        return spent - spent_before < s.screen_gpu_seconds and (
+        return spent - spent_before < s.screen_gpu_seconds and ctx.seconds_left() > 0 and (
             s.budget_gpu_seconds is None or spent < s.budget_gpu_seconds)
 
     def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
@@ -59,7 +59,9 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
         ctx.journal.write("screening", ok=False, error=str(exc)[:2000])
         return None
     failed = sum(1 for cost in search.costs.values() if cost == float("inf"))
-    best = [{"knobs": c, "ratio": round(r, 4)} for c, r in ranked[:10]]
+    # the baseline's own ratio is 1 by definition (not screened): labelled as such
+    best = [{"knobs": c, "ratio": round(r, 4), **({"baseline": True} if c == start else {})}
+            for c, r in ranked[:10]]
     gpu_seconds = round(ctx.gpu_seconds() - spent_before, 3)
     # nothing screened worked (or nothing was screened): the caller proposes instead
     worked = search.evaluations - failed > 0

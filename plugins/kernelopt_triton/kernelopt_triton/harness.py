@@ -504,6 +504,7 @@ class Session:
                 _sync(self.torch, self.device)
             return {"ok": False, "error": str(exc)}
         except Exception as exc:  # a compile error, an invalid launch: this config's failure
+            sys.modules.pop(module_name(variant, role), None)  # a half-done import
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
