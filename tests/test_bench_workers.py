@@ -221,3 +221,28 @@ def test_the_kept_best_candidates_worker_serves_the_final_gates(tmp_path: Path) 
     finally:
         runner.close_workers()
     assert not runner.workers and not runner.retained
+
+
+@pytest.mark.parametrize("mode", ["ok", "compiler"])
+def test_compile_goes_only_to_a_worker_that_offers_it_and_without_the_lock(
+        tmp_path: Path, mode: str) -> None:
+    """A worker that never heard of ``compile`` (this one would never answer it) is not sent
+    it; one whose load reply offers it gets it outside the GPU lock, before the sweep."""
+    from kernelopt_core.target import Knob
+
+    runner, _baseline, candidate = make_runner(tmp_path, mode)
+    (candidate.src / "kernel.txt").write_text("#define N 1\n")
+    knobs = (Knob("N", "kernel.txt", ("1", "2"), r"#define N (\d+)"),)
+    try:
+        results = runner.sweep(candidate, [{"N": "2"}, {"N": "1"}], tmp_path / "log", knobs)
+    finally:
+        runner.close_workers()
+    assert results is not None and [r["ok"] for r in results] == [True, True]
+    events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    requests = [(e["op"], e["gpu_lock"]) for e in events if e["event"] == "worker_request"]
+    ahead = [e for e in events if e["event"] == "compiled_ahead"]
+    if mode == "compiler":
+        assert requests[-2:] == [("compile", False), ("sweep", True)]
+        assert ahead and ahead[0]["compiled"] == 2
+    else:
+        assert "compile" not in [op for op, _locked in requests] and not ahead
