@@ -20,6 +20,7 @@ from kernelopt_core.errors import (
     UsageError,
 )
 from kernelopt_core.plugins import PluginHost
+from kernelopt_core.run_flags import run_options
 
 
 class KerneloptGroup(click.Group):
@@ -78,48 +79,6 @@ def host_of(ctx: click.Context) -> PluginHost:
     root = ctx.find_root().command
     assert isinstance(root, KerneloptGroup)
     return root.get_host()
-
-
-def run_options(fn: Any) -> Any:
-    options = [
-        click.option("--backend", help="Backend plugin to use (default: detected)."),
-        click.option("--target", help="Target name, when the project declares several."),
-        click.option("--planner", help="tuner | agents | any installed planner."),
-        click.option("--iterations", type=int, help="Most candidates to evaluate [40]."),
-        click.option("--patience", type=int, help="Stop after N candidates without a new best [12]."),
-        click.option("--target-speedup", type=float, help="Stop once this speedup is reached."),
-        click.option("--budget-minutes", type=float, help="Wall-time budget for the search [30]."),
-        click.option("--budget-gpu-seconds", type=float,
-                     help="GPU-lock seconds budget for the search [none]."),
-        click.option("--screen-top", type=int, help="Tuner: best screened configurations "
-                     "sent through the gates [3]."),
-        click.option("--screen-evaluations", type=int, help="Tuner: most configurations to "
-                     "screen [a grid <= 24 whole, else a quarter, 12..256]."),
-        click.option("--screen-gpu-seconds", type=float,
-                     help="Tuner: GPU-lock seconds its screening may spend [120]."),
-        click.option("--plans", type=int, help="Proposals per expansion [1]."),
-        click.option("--beam", type=int, help="Beam width [4]."),
-        click.option("--gamma", type=float, help="Screen margin γ [1.03]."),
-        click.option("--screen-runs", type=int, help="Bench invocations per side in the screen [3]."),
-        click.option("--final-rounds", type=int, help="Interleaved confirmation rounds [6]."),
-        click.option("--worker-rounds", type=int, help="Confirmation rounds when the bench is "
-                     "served by persistent workers [20]."),
-        click.option("--seeds", help="Comma-separated correctness seeds [1,2,3]."),
-        click.option("--gates", "candidate_gates", help="Candidate gates, in order (comma list)."),
-        click.option("--final-gates", help="Final gates, in order (comma list)."),
-        click.option("--profiler", help="Profile the baseline with ncu, nsys, rocprof, ..."),
-        click.option("--candidate", "candidates", multiple=True,
-                     help="Replay a hand-written candidate: FILE=LOCAL_FILE (repeatable)."),
-        click.option("--kappa", type=float, help="Roofline: reject above κ × peak [1.3]."),
-        click.option("--peak-gbps", type=float, help="Use this peak bandwidth, not a measured one."),
-        click.option("-o", "--option", multiple=True, metavar="KEY=VALUE",
-                     help="A backend option (e.g. -o op=SOFT_MAX); plugins' own flags do the same."),
-        click.option("--state-root", type=click.Path(path_type=Path),
-                     help="State directory [./.kernelopt or $KERNELOPT_HOME]."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
 
 
 def run_command(name: str, *, help: str, forced: dict[str, Any],

@@ -302,3 +302,21 @@ def test_the_upward_search_stops_at_a_repositorys_top(tmp_path: Path) -> None:
     assert enclosing_project(repo) is None
     (repo / "kernelopt.toml").write_text("")
     assert enclosing_project(repo / "src") == repo
+
+
+def test_run_help_shows_the_settings_own_defaults() -> None:
+    """One source for a default: the Settings class, not the flag's help text."""
+    from click.testing import CliRunner
+
+    from kernelopt_core.cli import cli
+    from kernelopt_core.settings import Settings
+
+    text = " ".join(CliRunner().invoke(cli, ["run", "--help"], terminal_width=200).output.split())
+    s = Settings(state_root=Path("."))
+    for flag, value in (("--iterations", s.iterations), ("--patience", s.patience),
+                        ("--gamma", s.gamma), ("--final-rounds", s.final_rounds),
+                        ("--worker-rounds", s.worker_rounds), ("--kappa", s.kappa),
+                        ("--screen-gpu-seconds", s.screen_gpu_seconds)):
+        after = text[text.index(flag):]
+        assert f"[{value}]" in after[:200], (flag, value, after[:200])
+    assert "[" + ",".join(map(str, s.seeds)) + "]" in text

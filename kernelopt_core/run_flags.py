@@ -1,0 +1,105 @@
+"""The flags of `kernelopt run` (and of plugin commands made by run_command) for the core's
+settings; their defaults shown in `--help` come from Settings itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+
+from kernelopt_core.settings import Settings
+
+
+def default(name: str) -> Any:
+    """A setting's default, as `run --help` shows it (one source: Settings)."""
+    value: Any = attrs.fields_dict(Settings)[name].default
+    return value.factory() if hasattr(value, "factory") else value  # an attrs Factory
+
+
+def run_options(fn: Any) -> Any:
+    options = [
+        click.option("--backend", help="Backend plugin to use (default: detected)."),
+        click.option("--target", help="Target name, when the project declares several."),
+        click.option("--planner", help="tuner | agents | any installed planner."),
+        click.option(
+            "--iterations", type=int, help=f"Most candidates to evaluate [{default('iterations')}]."
+        ),
+        click.option(
+            "--patience",
+            type=int,
+            help=f"Stop after N candidates without a new best [{default('patience')}].",
+        ),
+        click.option("--target-speedup", type=float, help="Stop once this speedup is reached."),
+        click.option(
+            "--budget-minutes", type=float, help=f"Wall-time budget in minutes [{default('budget_minutes')}]."
+        ),
+        click.option(
+            "--budget-gpu-seconds", type=float, help="GPU-lock seconds budget for the search [none]."
+        ),
+        click.option(
+            "--screen-top",
+            type=int,
+            help=f"Tuner: best screened configurations sent through the gates [{default('screen_top')}].",
+        ),
+        click.option(
+            "--screen-evaluations",
+            type=int,
+            help="Tuner: most configurations to screen [a grid <= 24 whole, else a quarter, 12..256].",
+        ),
+        click.option(
+            "--screen-gpu-seconds",
+            type=float,
+            help=f"Tuner: GPU-lock seconds its screening may spend [{default('screen_gpu_seconds')}].",
+        ),
+        click.option("--plans", type=int, help=f"Proposals per expansion [{default('plans')}]."),
+        click.option("--beam", type=int, help=f"Beam width [{default('beam')}]."),
+        click.option("--gamma", type=float, help=f"Screen margin γ [{default('gamma')}]."),
+        click.option(
+            "--screen-runs",
+            type=int,
+            help=f"Bench invocations per side in the screen [{default('screen_runs')}].",
+        ),
+        click.option(
+            "--final-rounds", type=int, help=f"Interleaved confirmation rounds [{default('final_rounds')}]."
+        ),
+        click.option(
+            "--worker-rounds",
+            type=int,
+            help="Confirmation rounds when the bench is "
+            f"served by persistent workers [{default('worker_rounds')}].",
+        ),
+        click.option(
+            "--seeds", help=f"Comma-separated correctness seeds [{','.join(map(str, default('seeds')))}]."
+        ),
+        click.option("--gates", "candidate_gates", help="Candidate gates, in order (comma list)."),
+        click.option("--final-gates", help="Final gates, in order (comma list)."),
+        click.option(
+            "--profiler",
+            help="Profile the baseline and the winner (ncu, nsys, rocprof, ...): report.md's table.",
+        ),
+        click.option(
+            "--candidate",
+            "candidates",
+            multiple=True,
+            help="Replay a hand-written candidate: FILE=LOCAL_FILE (repeatable).",
+        ),
+        click.option("--kappa", type=float, help=f"Roofline: reject above κ × peak [{default('kappa')}]."),
+        click.option("--peak-gbps", type=float, help="Use this peak bandwidth, not a measured one."),
+        click.option(
+            "-o",
+            "--option",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A backend option (e.g. -o op=SOFT_MAX); plugins' own flags do the same.",
+        ),
+        click.option(
+            "--state-root",
+            type=click.Path(path_type=Path),
+            help="State directory [./.kernelopt or $KERNELOPT_HOME].",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
