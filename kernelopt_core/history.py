@@ -43,10 +43,9 @@ def summary(run_dir: Path) -> dict[str, Any]:
     return report.write_all(run_dir)
 
 
-def refused(run_dir: Path) -> bool:
+def refused(events: list[dict[str, Any]]) -> bool:
     """A run refused before it took its workspace (a usage or set-up error, exit 2 or 3):
     nothing was done. A crash (exit 4) stays listed."""
-    events = journal_mod.read(run_dir / "journal.jsonl")
     return (any(e["event"] == "error" and e.get("exit_code") in (2, 3) for e in events)
             and not any(e["event"] == "workspace" for e in events))
 
@@ -66,25 +65,26 @@ def table_rows(state_root: Path, show_all: bool) -> tuple[list[list[str]], int]:
     were left out."""
     rows, hidden = [], 0
     for run_dir in runs(state_root):
-        if not show_all and refused(run_dir):
+        events = journal_mod.read(run_dir / "journal.jsonl")  # once per run
+        if not show_all and refused(events):
             hidden += 1
             continue
         s = summary(run_dir)
         rows.append([run_dir.name, s["target"]["name"], s["status"], speed(s),
-                     ", ".join(tags(run_dir)) or "-"])
+                     ", ".join(tags(run_dir, events)) or "-"])
     return rows, hidden
 
 
-def workspace_repo(run_dir: Path) -> Repo | None:
-    events = journal_mod.read(run_dir / "journal.jsonl")
+def workspace_repo(events: list[dict[str, Any]]) -> Repo | None:
+    """The run's private workspace repository (its tags), from the journal's events."""
     ws = next((e for e in events if e["event"] == "workspace"), None)
     if ws is None or not (Path(ws["dir"]) / "repo.git").exists():
         return None
     return Repo(str(Path(ws["dir"]) / "repo.git"))
 
 
-def tags(run_dir: Path) -> list[str]:
-    repo = workspace_repo(run_dir)
+def tags(run_dir: Path, events: list[dict[str, Any]]) -> list[str]:
+    repo = workspace_repo(events)
     if repo is None:
         return []
     prefix = f"refs/tags/kernelopt/{run_dir.name}/".encode()
@@ -112,7 +112,7 @@ def revert(run_dir: Path) -> list[str]:
     events = journal_mod.read(run_dir / "journal.jsonl")
     header = next(e for e in events if e["event"] == "run")
     root = Path(header["target"]["root"])
-    repo = workspace_repo(run_dir)
+    repo = workspace_repo(events)
     winner_ref = f"refs/tags/kernelopt/{run_dir.name}/winner".encode()
     base_ref = f"refs/tags/kernelopt/{run_dir.name}/baseline".encode()
     if repo is None or winner_ref not in repo.refs:
