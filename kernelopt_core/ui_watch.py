@@ -1,0 +1,109 @@
+"""`kernelopt watch`'s terminal view (part of the UI layer with ui.py: it prints). It reads
+only the run's journal, as it grows, through kernelopt_core.watch_state; rich draws it (the
+optional extra ``kernelopt[watch]``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelopt_core.watch_state import WatchState
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+class JournalTail:
+    """The journal's complete lines appended since the last read (a line still being written
+    waits for its newline)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.partial = path, 0, b""
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            data = fh.read()
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        events = []
+        for line in lines:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue  # not an event (a torn write is completed by the next read)
+        return events
+
+
+def spark(values: list[float], width: int = 40) -> str:
+    if not values:
+        return ""
+    values = values[-width:]
+    low, high = min(values), max(values)
+    span = high - low or 1.0
+    return "".join(SPARK[int((v - low) / span * (len(SPARK) - 1))] for v in values)
+
+
+def view(s: WatchState) -> Any:
+    """The state as a rich table."""
+    from rich.table import Table
+
+    table = Table(title=f"kernelopt {s.run_id}", show_header=False, expand=False)
+    table.add_column(style="bold")
+    table.add_column()
+    stage = s.stage + (f" ({s.stage_candidate})" if s.stage_candidate else "")
+    of = f" of {s.iterations}" if s.iterations else ""
+    rows = [
+        ("target", f"{s.target} {s.shape}".strip()),
+        ("planner", s.planner or "-"),
+        ("stage", stage),
+        ("elapsed", f"{s.elapsed_s:.0f} s, {s.gpu_seconds:.1f} GPU-s"),
+        ("baseline", f"{s.baseline_ms:.4g} ms" if s.baseline_ms else "-"),
+        ("candidates", f"{s.proposed} proposed, {s.evaluated}{of} evaluated, "
+                       f"{s.accepted} accepted"),
+        ("rejected at", ", ".join(f"{g} {n}" for g, n in sorted(s.rejections.items())) or "-"),
+        ("trying", s.trying or "-"),
+        ("screening", s.screening or "-"),
+        ("best so far", f"{s.best:.3f}× ({s.best_candidate})" if s.best_candidate else "-"),
+        ("best over time", spark([b for _t, b in s.history]) or "-"),
+    ]
+    if s.confirm:
+        b, c = s.confirm[-1]
+        rows.append(("confirm", f"{s.confirm_candidate}: {len(s.confirm)} rounds, median "
+                                f"{s.confirm_ratio:.3f}× (last {b:.4g} / {c:.4g} ms)"))
+    if s.lock_wait_s:
+        rows.append(("waited", f"{s.lock_wait_s:.1f} s for the workspace"))
+    if s.llm_calls:
+        rows.append(("LLM", f"{s.llm_calls} calls, ${s.llm_cost:.4f}"))
+    if s.verdict:
+        rows.append(("verdict", s.verdict))
+    if s.ended:
+        rows.append(("ended", f"exit {s.exit_code}"))
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def watch(journal: Path, once: bool, interval_s: float = 0.5) -> WatchState:
+    """Draw the run from its journal until its ``end`` event (``once``: one frame now)."""
+    from rich.console import Console
+    from rich.live import Live
+
+    tail, state = JournalTail(journal), WatchState()
+    for event in tail.read():
+        state.add(event)
+    console = Console()
+    if once:
+        console.print(view(state))
+        return state
+    with Live(view(state), console=console, refresh_per_second=4) as live:
+        while not state.ended:
+            time.sleep(interval_s)
+            for event in tail.read():
+                state.add(event)
+            live.update(view(state))
+    return state

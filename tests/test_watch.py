@@ -1,0 +1,117 @@
+"""`kernelopt watch`: the state folded from a journal recorded on the H200, and the live view
+through a pseudo-terminal while a journal grows (the test appends events and waits for the
+view to show them: no sleeps decide anything)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelopt_core.ui_watch import JournalTail, spark
+from kernelopt_core.watch_state import fold
+
+RECORDED = Path(__file__).parent / "fixtures" / "journals" / "h200-softmax-run.jsonl"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
+
+
+def events() -> list[dict]:
+    return [json.loads(line) for line in RECORDED.read_text().splitlines()]
+
+
+def test_the_state_of_a_recorded_run() -> None:
+    s = fold(events())
+    assert (s.target, s.shape, s.planner) == ("softmax", "f32[8192,8192]", "tuner")
+    assert (s.proposed, s.evaluated, s.accepted) == (3, 3, 3) and s.iterations == 40
+    assert s.best_candidate == "c1" and s.best == pytest.approx(1.8007, abs=1e-4)
+    assert s.screening == "13 of 60 configurations screened in 1.227 GPU-s"
+    assert len(s.confirm) == 20 and s.confirm_candidate == "c1"
+    assert s.confirm_ratio == pytest.approx(1.80, abs=0.01)
+    assert s.verdict == "optimized" and s.ended and s.exit_code == 0
+    assert s.gpu_seconds == pytest.approx(18.614)  # the end event's own count
+    assert s.elapsed_s == pytest.approx(44.0, abs=0.1)
+
+
+def test_halfway_the_state_says_what_is_going_on() -> None:
+    recorded = events()
+    cut = next(i for i, e in enumerate(recorded) if e["event"] == "candidate"
+               and e["candidate"] == "c2")
+    s = fold(recorded[:cut + 2])
+    assert s.trying == "c2: BLOCK_SIZE@softmax_kernel=8192, num_warps@softmax_kernel=8"
+    assert not s.ended
+    assert s.proposed == 2 and s.evaluated == 1 and s.verdict is None
+    assert spark([1.0, 1.5, 1.8]) == "▁▅█"
+
+
+def test_a_line_still_being_written_waits_for_its_newline(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b'{"event": "stage", "stage": "snapshot"}\n{"event": "sta')
+    tail = JournalTail(path)
+    assert [e["stage"] for e in tail.read()] == ["snapshot"]
+    with open(path, "ab") as fh:
+        fh.write(b'ge", "stage": "plan"}\n')
+    assert [e["stage"] for e in tail.read()] == ["plan"] and tail.read() == []
+
+
+def _read_until(fd: int, pattern: str, seen: list[str], timeout_s: float = 60.0) -> str:
+    """Pseudo-terminal output until ``pattern`` shows (ANSI codes stripped)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen.append(os.read(fd, 65536).decode(errors="replace"))
+            except OSError:  # the child closed the terminal
+                break
+        text = ANSI.sub("", "".join(seen))
+        if re.search(pattern, text):
+            return text
+    raise AssertionError(f"{pattern!r} never showed:\n{ANSI.sub('', ''.join(seen))[-3000:]}")
+
+
+def test_the_live_view_follows_a_growing_journal_in_a_terminal(tmp_path: Path) -> None:
+    recorded = RECORDED.read_text().splitlines(keepends=True)
+    run = tmp_path / "state" / "runs" / "20261201T131053347Z-c3d6fc"
+    run.mkdir(parents=True)
+    journal = run / "journal.jsonl"
+    cut = next(i for i, line in enumerate(recorded) if '"event": "best"' in line)
+    journal.write_text("".join(recorded[:cut + 1]))
+    primary, secondary = pty.openpty()
+    env = {**os.environ, "COLUMNS": "120", "LINES": "40", "TERM": "xterm"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from kernelopt_core.cli import main; main()", "watch", "last",
+         "--state-root", str(tmp_path / "state")],
+        stdin=secondary, stdout=secondary, stderr=secondary, env=env, close_fds=True)
+    os.close(secondary)
+    seen: list[str] = []
+    try:
+        text = _read_until(primary, r"best so far\s*│\s*1\.801× \(c1\)", seen)
+        assert "softmax f32[8192,8192]" in text and "verdict" not in text
+        with open(journal, "a") as fh:  # the rest of the run, as it would be written
+            fh.write("".join(recorded[cut + 1:]))
+        text = _read_until(primary, r"ended\s*│\s*exit 0", seen)
+        assert re.search(r"confirm\s*│\s*c1: 20 rounds", text)
+        assert re.search(r"verdict\s*│\s*optimized", text)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        os.close(primary)
+
+
+def test_without_rich_watch_says_what_to_install(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "journal.jsonl").write_text(RECORDED.read_text())
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['rich'] = None\n"
+         "from kernelopt_core.cli import main; main()", "watch", "--once",
+         "--state-root", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and "pip install 'kernelopt[watch]'" in proc.stderr
