@@ -9,6 +9,7 @@ from typing import Any
 from kernelopt_core import journal as journal_mod
 from kernelopt_core import profile_view
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
+from kernelopt_core.report_html import render_html
 
 
 def _fmt_ms(ms: float | None) -> str:
@@ -354,6 +355,7 @@ def write_all(run_dir: Path) -> dict[str, Any]:
     summary = summarize(events)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (run_dir / "report.md").write_text(render_markdown(events, summary), encoding="utf-8")
+    (run_dir / "report.html").write_text(render_html(events, summary), encoding="utf-8")
     if not (run_dir / "report.diff").exists():
         (run_dir / "report.diff").write_bytes(b"")
     return summary

@@ -121,4 +121,4 @@ def summary(summary: dict[str, Any], run_dir: str) -> None:
     if summary.get("diff"):
         click.echo(f"diff: {run_dir}/report.diff  (apply in the target directory: "
                    f"git apply, or patch -p1)")
-    click.echo(f"report: {run_dir}/report.md")
+    click.echo(f"report: {run_dir}/report.md  (drawn: {run_dir}/report.html)")
