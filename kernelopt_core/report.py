@@ -1,4 +1,5 @@
-"""Reports rebuilt from the journal alone: summary.json (schema 1) and report.md."""
+"""Reports rebuilt from the journal alone: summary.json (schema 1), report.md and report.html
+(kernelopt_core.report_html)."""
 
 from __future__ import annotations
 
