@@ -58,6 +58,7 @@ from kernelopt_core.profile_parsers import KernelProfile
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings, read_dotenv, read_toml, toml_line
 from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree
+from kernelopt_core.ui import echo, note
 
 __all__ = [
     # the hooks and the protocols their records follow
@@ -79,6 +80,8 @@ __all__ = [
     "needs_configure",
     "define_pattern", "powers_around", "current_values", "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command",
+    # a plugin command's output, through the one UI
+    "echo", "note",
 ]
 
 

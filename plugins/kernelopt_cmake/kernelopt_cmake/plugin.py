@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Any
 
 from kernelopt_cmake.descriptor import FILENAME, Descriptor, TargetSpec, load
 from kernelopt_core.api import (
@@ -181,3 +182,10 @@ STRATEGIES = """Strategies that often pay off in CUDA/HIP/C++ kernels of this ki
 @hookimpl
 def kernelopt_prompt_fragments(backend: str, role: str) -> list[str]:
     return [STRATEGIES] if backend == "cmake" and role == "planner" else []
+
+
+@hookimpl
+def kernelopt_register_commands(cli: Any) -> None:
+    from kernelopt_cmake.init import init_command
+
+    cli.add_command(init_command)  # `kernelopt init`: a kernelopt.toml found, not hand-written

@@ -1,0 +1,185 @@
+"""``kernelopt init [PATH] [--yes] [--dry-run]``: a kernelopt.toml for a CMake project, found
+rather than written by hand.
+
+1. A configure in a scratch build directory, with a CMake File API query: the project's
+   targets, their types and sources (the user's tree is never written but for the file).
+2. The kernel's sources are the libraries' (else any source with ``__global__`` or
+   ``#pragma omp`` outside the test and bench programs); headers are context; the test and
+   bench programs' sources are the contract; executables named *test* and *bench* are the
+   test and the bench (several: asked; none: asked for the command).
+3. Their flags from their own usage text (``--seed``, ``--work``), then a smoke baseline:
+   both built, the test run on seed 1, the bench once; the bench's JSON line gives the format
+   and, when it says them, the shape and bytes. Only then is kernelopt.toml written.
+Knobs are left to auto-detection (a comment says how to declare them). An existing
+kernelopt.toml is never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernelopt_core.api import Command, UsageError, cmake_commands, echo, note, run_process
+
+CODE = {".c", ".cc", ".cpp", ".cxx", ".cu", ".hip"}
+HEADERS = {".h", ".hh", ".hpp", ".cuh"}
+KERNEL_MARKS = re.compile(r"__global__|#\s*pragma\s+omp")
+
+
+def configure(root: Path, build: Path) -> list[dict[str, Any]]:
+    """The project's targets from CMake's File API: name, type, sources (relative paths)."""
+    query = build / ".cmake" / "api" / "v1" / "query" / "codemodel-v2"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.touch()
+    for command in cmake_commands(root, root, build, ["-DCMAKE_BUILD_TYPE=Release"])[:1]:
+        result = run_process(command, build / "configure.log")
+        if not result.ok:
+            raise UsageError(f"{root}: the CMake configure failed: {result.describe()}\n"
+                             f"{result.tail()}", hint="make `cmake -S . -B build` work first")
+    reply = build / ".cmake" / "api" / "v1" / "reply"
+    index = json.loads(next(reply.glob("index-*.json")).read_text())
+    codemodel = json.loads((reply / index["reply"]["codemodel-v2"]["jsonFile"]).read_text())
+    targets = []
+    for ref in codemodel["configurations"][0]["targets"]:
+        data = json.loads((reply / ref["jsonFile"]).read_text())
+        sources = [s["path"] for s in data.get("sources", []) if not s.get("isGenerated")]
+        targets.append({"name": data["name"], "type": data["type"], "sources": sources})
+    return targets
+
+
+def classify(root: Path, targets: list[dict[str, Any]]) -> dict[str, Any]:
+    executables = [t for t in targets if t["type"] == "EXECUTABLE"]
+    tests = sorted(t["name"] for t in executables if "test" in t["name"].lower())
+    benches = sorted(t["name"] for t in executables if "bench" in t["name"].lower())
+    programs = {s for t in executables if t["name"] in tests + benches for s in t["sources"]}
+    libraries = [t for t in targets if t["type"] in ("STATIC_LIBRARY", "SHARED_LIBRARY",
+                                                     "OBJECT_LIBRARY", "MODULE_LIBRARY")]
+    owned = sorted({s for t in libraries for s in t["sources"]} - programs)
+    if not owned:  # no library: the sources that hold kernels
+        owned = sorted(s for t in targets for s in t["sources"] if s not in programs and
+                       KERNEL_MARKS.search((root / s).read_text(errors="replace")))
+    return {"editable": [s for s in owned if Path(s).suffix in CODE],
+            "context": [s for s in owned if Path(s).suffix in HEADERS],
+            "contract": sorted(programs), "tests": tests, "benches": benches,
+            "device": "cuda" if any(s.endswith(".cu") for s in owned) else
+                      "hip" if any(s.endswith(".hip") for s in owned) else None}
+
+
+def choose(kind: str, names: list[str], yes: bool) -> str:
+    if len(names) == 1:
+        return names[0]
+    if yes:
+        found = ", ".join(names) or "none"
+        raise UsageError(f"no single {kind} program to take with --yes (found: {found})",
+                         hint=f"run without --yes to choose, or name one *{kind}* executable")
+    if names:
+        return str(click.prompt(f"{kind} program", type=click.Choice(names)))
+    return str(click.prompt(f"no executable named *{kind}*: its build target"))
+
+
+def usage_text(binary: Path, cwd: Path) -> str:
+    result = run_process(Command((str(binary), "--help"), cwd, timeout_s=30))
+    return result.stdout + result.stderr
+
+
+def smoke(root: Path, build: Path, test: str, bench: str) -> dict[str, Any]:
+    """Both programs built, their flags read from their usage, the test on seed 1, one bench."""
+    for command in cmake_commands(root, root, build, ["-DCMAKE_BUILD_TYPE=Release"],
+                                  targets=sorted({test, bench}))[-1:]:
+        result = run_process(command, build / "build.log")
+        if not result.ok:
+            raise UsageError(f"building {test} and {bench} failed: {result.describe()}\n"
+                             f"{result.tail()}", hint=f"log: {build / 'build.log'}")
+    seeded = "--seed" in usage_text(build / test, root)
+    worked = "--work" in usage_text(build / bench, root)
+    argv = (str(build / test), *(("--seed", "1") if seeded else ()))
+    result = run_process(Command(argv, root, timeout_s=600))
+    if not result.ok:
+        raise UsageError(f"the test `{' '.join(argv)}` fails on the unmodified project: "
+                         f"{result.describe()}\n{result.tail()}",
+                         hint="kernelopt optimizes a kernel whose test passes")
+    out = run_process(Command((str(build / bench), *(("--work", "1.0") if worked else ())),
+                              root, timeout_s=600))
+    line = next((json.loads(x) for x in out.stdout.splitlines()
+                 if x.startswith("{") and '"time_ms"' in x), None)
+    if not out.ok or line is None:
+        raise UsageError(f"the bench `{bench}` printed no JSON line with time_ms "
+                         f"({out.describe()})",
+                         hint='print {"kernelopt_bench": 1, "time_ms": ...} (docs/descriptor.md), '
+                         "or write bench_format yourself")
+    return {"seeded": seeded, "worked": worked, "line": line}
+
+
+def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
+               probe: dict[str, Any]) -> str:
+    line = probe["line"]
+
+    def strings(values: list[str]) -> str:
+        return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+    test_cmd = f"{{build}}/{test}" + (" --seed {seed}" if probe["seeded"] else "")
+    bench_cmd = f"{{build}}/{bench}" + (" --work {work}" if probe["worked"] else "")
+    lines = [
+        "# kernelopt descriptor written by `kernelopt init` (docs/descriptor.md explains every",
+        "# key); checked by a smoke baseline: build, the test on seed 1, one bench.",
+        'backend = "cmake"', "", "[build]", 'cmake_args = ["-DCMAKE_BUILD_TYPE=Release"]',
+        f"targets = {strings(sorted({test, bench}))}", "", "[[target]]",
+        f"name = {json.dumps(name)}",
+    ]
+    if found["device"]:
+        lines.append(f'device = "{found["device"]}"')
+    lines += [f"editable = {strings(found['editable'])}   # the kernel: what candidates change",
+              f"context = {strings(found['context'])}",
+              f"contract = {strings(found['contract'])}   # the test and bench: never edited",
+              f"test = {json.dumps(test_cmd)}" + ("" if probe["seeded"] else
+                                                  "   # no --seed in its usage: one fixed input"),
+              f"bench = {json.dumps(bench_cmd)}", 'bench_format = "json"']
+    if line.get("shape"):
+        lines.append(f"shape = {json.dumps(str(line['shape']))}   # as the bench reports it")
+    if isinstance(line.get("bytes"), int):
+        lines.append(f"bytes = {line['bytes']}   # as the bench reports it (the roofline bound)")
+    lines += ["", "# Knobs (#define TILE/BLOCK/UNROLL..., __launch_bounds__) are detected; to fix",
+              "# their values: [[target.knobs]] name = \"TILE\" values = [8, 16, 32]", ""]
+    return "\n".join(lines)
+
+
+@click.command("init")
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.option("--yes", is_flag=True, help="Take every proposal; fail on what must be asked.")
+@click.option("--dry-run", is_flag=True, help="Print the descriptor instead of writing it.")
+def init_command(path: Path, yes: bool, dry_run: bool) -> None:
+    """Write a kernelopt.toml for the CMake project at PATH (default: here), after a smoke
+    baseline (build, test, one bench) proved it works."""
+    root = path.resolve()
+    if not (root / "CMakeLists.txt").exists():
+        raise UsageError(f"{root} has no CMakeLists.txt", hint="give a CMake project's root")
+    out = root / "kernelopt.toml"
+    if out.exists() and not dry_run:
+        raise UsageError(f"{out} already exists", hint="edit it, or move it away and run again")
+    scratch = Path(tempfile.mkdtemp(prefix="kernelopt-init-"))
+    try:
+        found = classify(root, configure(root, scratch))
+        if not found["editable"]:
+            raise UsageError(f"{root}: no kernel source found (no library, no __global__ or "
+                             "#pragma omp)", hint="write kernelopt.toml by hand "
+                             "(docs/descriptor.md)")
+        test, bench = choose("test", found["tests"], yes), choose("bench", found["benches"], yes)
+        probe = smoke(root, scratch, test, bench)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    # transpose_bench -> "transpose": the bench's name without its "bench"
+    name = re.sub(r"[_-]?bench(mark)?[_-]?", "", bench, flags=re.I) or root.name
+    text = descriptor(name, found, test, bench, probe)
+    note(f"smoke baseline passed: {test} on seed 1, one {bench} reading "
+            f"({probe['line']['time_ms']} ms)")
+    if dry_run:
+        echo(text)
+        return
+    out.write_text(text, encoding="utf-8")
+    note(f"wrote {out}; next: kernelopt run {path}")

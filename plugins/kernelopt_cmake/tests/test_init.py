@@ -1,0 +1,72 @@
+"""`kernelopt init` on a real CMake project (the CPU example without its kernelopt.toml): the
+descriptor it finds, the smoke baseline it runs first, what it refuses, and a run on its
+descriptor that ends optimized."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def kernelopt(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from kernelopt_core.cli import main; main()",
+                           *args], cwd=cwd, input=stdin, capture_output=True, text=True,
+                          timeout=900)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "transpose"
+    shutil.copytree(REPO / "examples" / "cmake-cpu", root)
+    (root / "kernelopt.toml").unlink()
+    return root
+
+
+@pytest.mark.slow
+def test_init_finds_the_descriptor_and_a_run_on_it_ends_optimized(project: Path) -> None:
+    done = kernelopt("init", "--yes", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "smoke baseline passed: transpose_test on seed 1" in done.stderr
+    text = (project / "kernelopt.toml").read_text()
+    for line in ('name = "transpose"', 'editable = ["kernel.cpp"]', 'context = ["kernel.h"]',
+                 'contract = ["transpose_bench.cpp", "transpose_test.cpp"]',
+                 'test = "{build}/transpose_test --seed {seed}"',
+                 'bench = "{build}/transpose_bench --work {work}"', 'bench_format = "json"',
+                 'shape = "f32[2048,2048]"', "bytes = 33554432"):
+        assert line in text, line
+    run = kernelopt("run", ".", "--iterations", "5", "--patience", "3", cwd=project)
+    summary = json.loads(next((project / ".kernelopt" / "runs").glob("*/summary.json")).read_text())
+    assert run.returncode == 0 and summary["status"] == "optimized", run.stderr[-2000:]
+
+
+def test_init_never_overwrites_and_dry_run_writes_nothing(project: Path, tmp_path: Path) -> None:
+    dry = kernelopt("init", "--yes", "--dry-run", cwd=project)
+    assert dry.returncode == 0 and 'backend = "cmake"' in dry.stdout
+    assert not (project / "kernelopt.toml").exists()
+    (project / "kernelopt.toml").write_text("# mine\n")
+    refused = kernelopt("init", "--yes", cwd=project)
+    assert refused.returncode == 2 and "already exists" in refused.stderr
+    assert (project / "kernelopt.toml").read_text() == "# mine\n"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = kernelopt("init", "--yes", cwd=empty)
+    assert nothing.returncode == 2 and "has no CMakeLists.txt" in nothing.stderr
+
+
+def test_two_bench_programs_are_asked_about_or_refused_with_yes(project: Path) -> None:
+    cmake = project / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text() + "\nadd_executable(transpose_bench_small transpose_bench.cpp)\n"
+                     "target_link_libraries(transpose_bench_small PRIVATE kernel)\n")
+    refused = kernelopt("init", "--yes", cwd=project)
+    assert refused.returncode == 2
+    assert "found: transpose_bench, transpose_bench_small" in refused.stderr
+    asked = kernelopt("init", cwd=project, stdin="transpose_bench\n")
+    assert asked.returncode == 0, asked.stderr
+    assert 'bench = "{build}/transpose_bench --work {work}"' in (project / "kernelopt.toml").read_text()
