@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -356,7 +357,12 @@ def write_all(run_dir: Path) -> dict[str, Any]:
     summary = summarize(events)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (run_dir / "report.md").write_text(render_markdown(events, summary), encoding="utf-8")
-    (run_dir / "report.html").write_text(render_html(events, summary), encoding="utf-8")
+    try:
+        html = render_html(events, summary)
+    except Exception as exc:  # a drawing is optional: it never fails a run or its report
+        html = (f"<!doctype html><p>report.html could not be drawn ({type(exc).__name__}: "
+                f"{escape(str(exc))}); report.md has the evidence.</p>\n")
+    (run_dir / "report.html").write_text(html, encoding="utf-8")
     if not (run_dir / "report.diff").exists():
         (run_dir / "report.diff").write_bytes(b"")
     return summary

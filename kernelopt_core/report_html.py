@@ -26,8 +26,9 @@ def candidates_plot(events: list[dict[str, Any]]) -> str | None:
     points = []
     for i, r in enumerate(results, 1):
         what = f"{r['candidate']}: {described.get(r['candidate'], '')}"
-        if r.get("speedup") is None:  # rejected before it was timed (build, correctness)
-            points.append((i, 1.0, "untimed", f"{what}: rejected at {r.get('failed_gate')}"))
+        if r.get("speedup") is None:  # never timed: rejected first (build...), or no bench
+            why = f"rejected at {r.get('failed_gate')}" if not r.get("accepted") else "not timed"
+            points.append((i, 1.0, "untimed", f"{what}: {why}"))
         elif r.get("accepted"):
             points.append((i, float(r["speedup"]), "accepted", f"{what}: {r['speedup']:.3f}×"))
         else:
@@ -37,19 +38,19 @@ def candidates_plot(events: list[dict[str, Any]]) -> str | None:
                              "speedup ×", points, reference=1.0)
 
 
-def confirm_plot(events: list[dict[str, Any]], s: dict[str, Any]) -> str | None:
-    rounds = [e for e in events if e["event"] == "confirm_round"
-              and e.get("candidate") == s.get("winner")]
-    if not rounds:
+def confirm_plot(s: dict[str, Any]) -> str | None:
+    """The rounds the verdict kept (a retaken round once, as the summary has it)."""
+    rounds = s.get("rounds") or {}
+    baseline = [float(v) for v in rounds.get("baseline_ms") or []]
+    candidate = [float(v) for v in rounds.get("candidate_ms") or []]
+    if not baseline or len(baseline) != len(candidate):
         return None
-    baseline = [float(e["baseline_ms"]) for e in rounds]
-    candidate = [float(e["candidate_ms"]) for e in rounds]
     middle = sorted(baseline)[len(baseline) // 2]
-    noise = float(s.get("noise_pct") or 0.0) / 100.0
-    band = (middle * (1 - noise), middle * (1 + noise)) if noise else None
+    noise_pct = float(s.get("noise_pct") or 0.0)
+    band = (middle * (1 - noise_pct / 100), middle * (1 + noise_pct / 100)) if noise_pct else None
     return svg_plots.lines(f"Confirm rounds of {s.get('winner')}", "round", "ms",
                            {"baseline": baseline, "candidate": candidate}, band,
-                           f"baseline ± noise ({s.get('noise_pct', 0):.1f} %)")
+                           f"baseline ± noise ({noise_pct:.1f} %)")
 
 
 def roofline_plot(s: dict[str, Any], kappa: float) -> str | None:
@@ -63,15 +64,21 @@ def roofline_plot(s: dict[str, Any], kappa: float) -> str | None:
                           [(f"measured peak {peak:.0f}", peak), (f"κ × peak ({kappa:g})", kappa * peak)])
 
 
+def _median(value: Any) -> float | None:
+    """The engine gate's times: a list of runs (its median), or one number."""
+    values = sorted(float(v) for v in value) if isinstance(value, list) else \
+        [float(value)] if isinstance(value, (int, float)) else []
+    return values[len(values) // 2] if values else None
+
+
 def amdahl_plot(s: dict[str, Any]) -> str | None:
     engine = s.get("engine") or {}
-    before, after, amdahl = engine.get("baseline_ms"), engine.get("candidate_ms"), \
-        engine.get("amdahl_speedup")
-    if not (before and after and amdahl):
+    before, after = _median(engine.get("baseline_ms")), _median(engine.get("candidate_ms"))
+    amdahl = engine.get("amdahl_speedup")
+    if not (before and after and isinstance(amdahl, (int, float)) and amdahl > 0):
         return None
-    return svg_plots.bars("Model time (engine gate)", "ms",
-                          [("before", float(before), "baseline"),
-                           ("after", float(after), "candidate")],
+    return svg_plots.bars("Model time (engine gate, medians)", "ms",
+                          [("before", before, "baseline"), ("after", after, "candidate")],
                           [(f"Amdahl's prediction {before / amdahl:.4g} ms", before / amdahl)])
 
 
@@ -87,7 +94,7 @@ def _row(r: dict[str, Any], events: list[dict[str, Any]]) -> str:
 def render_html(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     header = next((e for e in events if e["event"] == "run"), {})
     kappa = float((header.get("settings") or {}).get("kappa") or 1.3)
-    plots = [p for p in (candidates_plot(events), confirm_plot(events, s),
+    plots = [p for p in (candidates_plot(events), confirm_plot(s),
                          roofline_plot(s, kappa), amdahl_plot(s)) if p]
     target = s.get("target") or {}
     rows = "".join(_row(r, events) for r in events if r["event"] == "candidate_result")

@@ -4,6 +4,7 @@ returns one ``<svg>`` element as text; every value is data the report passes in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
@@ -60,6 +61,7 @@ def _frame(title: str, xlabel: str, ylabel: str, ax: Axes, body: list[str],
 def scatter(title: str, xlabel: str, ylabel: str,
             points: Sequence[tuple[float, float, str, str]], reference: float | None) -> str:
     """Points (x, y, kind, hover text) coloured by kind; a dashed reference line at y."""
+    points = [p for p in points if math.isfinite(p[1])]
     ys = [y for _x, y, _k, _t in points] + ([reference] if reference is not None else [])
     xs = [x for x, _y, _k, _t in points] or [0.0]
     ax = Axes((min(xs) - 0.5, max(xs) + 0.5), (min(ys, default=0.0), max(ys, default=1.0)))
@@ -80,6 +82,7 @@ def scatter(title: str, xlabel: str, ylabel: str,
 def lines(title: str, xlabel: str, ylabel: str, series: dict[str, Sequence[float]],
           band: tuple[float, float] | None, band_name: str) -> str:
     """One polyline per series (kind → values per round) over an optional horizontal band."""
+    series = {k: [v for v in vs if math.isfinite(v)] for k, vs in series.items()}
     values = [v for vs in series.values() for v in vs] + (list(band) if band else [])
     n = max((len(vs) for vs in series.values()), default=1)
     ax = Axes((1, max(n, 2)), (min(values, default=0.0), max(values, default=1.0)))
@@ -103,6 +106,8 @@ def lines(title: str, xlabel: str, ylabel: str, series: dict[str, Sequence[float
 def bars(title: str, ylabel: str, values: Sequence[tuple[str, float, str]],
          limits: Sequence[tuple[str, float]]) -> str:
     """Bars (label, value, kind) and labelled horizontal limit lines."""
+    values = [(label, v, kind) for label, v, kind in values if math.isfinite(v) and v >= 0]
+    limits = [(label, v) for label, v in limits if math.isfinite(v) and v >= 0]
     top = max([v for _l, v, _k in values] + [v for _l, v in limits], default=1.0)
     ax = Axes((0, len(values)), (0.0, top))
     ax.y0 = 0.0

@@ -5,6 +5,9 @@ optional extra ``kernelopt[watch]``)."""
 from __future__ import annotations
 
 import json
+import math
+import os
+import platform
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,8 @@ class JournalTail:
     def read(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
+        if self.path.stat().st_size < self.offset:  # truncated or replaced: from the start
+            self.offset, self.partial = 0, b""
         with open(self.path, "rb") as fh:
             fh.seek(self.offset)
             data = fh.read()
@@ -42,7 +47,9 @@ class JournalTail:
 def spark(values: list[float], width: int = 40) -> str:
     if not values:
         return ""
-    values = values[-width:]
+    values = [v for v in values if math.isfinite(v)][-width:]
+    if not values:
+        return ""
     low, high = min(values), max(values)
     span = high - low or 1.0
     return "".join(SPARK[int((v - low) / span * (len(SPARK) - 1))] for v in values)
@@ -61,7 +68,8 @@ def view(s: WatchState) -> Any:
         ("target", f"{s.target} {s.shape}".strip()),
         ("planner", s.planner or "-"),
         ("stage", stage),
-        ("elapsed", f"{s.elapsed_s:.0f} s, {s.gpu_seconds:.1f} GPU-s"),
+        ("elapsed", f"{s.elapsed_s:.0f} s, " + (f"{s.gpu_seconds:.1f} GPU-s" if s.ended else
+                                                 f"≥ {s.gpu_seconds:.1f} GPU-s (timed windows)")),
         ("baseline", f"{s.baseline_ms:.4g} ms" if s.baseline_ms else "-"),
         ("candidates", f"{s.proposed} proposed, {s.evaluated}{of} evaluated, "
                        f"{s.accepted} accepted"),
@@ -72,7 +80,7 @@ def view(s: WatchState) -> Any:
         ("best over time", spark([b for _t, b in s.history]) or "-"),
     ]
     if s.confirm:
-        b, c = s.confirm[-1]
+        b, c = s.confirm[max(s.confirm)]
         rows.append(("confirm", f"{s.confirm_candidate}: {len(s.confirm)} rounds, median "
                                 f"{s.confirm_ratio:.3f}× (last {b:.4g} / {c:.4g} ms)"))
     if s.lock_wait_s:
@@ -83,9 +91,24 @@ def view(s: WatchState) -> Any:
         rows.append(("verdict", s.verdict))
     if s.ended:
         rows.append(("ended", f"exit {s.exit_code}"))
+    elif gone(s):
+        rows.append(("ended", f"the run's process {s.pid} is gone without an end event"))
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def gone(s: WatchState) -> bool:
+    """The run's process, on this host, is no longer alive (killed, the machine rebooted)."""
+    if s.ended or not s.pid or s.host != platform.node():
+        return False
+    try:
+        os.kill(int(s.pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
 
 
 def watch(journal: Path, once: bool, interval_s: float = 0.5) -> WatchState:
@@ -101,7 +124,7 @@ def watch(journal: Path, once: bool, interval_s: float = 0.5) -> WatchState:
         console.print(view(state))
         return state
     with Live(view(state), console=console, refresh_per_second=4) as live:
-        while not state.ended:
+        while not state.ended and not gone(state):
             time.sleep(interval_s)
             for event in tail.read():
                 state.add(event)

@@ -32,7 +32,8 @@ class WatchState:
     best_candidate: str | None = None
     history: list[tuple[float, float]] = attrs.field(factory=list)  # (seconds in, best)
     rejections: dict[str, int] = attrs.field(factory=dict)  # gate -> candidates it rejected
-    confirm: list[tuple[float, float]] = attrs.field(factory=list)  # (baseline, candidate) ms
+    # round -> (baseline, candidate) ms; a retaken round replaces its first reading
+    confirm: dict[int, tuple[float, float]] = attrs.field(factory=dict)
     confirm_candidate: str | None = None
     screening: str = ""
     lock_wait_s: float = 0.0
@@ -43,8 +44,12 @@ class WatchState:
     report_line: str = ""
     ended: bool = False
     exit_code: int | None = None
+    pid: int | None = None  # the run's process and host, from its header
+    host: str = ""
 
-    def add(self, event: dict[str, Any]) -> None:
+    def add(self, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
         kind = event.get("event")
         t = event.get("t")
         if isinstance(t, (int, float)):
@@ -60,7 +65,7 @@ class WatchState:
     @property
     def confirm_ratio(self) -> float | None:
         """The median of the rounds' baseline/candidate so far."""
-        ratios = sorted(b / c for b, c in self.confirm if c > 0)
+        ratios = sorted(b / c for b, c in self.confirm.values() if c > 0)
         return ratios[len(ratios) // 2] if ratios else None
 
     # -- one method per journal event that changes the view
@@ -70,6 +75,7 @@ class WatchState:
         self.target, self.shape = str(target.get("name", "")), str(target.get("shape") or "")
         self.iterations = (e.get("settings") or {}).get("iterations")
         self.started = e.get("t")
+        self.pid, self.host = e.get("pid"), str(e.get("host", ""))
 
     def _on_config(self, e: dict[str, Any]) -> None:
         self.planner = str(e.get("planner", ""))
@@ -82,7 +88,8 @@ class WatchState:
 
     def _on_screening(self, e: dict[str, Any]) -> None:
         self.screening = (f"{e.get('evaluations')} of {e.get('grid')} configurations screened "
-                          f"in {e.get('gpu_seconds')} GPU-s")
+                          f"in {e.get('gpu_seconds')} GPU-s" if e.get("ok") else
+                          f"failed: {str(e.get('error', ''))[:120]}")
 
     def _on_candidate(self, e: dict[str, Any]) -> None:
         self.proposed += 1
@@ -102,10 +109,10 @@ class WatchState:
 
     def _on_confirm_round(self, e: dict[str, Any]) -> None:
         if e.get("candidate") != self.confirm_candidate:
-            self.confirm, self.confirm_candidate = [], e.get("candidate")
+            self.confirm, self.confirm_candidate = {}, e.get("candidate")
         b, c = e.get("baseline_ms"), e.get("candidate_ms")
         if isinstance(b, (int, float)) and isinstance(c, (int, float)):
-            self.confirm.append((float(b), float(c)))
+            self.confirm[int(e.get("round") or len(self.confirm) + 1)] = (float(b), float(c))
 
     def _on_bench(self, e: dict[str, Any]) -> None:
         self._held(e)
@@ -118,6 +125,9 @@ class WatchState:
         acquired, released = e.get("acquired"), e.get("released")
         if isinstance(acquired, (int, float)) and isinstance(released, (int, float)):
             self.gpu_seconds += released - acquired
+
+    def _on_workspace_wait(self, e: dict[str, Any]) -> None:
+        self.stage = "waiting for the workspace (another run of this target)"
 
     def _on_workspace_acquired(self, e: dict[str, Any]) -> None:
         self.lock_wait_s += float(e.get("waited_s") or 0.0)

@@ -114,3 +114,27 @@ def test_a_real_browser_draws_the_plots(tmp_path: Path) -> None:
     assert count(rows, bpp, COLORS["baseline"]) > 2000
     assert count(rows, bpp, COLORS["candidate"]) > 2000
     json.dumps({"pixels": len(rows)})  # the screenshot decoded whole
+
+
+def test_a_models_amdahl_view_and_a_summary_without_noise_are_drawn(tmp_path: Path) -> None:
+    """The engine gate's times are lists of runs (their medians drawn); a winner whose
+    confirm gate measured no noise draws no band instead of failing the report."""
+    from kernelopt_core.report import summarize
+    from kernelopt_core.report_html import render_html
+
+    events = [json.loads(line) for line in RECORDED.read_text().splitlines()]
+    # the standalone kernel's engine gate was skipped: in its place, the shape of the engine
+    # gate's event as the Triton plugin journals it for a model
+    engine = next(i for i, e in enumerate(events) if e["event"] == "gate"
+                  and e["gate"] == "engine" and e.get("final"))
+    events[engine] = ({
+        "event": "gate", "candidate": "c1", "gate": "engine", "passed": True, "final": True,
+        "skipped": False, "reason": "outputs match",
+        "metrics": {"baseline_ms": [0.4107, 0.4133], "candidate_ms": [0.3774, 0.3775],
+                    "speedup": 1.0915, "time_share": 1.0, "amdahl_speedup": 1.0912}})
+    s = summarize(events)
+    html = render_html(events, s)
+    assert html.count("<svg") == 4 and "Model time (engine gate, medians)" in html
+    assert "Amdahl&#x27;s prediction" in html or "Amdahl's prediction" in html
+    bare = render_html(events, {**s, "noise_pct": None})  # no band, no failure
+    assert "baseline ± noise" not in bare and bare.count("<svg") == 4

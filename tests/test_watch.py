@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import pty
 import re
 import select
@@ -79,6 +80,8 @@ def _read_until(fd: int, pattern: str, seen: list[str], timeout_s: float = 60.0)
 
 def test_the_live_view_follows_a_growing_journal_in_a_terminal(tmp_path: Path) -> None:
     recorded = RECORDED.read_text().splitlines(keepends=True)
+    header = json.loads(recorded[0])  # the run's process: alive here (this test's own)
+    recorded[0] = json.dumps({**header, "pid": os.getpid(), "host": platform.node()}) + "\n"
     run = tmp_path / "state" / "runs" / "20261201T131053347Z-c3d6fc"
     run.mkdir(parents=True)
     journal = run / "journal.jsonl"
@@ -115,3 +118,30 @@ def test_without_rich_watch_says_what_to_install(tmp_path: Path) -> None:
          "from kernelopt_core.cli import main; main()", "watch", "--once",
          "--state-root", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3 and "pip install 'kernelopt[watch]'" in proc.stderr
+
+
+def test_a_run_whose_process_is_gone_without_an_end_event_is_said_so(tmp_path: Path) -> None:
+    """A run killed hard (SIGKILL, a reboot) writes no end event: the view says its process
+    is gone and stops following, instead of waiting forever."""
+    from kernelopt_core.ui_watch import gone, watch
+
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    recorded = RECORDED.read_text().splitlines(keepends=True)
+    header = {**json.loads(recorded[0]), "pid": finished.pid, "host": platform.node()}
+    cut = next(i for i, line in enumerate(recorded) if '"event": "best"' in line)
+    journal = tmp_path / "journal.jsonl"
+    journal.write_text(json.dumps(header) + "\n" + "".join(recorded[1:cut]))
+    state = watch(journal, once=False, interval_s=0.01)  # returns: nothing left to follow
+    assert not state.ended and gone(state)
+    header["host"] = "another-host"  # elsewhere: not known, so followed
+    assert not gone(fold([header]))
+
+
+def test_a_retaken_confirm_round_replaces_its_first_reading() -> None:
+    recorded = events()
+    first = next(e for e in recorded if e["event"] == "confirm_round")
+    retaken = {**first, "candidate_ms": first["candidate_ms"] * 1.1, "retake": True}
+    s = fold(recorded + [retaken])
+    assert len(s.confirm) == 20  # still 20 rounds: round 1 retaken
+    assert s.confirm[first["round"]][1] == pytest.approx(first["candidate_ms"] * 1.1)

@@ -6,17 +6,21 @@ rather than written by hand.
 2. The kernel's sources are the libraries' (else any source with ``__global__`` or
    ``#pragma omp`` outside the test and bench programs); headers are context; the test and
    bench programs' sources are the contract; executables named *test* and *bench* are the
-   test and the bench (several: asked; none: asked for the command).
+   test and the bench (several: asked; none: asked for its build target); the binaries where
+   CMake puts them (the File API's artifacts).
 3. Their flags from their own usage text (``--seed``, ``--work``), then a smoke baseline:
-   both built, the test run on seed 1, the bench once; the bench's JSON line gives the format
-   and, when it says them, the shape and bytes. Only then is kernelopt.toml written.
+   both built, the test run on seed 1, the bench once (device code under the GPU lock); the
+   bench's JSON line gives the format and, when it says them, the shape and bytes. The text
+   is read back by the descriptor's own loader; only then is kernelopt.toml written.
 Knobs are left to auto-detection (a comment says how to declare them). An existing
 kernelopt.toml is never overwritten.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -25,7 +29,17 @@ from typing import Any
 
 import click
 
-from kernelopt_core.api import Command, UsageError, cmake_commands, echo, note, run_process
+from kernelopt_cmake.descriptor import load
+from kernelopt_core.api import (
+    Command,
+    ProcessResult,
+    UsageError,
+    cmake_commands,
+    echo,
+    note,
+    run_on_gpu,
+    run_process,
+)
 
 CODE = {".c", ".cc", ".cpp", ".cxx", ".cu", ".hip"}
 HEADERS = {".h", ".hh", ".hpp", ".cuh"}
@@ -43,13 +57,23 @@ def configure(root: Path, build: Path) -> list[dict[str, Any]]:
             raise UsageError(f"{root}: the CMake configure failed: {result.describe()}\n"
                              f"{result.tail()}", hint="make `cmake -S . -B build` work first")
     reply = build / ".cmake" / "api" / "v1" / "reply"
-    index = json.loads(next(reply.glob("index-*.json")).read_text())
+    index_file = next(reply.glob("index-*.json"), None)
+    if index_file is None:
+        raise UsageError(f"{root}: CMake wrote no File API reply (CMake >= 3.14 writes one)",
+                         hint="update CMake, or write kernelopt.toml by hand (docs/descriptor.md)")
+    index = json.loads(index_file.read_text())
     codemodel = json.loads((reply / index["reply"]["codemodel-v2"]["jsonFile"]).read_text())
+    configs = codemodel["configurations"]
+    config = next((c for c in configs if c.get("name") == "Release"), configs[0])
     targets = []
-    for ref in codemodel["configurations"][0]["targets"]:
+    for ref in config["targets"]:
         data = json.loads((reply / ref["jsonFile"]).read_text())
-        sources = [s["path"] for s in data.get("sources", []) if not s.get("isGenerated")]
-        targets.append({"name": data["name"], "type": data["type"], "sources": sources})
+        # the project's own files: generated ones and those outside its root are not
+        sources = [s["path"] for s in data.get("sources", [])
+                   if not s.get("isGenerated") and not Path(s["path"]).is_absolute()]
+        artifact = next((a["path"] for a in data.get("artifacts", [])), None)
+        targets.append({"name": data["name"], "type": data["type"], "sources": sources,
+                        "artifact": artifact})
     return targets
 
 
@@ -58,15 +82,24 @@ def classify(root: Path, targets: list[dict[str, Any]]) -> dict[str, Any]:
     tests = sorted(t["name"] for t in executables if "test" in t["name"].lower())
     benches = sorted(t["name"] for t in executables if "bench" in t["name"].lower())
     programs = {s for t in executables if t["name"] in tests + benches for s in t["sources"]}
+
+    def marked(source: str) -> bool:
+        path = root / source
+        return path.is_file() and bool(KERNEL_MARKS.search(path.read_text(errors="replace")))
+
     libraries = [t for t in targets if t["type"] in ("STATIC_LIBRARY", "SHARED_LIBRARY",
                                                      "OBJECT_LIBRARY", "MODULE_LIBRARY")]
     owned = sorted({s for t in libraries for s in t["sources"]} - programs)
-    if not owned:  # no library: the sources that hold kernels
-        owned = sorted(s for t in targets for s in t["sources"] if s not in programs and
-                       KERNEL_MARKS.search((root / s).read_text(errors="replace")))
+    # several libraries (a helper, a third-party one): the sources with kernels, if any say so
+    owned = [s for s in owned if marked(s)] or owned
+    if not any(Path(s).suffix in CODE for s in owned):
+        # no library: the sources with kernels, also when the programs compile them directly
+        owned = sorted({s for t in targets for s in t["sources"] if marked(s)})
+    kernel = set(owned)
     return {"editable": [s for s in owned if Path(s).suffix in CODE],
             "context": [s for s in owned if Path(s).suffix in HEADERS],
-            "contract": sorted(programs), "tests": tests, "benches": benches,
+            "contract": sorted(programs - kernel), "tests": tests, "benches": benches,
+            "artifacts": {t["name"]: t["artifact"] or t["name"] for t in executables},
             "device": "cuda" if any(s.endswith(".cu") for s in owned) else
                       "hip" if any(s.endswith(".hip") for s in owned) else None}
 
@@ -80,15 +113,27 @@ def choose(kind: str, names: list[str], yes: bool) -> str:
                          hint=f"run without --yes to choose, or name one *{kind}* executable")
     if names:
         return str(click.prompt(f"{kind} program", type=click.Choice(names)))
-    return str(click.prompt(f"no executable named *{kind}*: its build target"))
+    return str(click.prompt(f"no executable named *{kind}*: the build target of the {kind} "
+                            "program"))
 
 
-def usage_text(binary: Path, cwd: Path) -> str:
-    result = run_process(Command((str(binary), "--help"), cwd, timeout_s=30))
-    return result.stdout + result.stderr
+def state_root() -> Path:
+    """Where the GPU lock lives, as a run would find it ($KERNELOPT_HOME, else .kernelopt)."""
+    return Path(os.environ.get("KERNELOPT_HOME") or ".kernelopt").resolve()
 
 
-def smoke(root: Path, build: Path, test: str, bench: str) -> dict[str, Any]:
+def runs(command: Command, device: str | None) -> ProcessResult:
+    """A program of the project: under the GPU lock when it runs device code."""
+    return run_on_gpu(command, state_root()) if device else run_process(command)
+
+
+def flag(usage: str, name: str) -> bool:
+    """``--seed`` named in a usage text as a whole flag (not ``--seeds``)."""
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", usage) is not None
+
+
+def smoke(root: Path, build: Path, found: dict[str, Any], test: str,
+          bench: str) -> dict[str, Any]:
     """Both programs built, their flags read from their usage, the test on seed 1, one bench."""
     for command in cmake_commands(root, root, build, ["-DCMAKE_BUILD_TYPE=Release"],
                                   targets=sorted({test, bench}))[-1:]:
@@ -96,24 +141,39 @@ def smoke(root: Path, build: Path, test: str, bench: str) -> dict[str, Any]:
         if not result.ok:
             raise UsageError(f"building {test} and {bench} failed: {result.describe()}\n"
                              f"{result.tail()}", hint=f"log: {build / 'build.log'}")
-    seeded = "--seed" in usage_text(build / test, root)
-    worked = "--work" in usage_text(build / bench, root)
-    argv = (str(build / test), *(("--seed", "1") if seeded else ()))
-    result = run_process(Command(argv, root, timeout_s=600))
+    device, paths = found["device"], found["artifacts"]
+    test_bin, bench_bin = build / paths.get(test, test), build / paths.get(bench, bench)
+    for binary in (test_bin, bench_bin):
+        if not binary.exists():
+            raise UsageError(f"{binary.name} was built but is not at {binary}",
+                             hint="write kernelopt.toml by hand (docs/descriptor.md)")
+
+    def usage(binary: Path) -> str:
+        result = runs(Command((str(binary), "--help"), root, timeout_s=30), device)
+        return result.stdout + result.stderr
+
+    seeded, worked = flag(usage(test_bin), "--seed"), flag(usage(bench_bin), "--work")
+    argv = (str(test_bin), *(("--seed", "1") if seeded else ()))
+    result = runs(Command(argv, root, timeout_s=1800), device)
     if not result.ok:
         raise UsageError(f"the test `{' '.join(argv)}` fails on the unmodified project: "
                          f"{result.describe()}\n{result.tail()}",
                          hint="kernelopt optimizes a kernel whose test passes")
-    out = run_process(Command((str(build / bench), *(("--work", "1.0") if worked else ())),
-                              root, timeout_s=600))
-    line = next((json.loads(x) for x in out.stdout.splitlines()
-                 if x.startswith("{") and '"time_ms"' in x), None)
-    if not out.ok or line is None:
-        raise UsageError(f"the bench `{bench}` printed no JSON line with time_ms "
-                         f"({out.describe()})",
-                         hint='print {"kernelopt_bench": 1, "time_ms": ...} (docs/descriptor.md), '
-                         "or write bench_format yourself")
-    return {"seeded": seeded, "worked": worked, "line": line}
+    out = runs(Command((str(bench_bin), *(("--work", "1.0") if worked else ())), root,
+                       timeout_s=600), device)
+    lines = []
+    for text in out.stdout.splitlines():
+        with contextlib.suppress(ValueError):
+            if text.strip().startswith("{") and isinstance(line := json.loads(text), dict) \
+                    and isinstance(line.get("time_ms"), (int, float)):
+                lines.append(line)
+    if not out.ok or len(lines) != 1:
+        raise UsageError(f"the bench `{bench}` did not print exactly one JSON line with a "
+                         f"numeric time_ms ({out.describe()}; {len(lines)} found)",
+                         hint='print {"kernelopt_bench": 1, "time_ms": ...} once (docs/'
+                         "descriptor.md), or write bench_format yourself")
+    return {"seeded": seeded, "worked": worked, "line": lines[0],
+            "test_path": paths.get(test, test), "bench_path": paths.get(bench, bench)}
 
 
 def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
@@ -123,8 +183,8 @@ def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
     def strings(values: list[str]) -> str:
         return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
-    test_cmd = f"{{build}}/{test}" + (" --seed {seed}" if probe["seeded"] else "")
-    bench_cmd = f"{{build}}/{bench}" + (" --work {work}" if probe["worked"] else "")
+    test_cmd = f"{{build}}/{probe['test_path']}" + (" --seed {seed}" if probe["seeded"] else "")
+    bench_cmd = f"{{build}}/{probe['bench_path']}" + (" --work {work}" if probe["worked"] else "")
     lines = [
         "# kernelopt descriptor written by `kernelopt init` (docs/descriptor.md explains every",
         "# key); checked by a smoke baseline: build, the test on seed 1, one bench.",
@@ -170,12 +230,18 @@ def init_command(path: Path, yes: bool, dry_run: bool) -> None:
                              "#pragma omp)", hint="write kernelopt.toml by hand "
                              "(docs/descriptor.md)")
         test, bench = choose("test", found["tests"], yes), choose("bench", found["benches"], yes)
-        probe = smoke(root, scratch, test, bench)
+        probe = smoke(root, scratch, found, test, bench)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     # transpose_bench -> "transpose": the bench's name without its "bench"
     name = re.sub(r"[_-]?bench(mark)?[_-]?", "", bench, flags=re.I) or root.name
     text = descriptor(name, found, test, bench, probe)
+    check = Path(tempfile.mkdtemp(prefix="kernelopt-init-check-"))
+    try:  # what a run will read: the descriptor's own loader, on the text about to be written
+        (check / "kernelopt.toml").write_text(text, encoding="utf-8")
+        load(check / "kernelopt.toml")
+    finally:
+        shutil.rmtree(check, ignore_errors=True)
     note(f"smoke baseline passed: {test} on seed 1, one {bench} reading "
             f"({probe['line']['time_ms']} ms)")
     if dry_run:

@@ -42,8 +42,9 @@ def test_init_finds_the_descriptor_and_a_run_on_it_ends_optimized(project: Path)
                  'shape = "f32[2048,2048]"', "bytes = 33554432"):
         assert line in text, line
     run = kernelopt("run", ".", "--iterations", "5", "--patience", "3", cwd=project)
+    assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads(next((project / ".kernelopt" / "runs").glob("*/summary.json")).read_text())
-    assert run.returncode == 0 and summary["status"] == "optimized", run.stderr[-2000:]
+    assert summary["status"] == "optimized"
 
 
 def test_init_never_overwrites_and_dry_run_writes_nothing(project: Path, tmp_path: Path) -> None:
@@ -70,3 +71,12 @@ def test_two_bench_programs_are_asked_about_or_refused_with_yes(project: Path) -
     asked = kernelopt("init", cwd=project, stdin="transpose_bench\n")
     assert asked.returncode == 0, asked.stderr
     assert 'bench = "{build}/transpose_bench --work {work}"' in (project / "kernelopt.toml").read_text()
+
+
+def test_a_program_built_elsewhere_is_found_where_cmake_put_it(project: Path) -> None:
+    cmake = project / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text() + "\nset_target_properties(transpose_test PROPERTIES "
+                     "RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n")
+    done = kernelopt("init", "--yes", "--dry-run", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert 'test = "{build}/bin/transpose_test --seed {seed}"' in done.stdout
