@@ -48,6 +48,7 @@ from kernelopt_core.hookspecs import (
     hookimpl,
 )
 from kernelopt_core.knobs import current_values, define_pattern, powers_around
+from kernelopt_core.llm_check import check_llm_provider
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import ANSI, BenchReading
 from kernelopt_core.options import option, option_table
@@ -80,8 +81,8 @@ __all__ = [
     "needs_configure",
     "define_pattern", "powers_around", "current_values", "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command",
-    # a plugin command's output, through the one UI
-    "echo", "note",
+    # a plugin command's output, through the one UI; the LLM setting checked
+    "echo", "note", "check_llm_provider",
 ]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from importlib import resources
 from typing import Any
 
@@ -78,6 +79,27 @@ class Agents:
         key_env = record.api_key_env if record else None
         headers = dict(record.headers) if record else {}
         return base_url, model, settings.env(key_env) if key_env else None, key_env, headers
+
+    def check_provider(self, settings: Settings) -> str | None:
+        """One cheap request to the configured provider (``kernelopt init``): None without a
+        key, else what answered; one that never answers raises LLMUnreachable (exit 3)."""
+        base_url, model, key, key_env, headers = self._resolve(settings)
+        if key_env and not key:
+            return None
+        options = settings.section(AgentOptions)
+        provider = options.provider or "opencode-go"
+        client = ChatClient(provider=provider, key_env=key_env, base_url=base_url, api_key=key,
+                            model=model, timeout_s=min(options.llm_timeout_s, 60.0), retries=1,
+                            backoff_s=options.llm_backoff_s,
+                            headers={k: v.replace("{session}", "kernelopt-check")
+                                     for k, v in headers.items()})
+        started = time.monotonic()
+        try:
+            client.complete([{"role": "user", "content": "Reply with the word OK."}], None,
+                            "check")
+        finally:
+            client.close()
+        return f"{provider}: model {model} answered in {time.monotonic() - started:.1f} s"
 
     def unavailable_reason(self, settings: Settings, target: Target) -> str | None:
         try:

@@ -11,7 +11,9 @@ rather than written by hand.
 3. Their flags from their own usage text (``--seed``, ``--work``), then a smoke baseline:
    both built, the test run on seed 1, the bench once (device code under the GPU lock); the
    bench's JSON line gives the format and, when it says them, the shape and bytes. The text
-   is read back by the descriptor's own loader; only then is kernelopt.toml written.
+   is read back by the descriptor's own loader; only then is kernelopt.toml written. With an
+   LLM key set, one cheap request checks the provider a run there would use (a note either
+   way; the descriptor does not depend on it).
 Knobs are left to auto-detection (a comment says how to declare them). An existing
 kernelopt.toml is never overwritten.
 """
@@ -32,8 +34,10 @@ import click
 from kernelopt_cmake.descriptor import load
 from kernelopt_core.api import (
     Command,
+    KerneloptError,
     ProcessResult,
     UsageError,
+    check_llm_provider,
     cmake_commands,
     echo,
     note,
@@ -244,6 +248,14 @@ def init_command(path: Path, yes: bool, dry_run: bool) -> None:
         shutil.rmtree(check, ignore_errors=True)
     note(f"smoke baseline passed: {test} on seed 1, one {bench} reading "
             f"({probe['line']['time_ms']} ms)")
+    try:  # the LLM setting a run here would use, while nothing depends on it yet
+        answered = check_llm_provider(root)
+    except KerneloptError as exc:
+        note(f"the LLM provider did not answer ({exc}); until it does, a run with the agents "
+             "planner stops with exit 3 (`--planner tuner` needs none)")
+    else:
+        note(f"LLM provider checked: {answered}" if answered else
+             "no LLM key set: runs use the built-in tuner")
     if dry_run:
         echo(text)
         return

@@ -5,6 +5,7 @@ descriptor that ends optimized."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,10 +16,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 
-def kernelopt(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def kernelopt(*args: str, cwd: Path, stdin: str | None = None,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.endswith("_API_KEY") and not k.startswith("KERNELOPT_")}
     return subprocess.run([sys.executable, "-c", "from kernelopt_core.cli import main; main()",
                            *args], cwd=cwd, input=stdin, capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, env={**clean, **(env or {})})
 
 
 @pytest.fixture
@@ -80,3 +84,26 @@ def test_a_program_built_elsewhere_is_found_where_cmake_put_it(project: Path) ->
     done = kernelopt("init", "--yes", "--dry-run", cwd=project)
     assert done.returncode == 0, done.stderr
     assert 'test = "{build}/bin/transpose_test --seed {seed}"' in done.stdout
+
+
+def test_init_checks_the_llm_provider_with_one_request_when_a_key_is_set(project: Path) -> None:
+    """A real HTTP server as the provider (kernelopt_core.testing.ScriptedLLMServer)."""
+    from kernelopt_core.testing import ScriptedLLMServer
+
+    with ScriptedLLMServer({"other": [{"message": {"role": "assistant", "content": "OK"}}]}) \
+            as server:
+        env = {"OPENCODE_API_KEY": "test-key", "KERNELOPT_BASE_URL": server.url,
+               "KERNELOPT_MODEL": "m-test"}
+        done = kernelopt("init", "--yes", "--dry-run", cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "LLM provider checked: opencode-go: model m-test answered in" in done.stderr
+    assert len(server.requests) == 1
+    assert server.requests[0]["headers"].get("Authorization") == "Bearer test-key"
+    # a provider that does not answer: said, and the descriptor is still written
+    env["KERNELOPT_BASE_URL"] = "http://127.0.0.1:9/v1"  # nothing listens on port 9
+    unanswered = kernelopt("init", "--yes", cwd=project, env=env)
+    assert unanswered.returncode == 0, unanswered.stderr
+    assert "the LLM provider did not answer" in unanswered.stderr
+    assert (project / "kernelopt.toml").exists()
+    quiet = kernelopt("init", "--yes", "--dry-run", cwd=project)  # no key: nothing to check
+    assert "no LLM key set: runs use the built-in tuner" in quiet.stderr
