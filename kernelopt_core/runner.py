@@ -204,8 +204,8 @@ class Runner:
             held_out.append(held)
         if payload.get("op") != "bench":  # a bench request is journaled as its reading
             self.journal.write("worker_request", op=payload.get("op"), pid=worker.pid,
-                               ok=bool(reply.get("ok")), acquired=held.acquired,
-                               released=held.released, gpu_lock=locked)
+                               ok=bool(reply.get("ok")), asked=held.asked,
+                               acquired=held.acquired, released=held.released, gpu_lock=locked)
         return reply
 
     def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:
@@ -352,8 +352,7 @@ class Runner:
             ms=reading.time_ms,
             checksum=reading.extra.get("checksum"),
             **({"interpreted": True} if reading.extra.get("interpreted") else {}),
-            acquired=held.acquired,
-            released=held.released,
+            asked=held.asked, acquired=held.acquired, released=held.released,
             **({"timer": reading.extra["timer"]} if "timer" in reading.extra else {}),
             **({"how": how} if (how := how_timed(reading)) else {}),
         )

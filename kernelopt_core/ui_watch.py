@@ -83,8 +83,11 @@ def view(s: WatchState) -> Any:
         b, c = s.confirm[max(s.confirm)]
         rows.append(("confirm", f"{s.confirm_candidate}: {len(s.confirm)} rounds, median "
                                 f"{s.confirm_ratio:.3f}× (last {b:.4g} / {c:.4g} ms)"))
-    if s.lock_wait_s:
-        rows.append(("waited", f"{s.lock_wait_s:.1f} s for the workspace"))
+    waits = [f"{s.lock_wait_s:.1f} s for the workspace"] if s.lock_wait_s else []
+    if s.gpu_lock_wait_s >= 0.05:
+        waits.append(f"{s.gpu_lock_wait_s:.1f} s for the GPU lock")
+    if waits:
+        rows.append(("waited", ", ".join(waits)))
     if s.llm_calls:
         rows.append(("LLM", f"{s.llm_calls} calls, ${s.llm_cost:.4f}"))
     if s.verdict:

@@ -36,7 +36,8 @@ class WatchState:
     confirm: dict[int, tuple[float, float]] = attrs.field(factory=dict)
     confirm_candidate: str | None = None
     screening: str = ""
-    lock_wait_s: float = 0.0
+    lock_wait_s: float = 0.0  # for the workspace (another run of the same target)
+    gpu_lock_wait_s: float = 0.0  # for the GPU lock (another run on the same GPU)
     gpu_seconds: float = 0.0
     llm_calls: int = 0
     llm_cost: float = 0.0
@@ -122,9 +123,11 @@ class WatchState:
             self._held(e)
 
     def _held(self, e: dict[str, Any]) -> None:
-        acquired, released = e.get("acquired"), e.get("released")
+        asked, acquired, released = e.get("asked"), e.get("acquired"), e.get("released")
         if isinstance(acquired, (int, float)) and isinstance(released, (int, float)):
             self.gpu_seconds += released - acquired
+            if isinstance(asked, (int, float)):  # another run held the GPU lock meanwhile
+                self.gpu_lock_wait_s += max(0.0, acquired - asked)
 
     def _on_workspace_wait(self, e: dict[str, Any]) -> None:
         self.stage = "waiting for the workspace (another run of this target)"

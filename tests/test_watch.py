@@ -145,3 +145,13 @@ def test_a_retaken_confirm_round_replaces_its_first_reading() -> None:
     s = fold(recorded + [retaken])
     assert len(s.confirm) == 20  # still 20 rounds: round 1 retaken
     assert s.confirm[first["round"]][1] == pytest.approx(first["candidate_ms"] * 1.1)
+
+
+def test_gpu_lock_waits_are_summed_from_the_readings() -> None:
+    """A reading journals when its GPU lock was asked for and acquired: the wait is another
+    run holding the lock (the recorded run predates the field: no wait)."""
+    assert fold(events()).gpu_lock_wait_s == 0.0
+    reading = {"event": "bench", "tree": "baseline", "asked": 10.0, "acquired": 12.5,
+               "released": 12.75}
+    s = fold(events()[:5] + [reading])
+    assert s.gpu_lock_wait_s == pytest.approx(2.5) and s.gpu_seconds >= 0.25
