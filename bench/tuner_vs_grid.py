@@ -101,8 +101,9 @@ def main() -> int:
     g = grid(kernel, scratch, run["winner_knobs"])
     out: dict[str, Any] = {"kernel": kernel.name, "tuner": run,
                            "grid": {k: v for k, v in g.items() if k != "results"}}
-    if run["winner_knobs"]:
-        full = {**g["results"][0]["config"], **run["winner_knobs"]}
+    # the winner's whole configuration (knobs the tuner did not move at their grid values)
+    full = {**g["results"][0]["config"], **run["winner_knobs"]} if run["winner_knobs"] else None
+    if full is not None:
         hit = next((r for r in g["results"] if r["config"] == full), None)
         if hit is not None and hit.get("ok"):
             out["winner_in_grid"] = {"ratio": hit["ratio"], "time_ms": hit["time_ms"],
@@ -110,8 +111,7 @@ def main() -> int:
     hit = out.get("winner_in_grid")
     out["within_5pct_single_reading"] = bool(hit) and hit["vs_grid_best"] <= 1.05
     confirmed = [c for c in g["confirmed"] if c["median"] is not None]
-    if run["winner_knobs"] and confirmed:
-        full = {**g["results"][0]["config"], **run["winner_knobs"]}
+    if full is not None and confirmed:
         mine = next((c["median"] for c in confirmed if c["knobs"] == full), None)
         best_median = min(c["median"] for c in confirmed)
         out["winner_confirmed"] = {"median_ratio": mine, "best_median_ratio": best_median,

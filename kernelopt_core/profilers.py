@@ -46,7 +46,7 @@ class Ncu:
         argv = ("ncu", "--clock-control", "none", "--csv", "--print-units", "base",
                 "--metrics", NCU_METRICS, "--launch-count", str(NCU_LAUNCHES),
                 "--log-file", str(out_dir / "ncu.csv"), *command.argv)
-        return attrs.evolve(command, argv=argv, timeout_s=command.timeout_s * 20)
+        return attrs.evolve(command, argv=argv)
 
     def parse(self, out_dir: Path) -> dict[str, Any]:
         path = out_dir / "ncu.csv"
@@ -70,8 +70,7 @@ class Nsys:
         script = ('nsys profile --force-overwrite true -o "$0" "$@" && '
                   'nsys stats --force-export true --report cuda_gpu_kern_sum --format csv '
                   '--output "$0" "$0.nsys-rep"')
-        return attrs.evolve(command, argv=("sh", "-c", script, report, *command.argv),
-                            timeout_s=command.timeout_s * 5)
+        return attrs.evolve(command, argv=("sh", "-c", script, report, *command.argv))
 
     def parse(self, out_dir: Path) -> dict[str, Any]:
         found = sorted(out_dir.glob("*cuda_gpu_kern_sum*.csv"))
@@ -98,7 +97,7 @@ class Rocprof:
                     "-d", str(out_dir), "--", *command.argv)
         else:
             argv = (tool, "--stats", "-o", str(out_dir / "rocprof.csv"), *command.argv)
-        return attrs.evolve(command, argv=argv, timeout_s=command.timeout_s * 5)
+        return attrs.evolve(command, argv=argv)
 
     def parse(self, out_dir: Path) -> dict[str, Any]:
         found = sorted(out_dir.rglob("*kernel_stats.csv")) or sorted(out_dir.rglob("*.stats.csv"))

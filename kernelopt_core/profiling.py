@@ -53,10 +53,11 @@ class Profiling:
             return {}
         self.stage("profile", profiler=self.name, tree=label, program=program)
         out_dir.mkdir(parents=True, exist_ok=True)
-        wrapped = self.profiler.wrap(command, out_dir)
-        # a profiler replays kernels (ncu: dozens of passes each), but never without a bound
-        limit = PROFILE_TIMEOUT_FACTOR * self.runner.settings.bench_timeout_s
-        wrapped = attrs.evolve(wrapped, timeout_s=min(wrapped.timeout_s, limit))
+        # a profiler replays kernels (ncu: dozens of passes each): one bound for every
+        # profiler, here, rather than a factor in each
+        wrapped = attrs.evolve(self.profiler.wrap(command, out_dir), timeout_s=min(
+            PROFILE_TIMEOUT_FACTOR * command.timeout_s,
+            PROFILE_TIMEOUT_FACTOR * self.runner.settings.bench_timeout_s))
         result, _held = self.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log")
         if not result.ok:
             metrics: dict[str, Any] = {"error": result.describe()}

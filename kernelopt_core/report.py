@@ -11,7 +11,7 @@ from typing import Any
 from kernelopt_core import journal as journal_mod
 from kernelopt_core import profile_view
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
-from kernelopt_core.report_html import render_html
+from kernelopt_core.report_html import candidate_rows, render_html
 
 
 def _fmt_ms(ms: float | None) -> str:
@@ -325,20 +325,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         lines += [f"## Profile ({tool}, per launch)", "", *profile_view.kernel_table(profiles), ""]
     lines += ["## Candidates", "", "| id | proposal | result | screen speedup | reason |",
               "|---|---|---|---|---|"]
-    proposals = {e["candidate"]: e for e in events if e["event"] == "candidate"}
-    final_failed: dict[str, str] = {}  # candidate -> the first final gate it failed
-    for e in events:
-        if e["event"] == "gate" and e.get("final") and not e["passed"]:
-            final_failed.setdefault(e["candidate"], e["gate"])
-    for r in (e for e in events if e["event"] == "candidate_result"):
-        p = proposals.get(r["candidate"], {})
-        result = "accepted" if r["accepted"] else f"rejected at {r['failed_gate']}"
-        if r["accepted"] and r["candidate"] in final_failed:
-            result = f"accepted, then rejected at final gate {final_failed[r['candidate']]}"
-        reason = str(r["reason"]).replace("\n", " ").replace("|", "\\|")[:160]
-        timed = "—" if r["speedup"] is None else f"{r['speedup']:.3f}"  # never timed
-        lines.append(f"| {r['candidate']} | {p.get('description', '')} | {result} | "
-                     f"{timed} | {reason} |")
+    for cid, proposal, result, timed, reason in candidate_rows(events):
+        reason = reason.replace("\n", " ").replace("|", "\\|")[:160]
+        lines.append(f"| {cid} | {proposal} | {result} | {timed} | {reason} |")
     lines.append("")
     if s["diff"]:
         caution = (" It was timed only under an interpreter: not a proven speedup."

@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from kernelopt_core import svg_plots
+from kernelopt_core.measure.stats import median
 
 STYLE = ("body{font-family:sans-serif;margin:24px;max-width:1180px;color:#222}"
          ".plots{display:flex;flex-wrap:wrap;gap:16px}.plots svg{border:1px solid #ddd}"
@@ -17,12 +18,35 @@ STYLE = ("body{font-family:sans-serif;margin:24px;max-width:1180px;color:#222}"
 STATUS_COLOUR = {"optimized": "#2ca02c", "matched": "#b8860b", "unverified": "#b8860b"}
 
 
+def proposals(events: list[dict[str, Any]]) -> dict[str, str]:
+    """Each candidate's proposal text, by id."""
+    return {e["candidate"]: e.get("description", "") for e in events if e["event"] == "candidate"}
+
+
+def candidate_rows(events: list[dict[str, Any]]) -> list[tuple[str, str, str, str, str]]:
+    """Each judged candidate as both reports list it: id, proposal, result (a final gate's
+    rejection included), screen speedup ("—" never timed), reason."""
+    described = proposals(events)
+    final_failed: dict[str, str] = {}  # candidate -> the first final gate it failed
+    for e in events:
+        if e["event"] == "gate" and e.get("final") and not e["passed"]:
+            final_failed.setdefault(e["candidate"], e["gate"])
+    rows = []
+    for r in (e for e in events if e["event"] == "candidate_result"):
+        result = "accepted" if r["accepted"] else f"rejected at {r['failed_gate']}"
+        if r["accepted"] and r["candidate"] in final_failed:
+            result = f"accepted, then rejected at final gate {final_failed[r['candidate']]}"
+        timed = "—" if r.get("speedup") is None else f"{r['speedup']:.3f}"
+        rows.append((str(r["candidate"]), described.get(r["candidate"], ""), result, timed,
+                     str(r.get("reason", ""))))
+    return rows
+
+
 def candidates_plot(events: list[dict[str, Any]]) -> str | None:
     results = [e for e in events if e["event"] == "candidate_result"]
     if not results:
         return None
-    described = {e["candidate"]: e.get("description", "") for e in events
-                 if e["event"] == "candidate"}
+    described = proposals(events)
     points = []
     for i, r in enumerate(results, 1):
         what = f"{r['candidate']}: {described.get(r['candidate'], '')}"
@@ -45,7 +69,7 @@ def confirm_plot(s: dict[str, Any]) -> str | None:
     candidate = [float(v) for v in rounds.get("candidate_ms") or []]
     if not baseline or len(baseline) != len(candidate):
         return None
-    middle = sorted(baseline)[len(baseline) // 2]
+    middle = median(baseline)
     noise_pct = float(s.get("noise_pct") or 0.0)
     band = (middle * (1 - noise_pct / 100), middle * (1 + noise_pct / 100)) if noise_pct else None
     return svg_plots.lines(f"Confirm rounds of {s.get('winner')}", "round", "ms",
@@ -66,9 +90,9 @@ def roofline_plot(s: dict[str, Any], kappa: float) -> str | None:
 
 def _median(value: Any) -> float | None:
     """The engine gate's times: a list of runs (its median), or one number."""
-    values = sorted(float(v) for v in value) if isinstance(value, list) else \
-        [float(value)] if isinstance(value, (int, float)) else []
-    return values[len(values) // 2] if values else None
+    if isinstance(value, list) and value:
+        return median([float(v) for v in value])
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def amdahl_plot(s: dict[str, Any]) -> str | None:
@@ -82,22 +106,14 @@ def amdahl_plot(s: dict[str, Any]) -> str | None:
                           [(f"Amdahl's prediction {before / amdahl:.4g} ms", before / amdahl)])
 
 
-def _row(r: dict[str, Any], events: list[dict[str, Any]]) -> str:
-    proposal = next((e.get("description", "") for e in events
-                     if e["event"] == "candidate" and e["candidate"] == r["candidate"]), "")
-    result = "accepted" if r["accepted"] else f"rejected at {r['failed_gate']}"
-    timed = "—" if r.get("speedup") is None else f"{r['speedup']:.3f}"
-    cells = (r["candidate"], proposal, result, timed, str(r.get("reason", ""))[:160])
-    return "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>"
-
-
 def render_html(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     header = next((e for e in events if e["event"] == "run"), {})
     kappa = float((header.get("settings") or {}).get("kappa") or 1.3)
     plots = [p for p in (candidates_plot(events), confirm_plot(s),
                          roofline_plot(s, kappa), amdahl_plot(s)) if p]
     target = s.get("target") or {}
-    rows = "".join(_row(r, events) for r in events if r["event"] == "candidate_result")
+    rows = "".join("<tr>" + "".join(f"<td>{escape(c[:160])}</td>" for c in row) + "</tr>"
+                   for row in candidate_rows(events))
     colour = STATUS_COLOUR.get(str(s.get("status")), "#d62728")
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core.watch_state import WatchState
+from kernelopt_core.watch_state import WatchState, fold
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -119,9 +119,8 @@ def watch(journal: Path, once: bool, interval_s: float = 0.5) -> WatchState:
     from rich.console import Console
     from rich.live import Live
 
-    tail, state = JournalTail(journal), WatchState()
-    for event in tail.read():
-        state.add(event)
+    tail = JournalTail(journal)
+    state = fold(tail.read())
     console = Console()
     if once:
         console.print(view(state))

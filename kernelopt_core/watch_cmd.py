@@ -23,15 +23,15 @@ def watch_command(run_ref: str, once: bool, state_root: Path | None) -> None:
     import importlib.util
 
     from kernelopt_core import history
+    from kernelopt_core.cli import _state_root
     from kernelopt_core.errors import PrerequisiteError
-    from kernelopt_core.settings import load
 
     if importlib.util.find_spec("rich") is None:  # the view's one extra dependency
         raise PrerequisiteError("kernelopt watch needs rich",
                                 hint="pip install 'kernelopt[watch]' (or: pip install rich)")
     from kernelopt_core.ui_watch import watch
 
-    run_dir = history.find_run(load(None, {"state_root": state_root}).state_root, run_ref)
+    run_dir = history.find_run(_state_root(state_root), run_ref)
     watch(run_dir / "journal.jsonl", once)
 
 

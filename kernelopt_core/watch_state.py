@@ -11,6 +11,8 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core.measure.stats import median
+
 
 @attrs.define
 class WatchState:
@@ -66,8 +68,8 @@ class WatchState:
     @property
     def confirm_ratio(self) -> float | None:
         """The median of the rounds' baseline/candidate so far."""
-        ratios = sorted(b / c for b, c in self.confirm.values() if c > 0)
-        return ratios[len(ratios) // 2] if ratios else None
+        ratios = [b / c for b, c in self.confirm.values() if c > 0]
+        return median(ratios) if ratios else None
 
     # -- one method per journal event that changes the view
     def _on_run(self, e: dict[str, Any]) -> None:

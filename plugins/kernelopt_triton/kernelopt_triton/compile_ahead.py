@@ -142,20 +142,21 @@ class CompileAhead:
         """``variants``: (file, module role, its text), the files written. Returns how many
         compiled ahead, how many were stuck at the deadline, and why others were left to the
         sweep."""
-        from kernelopt_triton.harness import DeadlinePassed, deadline, load
+        from kernelopt_triton.harness import DeadlinePassed, deadline, load, module_name
 
         try:
             from triton.runtime._async_compile import AsyncCompileMode, active_mode
         except ImportError:  # an older Triton: the sweep compiles under the lock, as before
             return {"compiled": 0, "stuck": 0, "left": {"*": "no AsyncCompileMode in Triton"}}
-        self.release()
         executor = _Timed(threads())
         owned: list[tuple[str, ModuleType, Any]] = []
+        seen: set[str] = set()
         left: dict[str, str] = {}
         with _compile_only():
             for path, role, text in variants:
-                if text in self.modules or any(text == t for t, _m, _x in owned):
+                if text in seen:
                     continue  # the same source twice: compiled once
+                seen.add(text)
                 mode = AsyncCompileMode(executor, ignore_errors=True)  # per module: no
                 token = active_mode.set(mode)  # kernel shared with another module's cache
                 module = None
@@ -173,8 +174,7 @@ class CompileAhead:
                     pass
                 finally:
                     active_mode.reset(token)
-                sys.modules.pop(getattr(module, "__name__", ""), None)
-                sys.modules.pop(_module_name(path, role), None)  # a half-done import
+                sys.modules.pop(module_name(path, role), None)  # failed, or half imported
         self._wait(executor, [f for _t, _m, mode in owned for f in mode.raw_futures],
                    deadline_s or NO_DEADLINE_S)
         for text, module, mode in owned:
@@ -225,8 +225,3 @@ class CompileAhead:
         self.modules.clear()
         self.stuck.clear()
 
-
-def _module_name(path: Path, role: str) -> str:
-    from kernelopt_triton.harness import module_name
-
-    return module_name(path, role)

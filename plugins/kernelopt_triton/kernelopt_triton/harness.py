@@ -292,7 +292,6 @@ class Session:
             self.args = make_args(torch, spec, bench_seeds[0], device)
             self.values = [self._clones(self.args),
                            self._clones(make_args(torch, spec, bench_seeds[1], device))]
-        self.bench_seeds = bench_seeds or (0, 1)
         # the next sweep's configurations compiled before the GPU lock (compile_ahead.py)
         self.ahead: CompileAhead | None = None
         self.ahead_dir: Path | None = None
@@ -419,24 +418,28 @@ class Session:
 
         self.ahead = CompileAhead()
         self.ahead_dir = Path(tempfile.mkdtemp(prefix="kernelopt-ahead-"))
-        source = self.path.read_text(encoding="utf-8")
-        variants = []
-        for n, config in enumerate(configs):
-            text = config.get("files", {}).get(self.path.name, source)
-            variant = self.ahead_dir / f"{self.path.stem}_a{n}.py"
-            variant.write_text(text, encoding="utf-8")
-            variants.append((variant, f"ahead{n}", text))
+        variants = self._variants(self.ahead_dir, configs, "ahead")
         # the bench buffers as they are: a compile reads only their dtypes and alignment
         return self.ahead.compile(variants, self.args, deadline_s)
+
+    def _variants(self, directory: Path, configs: list[dict[str, Any]],
+                  role: str) -> list[tuple[Path, str, str]]:
+        """Each configuration's source written as its own file: (file, module role, text)."""
+        source = self.path.read_text(encoding="utf-8")
+        out = []
+        for n, config in enumerate(configs):
+            text = config.get("files", {}).get(self.path.name, source)
+            variant = directory / f"{self.path.stem}_{role}{n}.py"
+            variant.write_text(text, encoding="utf-8")
+            out.append((variant, f"{role}{n}", text))
+        return out
 
     def _forget_ahead(self) -> None:
         if self.ahead is not None:
             self.ahead.release()
             self.ahead = None
         if self.ahead_dir is not None:
-            shutil.rmtree(self.ahead_dir, ignore_errors=True)
-            if str(self.ahead_dir) in sys.path:
-                sys.path.remove(str(self.ahead_dir))
+            _remove_dir(self.ahead_dir)
             self.ahead_dir = None
 
     def sweep(self, configs: list[dict[str, Any]], iters: int | None = None,
@@ -448,38 +451,26 @@ class Session:
         worker spent on it (seconds). A configuration that fails to compile or check, or takes
         longer than ``deadline_s`` (a huge tile can compile for minutes), costs that, not a
         candidate."""
-        source = self.path.read_text(encoding="utf-8")
         reference = self.bench(iters=iters)["time_ms"]
         results: list[dict[str, Any]] = []
         scratch = Path(tempfile.mkdtemp(prefix="kernelopt-sweep-"))
         try:
-            variants = [(scratch / f"{self.path.stem}_v{n}.py", f"sweep{n}")
-                        for n in range(len(configs))]
-            texts = [config.get("files", {}).get(self.path.name, source) for config in configs]
-            for (variant, _role), text in zip(variants, texts, strict=True):
-                variant.write_text(text, encoding="utf-8")
-            # compiled ahead (outside the lock): the module, or why it is not tried
-            ahead = [self.ahead.take(text) if self.ahead else None for text in texts]
-            stuck: list[str | None] = [a if isinstance(a, str) else None for a in ahead]
-            for n, (variant, role) in enumerate(variants):
-                if stuck[n]:  # still compiling ahead at its deadline: not tried here
-                    results.append({"ok": False, "error": stuck[n]})
+            for variant, role, text in self._variants(scratch, configs, "sweep"):
+                # compiled ahead (outside the lock): the module, or why it is not tried
+                prepared = self.ahead.take(text) if self.ahead else None
+                if isinstance(prepared, str):  # still compiling ahead at its deadline
+                    results.append({"ok": False, "error": prepared})
                     continue
                 result: dict[str, Any] | None = None
                 started = _perf_counter()
                 try:
                     with deadline(deadline_s):
-                        compiled = ahead[n]
-                        result = self._sweep_one(variant, role, iters,
-                                                 compiled if isinstance(compiled, ModuleType)
-                                                 else None)
+                        result = self._sweep_one(variant, role, iters, prepared)
                 except DeadlinePassed as exc:  # fired just as the configuration finished
                     result = result or {"ok": False, "error": str(exc)}
                 results.append({**result, "seconds": round(_perf_counter() - started, 3)})
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-            if str(scratch) in sys.path:  # load() put it there for sibling modules
-                sys.path.remove(str(scratch))
+            _remove_dir(scratch)
             self._forget_ahead()
         return {"reference_ms": reference, "results": results}
 
@@ -506,6 +497,13 @@ class Session:
         except Exception as exc:  # a compile error, an invalid launch: this config's failure
             sys.modules.pop(module_name(variant, role), None)  # a half-done import
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def _remove_dir(directory: Path) -> None:
+    """A scratch directory of variants, and the sys.path entry load() made for it."""
+    shutil.rmtree(directory, ignore_errors=True)
+    if str(directory) in sys.path:
+        sys.path.remove(str(directory))
 
 
 class DeadlinePassed(BaseException):  # not an Exception: no kernel-file handler swallows it
