@@ -48,6 +48,9 @@ _perf_counter = time.perf_counter
 _dumps, _write, _exit = json.dumps, os.write, os._exit
 _median, _isfinite = statistics.median, math.isfinite
 EXIT_WRONG, EXIT_CONVENTION, EXIT_PREREQUISITE = 1, 2, 3
+# warm-up after idle: at least 20 ms, then until the launches settle, at most 200 ms (the fixed
+# 200 ms before 2026-12-01; bench/results/2026-12-01-h200-inductor, session 6, compares them)
+IDLE_WARM_UP_MS = (20.0, 200.0)
 # Torch functions and tensor methods a launch may call besides its Triton kernels without
 # computing anything itself (shapes, pointers, allocation, views, zeroed buffers).
 ALLOWED_CALLS = {
@@ -377,11 +380,12 @@ class Session:
         if self.interpreted:
             estimate = timer.warm_up(prepare, call, 0.0, min_launches or 1)
         else:
-            # after idle the clocks ramp (seen: 0.39, 0.29, 0.27 ms before 0.257 steady): a
-            # long warm-up on a first or idle reading, a short one between back-to-back requests
+            # after idle the clocks ramp (seen: 0.39, 0.29, 0.27 ms before 0.257 steady): on a
+            # first or idle reading, launches until they stop getting faster (IDLE_WARM_UP_MS:
+            # at least, at most); a short warm-up between back-to-back requests
             idle = first or _perf_counter() - timer.last_used > 1.0
-            estimate = timer.warm_up(prepare, call, 200.0 if idle else 5.0,
-                                     min_launches or (10 if idle else 3))
+            low, high = IDLE_WARM_UP_MS if idle else (5.0, 5.0)
+            estimate = timer.warm_up(prepare, call, low, min_launches or (10 if idle else 3), high)
         if iters is None:
             # about 5 ms of kernel time per reading, 20 to 50 windows
             iters = 4 if self.interpreted else int(min(50, max(20, 5.0 / max(estimate, 1e-3))))

@@ -30,7 +30,17 @@ from typing import Any
 
 SIDE_REL, SIDE_ABS_MS = 1.03, 0.003  # current-stream vs synchronized: beyond this, a side stream
 EMPTY_EVERY = 4  # an empty window (the synchronize's fixed cost) after one timed window in 4
+SETTLE_K, SETTLE_REL = 5, 0.01  # warm-up: medians of 5 launches against the 5 before, 1 %
 _median, _perf_counter = statistics.median, time.perf_counter
+
+
+def settled(times: list[float], k: int = SETTLE_K, rel: float = SETTLE_REL) -> bool:
+    """The last ``k`` launches are no faster than the ``k`` before them, by medians within
+    ``rel``: the clocks have stopped ramping (seen after idle: 0.39, 0.29, 0.27, 0.258, then
+    0.257 ms steady)."""
+    if len(times) < 2 * k:
+        return False
+    return _median(times[-k:]) >= _median(times[-2 * k:-k]) * (1.0 - rel)
 
 
 class Timer:
@@ -75,14 +85,24 @@ class Timer:
         self.cycles_per_ms = 2_000_000 / max(_median(spins), 1e-6)
 
     def warm_up(self, prepare: Callable[[], None], launch: Callable[[], None],
-                min_ms: float, min_launches: int) -> float:
-        """Launch until ``min_ms`` of wall time and ``min_launches`` have passed (clocks ramp
-        after idle); sets the cushion from the host's enqueue time; returns the median device
-        time of the warm-up launches (ms)."""
-        host, device = [], []
+                min_ms: float, min_launches: int, max_ms: float | None = None) -> float:
+        """Launch until ``min_ms`` of wall time and ``min_launches`` have passed and then, up
+        to ``max_ms``, until the launches stop getting faster (``settled``: clocks ramp after
+        idle); sets the cushion from the host's enqueue time; returns the median device time
+        of the warm-up launches (ms)."""
+        host: list[float] = []
+        device: list[float] = []
         started = _perf_counter()
         count = 0
-        while count < min_launches or (_perf_counter() - started) * 1e3 < min_ms:
+        limit_ms = min_ms if max_ms is None else max(max_ms, min_ms)
+
+        def more() -> bool:
+            elapsed = (_perf_counter() - started) * 1e3
+            if count < min_launches or elapsed < min_ms:
+                return True
+            return elapsed < limit_ms and not settled(device)
+
+        while more():
             prepare()
             if self.interpreted:
                 t0 = _perf_counter()

@@ -170,3 +170,15 @@ def test_a_forged_second_time_line_is_not_believed(tmp_path: Path) -> None:
     assert len(lines) == 2 and '"time_ms": 0.001' in lines[0]
     with pytest.raises(BenchParseError, match="exactly one per invocation"):
         parse(BenchSpec(), result.stdout, command.display())
+
+
+def test_warm_up_settles_when_launches_stop_getting_faster() -> None:
+    from kernelopt_triton.timing import settled
+
+    ramp = [0.392, 0.290, 0.268, 0.258, 0.257]  # seen after 2 s idle (../shared/FACTS.md)
+    assert not settled(ramp + [0.257] * 4)  # fewer than two groups of five
+    assert not settled([0.40, 0.35, 0.31, 0.29, 0.28, 0.27, 0.265, 0.262, 0.26, 0.258])
+    assert not settled(ramp + [0.257] * 5)  # 0.257 against the ramp's median 0.268: faster
+    assert settled(ramp + [0.257] * 10)
+    assert settled([0.257] * 5 + [0.259, 0.256, 0.258, 0.257, 0.262])  # noise, not a ramp
+    assert not settled([0.30] * 5 + [0.29] * 5)  # still 3 % faster: keep warming
