@@ -30,12 +30,20 @@ class Knob:
 
     ``pattern`` is a regular expression (multiline) whose first group captures the value; the
     tuner rewrites that group. ``values`` are the candidates, as source text.
+
+    ``geometry`` (optional) says what the value is in the launch ``launch`` (any name shared by
+    the knobs of one kernel launch): ``"elements"``, a block size in elements along one axis of
+    a program, or ``"warps"``, warps per program. Where a launch has both, the tuner's sample
+    leaves out configurations with more threads (32 per warp) than elements per program: they
+    only idle or repeat work.
     """
 
     name: str
     file: str
     values: tuple[str, ...]
     pattern: str
+    geometry: str = ""
+    launch: str = ""
 
 
 @attrs.frozen

@@ -159,3 +159,38 @@ def test_a_far_worse_basin_gets_no_descent(monkeypatch: pytest.MonkeyPatch) -> N
     assert best == best_every_basin == (8, 4)
     assert len(shallow_screened) < len(shallow_every_basin)
     assert (2, 0) in shallow_every_basin and (2, 0) not in shallow_screened
+
+
+def test_the_sample_leaves_out_more_threads_than_elements_but_a_descent_may_go_there() -> None:
+    from kernelopt_core.target import Knob
+
+    knobs = (Knob("BLOCK@k", "k.py", BLOCK, r"B=(\d+)", "elements", "k"),
+             Knob("num_warps@k", "k.py", WARPS, r"W=(\d+)", "warps", "k"),
+             Knob("num_stages@k", "k.py", STAGES, r"S=(\d+)"))
+    fits = joint.threads_fit(knobs)
+    assert fits({"BLOCK@k": "1024", "num_warps@k": "32", "num_stages@k": "1"})
+    assert not fits({"BLOCK@k": "16", "num_warps@k": "32", "num_stages@k": "1"})
+    assert joint.threads_fit(knobs[1:])({"num_warps@k": "32"})  # no elements knob: no rule
+    names = ("BLOCK", "num_warps", "num_stages")
+
+    def oversubscribed(config: dict[str, str]) -> bool:
+        return 32 * int(config["num_warps"]) > int(config["BLOCK"])
+
+    def as_k(config: dict[str, str]) -> dict[str, str]:
+        return {f"{n}@k": config[n] for n in names}
+
+    # the optimum sits where threads outnumber elements: the descent still reaches it
+    target = (1, 5, 0)  # BLOCK 32, 32 warps
+    screened: list[dict[str, str]] = []
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        screened.extend(configs)
+        return [1.0 + sum((a - b) ** 2 for a, b in zip(index(c), target, strict=True))
+                for c in configs]
+
+    start = {"BLOCK": "128", "num_warps": "4", "num_stages": "2"}
+    search = JointSearch(KNOBS, start, evaluate, plausible=lambda c: fits(as_k(c)))
+    sample = search._sample(7)
+    assert not any(oversubscribed(search._config(p)) for p in sample[1:])
+    best, _cost = search.run()[0]
+    assert index(best) == target and oversubscribed(best)

@@ -2,11 +2,12 @@
 screen many configurations in one process (``PlanContext.screen``).
 
 A small grid is screened whole. A larger one gets a space-filling sample (the start point,
-then maximin points of the index grid; of a very large grid, only near the start), then a
-best-first coordinate descent: the best screened point with unscreened moves gets them screened,
-each knob moved one step either way along its value list (for power-of-two lists: double or
-halve, the moves of Inductor's coordinate descent), and when no single move is left, two knobs
-moved together (a non-separable surface's valley runs diagonally). The search stops when the
+then maximin points of the index grid, leaving out configurations known to waste the device
+(``plausible``: more threads than elements); of a very large grid, only near the start), then
+a best-first coordinate descent: the best screened point with unscreened moves gets them
+screened, each knob moved one step either way along its value list (for power-of-two lists:
+double or halve, the moves of Inductor's coordinate descent), and when no single move is left,
+two knobs moved together (a non-separable surface's valley runs diagonally). The search stops when the
 best points are surrounded by screened configurations, or at its evaluation or GPU budget.
 Nothing here touches a GPU: ``evaluate`` does the screening.
 """
@@ -19,6 +20,8 @@ import random
 from collections.abc import Callable, Sequence
 
 import attrs
+
+from kernelopt_core.target import Knob
 
 Config = dict[str, str]
 Point = tuple[int, ...]  # an index into each knob's value list
@@ -34,6 +37,26 @@ LOCAL_RADIUS = 2
 # a second basin is descended only when its best point so far is within this factor of the
 # best: a descent gains tens of percent at most, and each basin costs a batch or more
 BASIN_WITHIN = 1.25
+
+
+def threads_fit(knobs: Sequence[Knob]) -> Callable[[Config], bool]:
+    """A configuration's threads (32 per warp) fit its elements in every launch whose knobs
+    say both (``Knob.geometry``): more threads than a program's elements only idle or repeat
+    work, so such a configuration is dominated by the same blocks with fewer warps."""
+    launches: dict[str, tuple[list[str], list[str]]] = {}
+    for knob in knobs:
+        if knob.geometry in ("elements", "warps") and knob.launch:
+            elements, warps = launches.setdefault(knob.launch, ([], []))
+            (elements if knob.geometry == "elements" else warps).append(knob.name)
+    pairs = [(e, w) for e, w in launches.values() if e and w]
+
+    def fits(config: Config) -> bool:
+        try:
+            return all(32 * math.prod(int(config[n]) for n in w)
+                       <= math.prod(int(config[n]) for n in e) for e, w in pairs)
+        except (KeyError, ValueError):
+            return True  # a value that is not a number: nothing to say
+    return fits
 
 
 def evaluation_budget(grid: int) -> int:
@@ -62,6 +85,9 @@ class JointSearch:
     batch: int = 8  # most configurations per evaluate() call
     seed: int = 0
     start_cost: float | None = None
+    # False for a configuration known to waste the device (more threads than elements): the
+    # sample leaves it out; a descent may still go there
+    plausible: Callable[[Config], bool] = lambda config: True
     costs: dict[Point, float] = attrs.field(factory=dict)  # inf: failed
 
     def __attrs_post_init__(self) -> None:
@@ -119,6 +145,9 @@ class JointSearch:
         else:
             ranges = [range(n) for n in sizes]
         pool = {tuple(rng.choice(r) for r in ranges) for _ in range(64 * count)}
+        sensible = {p for p in pool if self.plausible(self._config(p))}
+        if len(sensible) >= count - 1:
+            pool = sensible
 
         def distance(a: Point, b: Point) -> float:
             return sum(((x - y) / max(n - 1, 1)) ** 2 for x, y, n in zip(a, b, sizes, strict=True))

@@ -20,7 +20,7 @@ from kernelopt_core import knobs as knob_edit
 from kernelopt_core.errors import BenchFailed
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.planners.base import PlanContext, Proposal
-from kernelopt_core.planners.joint import JointSearch
+from kernelopt_core.planners.joint import JointSearch, threads_fit
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
@@ -52,7 +52,8 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     is_baseline = all(start.get(k.name) == ctx.baseline_knobs.get(k.name) for k in ctx.knobs)
     search = JointSearch([(k.name, tuple(k.values)) for k in ctx.knobs], start, evaluate,
                          s.screen_evaluations, within_budget,
-                         start_cost=1.0 if is_baseline else None)
+                         start_cost=1.0 if is_baseline else None,
+                         plausible=threads_fit(ctx.knobs))
     try:
         ranked = search.run()
     except BenchFailed as exc:

@@ -33,8 +33,18 @@ from kernelopt_triton.convention import jit_functions, parse
 SIZE_WORDS = re.compile(
     r"BLOCK|TILE|GROUP|SPLIT|CHUNK|UNROLL|VEC|WARP|ROWS_PER|COLS_PER|STAGES|NUM_SM|ITEMS|XBLOCK|"
     r"YBLOCK|RBLOCK|R0_BLOCK|SIZE_[MNK]\b|_[MNK]$")
+# a block size in elements along one axis of a program (BLOCK, BLOCK_SIZE, BLOCK_M, XBLOCK,
+# R0_BLOCK), not a count of blocks (NUM_BLOCKS, BLOCKS_PER_SM): Knob.geometry "elements"
+ELEMENTS = re.compile(r"(?:[XYZ]|R\d?_?)?BLOCK(?:_SIZE)?(?:_[A-Z])?")
 NUM_WARPS = ("1", "2", "4", "8", "16", "32")
 NUM_STAGES = ("1", "2", "3", "4", "5")
+
+
+def geometry(key: str) -> str:
+    """What a launch parameter is in the launch's geometry (Knob.geometry)."""
+    if key == "num_warps":
+        return "warps"
+    return "elements" if ELEMENTS.fullmatch(key.upper()) else ""
 
 
 def _is_pow2(value: int) -> bool:
@@ -196,7 +206,8 @@ def detect(path: str, text: str) -> list[Knob]:
     taken: set[int] = set()
     names: dict[str, int] = {}
 
-    def add(base: str, value_node: ast.expr, token: str, values: tuple[str, ...] | None) -> None:
+    def add(base: str, value_node: ast.expr, token: str, values: tuple[str, ...] | None,
+            key: str = "", launch: str = "") -> None:
         if values is None:
             return
         offset = offsets.of(value_node)
@@ -208,7 +219,7 @@ def detect(path: str, text: str) -> list[Knob]:
         taken.add(offset)
         names[base] = names.get(base, 0) + 1
         name = base if names[base] == 1 else f"{base}#{names[base]}"
-        knobs.append(Knob(name, path, values, pattern))
+        knobs.append(Knob(name, path, values, pattern, geometry(key), launch))
 
     passed: dict[str, set[str]] = {k: set() for k in kernels}
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
@@ -229,20 +240,21 @@ def detect(path: str, text: str) -> list[Knob]:
             literal = _int_literal(kw.value)
             if literal is not None:
                 add(f"{kw.arg}@{kernel}", kw.value, _keyword_token(kw.arg),
-                    values_for(kw.arg, literal))
+                    values_for(kw.arg, literal), kw.arg, kernel)
             elif isinstance(kw.value, ast.Name):
                 assign = _resolve(kw.value.id, call, tree, parents)
                 if assign is not None:
                     value = _int_literal(assign.value)
                     assert value is not None
                     add(kw.value.id, assign.value, _keyword_token(kw.value.id),
-                        values_for(kw.arg, value))
+                        values_for(kw.arg, value), kw.arg, kernel)
     for kernel, fn in kernels.items():
         defaults = _defaults(fn)
         for name in _constexprs(fn):
             value = _int_literal(defaults.get(name))
             if value is not None and name not in passed[kernel] and SIZE_WORDS.search(name.upper()):
-                add(f"{name}@{kernel}", defaults[name], _default_token(name), values_for(name, value))
+                add(f"{name}@{kernel}", defaults[name], _default_token(name),
+                    values_for(name, value), name, kernel)
         for decorator in fn.decorator_list:
             configs = [n for n in ast.walk(decorator) if isinstance(n, ast.Call) and _is_config_call(n)]
             for i, config in enumerate(configs):
@@ -254,10 +266,10 @@ def detect(path: str, text: str) -> list[Knob]:
                         if isinstance(key, ast.Constant) and isinstance(key.value, str) \
                                 and value is not None:
                             add(f"{key.value}@{where}", value_node, _dict_token(key.value),
-                                values_for(key.value, value))
+                                values_for(key.value, value), key.value, where)
                 for kw in config.keywords:
                     value = _int_literal(kw.value)
                     if kw.arg in ("num_warps", "num_stages") and value is not None:
                         add(f"{kw.arg}@{where}", kw.value, _keyword_token(kw.arg),
-                            values_for(kw.arg, value))
+                            values_for(kw.arg, value), kw.arg, where)
     return knobs

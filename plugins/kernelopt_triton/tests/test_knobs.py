@@ -6,7 +6,7 @@ import itertools
 import re
 
 import pytest
-from kernelopt_triton.knobs import detect
+from kernelopt_triton.knobs import detect, geometry
 from kernelopt_triton_testpaths import EXAMPLES
 
 from kernelopt_core.knobs import apply, current_values
@@ -102,3 +102,13 @@ def test_variables_defaults_autotune_configs_and_repeated_tokens() -> None:
 def test_no_knobs_in_unparsable_or_kernel_free_text() -> None:
     assert detect("k.py", "def launch(:\n") == []
     assert detect("k.py", "def launch(x):\n    f[1](x, BLOCK_SIZE=128)\n") == []
+
+
+def test_block_sizes_and_warps_say_their_launch_geometry() -> None:
+    text = (EXAMPLES / "softmax.py").read_text()
+    found = {k.name: (k.geometry, k.launch) for k in detect("softmax.py", text)}
+    assert found == {"BLOCK_SIZE@softmax_kernel": ("elements", "softmax_kernel"),
+                     "num_warps@softmax_kernel": ("warps", "softmax_kernel")}
+    assert [geometry(k) for k in ("XBLOCK", "R0_BLOCK", "BLOCK_M", "BLOCK_SIZE_N",
+                                        "NUM_BLOCKS", "BLOCKS_PER_SM", "num_stages")] == [
+        "elements", "elements", "elements", "elements", "", "", ""]
