@@ -111,10 +111,42 @@ def kernel_table(profiles: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return lines + ([""] + [f"- {a}" for a in apart] if apart else [])
 
 
+def locate(profile: dict[str, Any], tree_names: dict[str, str]) -> dict[str, Any]:
+    """Kernels that are not the target's, given the file of the tree that defines them
+    (``elsewhere``): where a target worth more would live."""
+    kernels = [dict(k) for k in profile.get("kernels", [])]
+    for k in kernels:
+        if k.get("target"):
+            continue
+        found = [n for n in tree_names if is_target(str(k.get("name", "")), [n])]
+        if found:
+            k["elsewhere"] = tree_names[found[0]]
+    return {**profile, "kernels": kernels}
+
+
 def ranking(profile: dict[str, Any]) -> list[list[str]]:
     """Rows of the profiled kernels by share of device time: share, total µs, launches, µs per
-    launch, the target's file (empty for any other kernel), name."""
+    launch, where it is defined (the target's file, or ``FILE (not the target's)``; empty when
+    no source of the tree defines it: a library's, the harness's), name."""
+    def where(k: dict[str, Any]) -> str:
+        if k.get("file"):
+            return str(k["file"])
+        return f"{k['elsewhere']} (not the target's)" if k.get("elsewhere") else ""
+
     return [[f"{k.get('share_pct', 0.0):.1f} %", f"{float(k.get('total_us', 0.0)):.1f}",
              str(k.get("launches", "?")), f"{float(k.get('mean_us', 0.0)):.2f}",
-             str(k.get("file", "")), str(k.get("name", "?"))]
+             where(k), str(k.get("name", "?"))]
             for k in profile.get("kernels", [])]
+
+
+def suggestion(profile: dict[str, Any]) -> str | None:
+    """When the program's largest kernel is defined in the tree outside the target, say so:
+    Amdahl bounds a target by its share."""
+    kernels = sorted(profile.get("kernels", []), key=lambda k: -float(k.get("share_pct", 0.0)))
+    if not kernels or kernels[0].get("target") or not kernels[0].get("elsewhere"):
+        return None
+    top = kernels[0]
+    mine = sum(float(k.get("share_pct", 0.0)) for k in kernels if k.get("target"))
+    return (f"the largest kernel, {str(top.get('name', '?'))[:60]} ({top['share_pct']:.1f} % "
+            f"of device time), is defined in {top['elsewhere']}, outside this target "
+            f"({mine:.1f} %): a target with that file editable can gain more")
