@@ -11,7 +11,7 @@ timeout 240 kernelopt profile bench/ncu_engine --engine --profiler ncu > "$OUT/p
 echo "exit $?"; head -30 "$OUT/profile-engine.txt"
 cp -r "$KERNELOPT_HOME/profiles" "$OUT/profiles-engine" 2>/dev/null
 echo "== $(date -u +%T) the engine's wall time, plain and under ncu (3 each)"
-exe=$(ls -d "$KERNELOPT_HOME"/workspaces/*/base-build/pipeline 2>/dev/null | head -1)
+exe=$(ls -d "$KERNELOPT_HOME"/work/*/base-build/pipeline 2>/dev/null | head -1)
 [ -z "$exe" ] && exe=$(find "$KERNELOPT_HOME" -name pipeline -type f -perm -u+x | head -1)
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 for i in 1 2 3; do
