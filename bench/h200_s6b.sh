@@ -11,3 +11,6 @@ python3 -m pytest -q -p no:cacheprovider plugins/kernelopt_triton/tests/test_com
 echo "exit $?"; tail -2 "$OUT/gpu-tests.txt" | sed 's/^/  /'
 OUT=$OUT bash bench/h200_inductor.sh standalone
 OUT=$OUT bash bench/h200_issue15_engine.sh
+echo "== $(date -u +%T) graphsignal"
+OUT=$OUT/graphsignal bash bench/graphsignal_record.sh
+echo "== $(date -u +%T) done"

@@ -1,8 +1,9 @@
 """Profilers' recorded output → one record per kernel (pure functions, tested on recorded
 output in tests/fixtures/profilers/).
 
-Every parser returns ``KernelProfile`` records: the kernel's name as the tool printed it, its
-launches, its total device time (µs) and, where the tool measured them, per-launch metrics.
+Every parser returns ``KernelProfile`` records: the kernel's name as the tool printed it (a
+mangled C++ symbol demangled), its launches, its total device time (µs) and, where the tool
+measured them, per-launch metrics.
 Per-launch means: a rate or a ratio is averaged over the launches, a byte count or a duration
 is summed and divided by the launches, a launch attribute (registers, block size) is kept as
 one value (the largest seen).
@@ -11,9 +12,13 @@ one value (the largest seen).
 from __future__ import annotations
 
 import csv
+import ctypes
+import functools
 import io
+import json
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
@@ -142,6 +147,87 @@ def rocprof_kernel_stats(text: str) -> list[KernelProfile]:
             continue
         out.append(KernelProfile(name, int(calls), total / 1000.0))
     return _ranked(out)
+
+
+# Graphsignal 1.x's watcher (``graphsignal-run``) serves ``GET /signals``: every metric record
+# {"name", "type", "tags", "stats", "updated_ns"}, cumulative since the watcher started. Its
+# profilers' device activity is one "profile" record per family and process (tag
+# "process.pid"): stats.frames = [{"name": kernel symbol, "value": ns, "samples": launches}].
+GRAPHSIGNAL_ACTIVITY = {
+    "kernels": ("cuda_kernels_nanoseconds", "rocm_kernels_nanoseconds"),
+    "graphs": ("cuda_graphs_nanoseconds",),  # whole CUDA graph replays (--cuda-graph-trace graph)
+    "memcpy": ("cuda_memcpy_nanoseconds", "rocm_memcpy_nanoseconds"),
+    "memset": ("cuda_memset_nanoseconds",),
+    "sync": ("cuda_sync_nanoseconds", "rocm_sync_nanoseconds"),  # host waits, not device work
+}
+
+
+def _graphsignal_frames(payload: dict[str, Any], metrics: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Frame name → (ns, samples) of the profile records named ``metrics``, summed over the
+    processes."""
+    frames: dict[str, tuple[int, int]] = {}
+    for record in payload.get("metrics") or []:
+        if record.get("type") != "profile" or record.get("name") not in metrics:
+            continue
+        for frame in (record.get("stats") or {}).get("frames") or []:
+            if frame.get("name") is None:
+                continue
+            ns, samples = frames.get(frame["name"], (0, 0))
+            frames[frame["name"]] = (ns + int(frame.get("value") or 0),
+                                     samples + int(frame.get("samples") or 0))
+    return frames
+
+
+def graphsignal_signals(text: str) -> list[KernelProfile]:
+    """A saved ``GET /signals`` payload of Graphsignal 1.x (``graphsignal-run``): per kernel
+    symbol of ``cuda_kernels_nanoseconds`` (``rocm_kernels_nanoseconds`` on ROCm), its launches
+    (the frame's samples) and device time (its value, ns), summed over the processes; names
+    demangled, heaviest first."""
+    frames = _graphsignal_frames(json.loads(text), GRAPHSIGNAL_ACTIVITY["kernels"])
+    return _ranked(KernelProfile(demangle(name), samples, ns / 1000.0)
+                   for name, (ns, samples) in frames.items() if samples)
+
+
+def graphsignal_activity(text: str) -> dict[str, float]:
+    """The payload's device activity per family (kernels, graphs, memcpy, memset, sync), µs
+    summed over frames and processes; a family the payload lacks is left out."""
+    payload = json.loads(text)
+    names = {r.get("name") for r in payload.get("metrics") or [] if r.get("type") == "profile"}
+    return {family: round(sum(ns for ns, _ in _graphsignal_frames(payload, metrics).values())
+                          / 1000.0, 3)
+            for family, metrics in GRAPHSIGNAL_ACTIVITY.items() if names & set(metrics)}
+
+
+@functools.lru_cache(maxsize=1)
+def _cxa_demangle() -> Any:
+    for lib in ("libstdc++.so.6", "libc++abi.dylib", "libc++abi.so.1"):
+        try:
+            found = ctypes.CDLL(lib).__cxa_demangle
+        except (OSError, AttributeError):
+            continue
+        found.restype = ctypes.c_void_p
+        found.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                          ctypes.POINTER(ctypes.c_int)]
+        return found
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def demangle(symbol: str) -> str:
+    """A mangled C++ symbol (``_Z9tiny_biasPfi``) as ncu prints it demangled (``tiny_bias(float*,
+    int)``), through the C++ runtime's own ``__cxa_demangle``; any other name (a Triton
+    kernel's, cuBLAS's ``nvjet_*``) or no C++ runtime: the symbol unchanged."""
+    function = _cxa_demangle() if symbol.startswith("_Z") else None
+    if function is None:
+        return symbol
+    status = ctypes.c_int(1)
+    pointer = function(symbol.encode(), None, None, ctypes.byref(status))
+    if status.value != 0 or not pointer:
+        return symbol
+    try:
+        return ctypes.string_at(pointer).decode("utf-8", errors="replace")
+    finally:
+        ctypes.CDLL(None).free(ctypes.c_void_p(pointer))
 
 
 def _ranked(kernels: Iterable[KernelProfile]) -> list[KernelProfile]:

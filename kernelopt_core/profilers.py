@@ -1,5 +1,6 @@
 """Built-in profilers: ncu, nsys, rocprof and Graphsignal. Each wraps a bench command; the
-recorded output is parsed by kernelopt_core.profile_parsers into one record per kernel.
+recorded output (Graphsignal's: its /signals payload, saved) is parsed by
+kernelopt_core.profile_parsers into one record per kernel.
 
 ncu always runs with ``--clock-control none`` (never change the GPU's clocks): the bench then
 runs at the clocks every other measurement sees.
@@ -7,8 +8,13 @@ runs at the clocks every other measurement sees.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import shutil
+import socket
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,23 +113,111 @@ class Rocprof:
                         "rocprof")
 
 
+GRAPHSIGNAL_PAYLOAD = "graphsignal-signals.json"  # the last /signals payload, under out_dir
+GRAPHSIGNAL_DONE = "graphsignal.done"  # written once graphsignal-run (the bench) has exited
+# The wrapped command: the poller in the background, graphsignal-run in front, its status
+# kept. Per-kernel times also inside CUDA graphs (node) and on ROCm (all): a profiled bench
+# is never timed, so their cost is no concern.
+_GRAPHSIGNAL_SH = (
+    'out=$1 port=$2 py=$3; shift 3; '
+    'rm -f "$out/' + GRAPHSIGNAL_DONE + '" "$out/' + GRAPHSIGNAL_PAYLOAD + '"; '
+    '"$py" -c "import sys; from kernelopt_core.profilers import poll_signals; '
+    'sys.exit(poll_signals(sys.argv[1:]))" "$port" "$out" & poller=$!; '
+    'graphsignal-run --listen-port "$port" --cuda-graph-trace node --rocm-kernel-trace all "$@"; '
+    'rc=$?; : > "$out/' + GRAPHSIGNAL_DONE + '"; wait "$poller"; exit $rc')
+
+
 class Graphsignal:
-    """Graphsignal's sidecar (``graphsignal-run``); results go to the Graphsignal service."""
+    """Graphsignal 1.x (``graphsignal-run``), locally: no API key, no service. The key only
+    turns on uploads; without it the watcher that ``graphsignal-run`` starts beside the bench
+    still collects CUPTI's per-kernel times (injected through CUDA_INJECTION64_PATH) and
+    serves them as JSON at ``GET http://127.0.0.1:PORT/signals``, until the bench has exited
+    and it has read the profiler's last write. Graphsignal writes no profile file, so the
+    wrapped command is ``sh`` running graphsignal-run on a free port and, beside it, a poller
+    (``poll_signals``) that saves the last payload under the profile's directory; ``parse``
+    reads that file (``profile_parsers.graphsignal_signals``).
+
+    What the payload holds: the bench's kernels as of the watcher's last read (once a
+    second), so the last second or so of a bench can be missing, and a bench that ends within
+    about a second of starting CUDA may show no kernel at all. The watcher's version check
+    (its one request without a key) is turned off.
+    """
 
     name = "graphsignal"
 
     def unavailable_reason(self) -> str | None:
         if not shutil.which("graphsignal-run"):
             return "graphsignal-run is not on PATH (pip install graphsignal)"
-        if not os.environ.get("GRAPHSIGNAL_API_KEY"):
-            return "GRAPHSIGNAL_API_KEY is not set"
         return None
 
     def wrap(self, command: Command, out_dir: Path) -> Command:
-        return attrs.evolve(command, argv=("graphsignal-run", *command.argv))
+        with socket.socket() as probe:  # a free port for the watcher's /signals
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        argv = ("sh", "-c", _GRAPHSIGNAL_SH, "graphsignal", str(out_dir.absolute()), str(port),
+                sys.executable, *command.argv)
+        env = {**command.env, "GRAPHSIGNAL_DISABLE_VERSION_CHECK": "1"}
+        return attrs.evolve(command, argv=argv, env=env)
 
     def parse(self, out_dir: Path) -> dict[str, Any]:
-        return {"note": "profile uploaded to Graphsignal; see its dashboard"}
+        path = out_dir / GRAPHSIGNAL_PAYLOAD
+        if not path.exists():
+            return {"error": "graphsignal-run's watcher served no /signals payload"}
+        text = path.read_text(errors="replace")
+        kernels, activity = parsers.graphsignal_signals(text), parsers.graphsignal_activity(text)
+        if not kernels:
+            return {"error": "Graphsignal recorded no kernel: CUPTI was not injected "
+                    "(GRAPHSIGNAL_DEBUG=1 says why: no CUDA or libcupti found), or the bench "
+                    "ended before the profiler's first write (about 1 s)",
+                    "activity_us": activity}
+        return {**_kernels(kernels, "graphsignal"), "activity_us": activity}
+
+
+def poll_signals(argv: list[str]) -> int:
+    """``PORT OUT_DIR``: the watcher's ``/signals`` every 0.1 s, the last payload that has
+    metrics written to OUT_DIR/graphsignal-signals.json, until the watcher has gone after
+    graphsignal-run exited (OUT_DIR/graphsignal.done; 15 s at most after it), or its parent
+    (the wrapped command's ``sh``) has gone. The wrapped command's poller: it spawns nothing."""
+    port, out = int(argv[0]), Path(argv[1])
+    parent, served, kept = os.getppid(), 0, 0
+    done_at: float | None = None
+    while os.getppid() == parent:
+        now = time.monotonic()
+        if done_at is None and (out / GRAPHSIGNAL_DONE).exists():
+            done_at = now
+        try:
+            body = _get_signals(port)
+            payload = json.loads(body)
+            if not isinstance(payload, dict):
+                raise ValueError("not a /signals payload")
+            served += 1
+            if payload.get("metrics") or not kept:
+                (out / (GRAPHSIGNAL_PAYLOAD + ".tmp")).write_bytes(body)
+                os.replace(out / (GRAPHSIGNAL_PAYLOAD + ".tmp"), out / GRAPHSIGNAL_PAYLOAD)
+                kept += 1
+        except (OSError, ValueError, http.client.HTTPException):
+            # not up yet, or gone; after the bench, gone (or never up within 3 s) ends it
+            if done_at is not None and (served or now - done_at > 3):
+                break
+        if done_at is not None and now - done_at > 15:
+            break
+        time.sleep(0.1)
+    print(f"graphsignal: {served} /signals payload(s) served, {kept} kept", file=sys.stderr)
+    return 0
+
+
+def _get_signals(port: int) -> bytes:
+    """GET /signals from 127.0.0.1 (http.client: never through a proxy the environment names)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", "/signals")
+        response = connection.getresponse()
+        body = response.read()
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise ValueError(f"/signals answered {response.status}")
+    return body
 
 
 @hookimpl
