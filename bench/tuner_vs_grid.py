@@ -12,8 +12,13 @@
    (the same worker, the same timer), so "within 5 % of the optimum" compares like with like.
 4. Single readings of near-equal configurations can differ by more than 5 % (vecadd's grid on
    the H200: 0.188 or 0.200 ms for the same configuration in two runs), so the grid's best
-   five and the winner are read again, CONFIRM times each in turn in one worker, and the
-   verdict uses their medians (this re-reading is not counted as the grid's GPU time).
+   five and the winner are read again, CONFIRM times each in turn in one worker (this
+   re-reading is not counted as the grid's GPU time). vecadd's readings on the H200 are
+   bimodal: each reading of any of its best configurations lands either near 0.295 or 0.31-0.32
+   of the baseline (session 6: 2 of 5 readings high on average, whatever the configuration), so
+   a median of five compares modes as often as kernels. The verdict uses each configuration's
+   lower quartile (the 3rd of 9 readings: in the low mode unless 7 of 9 land high); the
+   medians are kept beside it.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any
 
 from sweep_probe import sweep_grid  # bench/ is this script's directory
 
-CONFIRM = 5
+CONFIRM = 9
 
 
 def grid(kernel: Path, scratch: Path, winner: dict[str, str] | None) -> dict[str, Any]:
@@ -50,7 +55,8 @@ def grid(kernel: Path, scratch: Path, winner: dict[str, str] | None) -> dict[str
         ratios = sorted(r["time_ms"] / r["reference_ms"] for r in reread
                         if r["config"] == config and r.get("ok"))
         medians.append({"knobs": config, "ratios": ratios,
-                        "median": ratios[len(ratios) // 2] if ratios else None})
+                        "median": ratios[len(ratios) // 2] if ratios else None,
+                        "lower_quartile": ratios[(len(ratios) - 1) // 4] if ratios else None})
     return {"configs": len(results), "ok": len(ok), "sweep_gpu_seconds": round(sweep_s, 3),
             "best": {"knobs": best["config"], "ratio": best["ratio"], "time_ms": best["time_ms"]},
             "confirmed": medians, "results": results}
@@ -112,10 +118,15 @@ def main() -> int:
     out["within_5pct_single_reading"] = bool(hit) and hit["vs_grid_best"] <= 1.05
     confirmed = [c for c in g["confirmed"] if c["median"] is not None]
     if full is not None and confirmed:
-        mine = next((c["median"] for c in confirmed if c["knobs"] == full), None)
+        mine = next((c for c in confirmed if c["knobs"] == full), None)
         best_median = min(c["median"] for c in confirmed)
-        out["winner_confirmed"] = {"median_ratio": mine, "best_median_ratio": best_median,
-                                   "vs_best": mine / best_median if mine else None}
+        best_low = min(c["lower_quartile"] for c in confirmed)
+        out["winner_confirmed"] = {
+            "median_ratio": mine and mine["median"], "best_median_ratio": best_median,
+            "median_vs_best": mine["median"] / best_median if mine else None,
+            "lower_quartile_ratio": mine and mine["lower_quartile"],
+            "best_lower_quartile_ratio": best_low,
+            "vs_best": mine["lower_quartile"] / best_low if mine else None}
     confirmed_hit = out.get("winner_confirmed", {}).get("vs_best")
     out["within_5pct"] = confirmed_hit is not None and confirmed_hit <= 1.05
     screen_s = run["screening"].get("gpu_seconds") or 0.0
