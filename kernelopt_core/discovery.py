@@ -12,12 +12,12 @@ from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import Settings, read_toml
 from kernelopt_core.target import Target
 
-# backend -> (distribution, its directory in the kernelopt source tree; None: not written yet)
+# backend -> (distribution, its directory in the kernelopt source tree)
 KNOWN_PACKAGES = {
     "cmake": ("kernelopt-cmake", "plugins/kernelopt_cmake"),
     "triton": ("kernelopt-triton", "plugins/kernelopt_triton"),
     "llamacpp": ("kernelopt-llamacpp", "plugins/kernelopt_llamacpp"),
-    "ninfer": ("kernelopt-ninfer", None),
+    "ninfer": ("kernelopt-ninfer", "plugins/kernelopt_ninfer"),
 }
 
 
@@ -26,8 +26,6 @@ def install_hint(name: str) -> str:
     package index yet, so the source tree's plugin directory (found next to this install when
     it is a checkout)."""
     dist, directory = KNOWN_PACKAGES[name]
-    if directory is None:
-        return f"the {name} backend ({dist}) is not available yet"
     checkout = Path(__file__).resolve().parent.parent / directory
     where = str(checkout) if checkout.is_dir() else f"<kernelopt source tree>/{directory}"
     return f"python3 -m pip install -e {where}  ({dist} is not on the package index yet)"

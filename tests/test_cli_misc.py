@@ -40,9 +40,11 @@ def test_directory_no_backend_recognises(tmp_path: Path) -> None:
 
 
 def test_named_backend_not_installed_exits_3_naming_the_package(chunk_project: Path) -> None:
-    result = kernelopt("run", str(chunk_project), "--backend", "ninfer", cwd=chunk_project)
+    result = kernelopt("run", str(chunk_project), "--backend", "ninfer", cwd=chunk_project,
+                       env={"KERNELOPT_DISABLE_PLUGINS": "ninfer"})
     assert result.returncode == 3
-    assert "the ninfer backend (kernelopt-ninfer) is not available yet" in result.stderr
+    assert "backend 'ninfer' is not installed" in result.stderr
+    assert (REPO / "plugins" / "kernelopt_ninfer").as_posix() in result.stderr
     from kernelopt_core.discovery import install_hint
 
     hint = install_hint("llamacpp")  # this checkout's plugin directory: a command that works

@@ -1,0 +1,1 @@
+"""kernelopt backend for NInfer ops: contract → wrapper → launcher → kernel (docs/ninfer.md)."""
