@@ -17,7 +17,7 @@ echo "exit $?"; cat "$OUT/refusal.txt" | head -8
 echo "== $(date -u +%T) kernelopt run-ninfer --op rmsnorm on the fixture (CUDA)"
 rm -rf /tmp/nf && cp -r plugins/kernelopt_ninfer/tests/fixture_repo /tmp/nf
 (cd /tmp && timeout --signal=INT 380 kernelopt run-ninfer --op rmsnorm --repo /tmp/nf --device cuda \
-  --case "rmsnorm rows=4096 cols=4096" --iterations 6 --patience 3 --final-rounds 10 \
+  --case "rmsnorm rows=4096 cols=4096" --iterations 8 --patience 4 --final-rounds 10 \
   --budget-minutes 5) > "$OUT/run-rmsnorm.txt" 2>&1
 echo "exit $?"; tail -12 "$OUT/run-rmsnorm.txt"
 run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1)

@@ -1,5 +1,6 @@
 // RMSNorm kernel: one block of BLOCK threads normalizes ROWS_PER_BLOCK consecutive rows.
-// Each thread walks its row in chunks of VEC contiguous elements, BLOCK * VEC apart.
+// Each thread walks its row in chunks of VEC contiguous elements, BLOCK * VEC apart (one
+// vector load or store per chunk where the address allows: common/memory.cuh).
 #pragma once
 
 #include <cstddef>
@@ -30,11 +31,11 @@ __global__ void __launch_bounds__(BLOCK)
         NINFER_BLOCK_THREADS(tid, BLOCK) {
             float acc[VEC] = {};
             int c = tid * VEC;
-            for (; c + VEC <= cols; c += kStride)
-                for (int v = 0; v < VEC; ++v) {
-                    const float xv = common::load_ro(xr + c + v);
-                    acc[v] += xv * xv;
-                }
+            for (; c + VEC <= cols; c += kStride) {
+                float xv[VEC];
+                common::load_vec<VEC>(xr + c, xv);
+                for (int v = 0; v < VEC; ++v) acc[v] += xv[v] * xv[v];
+            }
             for (int v = 0; v < VEC && c + v < cols; ++v) {  // the one partial chunk
                 const float xv = common::load_ro(xr + c + v);
                 acc[v] += xv * xv;
@@ -47,9 +48,13 @@ __global__ void __launch_bounds__(BLOCK)
 
         NINFER_BLOCK_THREADS(tid, BLOCK) {
             int c = tid * VEC;
-            for (; c + VEC <= cols; c += kStride)
-                for (int v = 0; v < VEC; ++v)
-                    yr[c + v] = common::load_ro(xr + c + v) * inv_rms * common::load_ro(w + c + v);
+            for (; c + VEC <= cols; c += kStride) {
+                float xv[VEC], wv[VEC], out[VEC];
+                common::load_vec<VEC>(xr + c, xv);
+                common::load_vec<VEC>(w + c, wv);
+                for (int v = 0; v < VEC; ++v) out[v] = xv[v] * inv_rms * wv[v];
+                common::store_vec<VEC>(yr + c, out);
+            }
             for (int v = 0; v < VEC && c + v < cols; ++v)
                 yr[c + v] = common::load_ro(xr + c + v) * inv_rms * common::load_ro(w + c + v);
         }
