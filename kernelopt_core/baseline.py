@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from kernelopt_core import evidence
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
@@ -24,6 +25,7 @@ def measure(runner: Runner, journal: Journal, tree: Tree, log_dir: Path, screen_
             hint=f"make the unmodified target build (full log: {log_dir / 'build.log'})",
         )
     stage("baseline test")
+    start = evidence.log_size(log_dir / "test.log")
     failed = runner.check_all(tree, log_dir / "test.log")
     if failed is not None:
         which, result = failed
@@ -33,6 +35,9 @@ def measure(runner: Runner, journal: Journal, tree: Tree, log_dir: Path, screen_
             hint="kernelopt only optimizes a kernel whose unmodified test passes; fix "
             f"the test or the kernel first (full log: {log_dir / 'test.log'})",
         )
+    said = evidence.read(log_dir / "test.log", start)
+    if said:  # what the passing test printed about itself (kernelopt_core.evidence)
+        journal.write("check_evidence", tree="baseline", evidence=said)
     if not runner.has_bench(tree):
         journal.write("baseline", ms=None, samples=[], note="no bench command")
         return None

@@ -8,8 +8,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from kernelopt_core import evidence, profile_view
 from kernelopt_core import journal as journal_mod
-from kernelopt_core import profile_view
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
 from kernelopt_core.report_html import candidate_rows, render_html
 
@@ -190,6 +190,22 @@ def _llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _evidence(events: list[dict[str, Any]], winner: str | None) -> list[str]:
+    """What the passing test printed about itself (kernelopt_core.evidence): the baseline's and
+    the winner's, as its correctness gate kept it."""
+    rows = [("baseline", e.get("evidence", [])) for e in events
+            if e["event"] == "check_evidence" and e.get("tree") == "baseline"]
+    rows += [(str(e["candidate"]), e.get("metrics", {}).get("evidence", [])) for e in events
+             if e["event"] == "gate" and e["gate"] == "correctness" and not e.get("final")
+             and e["candidate"] == winner and e["passed"]]
+    lines = [f"| {who} | {evidence.describe(item).replace('|', '/')} |"
+             for who, items in rows for item in items if isinstance(item, dict)]
+    if not lines:
+        return []
+    return ["## Correctness evidence (what the test reported)", "", "| tree | report |",
+            "|---|---|", *lines, ""]
+
+
 def report_line(s: dict[str, Any], n_rounds: int) -> str:
     """DESIGN.md §5.6: the line that says everything."""
     shape = s["target"]["shape"] or "unpinned shape"
@@ -310,6 +326,7 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
             reason = str(e["reason"]).replace("\n", " ").replace("|", "\\|")[:300]
             lines.append(f"| {e['candidate']} | {e['gate']} | {result} | {reason} |")
         lines.append("")
+    lines += _evidence(events, s.get("winner"))
     if s["rounds"]["baseline_ms"]:
         lines += ["## Confirmation rounds (candidate bracketed by two baselines)", "",
                   "| round | baseline ms (geo. mean) | candidate ms | ratio |", "|---|---|---|---|"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from kernelopt_core import evidence
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
 from kernelopt_core.gates.engine import EngineGate
 from kernelopt_core.gates.perf import ConfirmGate, RooflineGate, ScreenGate, ShapeGate
@@ -59,7 +60,9 @@ class CorrectnessGate:
     phase = "candidate"
 
     def evaluate(self, ctx: GateContext) -> GateResult:
-        failed = ctx.runner.check_all(ctx.candidate_tree, ctx.log_dir / "test.log")
+        log = ctx.log_dir / "test.log"
+        start = evidence.log_size(log)
+        failed = ctx.runner.check_all(ctx.candidate_tree, log)
         if failed is not None:
             which, result = failed
             tail = result.tail(4000)
@@ -68,7 +71,11 @@ class CorrectnessGate:
                               + f"{which}: {result.describe()}",
                               {"seeds": which, "log_tail": tail, "failing_line": line},
                               failed_verdict=FALLBACK)
-        return GateResult(self.name, True, f"passed on seeds {list(ctx.settings.seeds)}")
+        said = evidence.read(log, start)  # what the test printed about itself, if anything
+        reason = f"passed on seeds {list(ctx.settings.seeds)}"
+        if said:
+            reason += "; the test reports: " + "; ".join(evidence.describe(e) for e in said)
+        return GateResult(self.name, True, reason, {"evidence": said} if said else {})
 
 
 @hookimpl

@@ -54,6 +54,11 @@ def test_run_ninfer_on_the_cpu_fixture_ends_optimized(fixture_copy: Path, tmp_pa
     test_log = (run_dir / "baseline" / "test.log").read_text()
     assert "OP_ERROR_STATS op=rmsnorm case=rows64_cols4096" in test_log
     assert "--seed 2 passed" in test_log and "OP_ERROR_STATS: 16 records" in test_log
+    # the error records reach report.md, the baseline's and the winner's
+    evidence = report.split("## Correctness evidence", 1)[1].split("\n## ", 1)[0]
+    assert "| baseline | test ninfer_rmsnorm_test, seeds [1, 2], passed True" in evidence, evidence
+    assert f"| {summary['winner']} |" in evidence, (summary.get("winner"), evidence)
+    assert "op_error_stats.records 16" in evidence
     pin = json.loads(next((work / ".kernelopt" / "ninfer").glob("*-rmsnorm.pin.json")).read_text())
     assert pin["case"] == "rmsnorm rows=64 cols=4096" and pin["chosen_by"] == "--case"
     assert summary["target"]["shape"] == "rmsnorm rows=64 cols=4096"

@@ -1,0 +1,59 @@
+"""What a passing test says about itself: a check command may print lines
+``{"kernelopt_check": 1, ...}`` (NInfer's OP_ERROR_STATS summary, say); each is kept as
+evidence beside the gate's pass, the baseline's and the winner's shown in report.md.
+
+Read back from the check's log (the runner appends every check's output there), from where
+the log ended before the check: the gate needs no other channel from the runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+MARK = '{"kernelopt_check"'
+
+
+def log_size(log: Path) -> int:
+    """Where ``log`` ends now: evidence is read from here after the check ran."""
+    return log.stat().st_size if log.exists() else 0
+
+
+def read(log: Path, start: int = 0) -> list[dict[str, Any]]:
+    """The ``kernelopt_check`` lines written to ``log`` from byte ``start`` on."""
+    if not log.exists():
+        return []
+    with open(log, "rb") as fh:
+        fh.seek(start)
+        text = fh.read().decode("utf-8", errors="replace")
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith(MARK):
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and data.get("kernelopt_check") == 1:
+            found.append({k: v for k, v in data.items() if k != "kernelopt_check"})
+    return found
+
+
+def describe(item: dict[str, Any], limit: int = 300) -> str:
+    """One line: ``key value``, nested mappings flattened one level (``op_error_stats.records
+    12``)."""
+    parts = []
+    for key, value in item.items():
+        if isinstance(value, dict):
+            parts += [f"{key}.{k} {_short(v)}" for k, v in value.items()]
+        else:
+            parts.append(f"{key} {_short(value)}")
+    text = ", ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
