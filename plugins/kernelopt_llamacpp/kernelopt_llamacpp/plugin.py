@@ -304,11 +304,9 @@ def kernelopt_register_commands(cli: Any) -> None:
     import click
 
     def repo_path(flags: dict[str, Any]) -> Path:
+        # usage first: the tree and the op (read from the source, no GPU needed) are checked
+        # before nvcc and the GPU (discover), so a typo is never reported as a missing GPU
         repo = flags.pop("repo", None) or default_repo()
-        problem = gpu_problem() if not repo or fixture_marker(Path(repo)) is None else None
-        if problem:  # checked before anything else: without nvcc and a GPU nothing can run
-            raise PrerequisiteError(f"kernelopt-llamacpp needs nvcc and an NVIDIA GPU: {problem}",
-                                    hint="install what is missing, then rerun")
         if not repo:
             raise UsageError("no llama.cpp tree given",
                              hint=f"pass --repo PATH or set {REPO_ENV} (environment or .env)")

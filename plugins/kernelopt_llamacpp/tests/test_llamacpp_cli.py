@@ -84,14 +84,29 @@ def test_real_tree_without_gpu_exits_3(tmp_path: Path):
     assert "nvcc" in out or "GPU" in out
 
 
-def test_no_repo_and_no_gpu_exits_3(tmp_path: Path):
+def test_usage_errors_come_before_the_gpu_check(tmp_path: Path):
+    """Without nvcc or a GPU (PATH holds an empty directory): a missing tree, an empty
+    directory and an unknown op of a real tree are usage errors (exit 2), the op's list read
+    from the source; only a known op reaches the prerequisite check (exit 3)."""
     empty = tmp_path / "bin"
     empty.mkdir()
-    result = _run(["run-llamacpp", "--op", "SOFT_MAX"], tmp_path, PATH=str(empty))
+    missing = _run(["run-llamacpp", "--op", "SOFT_MAX"], tmp_path, PATH=str(empty))
+    assert missing.returncode == 2 and "no llama.cpp tree given" in missing.stderr
+    nothing = tmp_path / "empty"
+    nothing.mkdir()
+    bare = _run(["run-llamacpp", "--op", "NOT_AN_OP", "--repo", str(nothing)], tmp_path,
+                PATH=str(empty))
+    assert bare.returncode == 2 and "is not a llama.cpp tree" in bare.stderr
+    real = copy_fixture(tmp_path / "llama.cpp", marker=False)
+    unknown = _run(["run-llamacpp", "--op", "NOT_AN_OP", "--repo", str(real)], tmp_path,
+                   PATH=str(empty))
+    assert unknown.returncode == 2, unknown.stderr
+    assert "unknown op 'NOT_AN_OP'" in unknown.stderr and "SOFT_MAX" in unknown.stderr
     if Path("/dev/nvidia0").exists():
-        return  # a GPU machine: the missing repo is then the error (exit 2)
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "needs nvcc and an NVIDIA GPU" in result.stderr + result.stdout
+        return  # a GPU machine: the known op may go on
+    known = _run(["run-llamacpp", "--op", "SOFT_MAX", "--repo", str(real)], tmp_path,
+                 PATH=str(empty))
+    assert known.returncode == 3 and "needs nvcc and an NVIDIA GPU" in known.stderr
 
 
 def test_command_absent_when_the_plugin_is_not_loaded(tmp_path: Path):
