@@ -64,6 +64,10 @@ class Backend(Protocol):
       backends whose process start-up dominates a check (Python, CUDA); None: ``check`` per seed.
     * ``bench(target, tree, work=F)``: accepting ``work`` lets ``gate-selftest`` plant a truly
       faster candidate (the bench does the fraction F of its timed work).
+    * ``compile_probe(target, tree, probe_dir) -> Command | None``: compiles, without writing
+      the tree or its build, what each knob value's edited files (``probe_dir/<id>/``, listed in
+      ``probe_dir/variants.json``) affect and prints ``{"kernelopt_probe": 1, "results": {id:
+      {"ok", "error"}}}``; values that fail are dropped before the search (knob_probe.py).
     """
 
     name: str

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import baseline as baseline_steps
-from kernelopt_core import report, resolve
+from kernelopt_core import knob_probe, report, resolve
 from kernelopt_core.errors import (
     EXIT_NO_WIN,
     EXIT_OPTIMIZED,
@@ -148,6 +148,8 @@ class Loop:
         baseline_ms = baseline_steps.measure(
             self.runner, self.journal, self.workspace.baseline_tree, self.run_dir / "baseline",
             self.settings.screen_runs, self._stage)
+        knobs = knob_probe.usable(self.runner, self.workspace.baseline_tree, knobs, files,
+                                  baseline_knobs, self.run_dir / "knob-probe", self.journal)
         self.profile = profile = profiling.run(self.workspace.baseline_tree, files,
                                                self.run_dir / "profile", "baseline")
         root = Node("baseline", {}, dict(baseline_knobs))

@@ -61,7 +61,7 @@ class Runner:
         # the descriptor's own timeout wins when it is tighter
         return attrs.evolve(command, timeout_s=min(command.timeout_s, timeout_s))
 
-    def _spawn(self, command: Command, log: Path) -> ProcessResult:
+    def spawn(self, command: Command, log: Path) -> ProcessResult:
         result = process.run(command, log)
         self.child_seconds += result.seconds
         if result.missing:
@@ -76,7 +76,7 @@ class Runner:
         tree.build.mkdir(parents=True, exist_ok=True)
         result = None
         for command in self.backend.build(self.target, tree):
-            result = self._spawn(self._with_timeout(command, self.settings.build_timeout_s), log)
+            result = self.spawn(self._with_timeout(command, self.settings.build_timeout_s), log)
             if not result.ok:
                 return result
         return result
@@ -84,7 +84,7 @@ class Runner:
     def spawn_locked(self, command: Command, log: Path) -> tuple[ProcessResult, Held]:
         """Spawn under the GPU lock (verify, bench, profile and engine steps)."""
         with gpu_lock(self.settings.state_root) as held:
-            result = self._spawn(command, log)
+            result = self.spawn(command, log)
         self.gpu_seconds += held.released - held.acquired
         return result, held
 

@@ -222,6 +222,7 @@ class LlamaCppBackend:
             "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
             "-DLLAMA_BUILD_TESTS=ON", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
             f"-DLLAMA_BUILD_TOOLS={'ON' if engine else 'OFF'}",
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",  # the compile probe's commands (probe.py)
         ]
         if target.name != "FLASH_ATTN_EXT":
             # the flash-attention template instances are most of a clean ggml-cuda build and no
@@ -231,6 +232,18 @@ class LlamaCppBackend:
         # configured again when the arguments change (e.g. the engine gate turned on)
         return cmake_commands(tree.src, tree.src, tree.build, args,
                               targets=[TOOL, *(ENGINE_TOOLS if engine else ())])
+
+    def compile_probe(self, target: Target, tree: Tree, probe_dir: Path) -> Command | None:
+        """Each knob value's op .cu files compiled alone (probe.py): a value that cannot
+        compile (softmax.cu's static_assert on CUDA_SOFT_MAX_BLOCK_SIZE) is dropped before it
+        costs a candidate."""
+        tus = [f for f in target.editable if f.endswith(".cu")]
+        if not tus:
+            return None
+        argv = [sys.executable, "-m", "kernelopt_llamacpp.probe", "--build", str(tree.build),
+                "--src", str(tree.src), "--dir", str(probe_dir)]
+        argv += [arg for tu in tus for arg in ("--tu", tu)]
+        return Command(tuple(argv), tree.src, label="compile probe")
 
     def _tbo(self, target: Target, tree: Tree, mode: str, *extra: str) -> Command:
         data: OpData = target.data
