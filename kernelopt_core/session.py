@@ -48,6 +48,7 @@ def write_header(journal: Journal, run_id: str, target: Target, settings: Settin
         target={
             "backend": target.backend, "name": target.name, "root": str(target.root),
             "files": list(target.editable), "shape": target.shape, "bytes": target.bytes_moved,
+            "harness": sorted(target.harness),
             "flops": target.flops,
         },
         settings={k: v for k, v in attrs.asdict(settings).items()

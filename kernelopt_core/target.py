@@ -91,5 +91,9 @@ class Target:
     preface: str = ""
     device: str = "cpu"  # cpu | cuda | hip: which peak bandwidth bounds the roofline
     peak_gbps: float | None = None  # the descriptor's override of the measured peak
+    # Contract files the backend changes in every tree of the run, the baseline's and each
+    # candidate's alike (a test harness that also checks the timed case): relative path ->
+    # content. Never in a candidate's diff; the user's directory is never written.
+    harness: dict[str, bytes] = attrs.field(factory=dict, eq=False, repr=False)
     # Backend-private data (a parsed descriptor, an op table row...). The core never reads it.
     data: Any = attrs.field(default=None, eq=False, repr=False)

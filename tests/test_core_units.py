@@ -128,6 +128,25 @@ def test_workspace_commits_tags_and_diffs_without_touching_the_user(tmp_path: Pa
     assert fingerprint(project) == before
 
 
+def test_a_backend_harness_is_in_every_tree_and_in_no_diff(tmp_path: Path) -> None:
+    project = git_repo(write_chunk_project(tmp_path / "p"))
+    before = fingerprint(project)
+    harness = {"bench.py": b"# harness\n" + (project / "bench.py").read_bytes()}
+    target = Target("scripted", "chunk", project, ("kernel.py",), harness=harness)
+    ws = Workspace(tmp_path / "state", target)
+    base = ws.start("r1")
+    for tree in (ws.baseline_tree, ws.candidate_tree):
+        assert (tree.src / "bench.py").read_bytes() == harness["bench.py"]
+    new = ws.files["kernel.py"].replace(b"CHUNK = 1", b"CHUNK = 64")
+    commit, _tag = ws.commit_candidate("r1", "c1", {"kernel.py": new}, "c1")
+    diff = ws.diff(base, commit).decode()
+    assert "harness" not in diff and "+CHUNK = 64" in diff
+    assert fingerprint(project) == before  # the user's bench.py is untouched
+    clash = Target("scripted", "chunk", project, ("kernel.py",), harness={"kernel.py": b"x"})
+    with pytest.raises(UsageError, match="harness file kernel.py is editable"):
+        Workspace(tmp_path / "state2", clash).start("r2")
+
+
 def test_materialize_keeps_mtimes_of_unchanged_files(tmp_path: Path) -> None:
     project = write_chunk_project(tmp_path / "p")
     ws = Workspace(tmp_path / "state", Target("scripted", "chunk", project, ("kernel.py",)))

@@ -60,6 +60,7 @@ class OpData:
     standins: bool
     cuda_arch: str
     e2e_model: str | None
+    harness: bool = False  # tests/test-backend-ops.cpp carries harness.py's patch
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -120,7 +121,7 @@ class LlamaCppBackend:
 
     # ------------------------------------------------------------------ discovery
     def discover(self, path: Path, settings: Settings) -> list[Target]:
-        from kernelopt_llamacpp import ops, tbo, tuning
+        from kernelopt_llamacpp import harness, ops, tbo, tuning
 
         root = path.resolve()
         if self.detect(root) == 0.0:
@@ -161,7 +162,8 @@ class LlamaCppBackend:
         digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
         pin = settings.state_root / "llamacpp" / f"{digest}-{route.op}.pin.json"
         case = options.case
-        pinned = tbo.usable_pin(pin, route.op, case)
+        patched = harness.patched_file(root / harness.FILE)
+        pinned = tbo.usable_pin(pin, route.op, case, patched is not None)
         e2e = options.e2e
         e2e_model = options.e2e_model or ((marker or {}).get("e2e_model") if e2e else None)
         if e2e and not e2e_model:
@@ -172,6 +174,7 @@ class LlamaCppBackend:
             device_backend=str(options.device_backend or (marker or {}).get("backend", "CUDA0")),
             standins=marker is not None, cuda_arch="native" if marker else cuda_arch(),
             e2e_model=str(Path(e2e_model).resolve()) if e2e_model else None,
+            harness=patched is not None,
         )
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else
@@ -187,6 +190,7 @@ class LlamaCppBackend:
             bench=BenchSpec(format="regex", regex=tbo.line_regex(pinned["case"] if pinned else None),
                             unit="us"),
             has_engine=data.e2e_model is not None,
+            harness={harness.FILE: patched.encode("utf-8")} if patched is not None else {},
             device="cpu" if marker else "cuda",
             data=data,
         )]
@@ -260,7 +264,7 @@ class LlamaCppBackend:
     def bench(self, target: Target, tree: Tree) -> Command | None:
         data: OpData = target.data
         extra = ["--pin", str(data.pin)] + (["--case", data.case] if data.case else [])
-        return self._tbo(target, tree, "bench", *extra)
+        return self._tbo(target, tree, "bench", *extra, *(["--harness"] if data.harness else []))
 
     def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None:
         """The timed case in test mode, when test-backend-ops' test set holds it (recorded at

@@ -45,6 +45,7 @@ PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<
 KB = re.compile(r"(\d+) kB/run")
 EXIT_CANNOT_TIME = 3
 TOOL_TIMEOUT_S = 3600.0
+HARNESS_ENV = "KERNELOPT_TBO_PERF_IN_TEST"  # harness.ENV (the wrapper imports nothing else)
 TOOL_OUTPUT_CAP = 256 << 20  # test -o MUL_MAT prints thousands of case lines
 
 
@@ -131,10 +132,12 @@ def line_regex(case: str | None) -> str:
 # --------------------------------------------------------------------------- the wrapper
 
 
-def _run(argv: list[str]) -> tuple[int, str]:
+def _run(argv: list[str], harness: bool = False) -> tuple[int, str]:
     # The backend's own Command bounds the whole wrapper; this bound only stops a hung tool.
     # every case line matters (the test set, a FAIL): keep the whole output, not the core's cap
-    result = run_process(Command(tuple(argv), Path.cwd(), timeout_s=TOOL_TIMEOUT_S),
+    # ``harness``: test mode also holds the perf cases (harness.py), for the pinned one
+    env = {HARNESS_ENV: "1"} if harness else {}
+    result = run_process(Command(tuple(argv), Path.cwd(), env=env, timeout_s=TOOL_TIMEOUT_S),
                          cap=TOOL_OUTPUT_CAP)
     return result.returncode, result.stdout + result.stderr
 
@@ -147,24 +150,32 @@ def read_pin(path: Path, op: str) -> dict | None:
     return pin if pin.get("op") == op else None
 
 
-def usable_pin(path: Path, op: str, wanted: str | None) -> dict | None:
+def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False) -> dict | None:
     """The saved pin if it still answers the question: the ``--case`` asked for, or, without
-    one, the default choice (never a pin an earlier ``--case`` left behind)."""
+    one, the default choice (never a pin an earlier ``--case`` left behind; never one chosen
+    without the harness when this tree has it: the choice and its checkability differ)."""
     pin = read_pin(path, op)
-    if pin is None:
+    if pin is None or (harness and not pin.get("harness")):
         return None
     if wanted:
         return pin if pin["case"] == case_name(op, wanted) else None
     return None if pin.get("chosen_by") == "--case" else pin
 
 
-def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | None) -> dict:
-    """Choose the case (module docstring), record whether the test set covers it, save it."""
+def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | None,
+             harness: bool = False) -> dict:
+    """Choose the case (module docstring), record whether the test set covers it, save it.
+    With the harness every perf case can be tested: the heaviest is chosen, then tested."""
     code, out = _run([tool, "perf", "-o", op, "-b", backend])
     cases = parse_perf(out)
-    _code, test_all = _run([tool, "test", "-o", op, "-b", backend])
+    if harness:
+        chosen = choose(cases, op, wanted, tuple(c.name for c in cases))
+        test_all = _run([tool, "test", "-o", chosen.name, "-b", backend], True)[1] if chosen else ""
+    else:
+        test_all = _run([tool, "test", "-o", op, "-b", backend])[1]
     tested = parse_test(test_all)
-    chosen = choose(cases, op, wanted, tested.ok + tested.failed)
+    if not harness:
+        chosen = choose(cases, op, wanted, tested.ok + tested.failed)
     if chosen is None:
         if wanted:
             known = "\n  ".join(c.name for c in cases if c.op == op) or "(none)"
@@ -179,6 +190,7 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
     # the whole test set ran above: whether it holds the chosen case needs no third run
     pin: dict[str, Any] = {"op": op, "case": chosen.name, "params": chosen.params, "us": chosen.us,
            "kb": chosen.kb, "checkable": chosen.name in tested.ok + tested.failed,
+           "harness": harness,
            "chosen_by": "--case" if wanted else "largest us/run of the perf cases the test set "
            "also holds (else of all perf cases)",
            "candidates": [{"case": c.name, "us": c.us} for c in cases if c.op == op]}
@@ -211,8 +223,8 @@ def cmd_check(a: argparse.Namespace) -> int:
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
-    pin = usable_pin(Path(a.pin), a.op, a.case) or \
-        pin_case(a.tool, a.op, a.backend, Path(a.pin), a.case)
+    pin = usable_pin(Path(a.pin), a.op, a.case, a.harness) or \
+        pin_case(a.tool, a.op, a.backend, Path(a.pin), a.case, a.harness)
     code, out = _run([a.tool, "perf", "-o", pin["case"], "-b", a.backend])
     sys.stdout.write(out)
     if not any(c.name == pin["case"] for c in parse_perf(out)):
@@ -224,7 +236,8 @@ def cmd_shape(a: argparse.Namespace) -> int:
     pin = read_pin(Path(a.pin), a.op)
     if pin is None:
         return _say(f"no pinned case in {a.pin}: the bench has not run", 2)
-    code, out = _run([a.tool, "test", "-o", pin["case"], "-b", a.backend])
+    code, out = _run([a.tool, "test", "-o", pin["case"], "-b", a.backend],
+                     bool(pin.get("harness")))
     sys.stdout.write(out)
     r = parse_test(out)
     if pin["case"] not in r.ok or r.failed or code != 0:
@@ -240,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="CUDA0")
     parser.add_argument("--pin", help="the pin file (bench, shape)")
     parser.add_argument("--case", help="the perf case to time (full string or params)")
+    parser.add_argument("--harness", action="store_true",
+                        help="the tree's test-backend-ops has kernelopt's harness (harness.py)")
     a = parser.parse_args(argv)
     if not Path(a.tool).is_file():
         return _say(f"{a.tool} does not exist: did the build of test-backend-ops succeed?", 1)

@@ -37,8 +37,18 @@ def test_whole_loop_on_the_fixture_ends_with_a_verdict(repo: Path, tmp_path: Pat
     assert summary["candidates"]["built"] >= 1
     [pin] = (tmp_path / ".kernelopt" / "llamacpp").glob("*SOFT_MAX.pin.json")
     pinned = json.loads(pin.read_text())
-    assert pinned["case"] == "SOFT_MAX(type=f32,ne=[4096,8,1,1],scale=1.000000)"
-    assert pinned["checkable"] is True
+    # the heaviest perf case is not an eval case (as upstream's ne=[4096,4096,5,1] is not): the
+    # harness (harness.py) lets test mode check it, so it is pinned and checkable
+    assert pinned["case"] == "SOFT_MAX(type=f32,ne=[8192,16,1,1],scale=1.000000)"
+    assert pinned["checkable"] is True and pinned["harness"] is True
+    report = (run_dir / "report.md").read_text()
+    assert "| shape | passed |" in report or summary["status"] != "optimized"
+    header = json.loads((run_dir / "journal.jsonl").read_text().splitlines()[0])
+    assert header["target"]["harness"] == ["tests/test-backend-ops.cpp"]
+    # the harness is in the baseline, never in the diff; the user's file is untouched
+    if (run_dir / "report.diff").exists():
+        assert "test-backend-ops" not in (run_dir / "report.diff").read_text()
+    assert "KERNELOPT_TBO_PERF_IN_TEST" not in (repo / "tests" / "test-backend-ops.cpp").read_text()
     if summary["status"] == "optimized":
         assert "CUDA_SOFT_MAX_BLOCK_SIZE" in (run_dir / "report.diff").read_text()
 

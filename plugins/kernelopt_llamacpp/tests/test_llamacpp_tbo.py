@@ -115,3 +115,41 @@ def test_real_test_backend_ops_output_parses():
     # the core's regex for the pinned case finds exactly its line, through the colour codes
     spec = BenchSpec(format="regex", regex=tbo.line_regex(chosen.name), unit="us")
     assert parse(spec, perf, "tbo bench").time_ms == pytest.approx(167.247)
+
+
+def test_the_harness_lets_test_mode_check_the_pinned_perf_case(tmp_path: Path):
+    """harness.py's patch on the real tool's source (the selection statement found once, the
+    coverage listing's `auto test_cases = ...` left alone), and the pin made with it: the
+    heaviest perf case, tested alone with the harness's variable set."""
+    from kernelopt_llamacpp import harness
+
+    source = (Path(__file__).parent / "fixtures" / "llamacpp-mini" / "tests"
+              / "test-backend-ops.cpp").read_text()
+    patched = harness.patched(source)
+    assert patched is not None and patched.count(harness.ENV) == 1
+    assert patched.replace(patched[patched.index(harness.ENV) - 40:], "") in source  # added only
+    assert "for (auto & tc : make_test_cases_perf())" in patched
+    coverage = source + "\n    auto test_cases = make_test_cases_eval();\n"
+    assert harness.patched(coverage) is not None  # the coverage listing's line is not the one
+    assert harness.patched(patched) is None  # never twice
+    assert harness.patched("int main() {}") is None  # another tool: no harness
+    tool = tmp_path / "test-backend-ops"
+    perf = tbo.parse_perf(PERF)
+    tool.write_text(
+        f"#!{sys.executable}\nimport os, sys\n"
+        f"if sys.argv[1] == 'perf': print({PERF!r})\n"
+        f"elif os.environ.get({harness.ENV!r}) and sys.argv[3] == {perf[0].name!r}:\n"
+        f"    print('  ' + {perf[0].name!r} + ': OK')\n"
+        f"else: print('  SOFT_MAX(type=f32,ne=[16,2,1,1]): OK')\n")
+    tool.chmod(0o755)
+    pin = tmp_path / "pin.json"
+    assert tbo.main(["bench", "--tool", str(tool), "--op", "SOFT_MAX", "--pin", str(pin),
+                     "--harness"]) == 0
+    saved = json.loads(pin.read_text())
+    assert saved["case"] == perf[0].name and saved["checkable"] is True and saved["harness"]
+    assert tbo.main(["shape", "--tool", str(tool), "--op", "SOFT_MAX", "--pin", str(pin)]) == 0
+    # a pin made without the harness is not reused by a tree that has it
+    saved["harness"] = False
+    pin.write_text(json.dumps(saved))
+    assert tbo.usable_pin(pin, "SOFT_MAX", None, True) is None
+    assert tbo.usable_pin(pin, "SOFT_MAX", None, False) is not None

@@ -1,0 +1,48 @@
+"""The timed case checked too: test-backend-ops' test mode runs ``make_test_cases_eval()``, and
+the op's perf cases (what ``perf`` times) are mostly not among them (SOFT_MAX's
+``ne=[4096,4096,5,1]`` is not), so the shape gate could not check the shape the bench timed.
+
+The harness (``Target.harness``: the same file in the baseline's and every candidate's tree,
+never a candidate's to edit, never in report.diff) adds, after the eval cases, every perf case
+when ``KERNELOPT_TBO_PERF_IN_TEST`` is set. Test mode then selects the pinned perf case by its
+full string (``test -o 'OP(params)'``) and compares it with the CPU backend like any other case.
+Without the variable the tool behaves as upstream's. A test-backend-ops whose case selection
+reads differently gets no harness: the pin then says whether the eval set covers the case."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+FILE = "tests/test-backend-ops.cpp"
+ENV = "KERNELOPT_TBO_PERF_IN_TEST"
+# test_backend()'s selection: `test_cases = make_test_cases_eval();` in its MODE_TEST branch
+# (not the `auto test_cases = ...` of the coverage listing)
+_SELECTION = re.compile(r"^([ \t]*)test_cases = make_test_cases_eval\(\);[ \t]*$", re.M)
+
+
+def patched(text: str) -> str | None:
+    """``text`` (test-backend-ops.cpp) with the perf cases added to test mode under ``ENV``;
+    None when the selection is not found exactly once (another version: no harness)."""
+    found = list(_SELECTION.finditer(text))
+    if len(found) != 1 or ENV in text:
+        return None
+    match = found[0]
+    pad = match.group(1)
+    addition = (
+        f"\n{pad}if (mode == MODE_TEST && getenv(\"{ENV}\") != nullptr) {{"
+        f"  // kernelopt-llamacpp's harness: the timed cases are checked too\n"
+        f"{pad}    for (auto & tc : make_test_cases_perf()) {{\n"
+        f"{pad}        test_cases.push_back(std::move(tc));\n"
+        f"{pad}    }}\n"
+        f"{pad}}}")
+    return text[:match.end()] + addition + text[match.end():]
+
+
+def patched_file(path: Path) -> str | None:
+    """The patched text of ``path``; None without the file, or when it is not UTF-8 (the
+    harness must change nothing but its addition)."""
+    try:
+        return patched(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
