@@ -1,5 +1,5 @@
-"""What a passing test says about itself: a check command may print lines
-``{"kernelopt_check": 1, ...}`` (NInfer's OP_ERROR_STATS summary, say); each is kept as
+"""What a passing test says about itself: a check command may print, as its last line on
+stdout, ``{"kernelopt_check": 1, ...}`` (NInfer's OP_ERROR_STATS summary, say); it is kept as
 evidence beside the gate's pass, the baseline's and the winner's shown in report.md.
 
 Read back from the check's log (the runner appends every check's output there), from where
@@ -26,18 +26,29 @@ def read(log: Path, start: int = 0) -> list[dict[str, Any]]:
     with open(log, "rb") as fh:
         fh.seek(start)
         text = fh.read().decode("utf-8", errors="replace")
-    found = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith(MARK):
+    # per logged process (process.py's log: "$ command", its stdout, "# stderr:", its
+    # stderr), the last line on stdout: a wrapper prints its line last and sends the test's
+    # own output to stderr, so what the code under test prints is never taken for it
+    found: list[dict[str, Any]] = []
+    last: dict[str, Any] | None = None
+    on_stdout = True
+    for raw in text.splitlines():
+        if raw.startswith("$ "):
+            found += [last] if last is not None else []
+            last, on_stdout = None, True
+            continue
+        if raw == "# stderr:":
+            on_stdout = False
+        line = raw.strip()
+        if not on_stdout or not line.startswith(MARK):
             continue
         try:
             data = json.loads(line)
         except ValueError:
             continue
         if isinstance(data, dict) and data.get("kernelopt_check") == 1:
-            found.append({k: v for k, v in data.items() if k != "kernelopt_check"})
-    return found
+            last = {k: v for k, v in data.items() if k != "kernelopt_check"}
+    return found + ([last] if last is not None else [])
 
 
 def describe(item: dict[str, Any], limit: int = 300) -> str:

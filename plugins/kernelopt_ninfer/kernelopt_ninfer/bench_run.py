@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pin", required=True, type=Path)
     parser.add_argument("--case", help="the case tag to time (as printed)")
     parser.add_argument("--args", default="", help="arguments for the bench program")
+    parser.add_argument("--may-pin", action="store_true",
+                        help="this is the baseline's tree: it may choose the pinned case")
     a = parser.parse_args(argv)
     binary = find_binary(a.build, a.target)
     if binary is None:
@@ -133,12 +135,18 @@ def main(argv: list[str] | None = None) -> int:
             return _say(f"{a.target} skipped itself: nothing was timed", 3)
         return _say(f"{a.target} printed no `<tag>  median= ... us` line", 1)
     pin = usable_pin(a.pin, a.op, a.case, a.args)
-    if pin is not None and not a.case and pin["case"] not in {c.tag for c in cases}:
-        # a default pin whose case this tree's bench no longer prints (a pin from another
-        # checkout at this path): chosen again; the bench is contract, so a run's first
-        # reading is the only one that can meet this
+    if pin is not None and pin["case"] not in {c.tag for c in cases}:
+        if not a.may_pin:  # a candidate never moves the timed case (it would compare shapes)
+            return _say(f"the pinned case {pin['case']!r} is not among the cases this tree's "
+                        f"{a.target} printed", 1)
+        # the baseline's bench no longer prints a default pin's case (a pin from another
+        # checkout at this path): chosen again
+        if a.case:
+            return _say(f"--case {a.case!r} is not among {a.target}'s cases", 2)
         _say(f"the pinned case {pin['case']!r} is not among {a.target}'s cases: pinning again", 0)
         pin = None
+    if pin is None and not a.may_pin:
+        return _say(f"no pinned case in {a.pin}: the baseline's bench pins it first", 1)
     if pin is None:
         chosen = choose(cases, a.case)
         if chosen is None:

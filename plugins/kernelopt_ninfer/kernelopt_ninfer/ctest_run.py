@@ -143,7 +143,7 @@ def check_seeded(build: Path, test: str, seeds: list[int], flag: str) -> tuple[i
                       {**info["env"], **STATS_ENV})
         output = result.stdout + result.stderr
         outputs.append(output)
-        sys.stdout.write(output)
+        sys.stderr.write(output)  # the test's own lines: logged; stdout is the wrapper's
         why = _skipped(result.returncode, output, info["skip"])
         if why:
             _say(f"{test} {flag} {seed}: {why}: a skipped test is not a pass (nothing verified)")
@@ -159,7 +159,7 @@ def check_once(build: Path, test: str) -> tuple[int, str]:
     result = _run(["ctest", "--test-dir", str(build), "-R", f"^{test}$", "-V",
                    "--output-on-failure", "--no-tests=error"], build, STATS_ENV)
     output = result.stdout + result.stderr
-    sys.stdout.write(output)
+    sys.stderr.write(output)
     status = re.search(rf"Test\s+#\d+:\s+{re.escape(test)}\s+\.*\s*(\*+)?(\w+)", output)
     word = status.group(2) if status else None
     if word == "Skipped" or _skipped(0 if word == "Passed" else 1, output, set()):
@@ -198,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                  if "worst_ratio" in stats else "")
         _say(f"OP_ERROR_STATS: {stats['records']} records{worst}; "
              f"{stats['non_finite']} non-finite values")
-    print(json.dumps({"kernelopt_check": 1, "test": a.test, "seeds": seeds or None,
+    run = ("each seed through the test's registered command" if seeds
+           else "once as CTest registers it: the test takes no --seed")
+    print(json.dumps({"kernelopt_check": 1, "test": a.test, "seeds": seeds or None, "run": run,
                       "passed": code == 0, "op_error_stats": stats}), flush=True)
     return code
 

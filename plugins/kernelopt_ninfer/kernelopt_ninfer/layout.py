@@ -245,6 +245,11 @@ def override(root: Path, op: Op, editable: tuple[str, ...] | None,
         path = (root / given).resolve()
         if Path(given).is_absolute() or not path.is_relative_to(root.resolve()) or not path.is_file():
             raise ValueError(f"{given!r} is not a file inside {root}")
+    contract = set(op.contract)
+    clash = sorted(set(editable or ()) & contract)
+    if clash:  # the test, its oracle and the bench are what a candidate is judged by
+        raise ValueError(f"{', '.join(clash)} is contract (the op's header, test or bench) "
+                         "and cannot be editable")
     if editable:
         op = attrs.evolve(op, launchers=tuple(editable), kernels=(),
                           notes=op.notes + ("editable files given by the user",))

@@ -244,6 +244,7 @@ class NInferBackend:
                 "--pin", str(data.pin)]
         argv += ["--case", data.case] if data.case else []
         argv += ["--args", data.bench_args] if data.bench_args else []
+        argv += ["--may-pin"] if tree.role == "baseline" else []  # candidates never re-pin
         return Command(_python("bench_run", *argv), tree.src, timeout_s=STEP_TIMEOUT_S, label="bench")
 
     def engine(self, target: Target, tree: Tree) -> Command | None:

@@ -101,7 +101,9 @@ def _fatal_guards(text: str) -> list[tuple[str, str]]:
             stack.append(call.raw)
         elif call.name == "endif" and stack:
             stack.pop()
-        elif call.name in ("else", "elseif") and stack:
+        elif call.name == "elseif" and stack:
+            stack[-1] = call.raw  # the branch's own condition guards what follows
+        elif call.name == "else" and stack:
             stack[-1] = ""  # not evaluated: an else branch's guard is not read
         elif call.name == "message" and call.args[:1] == ("FATAL_ERROR",) and stack and stack[-1]:
             out.append((" ".join(stack[-1].split()), " ".join(call.args[1:])))

@@ -122,6 +122,9 @@ def test_discover_overrides_and_refusals(upstream_tree: Path, tmp_path: Path,
     with pytest.raises(UsageError, match="not a file inside"):
         backend.discover(upstream_tree, settings_with(tmp_path, ninfer_op="rmsnorm",
                                                       editable=("../elsewhere.cu",)))
+    with pytest.raises(UsageError, match="is contract"):  # the test judges; never editable
+        backend.discover(upstream_tree, settings_with(tmp_path, ninfer_op="rmsnorm",
+                                                      editable=("tests/ops/test_rmsnorm.cpp",)))
     # a GPU this tree accepts: the override is the target's editable set
     only_path(fake_tools(nvcc="13.1", gpu="NVIDIA GeForce RTX 5090, 12.0"))
     (target,) = backend.discover(upstream_tree, settings_with(

@@ -131,7 +131,10 @@ def test_bench_pins_the_largest_case_and_reads_only_it(tmp_path: Path, capsys, m
     _program(build / "bench" / "ninfer_rmsnorm_bench", BENCH)
     pin = tmp_path / "pin.json"
     args = ["--build", str(build), "--target", "ninfer_rmsnorm_bench", "--op", "rmsnorm",
-            "--pin", str(pin)]
+            "--pin", str(pin), "--may-pin"]
+    candidate = args[:-1]  # a candidate's tree never pins
+    assert bench_run.main(candidate) == 1
+    assert "the baseline's bench pins it first" in capsys.readouterr().err
     assert bench_run.main(args) == 0
     line = _last_json(capsys.readouterr().out)
     assert line["case"] == "rmsnorm rows=4096 cols=4096" and line["time_ms"] == pytest.approx(0.0195)
@@ -144,8 +147,12 @@ def test_bench_pins_the_largest_case_and_reads_only_it(tmp_path: Path, capsys, m
     assert bench_run.main([*args, "--case", "rmsnorm rows=1 cols=1"]) == 2
     assert "rmsnorm rows=64 cols=4096" in capsys.readouterr().err
     # a default pin whose case the bench no longer prints (another tree at this path) is redone
+    # by the baseline; a candidate's bench that lacks it fails and leaves the pin alone
     saved["case"] = "rmsnorm rows=1 cols=1"
     pin.write_text(json.dumps(saved))
+    assert bench_run.main(candidate) == 1
+    assert "is not among the cases this tree's" in capsys.readouterr().err
+    assert json.loads(pin.read_text())["case"] == "rmsnorm rows=1 cols=1"
     assert bench_run.main(args) == 0
     assert "pinning again" in capsys.readouterr().err
     assert json.loads(pin.read_text())["case"] == "rmsnorm rows=4096 cols=4096"

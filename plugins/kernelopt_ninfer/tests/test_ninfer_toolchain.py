@@ -50,6 +50,13 @@ def test_guards_of_upstream_the_fixture_a_port_and_none(upstream_tree: Path, fix
     assert port.version_problem("70", "12.8") is None
     assert port.version_problem("120a", "12.8") == "CUDA ≥ 13.1"
 
+    (tmp_path / "CMakeLists.txt").write_text(
+        'if(NINFER_USE_HIP)\n  message(STATUS "hip")\n'
+        'elseif(NOT CMAKE_CUDA_ARCHITECTURES STREQUAL "120a")\n'
+        '  message(FATAL_ERROR "NInfer supports only CMAKE_CUDA_ARCHITECTURES=120a; got x")\n'
+        'endif()\n')
+    assert read_guards(tmp_path).archs == ("120a",)  # a guard in an elseif() branch counts
+
     (tmp_path / "CMakeLists.txt").write_text("project(ninfer LANGUAGES CXX CUDA)\n")
     free = read_guards(tmp_path)
     assert free.archs is None and free.arch_allowed("90") and free.versions == ()
@@ -94,4 +101,4 @@ def test_run_ninfer_refuses_upstream_on_an_h200_before_any_build(
     assert "CUDA 13.0" in out and "V13.0.88" in out
     assert "120a" in out and "CUDA ≥ 13.1" in out
     assert "NInfer requires CUDA 13.1 or newer" in out  # the tree's own words, quoted
-    assert not list(tmp_path.glob(".kernelopt/work/*/build*/CMakeCache.txt"))  # nothing built
+    assert not list(tmp_path.rglob("CMakeCache.txt"))  # nothing configured, nothing built
