@@ -96,8 +96,13 @@ def apply(
             continue
         text = texts.get(knob.file, files[knob.file].decode("utf-8"))
         match = next(re.finditer(knob.pattern, text, re.M))
-        start, end = match.span(1)
-        texts[knob.file] = text[:start] + assignment[knob.name] + text[end:]
+        # the first group is the value; a later group holding the same text mirrors it (a block
+        # size and the template argument that must equal it): written last to first
+        mirrors = [g for g in range(2, len(match.groups()) + 1) if match.group(g) == match.group(1)]
+        for group in [*reversed(mirrors), 1]:
+            start, end = match.span(group)
+            text = text[:start] + assignment[knob.name] + text[end:]
+        texts[knob.file] = text
     return {
         path: text.encode("utf-8")
         for path, text in texts.items()

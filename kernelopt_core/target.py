@@ -29,7 +29,9 @@ class Knob:
     """A tunable value in an editable file.
 
     ``pattern`` is a regular expression (multiline) whose first group captures the value; the
-    tuner rewrites that group. ``values`` are the candidates, as source text.
+    tuner rewrites that group, and any later group that captures the same text (a mirror: a
+    block size and the template argument that must equal it). ``values`` are the candidates,
+    as source text.
 
     ``geometry`` (optional) says what the value is in the launch ``launch`` (any name shared by
     the knobs of one kernel launch): ``"elements"``, a block size in elements along one axis of

@@ -7,7 +7,11 @@ never a candidate's to edit, never in report.diff) adds, after the eval cases, e
 when ``KERNELOPT_TBO_PERF_IN_TEST`` is set. Test mode then selects the pinned perf case by its
 full string (``test -o 'OP(params)'``) and compares it with the CPU backend like any other case.
 Without the variable the tool behaves as upstream's. A test-backend-ops whose case selection
-reads differently gets no harness: the pin then says whether the eval set covers the case."""
+reads differently gets no harness: the pin then says whether the eval set covers the case.
+
+Ops the perf set has no case for get one (``EXTRA_PERF``), appended to ``make_test_cases_perf()``
+where the tool has the op's test struct and no perf case of it: RMS_NORM over a 4096-wide hidden
+state for 512 tokens (a 7B-class model's prompt), f32, eps 1e-6."""
 
 from __future__ import annotations
 
@@ -19,6 +23,28 @@ ENV = "KERNELOPT_TBO_PERF_IN_TEST"
 # test_backend()'s selection: `test_cases = make_test_cases_eval();` in its MODE_TEST branch
 # (not the `auto test_cases = ...` of the coverage listing)
 _SELECTION = re.compile(r"^([ \t]*)test_cases = make_test_cases_eval\(\);[ \t]*$", re.M)
+
+
+# op: (its test struct, the cases added to the perf set when it has none)
+EXTRA_PERF = {
+    "RMS_NORM": ("test_rms_norm", ("new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f)",)),
+}
+_PERF_END = re.compile(r"make_test_cases_perf\(\)\s*\{.*?\n([ \t]*)return test_cases;\n\}", re.S)
+
+
+def _with_extra_perf(text: str) -> str:
+    found = _PERF_END.search(text)
+    if found is None:
+        return text
+    body, pad = found.group(0), found.group(1)
+    added = [case for struct, cases in EXTRA_PERF.values()
+             if f"struct {struct} " in text and f"new {struct}(" not in body for case in cases]
+    if not added:
+        return text
+    lines = "".join(f"{pad}test_cases.emplace_back({case});  // kernelopt-llamacpp's harness\n"
+                    for case in added)
+    at = found.end() - len("return test_cases;\n}") - len(pad)
+    return text[:at] + lines + text[at:]
 
 
 def patched(text: str) -> str | None:
@@ -36,7 +62,7 @@ def patched(text: str) -> str | None:
         f"{pad}        test_cases.push_back(std::move(tc));\n"
         f"{pad}    }}\n"
         f"{pad}}}")
-    return text[:match.end()] + addition + text[match.end():]
+    return _with_extra_perf(text[:match.end()] + addition + text[match.end():])
 
 
 def patched_file(path: Path) -> str | None:

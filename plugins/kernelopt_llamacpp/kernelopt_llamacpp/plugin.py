@@ -186,7 +186,7 @@ class LlamaCppBackend:
             contract=tuple(f for f in (DISPATCH, "tests/test-backend-ops.cpp") if (root / f).is_file()),
             shape=shape,
             bytes_moved=int(pinned["kb"]) * 1024 if pinned and pinned.get("kb") else None,
-            knobs=tuple(tuning.scan(files, route.op)),
+            knobs=tuple(tuning.scan(files, route.op, route.function)),
             bench=BenchSpec(format="regex", regex=tbo.line_regex(pinned["case"] if pinned else None),
                             unit="us"),
             has_engine=data.e2e_model is not None,

@@ -10,7 +10,16 @@
   tuner needs a pattern that matches exactly once). ``__launch_bounds__(8*WARP_SIZE, 1)`` and
   ``#pragma unroll`` without a number are not knobs.
 
-Values tried are the core's powers of two around the current value.
+* a launch's block size written twice, as ``dim3 NAME(<int>, 1, 1)`` and, within the next
+  three lines, as the first template argument of the kernel launched (``rms_norm_f32<1024,
+  ...>``): one knob whose pattern captures both (the core writes a group that mirrors the first
+  with it), when the kernel's name holds the op's and the launch sits in a function the op's
+  own function calls (``ggml_cuda_op_rms_norm`` calls ``rms_norm_f32_cuda``, not the fused
+  ``rms_norm_mul_f32_cuda``). The pattern counts such launches from the start of the file, so
+  it matches one place before and after any edit of digits.
+
+Values tried are the core's powers of two around the current value. Values that do not compile
+are dropped before the search by the compile probe (probe.py).
 """
 
 from __future__ import annotations
@@ -48,7 +57,40 @@ def _anchored(text: str, start: int, end: int, prefix: str) -> str | None:
     return None
 
 
-def scan(files: Mapping[str, bytes], op: str) -> list[Knob]:
+# a launch whose block size is written twice (the dim3 and the kernel's template argument)
+_LAUNCH = r"dim3[ \t]+\w+\((\d+), 1, 1\);(?:\n[^\n]*){0,2}?\n[^\n]*?\b(\w+)<(\d+)\b"
+_LAUNCH_ANY = _LAUNCH.replace("(\\d+)", "\\d+").replace("(\\w+)", "\\w+")
+_FUNCTION = re.compile(r"^(?:static[ \t]+)?(?:void|[\w:<>]+)[ \t]+(\w+)\s*\(", re.M)
+
+
+def _called(text: str, function: str) -> set[str]:
+    """Names called in ``function``'s body (to its closing brace at column 0)."""
+    start = re.search(rf"^\w[^\n(]*\b{re.escape(function)}\s*\(", text, re.M)
+    if start is None:
+        return set()
+    end = text.find("\n}", start.end())
+    return set(re.findall(r"\b(\w+)\s*[(<]", text[start.end():end if end > 0 else None]))
+
+
+def launch_pairs(text: str, path: str, op: str, function: str) -> list[Knob]:
+    """Knobs for launches whose block size appears twice (module docstring)."""
+    callees = _called(text, function) if function else set()
+    knobs = []
+    for k, m in enumerate(re.finditer(_LAUNCH, text)):
+        value, kernel, again = m.group(1), m.group(2), m.group(3)
+        enclosing = [f.group(1) for f in _FUNCTION.finditer(text, 0, m.start())]
+        if value != again or _squash(op).lower() not in _squash(kernel).lower() \
+                or not enclosing or enclosing[-1] not in callees:
+            continue
+        pattern = (r"\A(?:[\s\S]*?" + _LAUNCH_ANY + "){" + str(k) + r"}[\s\S]*?"
+                   + _LAUNCH.replace("(\\w+)", re.escape(kernel)))
+        if len(re.findall(pattern, text)) == 1:
+            knobs.append(Knob(f"{kernel}_block#{k}@{path}", path,
+                              powers_around(int(value), 32, 1024), pattern))
+    return knobs
+
+
+def scan(files: Mapping[str, bytes], op: str, function: str = "") -> list[Knob]:
     knobs: list[Knob] = []
     for path, data in sorted(files.items()):
         text = data.decode("utf-8", errors="replace")
@@ -61,6 +103,7 @@ def scan(files: Mapping[str, bytes], op: str) -> list[Knob]:
             if pattern:
                 knobs.append(Knob(f"launch_bounds#{i}@{path}", path,
                                   powers_around(int(m.group(1)), 32, 1024), pattern))
+        knobs += launch_pairs(text, path, op, function)
         for i, m in enumerate(PRAGMA_UNROLL.finditer(text)):
             pattern = _anchored(text, m.start(2), m.end(2), r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+")
             if pattern:

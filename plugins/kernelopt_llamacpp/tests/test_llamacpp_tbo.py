@@ -153,3 +153,27 @@ def test_the_harness_lets_test_mode_check_the_pinned_perf_case(tmp_path: Path):
     pin.write_text(json.dumps(saved))
     assert tbo.usable_pin(pin, "SOFT_MAX", None, True) is None
     assert tbo.usable_pin(pin, "SOFT_MAX", None, False) is not None
+
+
+def test_the_harness_gives_rms_norm_a_perf_case_where_the_tool_has_none() -> None:
+    from kernelopt_llamacpp import harness
+
+    tool = ("struct test_rms_norm : public test_case {};\n"
+            "static std::vector<std::unique_ptr<test_case>> make_test_cases_eval() {\n"
+            "    std::vector<std::unique_ptr<test_case>> test_cases;\n"
+            "    test_cases.emplace_back(new test_rms_norm(GGML_TYPE_F32, {64, 5, 4, 3}));\n"
+            "    return test_cases;\n}\n"
+            "static std::vector<std::unique_ptr<test_case>> make_test_cases_perf() {\n"
+            "    std::vector<std::unique_ptr<test_case>> test_cases;\n"
+            "    test_cases.emplace_back(new test_soft_max(GGML_TYPE_F32, {4096, 4096, 5, 1}));\n"
+            "    return test_cases;\n}\n"
+            "static bool test_backend(test_mode mode) {\n"
+            "        test_cases = make_test_cases_eval();\n}\n")
+    patched = harness.patched(tool)
+    assert patched is not None
+    perf = patched[patched.index("make_test_cases_perf() {"):patched.index("test_backend(")]
+    assert "new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f)" in perf
+    assert perf.index("test_rms_norm") < perf.index("return test_cases;")
+    # a perf set that already times RMS_NORM is left as it is
+    timed = tool.replace("new test_soft_max(", "new test_rms_norm(")
+    assert "{4096, 512, 1, 1}" not in (harness.patched(timed) or "")

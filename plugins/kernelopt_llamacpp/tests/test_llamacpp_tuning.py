@@ -40,3 +40,55 @@ def test_pragma_unroll_and_several_launch_bounds():
     many = scan({"k.cu": src}, "X")
     assert len(many) == 2  # the WARP_SIZE expression is not a knob
     assert current_values(tuple(many), {"k.cu": src}) == {many[0].name: "256", many[1].name: "128"}
+
+
+NORM_CU = """static void norm_f32_cuda(const float * x, float * dst, const int ncols) {
+    if (ncols < 1024) {
+        const dim3 block_dims(WARP_SIZE, 1, 1);
+        norm_f32<WARP_SIZE><<<blocks_num, block_dims, 0, stream>>>(x, dst, ncols);
+    } else {
+        const dim3 block_dims(1024, 1, 1);
+        norm_f32<1024><<<blocks_num, block_dims, 0, stream>>>(x, dst, ncols);
+    }
+}
+
+template <bool do_scale = false>
+static void rms_norm_f32_cuda(const float * x, float * dst, const int ncols) {
+    if (ncols < 1024) {
+        const dim3 block_dims(256, 1, 1);
+        const ggml_cuda_kernel_launch_params launch_params = {blocks_num, block_dims};
+        ggml_cuda_kernel_launch(rms_norm_f32<256, false, false, do_scale>, launch_params,
+            x, dst, ncols);
+    } else {
+        const dim3 block_dims(1024, 1, 1);
+        const ggml_cuda_kernel_launch_params launch_params = {blocks_num, block_dims};
+        ggml_cuda_kernel_launch(rms_norm_f32<1024, false, false, do_scale>, launch_params, x, dst);
+    }
+}
+
+static void rms_norm_mul_f32_cuda(const float * x, float * dst, const int ncols) {
+    const dim3 block_dims(256, 1, 1);
+    ggml_cuda_kernel_launch(rms_norm_f32<256, true>, launch_params, x, dst, ncols);
+}
+
+void ggml_cuda_op_rms_norm(ggml_backend_cuda_context & ctx, ggml_tensor * dst) {
+    rms_norm_f32_cuda(src0_d, dst_d, ne00);
+}
+"""
+
+
+def test_a_block_size_written_twice_is_one_knob_of_the_ops_own_launches() -> None:
+    """norm.cu's pattern in the vendored tree: the dim3 and the template argument must agree;
+    only rms_norm_f32_cuda's launches (what ggml_cuda_op_rms_norm calls) are RMS_NORM's."""
+    files = {"norm.cu": NORM_CU.encode()}
+    knobs = tuple(scan(files, "RMS_NORM", "ggml_cuda_op_rms_norm"))
+    assert [k.name.split("@")[0] for k in knobs] == ["rms_norm_f32_block#1", "rms_norm_f32_block#2"]
+    assert current_values(knobs, files) == {knobs[0].name: "256", knobs[1].name: "1024"}
+    edited = apply(knobs, files, {knobs[0].name: "128", knobs[1].name: "512"})["norm.cu"].decode()
+    assert "block_dims(128, 1, 1)" in edited and "rms_norm_f32<128, false, false" in edited
+    assert "block_dims(512, 1, 1)" in edited and "rms_norm_f32<512, false, false" in edited
+    assert "norm_f32<1024><<<" in edited and "rms_norm_f32<256, true>" in edited  # not the op's
+    # the patterns still match once after the edit: the next proposal can be applied
+    again = current_values(knobs, {"norm.cu": edited.encode()})
+    assert again == {knobs[0].name: "128", knobs[1].name: "512"}
+    assert scan(files, "NORM", "ggml_cuda_op_norm") == []  # no such function here
