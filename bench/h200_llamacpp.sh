@@ -7,7 +7,7 @@
 # Run from the repository root on the GPU machine, with wheels of this repo's packages in
 # .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
 # there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
-#   bash bench/h200_llamacpp.sh [PART...]   PART: build | softmax | rope | engine (default: all)
+#   bash bench/h200_llamacpp.sh [PART...]   PART: build | softmax | rope | rmsnorm | engine (default: all)
 set -euo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
@@ -16,7 +16,7 @@ export KERNELOPT_HOME=/tmp/kstate-llamacpp
 REPO=/tmp/llama.cpp
 [ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
 export LLAMACPP_REPO=$REPO
-PARTS=${*:-build softmax rope engine}
+PARTS=${*:-build softmax rope rmsnorm engine}
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
 nvcc --version >> "$OUT/gpu.txt" 2>&1 || true
 
@@ -63,6 +63,11 @@ PY
     kernelopt run-llamacpp --op ROPE --iterations 6 --patience 3 --final-rounds 4 \
       --budget-minutes 3 > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
     save_llamacpp_run rope
+    ;;
+  rmsnorm)  # the harness's perf case (f32 [4096,512]); the two launch knobs of rms_norm_f32_cuda
+    kernelopt run-llamacpp --op RMS_NORM --iterations 8 --patience 4 --final-rounds 4 \
+      --budget-minutes 4 > "$OUT/rmsnorm.log" 2>&1 || echo "exit $?" >> "$OUT/rmsnorm.log"
+    save_llamacpp_run rmsnorm
     ;;
   engine)  # reuses the SOFT_MAX workspace (warm build); adds llama-completion and llama-bench
     python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
