@@ -60,7 +60,7 @@ def describe(item: dict[str, Any], limit: int = 300) -> str:
             parts += [f"{key}.{k} {_short(v)}" for k, v in value.items()]
         else:
             parts.append(f"{key} {_short(value)}")
-    text = ", ".join(parts)
+    text = ", ".join(parts).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

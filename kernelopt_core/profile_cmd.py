@@ -41,6 +41,7 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
         kernel_table,
         locate,
         ranking,
+        sources,
         suggestion,
     )
     from kernelopt_core.profiling import Profiling
@@ -88,14 +89,18 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     if "error" in profile:
         raise UsageError(f"profiling the {program} failed: {profile['error']}",
                          hint=f"the profiler's log and raw output are in {out}")
-    profile = locate(profile, kernel_names(tree_sources(workspace.baseline_tree.src)))
+    # where each kernel is defined: the snapshot in memory (the workspace is released)
+    profile = locate(profile, kernel_names(sources(workspace.files)))
     rows = ranking(profile)
     table = kernel_table([("baseline", profile)])
+    header = ["share", "total µs", "launches", "µs/launch", "defined in", "kernel"]
+    hint = suggestion(profile)
     (out / "profile.md").write_text(
         f"# Profile of {target.name} ({profile.get('tool', profiling.name)})\n\n"
-        + "\n".join(table) + "\n", encoding="utf-8")
-    ui.table(rows, ["share", "total µs", "launches", "µs/launch", "defined in", "kernel"])
-    hint = suggestion(profile)
+        + "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                     *("| " + " | ".join(r) + " |" for r in rows), "",
+                     *([f"- {hint}", ""] if hint else []), *table]) + "\n", encoding="utf-8")
+    ui.table(rows, header)
     if hint:
         ui.note(hint)
     ui.echo()
@@ -105,22 +110,6 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
         ui.note(f"the profiler stopped at {profile['launch_limit']} launches: a longer "
                 "program's later kernels are not in this ranking")
     ui.note(f"raw output, journal and profile.md: {out}")
-
-
-SOURCE_SUFFIXES = {".cu", ".cuh", ".hip", ".cpp", ".cc", ".h", ".hpp", ".py"}
-
-
-def tree_sources(root: Path, limit: int = 2000) -> dict[str, bytes]:
-    """The tree's kernel-bearing sources (relative path → bytes), build folders left out: where
-    a kernel outside the target is defined."""
-    found: dict[str, bytes] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if len(found) >= limit or any(p.startswith((".", "build")) for p in rel.parts[:-1]):
-            continue
-        if path.suffix in SOURCE_SUFFIXES and path.is_file() and path.stat().st_size < 2 << 20:
-            found[rel.as_posix()] = path.read_bytes()
-    return found
 
 
 @hookimpl

@@ -22,6 +22,14 @@ _DEFINITIONS = (
 )
 
 
+SOURCE_SUFFIXES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".h", ".hpp", ".py")
+
+
+def sources(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The files that can define a kernel (by suffix)."""
+    return {path: data for path, data in files.items() if path.endswith(SOURCE_SUFFIXES)}
+
+
 def kernel_names(files: dict[str, bytes]) -> dict[str, str]:
     """The kernels the editable files define: name → the file."""
     names: dict[str, str] = {}

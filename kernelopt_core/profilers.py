@@ -173,11 +173,12 @@ class Graphsignal:
         return {**_kernels(kernels, "graphsignal"), "activity_us": activity}
 
 
-def poll_signals(argv: list[str]) -> int:
+def poll_signals(argv: list[str], never_up_s: float = 3.0, at_most_s: float = 15.0) -> int:
     """``PORT OUT_DIR``: the watcher's ``/signals`` every 0.1 s, the last payload that has
     metrics written to OUT_DIR/graphsignal-signals.json, until the watcher has gone after
-    graphsignal-run exited (OUT_DIR/graphsignal.done; 15 s at most after it), or its parent
-    (the wrapped command's ``sh``) has gone. The wrapped command's poller: it spawns nothing."""
+    graphsignal-run exited (OUT_DIR/graphsignal.done; ``never_up_s`` after it when the watcher
+    never answered, ``at_most_s`` in any case), or its parent (the wrapped command's ``sh``)
+    has gone. The wrapped command's poller: it spawns nothing."""
     port, out = int(argv[0]), Path(argv[1])
     parent, served, kept = os.getppid(), 0, 0
     done_at: float | None = None
@@ -196,13 +197,14 @@ def poll_signals(argv: list[str]) -> int:
                 os.replace(out / (GRAPHSIGNAL_PAYLOAD + ".tmp"), out / GRAPHSIGNAL_PAYLOAD)
                 kept += 1
         except (OSError, ValueError, http.client.HTTPException):
-            # not up yet, or gone; after the bench, gone (or never up within 3 s) ends it
-            if done_at is not None and (served or now - done_at > 3):
+            # not up yet, or gone; after the bench, gone (or never up) ends it
+            if done_at is not None and (served or now - done_at > never_up_s):
                 break
-        if done_at is not None and now - done_at > 15:
+        if done_at is not None and now - done_at > at_most_s:
             break
         time.sleep(0.1)
-    print(f"graphsignal: {served} /signals payload(s) served, {kept} kept", file=sys.stderr)
+    # this process is the wrapped command's poller, not the UI: its one line goes to the log
+    os.write(2, f"graphsignal: {served} /signals payload(s) served, {kept} kept\n".encode())
     return 0
 
 

@@ -89,18 +89,20 @@ flags = {{}}
 while args and args[0].startswith("--"):
     flags[args[0]], args = args[1], args[2:]
 body = open({payload!r}, "rb").read()
+answered = threading.Event()
 class Signals(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+        answered.set()
     def log_message(self, *args):
         pass
 server = http.server.ThreadingHTTPServer(("127.0.0.1", int(flags["--listen-port"])), Signals)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 rc = subprocess.call(args)
-time.sleep(0.3)
+answered.wait(30)  # as the real watcher serves its last read after the workload: once at least
 server.shutdown()
 sys.exit(rc)
 """
@@ -126,14 +128,19 @@ def test_the_wrapped_bench_keeps_its_exit_status_and_leaves_the_payload(tmp_path
 
 def test_the_poller_keeps_the_last_payload_with_metrics_and_stops(tmp_path: Path) -> None:
     bodies = [FIXTURE.read_bytes(), b'{"metrics": []}', b"not json"]
+    answered: list[int] = []
+    last_served = threading.Event()  # every body answered once: the bench may end
 
     class Signals(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            body = bodies[0] if len(bodies) == 1 else bodies.pop(0)
+            body = bodies[min(len(answered), len(bodies) - 1)]
+            answered.append(1)
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            if len(answered) >= len(bodies):
+                last_served.set()
 
         def log_message(self, *args: object) -> None:
             pass
@@ -141,23 +148,21 @@ def test_the_poller_keeps_the_last_payload_with_metrics_and_stops(tmp_path: Path
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Signals)
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
-    def finish() -> None:  # the bench exits, then the watcher
-        time.sleep(0.6)
+    def finish() -> None:  # the bench exits once the poller has read every body, then the watcher
+        last_served.wait(30)
         (tmp_path / GRAPHSIGNAL_DONE).touch()
-        time.sleep(0.3)
         server.shutdown()
         server.server_close()
 
     threading.Thread(target=finish, daemon=True).start()
-    start = time.monotonic()
     assert poll_signals([str(server.server_address[1]), str(tmp_path)]) == 0
-    assert time.monotonic() - start < 3
+    # the payload with metrics is kept: neither the empty one nor the broken one replaced it
     assert (tmp_path / GRAPHSIGNAL_PAYLOAD).read_bytes() == FIXTURE.read_bytes()
-    # a watcher that never came up: the poller gives up 3 s after the bench
+    # a watcher that never came up: the poller gives up never_up_s after the bench
     (tmp_path / GRAPHSIGNAL_PAYLOAD).unlink()
     start = time.monotonic()
-    assert poll_signals([str(server.server_address[1]), str(tmp_path)]) == 0
-    assert 3 <= time.monotonic() - start < 5 and not (tmp_path / GRAPHSIGNAL_PAYLOAD).exists()
+    assert poll_signals([str(server.server_address[1]), str(tmp_path)], never_up_s=0.2) == 0
+    assert time.monotonic() - start >= 0.2 and not (tmp_path / GRAPHSIGNAL_PAYLOAD).exists()
 
 
 def test_payloads_recorded_on_the_h200_parse() -> None:

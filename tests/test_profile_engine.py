@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kernelopt_core import profile_parsers as parsers
 from kernelopt_core import profile_view
-from kernelopt_core.profile_cmd import tree_sources
+from kernelopt_core.workspace import snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "profilers"
@@ -21,7 +21,11 @@ def summary() -> dict[str, object]:
     return {"kernels": [k.to_json() for k in parsers.ncu_summary(text)]}
 
 
-def test_every_kernel_of_the_program_is_mapped_to_the_file_that_defines_it(tmp_path: Path) -> None:
+def tree_sources(root: Path) -> dict[str, bytes]:
+    return profile_view.sources(snapshot(root)[0])  # what `kernelopt profile` reads
+
+
+def test_every_kernel_of_the_program_is_mapped_to_the_file_that_defines_it() -> None:
     tree = REPO / "bench" / "ncu_engine"
     sources = tree_sources(tree)
     assert {"main.cu", "row_max.cu", "scale_add.cu", "tiny_bias.cu", "kernels.h"} <= set(sources)
@@ -43,11 +47,6 @@ def test_no_suggestion_when_the_target_holds_the_largest_kernel() -> None:
     assert profile_view.suggestion(profile_view.locate(profile, profile_view.kernel_names(sources))) is None
 
 
-def test_build_folders_and_hidden_folders_are_not_sources(tmp_path: Path) -> None:
-    (tmp_path / "build" / "gen").mkdir(parents=True)
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "build" / "gen" / "k.cu").write_text("__global__ void k() {}")
-    (tmp_path / ".git" / "x.py").write_text("")
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "a.cu").write_text("__global__ void a() {}")
-    assert list(tree_sources(tmp_path)) == ["src/a.cu"]
+def test_only_files_that_can_define_a_kernel_are_read() -> None:
+    files = {"src/a.cu": b"", "k.py": b"", "notes.txt": b"", "lib.so": b"", "x.cuh": b""}
+    assert sorted(profile_view.sources(files)) == ["k.py", "src/a.cu", "x.cuh"]

@@ -34,10 +34,12 @@ def _block_prefix(knob: Knob) -> str | None:
 def constrain(knobs: tuple[Knob, ...], heuristic: str, size_hints: dict[str, int],
               baseline: dict[str, str]) -> tuple[Knob, ...]:
     out: list[Knob] = []
+    fixed: set[str] = set()  # launches that lose a block-size knob: their geometry is partial
     for knob in knobs:
         base = knob.name.split("@", 1)[0]
         prefix = _block_prefix(knob)
         if prefix is not None and prefix.startswith("R") and heuristic == "persistent_reduction":
+            fixed.add(knob.launch)
             continue
         if base == "num_stages" and heuristic != "reduction":
             continue
@@ -49,4 +51,6 @@ def constrain(knobs: tuple[Knob, ...], heuristic: str, size_hints: dict[str, int
             if keep:  # never a knob without values (the baseline's value not found)
                 knob = attrs.evolve(knob, values=keep)
         out.append(knob)
-    return tuple(out)
+    # the removed R0_BLOCK still sizes each program: the thread rule cannot count without it
+    return tuple(attrs.evolve(k, geometry="") if k.launch in fixed and k.geometry else k
+                 for k in out)

@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 import re
 
+import attrs
+
 from kernelopt_core.api import Knob, powers_around
 from kernelopt_triton.convention import jit_functions, parse
 
@@ -220,14 +222,20 @@ def detect(path: str, text: str) -> list[Knob]:
         names[base] = names.get(base, 0) + 1
         name = base if names[base] == 1 else f"{base}#{names[base]}"
         knobs.append(Knob(name, path, values, pattern, geometry(key), launch))
+        if geometry(key) == "elements":
+            sized.setdefault(launch, set()).add(key)
 
     passed: dict[str, set[str]] = {k: set() for k in kernels}
+    sized: dict[str, set[str]] = {}  # launch -> its block-size parameters that are knobs
+    sites: dict[str, int] = {}
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
                    key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
         kernel = _launched_kernel(call, set(kernels))
         if kernel is None:
             continue
+        sites[kernel] = sites.get(kernel, 0) + 1
+        site = kernel if sites[kernel] == 1 else f"{kernel}#{sites[kernel]}"
         constexprs = _constexprs(kernels[kernel])
         for kw in call.keywords:
             if kw.arg is None:
@@ -240,14 +248,14 @@ def detect(path: str, text: str) -> list[Knob]:
             literal = _int_literal(kw.value)
             if literal is not None:
                 add(f"{kw.arg}@{kernel}", kw.value, _keyword_token(kw.arg),
-                    values_for(kw.arg, literal), kw.arg, kernel)
+                    values_for(kw.arg, literal), kw.arg, site)
             elif isinstance(kw.value, ast.Name):
                 assign = _resolve(kw.value.id, call, tree, parents)
                 if assign is not None:
                     value = _int_literal(assign.value)
                     assert value is not None
                     add(kw.value.id, assign.value, _keyword_token(kw.value.id),
-                        values_for(kw.arg, value), kw.arg, kernel)
+                        values_for(kw.arg, value), kw.arg, site)
     for kernel, fn in kernels.items():
         defaults = _defaults(fn)
         for name in _constexprs(fn):
@@ -272,4 +280,19 @@ def detect(path: str, text: str) -> list[Knob]:
                     if kw.arg in ("num_warps", "num_stages") and value is not None:
                         add(f"{kw.arg}@{where}", kw.value, _keyword_token(kw.arg),
                             values_for(kw.arg, value), kw.arg, where)
-    return knobs
+    return _whole_geometry(knobs, kernels, sized)
+
+
+def _whole_geometry(knobs: list[Knob], kernels: dict[str, ast.FunctionDef],
+                    sized: dict[str, set[str]]) -> list[Knob]:
+    """Geometry only for launches where every block size of the kernel is a knob: a block fixed
+    by the code (``BLOCK_N=triton.next_power_of_2(n)``) is elements the rule cannot count."""
+    def complete(launch: str) -> bool:
+        kernel = kernels.get(launch.split("#")[0].split(".configs[")[0])
+        if kernel is None:
+            return False
+        blocks = {name for name in _constexprs(kernel) if geometry(name) == "elements"}
+        return blocks <= sized.get(launch, set())
+
+    return [k if not k.geometry or complete(k.launch) else attrs.evolve(k, geometry="")
+            for k in knobs]

@@ -32,3 +32,20 @@ def test_persistent_reduction_keeps_its_whole_row_block_and_the_baseline_value_s
     out = constrain(knobs, "persistent_reduction", {"x": 8, "r0_": 2048}, {"XBLOCK@k": "32"})
     assert [k.name for k in out] == ["XBLOCK@k"]
     assert out[0].values == ("1", "2", "4", "8", "32")  # <= the hint 8, and the baseline 32
+
+
+def test_a_persistent_reductions_launch_loses_its_thread_rule() -> None:
+    """R0_BLOCK (the whole row) is no knob of a persistent reduction, so XBLOCK alone is not the
+    program's elements: the launch's geometry is cleared (XBLOCK=1 with 8 warps is Inductor's
+    own choice, not a wasteful one)."""
+    from kernelopt_core.planners.joint import threads_fit
+
+    knobs = (Knob("XBLOCK@k", "k.py", ("1", "2", "4"), r"XBLOCK=(\d+)", "elements", "k"),
+             Knob("R0_BLOCK@k", "k.py", ("2048",), r"R0_BLOCK=(\d+)", "elements", "k"),
+             Knob("num_warps@k", "k.py", ("4", "8"), r"num_warps=(\d+)", "warps", "k"))
+    assert not threads_fit(knobs[::2])({"XBLOCK@k": "1", "num_warps@k": "8"})  # the fault
+    out = constrain(knobs, "persistent_reduction", {"x": 8, "r0_": 2048}, {})
+    assert [(k.name, k.geometry) for k in out] == [("XBLOCK@k", ""), ("num_warps@k", "")]
+    assert threads_fit(out)({"XBLOCK@k": "1", "num_warps@k": "8"})
+    looped = constrain(knobs, "reduction", {"x": 8, "r0_": 2048}, {})
+    assert [k.geometry for k in looped] == ["elements", "elements", "warps"]

@@ -112,3 +112,20 @@ def test_block_sizes_and_warps_say_their_launch_geometry() -> None:
     assert [geometry(k) for k in ("XBLOCK", "R0_BLOCK", "BLOCK_M", "BLOCK_SIZE_N",
                                         "NUM_BLOCKS", "BLOCKS_PER_SM", "num_stages")] == [
         "elements", "elements", "elements", "elements", "", "", ""]
+
+
+def test_no_thread_rule_for_a_launch_whose_block_the_code_fixes() -> None:
+    """BLOCK_N computed at launch (a whole row) is no knob: BLOCK_M alone is not the program's
+    elements, so that launch gets no geometry; the second launch site, all literals, keeps it."""
+    text = (
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def row_kernel(x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):\n    pass\n\n\n"
+        "def launch(x, n):\n"
+        "    row_kernel[(1,)](x, BLOCK_M=1, BLOCK_N=triton.next_power_of_2(n), num_warps=8)\n"
+        "    row_kernel[(1,)](x, BLOCK_M=4, BLOCK_N=64, num_warps=2)\n")
+    found = [(k.name, k.geometry, k.launch) for k in detect("k.py", text)]
+    assert found == [("BLOCK_M@row_kernel", "", "row_kernel"),
+                     ("num_warps@row_kernel", "", "row_kernel"),
+                     ("BLOCK_M@row_kernel#2", "elements", "row_kernel#2"),
+                     ("BLOCK_N@row_kernel", "elements", "row_kernel#2"),
+                     ("num_warps@row_kernel#2", "warps", "row_kernel#2")]
