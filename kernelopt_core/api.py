@@ -47,7 +47,7 @@ from kernelopt_core.hookspecs import (
     Profiler,
     hookimpl,
 )
-from kernelopt_core.knobs import current_values, define_pattern, powers_around
+from kernelopt_core.knobs import anchored_pattern, current_values, define_pattern, powers_around
 from kernelopt_core.llm_check import check_llm_provider
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import ANSI, BenchReading
@@ -79,7 +79,8 @@ __all__ = [
     # the backend kit
     "run_process", "run_on_gpu", "gpu_lock", "ProcessResult", "OUTPUT_CAP", "cmake_commands",
     "needs_configure",
-    "define_pattern", "powers_around", "current_values", "read_toml", "toml_line", "read_dotenv", "ANSI",
+    "define_pattern", "powers_around", "current_values", "anchored_pattern",
+    "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command",
     # a plugin command's output, through the one UI; the LLM setting checked
     "echo", "note", "check_llm_provider",

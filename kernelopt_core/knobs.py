@@ -62,6 +62,21 @@ def detect(files: Mapping[str, bytes]) -> list[Knob]:
     return knobs
 
 
+def anchored_pattern(text: str, start: int, end: int, prefix: str) -> str | None:
+    """A knob pattern for the number at ``text[start:end]`` (``prefix`` matches what precedes
+    it), made to match once by the rest of its line, else of the next line; None when neither
+    is unique. Tuning rewrites only digits, so the anchor survives every knob's edits."""
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    next_end = text.find("\n", line_end + 1)
+    next_end = len(text) if next_end < 0 else next_end
+    for stop in (line_end, next_end):
+        pattern = prefix + r"(\d+)" + "(?=" + re.escape(text[end:stop]) + ")"
+        if len(re.findall(pattern, text, re.M)) == 1:
+            return pattern
+    return None
+
+
 def current_values(knobs: tuple[Knob, ...], files: Mapping[str, bytes],
                    editable: tuple[str, ...] | None = None) -> dict[str, str]:
     """The baseline value of each knob; a knob outside the editable files, or a pattern that

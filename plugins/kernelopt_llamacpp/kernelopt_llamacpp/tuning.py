@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kernelopt_core.api import Knob, define_pattern, powers_around
+from kernelopt_core.api import Knob, anchored_pattern, define_pattern, powers_around
 
 BLOCK_DEFINE = re.compile(
     r"^[ \t]*#[ \t]*define[ \t]+(CUDA_([A-Z0-9_]+)_BLOCK_SIZE)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
@@ -41,20 +41,6 @@ def _squash(name: str) -> str:
 
 def _belongs(define_stem: str, op: str) -> bool:
     return _squash(define_stem) == _squash(op)  # SILU owns CUDA_SILU_*, not CUDA_SILU_BACK_*
-
-
-def _anchored(text: str, start: int, end: int, prefix: str) -> str | None:
-    """A pattern for the number at text[start:end], made unique by what follows it."""
-    line_end = text.find("\n", end)
-    line_end = len(text) if line_end < 0 else line_end
-    next_end = text.find("\n", line_end + 1)
-    next_end = len(text) if next_end < 0 else next_end
-    for stop in (line_end, next_end):
-        tail = text[end:stop]
-        pattern = prefix + r"(\d+)" + "(?=" + re.escape(tail) + ")"
-        if len(re.findall(pattern, text, re.M)) == 1:
-            return pattern
-    return None
 
 
 # a launch whose block size is written twice (the dim3 and the kernel's template argument)
@@ -99,13 +85,13 @@ def scan(files: Mapping[str, bytes], op: str, function: str = "") -> list[Knob]:
             if len(defines) == 1 or _belongs(stem, op):
                 knobs.append(Knob(name, path, powers_around(int(value), 32, 1024), define_pattern(name)))
         for i, m in enumerate(LAUNCH_BOUNDS.finditer(text)):
-            pattern = _anchored(text, m.start(1), m.end(1), r"__launch_bounds__\(\s*")
+            pattern = anchored_pattern(text, m.start(1), m.end(1), r"__launch_bounds__\(\s*")
             if pattern:
                 knobs.append(Knob(f"launch_bounds#{i}@{path}", path,
                                   powers_around(int(m.group(1)), 32, 1024), pattern))
         knobs += launch_pairs(text, path, op, function)
         for i, m in enumerate(PRAGMA_UNROLL.finditer(text)):
-            pattern = _anchored(text, m.start(2), m.end(2), r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+")
+            pattern = anchored_pattern(text, m.start(2), m.end(2), r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+")
             if pattern:
                 knobs.append(Knob(f"unroll#{i}@{path}", path,
                                   powers_around(int(m.group(2)), 1, 32), pattern))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kernelopt_core.api import Knob, define_pattern, powers_around
+from kernelopt_core.api import Knob, anchored_pattern, define_pattern, powers_around
 
 DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?(\d+)\)?[ \t]*(?://.*)?$",
                     re.M)
@@ -55,19 +55,6 @@ def size_range(name: str) -> tuple[int, int] | None:
     return None
 
 
-def _anchored(text: str, start: int, end: int, prefix: str) -> str | None:
-    """A pattern for the number at text[start:end], made unique by what follows it."""
-    line_end = text.find("\n", end)
-    line_end = len(text) if line_end < 0 else line_end
-    next_end = text.find("\n", line_end + 1)
-    next_end = len(text) if next_end < 0 else next_end
-    for stop in (line_end, next_end):
-        pattern = prefix + r"(\d+)" + "(?=" + re.escape(text[end:stop]) + ")"
-        if len(re.findall(pattern, text, re.M)) == 1:
-            return pattern
-    return None
-
-
 def _unique(pattern: str, text: str) -> bool:
     return len(re.findall(pattern, text, re.M)) == 1
 
@@ -99,12 +86,12 @@ def scan(files: Mapping[str, bytes]) -> list[Knob]:
         text = data.decode("utf-8", errors="replace")
         named += _named(path, text)
         for i, m in enumerate(LAUNCH_BOUNDS.finditer(text)):
-            pattern = _anchored(text, m.start(1), m.end(1), r"__launch_bounds__\(\s*")
+            pattern = anchored_pattern(text, m.start(1), m.end(1), r"__launch_bounds__\(\s*")
             if pattern:
                 positional.append(Knob(f"launch_bounds#{i}@{path}", path,
                                        powers_around(int(m.group(1)), 32, 1024), pattern))
         for i, m in enumerate(PRAGMA_UNROLL.finditer(text)):
-            pattern = _anchored(text, m.start(2), m.end(2), r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+")
+            pattern = anchored_pattern(text, m.start(2), m.end(2), r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+")
             if pattern:
                 positional.append(Knob(f"unroll#{i}@{path}", path,
                                        powers_around(int(m.group(2)), 1, 32), pattern))
