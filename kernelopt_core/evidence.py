@@ -28,7 +28,8 @@ def read(log: Path, start: int = 0) -> list[dict[str, Any]]:
         text = fh.read().decode("utf-8", errors="replace")
     # per logged process (process.py's log: "$ command", its stdout, "# stderr:", its
     # stderr), the last line on stdout: a wrapper prints its line last and sends the test's
-    # own output to stderr, so what the code under test prints is never taken for it
+    # own output to stderr, so what the code under test prints is not taken for it (only a
+    # deliberate imitation of the log's process header is; nothing is judged on evidence)
     found: list[dict[str, Any]] = []
     last: dict[str, Any] | None = None
     on_stdout = True

@@ -48,9 +48,9 @@ def usable(runner: Runner, tree: Tree, knobs: tuple[Knob, ...], files: dict[str,
         return knobs
     failed: dict[str, dict[str, str]] = {}
     for v in variants:
-        got = results.get(v["id"], {})
-        if not got.get("ok"):
-            failed.setdefault(v["knob"], {})[v["value"]] = str(got.get("error", "no result"))[:300]
+        got = results.get(v["id"])
+        if isinstance(got, dict) and got.get("ok") is False:  # no result: not judged, kept
+            failed.setdefault(v["knob"], {})[v["value"]] = str(got.get("error", ""))[:300]
     kept = []
     for knob in knobs:
         values = tuple(x for x in knob.values
@@ -60,7 +60,9 @@ def usable(runner: Runner, tree: Tree, knobs: tuple[Knob, ...], files: dict[str,
     journal.write("knob_probe", ok=True, variants=len(variants), seconds=round(result.seconds, 1),
                   failed=failed, dropped=[k.name for k in knobs if k.name not in
                                           {x.name for x in kept}])
-    shutil.rmtree(out_dir, ignore_errors=True)
+    for scratch in out_dir.iterdir():  # the edited copies and objects; probe.log stays
+        if scratch.is_dir():
+            shutil.rmtree(scratch, ignore_errors=True)
     return tuple(kept)
 
 

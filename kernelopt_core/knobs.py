@@ -111,9 +111,11 @@ def apply(
             continue
         text = texts.get(knob.file, files[knob.file].decode("utf-8"))
         match = next(re.finditer(knob.pattern, text, re.M))
-        # the first group is the value; a later group holding the same text mirrors it (a block
-        # size and the template argument that must equal it): written last to first
-        mirrors = [g for g in range(2, len(match.groups()) + 1) if match.group(g) == match.group(1)]
+        # the first group is the value; groups named mirror... repeat it (a block size and the
+        # template argument that must equal it): all written, last to first
+        named = {index: name for name, index in match.re.groupindex.items()}
+        mirrors = [g for g in range(2, len(match.groups()) + 1)
+                   if named.get(g, "").startswith("mirror") and match.start(g) >= match.end(1)]
         for group in [*reversed(mirrors), 1]:
             start, end = match.span(group)
             text = text[:start] + assignment[knob.name] + text[end:]

@@ -29,7 +29,7 @@ class Knob:
     """A tunable value in an editable file.
 
     ``pattern`` is a regular expression (multiline) whose first group captures the value; the
-    tuner rewrites that group, and any later group that captures the same text (a mirror: a
+    tuner rewrites that group, and every later group named ``mirror…`` (``(?P<mirror>...)``: a
     block size and the template argument that must equal it). ``values`` are the candidates,
     as source text.
 

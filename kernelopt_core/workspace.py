@@ -215,8 +215,8 @@ class Workspace:
         # the backend's harness is part of the baseline, so every tree has it and no diff does
         for rel, data in self.target.harness.items():
             if rel in self.target.editable or rel not in self.files:
-                raise UsageError(f"the {self.target.backend} backend's harness file {rel} is "
-                                 "editable or not in the target", hint="a backend bug: report it")
+                raise RuntimeError(f"the {self.target.backend} backend's harness file {rel} is "
+                                   "editable or not in the target (a backend bug)")
             self.files[rel] = data
         entries = [
             (rel.encode(), self._blob(data), self.modes[rel]) for rel, data in self.files.items()

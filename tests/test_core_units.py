@@ -143,7 +143,7 @@ def test_a_backend_harness_is_in_every_tree_and_in_no_diff(tmp_path: Path) -> No
     assert "harness" not in diff and "+CHUNK = 64" in diff
     assert fingerprint(project) == before  # the user's bench.py is untouched
     clash = Target("scripted", "chunk", project, ("kernel.py",), harness={"kernel.py": b"x"})
-    with pytest.raises(UsageError, match="harness file kernel.py is editable"):
+    with pytest.raises(RuntimeError, match="harness file kernel.py is editable"):
         Workspace(tmp_path / "state2", clash).start("r2")
 
 

@@ -29,21 +29,27 @@ _SELECTION = re.compile(r"^([ \t]*)test_cases = make_test_cases_eval\(\);[ \t]*$
 EXTRA_PERF = {
     "RMS_NORM": ("test_rms_norm", ("new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f)",)),
 }
-_PERF_END = re.compile(r"make_test_cases_perf\(\)\s*\{.*?\n([ \t]*)return test_cases;\n\}", re.S)
+_PERF_START = re.compile(r"make_test_cases_perf\(\)\s*\{")
+_RETURN = re.compile(r"^([ \t]*)return test_cases;[ \t]*$", re.M)
 
 
 def _with_extra_perf(text: str) -> str:
-    found = _PERF_END.search(text)
-    if found is None:
+    """``EXTRA_PERF``'s cases before the last ``return test_cases;`` of make_test_cases_perf's
+    body (which ends at the first ``}`` in column 0); the text as it is when that is not
+    found."""
+    start = _PERF_START.search(text)
+    end = text.find("\n}\n", start.end()) if start else -1
+    if start is None or end < 0:
         return text
-    body, pad = found.group(0), found.group(1)
+    body = text[start.end():end]
+    returns = list(_RETURN.finditer(body))
     added = [case for struct, cases in EXTRA_PERF.values()
              if f"struct {struct} " in text and f"new {struct}(" not in body for case in cases]
-    if not added:
+    if not returns or not added:
         return text
+    pad, at = returns[-1].group(1), start.end() + returns[-1].start()
     lines = "".join(f"{pad}test_cases.emplace_back({case});  // kernelopt-llamacpp's harness\n"
                     for case in added)
-    at = found.end() - len("return test_cases;\n}") - len(pad)
     return text[:at] + lines + text[at:]
 
 

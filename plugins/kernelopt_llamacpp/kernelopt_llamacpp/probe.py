@@ -9,24 +9,33 @@ edited one first and every other header is found in the original directory (an `
 after the command's own); the object and dependency outputs go under ``D``, never into the
 build. nvcc stops at a static_assert in a second or two; a whole candidate build of the tree
 takes minutes. Prints ``{"kernelopt_probe": 1, "results": {id: {"ok", "error"}}}``.
+
+Each translation unit is first compiled unedited, the same way: if that fails (a header the
+machine lacks, a command this rewrite cannot redirect) the probe exits 1 and judges nothing,
+so the core keeps every value. Compiles run one after another: each is seconds, and a child
+started from several threads at once is not safe with the core's process start-up.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from kernelopt_core.api import Command, run_process
 
-_OUTPUT_FLAGS = {"-o", "-MF", "-MT", "-MQ"}  # each takes the next argument
-_DEPENDENCY_FLAGS = {"-MD", "-MMD"}
+# flags whose value names an output: dropped with the value (separate, joined or after "=")
+_VALUED = ("-o", "-MF", "-MT", "-MQ", "--output-file", "--dependency-output")
+_DEPENDENCY_FLAGS = {"-MD", "-MMD", "--generate-dependencies-with-compile",
+                     "--generate-nonsystem-dependencies-with-compile"}
+
+
+class Unredirectable(Exception):
+    """A command whose outputs this rewrite cannot be sure to redirect."""
 
 
 def compile_argv(entry: dict[str, Any], source: Path, obj: Path) -> list[str]:
@@ -39,10 +48,13 @@ def compile_argv(entry: dict[str, Any], source: Path, obj: Path) -> list[str]:
         if skip:
             skip = False
             continue
-        if arg in _OUTPUT_FLAGS:
+        if arg.startswith("@") or arg in ("--options-file", "-optf"):
+            raise Unredirectable(f"{arg}: flags read from a file")
+        if arg in _VALUED:
             skip = True
             continue
-        if arg in _DEPENDENCY_FLAGS:
+        if arg in _DEPENDENCY_FLAGS or any(arg.startswith(f + "=") for f in _VALUED) or any(
+                arg.startswith(f) and len(arg) > len(f) for f in ("-o", "-MF", "-MT", "-MQ")):
             continue
         looks_like_source = not arg.startswith("-") and arg.endswith(original.name)
         if looks_like_source and Path(entry["directory"], arg).resolve() == original:
@@ -51,7 +63,14 @@ def compile_argv(entry: dict[str, Any], source: Path, obj: Path) -> list[str]:
     return [*out, f"-I{original.parent}", "-o", str(obj)]
 
 
-def probe(build: Path, src: Path, probe_dir: Path, tus: list[str], jobs: int) -> dict[str, Any]:
+def _compile(entry: dict[str, Any], source: Path, obj: Path) -> tuple[bool, str]:
+    result = run_process(Command(tuple(compile_argv(entry, source, obj)), Path(entry["directory"]),
+                                 timeout_s=600, label=f"probe {source.name}"))
+    errors = [line for line in result.tail(4000).splitlines() if "error" in line.lower()]
+    return result.ok, (errors[0] if errors else result.tail(300)).strip()
+
+
+def probe(build: Path, src: Path, probe_dir: Path, tus: list[str]) -> dict[str, Any]:
     database = json.loads((build / "compile_commands.json").read_text())
     entries = {Path(e["directory"], e["file"]).resolve(): e for e in database}
     variants = json.loads((probe_dir / "variants.json").read_text())
@@ -59,30 +78,28 @@ def probe(build: Path, src: Path, probe_dir: Path, tus: list[str], jobs: int) ->
     if missing:
         raise SystemExit(f"probe: no compile command for {', '.join(missing)} in "
                          f"{build / 'compile_commands.json'}")
-    work = []
+    control = probe_dir / "v0"
+    for tu in tus:  # the unedited file first: a failure here is the machine's, not a value's
+        copy = control / tu
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / tu, copy)
+        ok, error = _compile(entries[(src / tu).resolve()], copy, control / (tu + ".o"))
+        if not ok:
+            raise SystemExit(f"probe: the unedited {tu} does not compile this way, so no value "
+                             f"is judged: {error}")
+    results: dict[str, dict[str, Any]] = {}
     for variant in variants:
         root = probe_dir / variant["id"]
+        results[variant["id"]] = {"ok": True}
         for tu in tus:
             copy = root / tu
             if not copy.exists():
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src / tu, copy)
-            entry = entries[(src / tu).resolve()]
-            argv = compile_argv(entry, copy, root / (tu + ".o"))
-            work.append((variant["id"], tu, Command(tuple(argv), Path(entry["directory"]),
-                                                     timeout_s=600, label=f"probe {tu}")))
-
-    def run(item: tuple[str, str, Command]) -> tuple[str, str, bool, str]:
-        vid, tu, command = item
-        result = run_process(command)
-        errors = [line for line in result.tail(4000).splitlines() if "error" in line.lower()]
-        return vid, tu, result.ok, (errors[0] if errors else result.tail(300)).strip()
-
-    results: dict[str, dict[str, Any]] = {v["id"]: {"ok": True} for v in variants}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for vid, tu, ok, error in pool.map(run, work):
-            if not ok and results[vid]["ok"]:
-                results[vid] = {"ok": False, "error": f"{tu}: {error}"[:500]}
+            ok, error = _compile(entries[(src / tu).resolve()], copy, root / (tu + ".o"))
+            if not ok:
+                results[variant["id"]] = {"ok": False, "error": f"{tu}: {error}"[:500]}
+                break
     return results
 
 
@@ -92,9 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", type=Path, required=True)
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--tu", action="append", default=[], help="an op .cu, relative to --src")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     a = parser.parse_args(argv)
-    results = probe(a.build, a.src, a.dir, a.tu, a.jobs)
+    try:
+        results = probe(a.build, a.src, a.dir, a.tu)
+    except Unredirectable as exc:
+        raise SystemExit(f"probe: {exc}: cannot compile a value without touching the build") \
+            from exc
     print(json.dumps({"kernelopt_probe": 1, "results": results}), flush=True)
     return 0
 

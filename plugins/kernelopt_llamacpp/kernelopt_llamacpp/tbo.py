@@ -11,20 +11,21 @@ The wrapper exists for what the bare tool does not do:
 * ``check``: ``test -o OP -b CUDA0`` exits 0 even when no case ran ("0/0 tests passed"); the
   wrapper demands at least one case OK and none FAIL.
 * ``bench``: the **pinned case**. Unless ``--case`` names one, the first bench runs
-  ``perf -o OP -b CUDA0`` and ``test -o OP -b CUDA0`` once, takes the case with the largest
-  ``us/run`` among the perf cases the test set also holds (the op's heaviest *checkable* shape:
-  most headroom above launch overhead, least timer noise, and the shape gate can test exactly
-  it), else the largest of all (then the measured shape cannot be checked: at best matched),
-  and writes it to the pin
-  file (JSON) that every later invocation, baseline's or candidate's, reads. Every timed run
-  then executes only that case, by its full case string (``-o 'OP(params)'``, which the tool
-  matches exactly — unlike ``-p``, a regex over the params that brackets and dots would need
-  escaping for).
-* ``shape``: ``test -o 'OP(params)'`` on the pinned case, when the tool's test set contains it
-  (recorded at pin time); the shape gate then checks exactly the timed shape.
+  ``perf -o OP -b CUDA0`` once and chooses. With the harness (``--harness``: the tree's
+  test-backend-ops also runs the perf cases in test mode, harness.py) it takes the largest
+  ``us/run`` of all and tests that case alone; without it, it runs ``test -o OP`` and takes the
+  largest among the perf cases the test set also holds, else the largest of all. The pin is
+  *checkable* when the chosen case passed in test mode on the baseline (otherwise the shape gate
+  cannot check the timed shape: at best matched). It is written to the pin file (JSON) that
+  every later invocation, baseline's or candidate's, reads; a pin made with the harness is not
+  reused without it, nor the reverse. Every timed run then executes only that case, by its
+  full case string (``-o 'OP(params)'``, which the tool matches exactly — unlike ``-p``, a
+  regex over the params that brackets and dots would need escaping for).
+* ``shape``: ``test -o 'OP(params)'`` on the pinned case (with the harness's variable when the
+  pin was made with it); the shape gate then checks exactly the timed shape.
 
-An op with no perf cases (RMS_NORM in the vendored version) cannot be timed: ``bench`` says so
-and exits 3.
+An op with no perf cases (RMS_NORM in the vendored version, unless the harness adds one) cannot
+be timed: ``bench`` says so and exits 3.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False) -
     one, the default choice (never a pin an earlier ``--case`` left behind; never one chosen
     without the harness when this tree has it: the choice and its checkability differ)."""
     pin = read_pin(path, op)
-    if pin is None or (harness and not pin.get("harness")):
+    if pin is None or bool(pin.get("harness")) != harness:  # the choice and checkability differ
         return None
     if wanted:
         return pin if pin["case"] == case_name(op, wanted) else None
@@ -189,10 +190,13 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
             EXIT_CANNOT_TIME))
     # the whole test set ran above: whether it holds the chosen case needs no third run
     pin: dict[str, Any] = {"op": op, "case": chosen.name, "params": chosen.params, "us": chosen.us,
-           "kb": chosen.kb, "checkable": chosen.name in tested.ok + tested.failed,
+           # checkable: it passed in test mode on the baseline (a case that fails or is not
+           # supported there would fail every candidate's shape gate for nothing)
+           "kb": chosen.kb, "checkable": chosen.name in tested.ok,
            "harness": harness,
-           "chosen_by": "--case" if wanted else "largest us/run of the perf cases the test set "
-           "also holds (else of all perf cases)",
+           "chosen_by": "--case" if wanted else "largest us/run of all perf cases (the harness "
+           "lets test mode check any)" if harness else "largest us/run of the perf cases the "
+           "test set also holds (else of all perf cases)",
            "candidates": [{"case": c.name, "us": c.us} for c in cases if c.op == op]}
     pin_path.parent.mkdir(parents=True, exist_ok=True)
     pin_path.write_text(json.dumps(pin, indent=1))

@@ -15,7 +15,7 @@
   ...>``): one knob whose pattern captures both (the core writes a group that mirrors the first
   with it), when the kernel's name holds the op's and the launch sits in a function the op's
   own function calls (``ggml_cuda_op_rms_norm`` calls ``rms_norm_f32_cuda``, not the fused
-  ``rms_norm_mul_f32_cuda``). The pattern counts such launches from the start of the file, so
+  ``rms_norm_mul_f32_cuda``). The pattern is made unique by the rest of the kernel's line, so
   it matches one place before and after any edit of digits.
 
 Values tried are the core's powers of two around the current value. Values that do not compile
@@ -44,14 +44,14 @@ def _belongs(define_stem: str, op: str) -> bool:
 
 
 # a launch whose block size is written twice (the dim3 and the kernel's template argument)
-_LAUNCH = r"dim3[ \t]+\w+\((\d+), 1, 1\);(?:\n[^\n]*){0,2}?\n[^\n]*?\b(\w+)<(\d+)\b"
-_LAUNCH_ANY = _LAUNCH.replace("(\\d+)", "\\d+").replace("(\\w+)", "\\w+")
+_LAUNCH = re.compile(r"dim3[ \t]+(\w+)\((\d+), 1, 1\);((?:\n[^\n]*){0,2}?\n[^\n]*?)\b(\w+)<(\d+)\b")
 _FUNCTION = re.compile(r"^(?:static[ \t]+)?(?:void|[\w:<>]+)[ \t]+(\w+)\s*\(", re.M)
 
 
 def _called(text: str, function: str) -> set[str]:
-    """Names called in ``function``'s body (to its closing brace at column 0)."""
-    start = re.search(rf"^\w[^\n(]*\b{re.escape(function)}\s*\(", text, re.M)
+    """Names called in ``function``'s body (its definition: the line ends in ``{``; to the
+    closing brace at column 0)."""
+    start = re.search(rf"^\w[^\n(;]*\b{re.escape(function)}\s*\([^;]*?\{{", text, re.M)
     if start is None:
         return set()
     end = text.find("\n}", start.end())
@@ -62,17 +62,20 @@ def launch_pairs(text: str, path: str, op: str, function: str) -> list[Knob]:
     """Knobs for launches whose block size appears twice (module docstring)."""
     callees = _called(text, function) if function else set()
     knobs = []
-    for k, m in enumerate(re.finditer(_LAUNCH, text)):
-        value, kernel, again = m.group(1), m.group(2), m.group(3)
+    for m in _LAUNCH.finditer(text):
+        name, value, between, kernel, again = m.groups()
         enclosing = [f.group(1) for f in _FUNCTION.finditer(text, 0, m.start())]
         if value != again or _squash(op).lower() not in _squash(kernel).lower() \
                 or not enclosing or enclosing[-1] not in callees:
             continue
-        pattern = (r"\A(?:[\s\S]*?" + _LAUNCH_ANY + "){" + str(k) + r"}[\s\S]*?"
-                   + _LAUNCH.replace("(\\w+)", re.escape(kernel)))
-        if len(re.findall(pattern, text)) == 1:
-            knobs.append(Knob(f"{kernel}_block#{k}@{path}", path,
-                              powers_around(int(value), 32, 1024), pattern))
+        line_end = text.find("\n", m.end())
+        tail = text[m.end():line_end if line_end >= 0 else None]
+        # both numbers as groups (the second a mirror), made unique by the kernel line's rest
+        pattern = (rf"dim3[ \t]+{re.escape(name)}\((\d+), 1, 1\);(?:\n[^\n]*){{0,2}}?\n[^\n]*?"
+                   rf"\b{re.escape(kernel)}<(?P<mirror>\d+)(?={re.escape(tail)}$)")
+        if len(re.findall(pattern, text, re.M)) == 1:
+            knobs.append(Knob(f"{kernel}_block@{path}:{text.count(chr(10), 0, m.start()) + 1}",
+                              path, powers_around(int(value), 32, 1024), pattern))
     return knobs
 
 

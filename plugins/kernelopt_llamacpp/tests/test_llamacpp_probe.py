@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kernelopt_llamacpp.probe import compile_argv
+from kernelopt_llamacpp.probe import Unredirectable, compile_argv
 from llamacpp_fixture import copy_fixture
 from test_llamacpp_cli import _run
 
@@ -20,6 +20,13 @@ def test_the_command_reads_the_variant_and_writes_only_its_object(tmp_path: Path
     argv = compile_argv(entry, tmp_path / "v1" / "a.cu", tmp_path / "v1" / "a.o")
     assert argv == ["nvcc", "-DX=1", "-I/inc", "-x", "cu", "-c", str(tmp_path / "v1" / "a.cu"),
                     f"-I{tmp_path / 'src'}", "-o", str(tmp_path / "v1" / "a.o")]
+    joined = {**entry, "command": f"nvcc -oobj/a.o -MFd.d --output-file=x.o "
+                                  f"--dependency-output=d.d -MD -c {tmp_path / 'src' / 'a.cu'}"}
+    assert compile_argv(joined, tmp_path / "v1" / "a.cu", tmp_path / "v1" / "a.o") == [
+        "nvcc", "-c", str(tmp_path / "v1" / "a.cu"), f"-I{tmp_path / 'src'}", "-o",
+        str(tmp_path / "v1" / "a.o")]
+    with pytest.raises(Unredirectable):
+        compile_argv({**entry, "command": "nvcc @flags.rsp"}, tmp_path / "a.cu", tmp_path / "a.o")
 
 
 @pytest.mark.slow
@@ -46,4 +53,6 @@ def test_values_a_static_assert_refuses_never_become_candidates(tmp_path: Path) 
     assert tried and all(int(v) <= 128 for v in tried), tried
     builds = [e for e in events if e["event"] == "gate" and e["gate"] == "build"]
     assert builds and all(e["passed"] for e in builds)  # no candidate failed to compile
-    assert not (run_dir / "knob-probe").exists()  # its scratch is gone
+    # its scratch is gone, its log stays (the unedited control compile, then each value)
+    assert [p.name for p in (run_dir / "knob-probe").iterdir() if p.is_dir()] == []
+    assert (run_dir / "knob-probe" / "probe.log").is_file()

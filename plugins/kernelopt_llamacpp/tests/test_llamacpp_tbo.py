@@ -177,3 +177,18 @@ def test_the_harness_gives_rms_norm_a_perf_case_where_the_tool_has_none() -> Non
     # a perf set that already times RMS_NORM is left as it is
     timed = tool.replace("new test_soft_max(", "new test_rms_norm(")
     assert "{4096, 512, 1, 1}" not in (harness.patched(timed) or "")
+
+
+def test_the_added_perf_case_lands_in_the_perf_function_only() -> None:
+    from kernelopt_llamacpp import harness
+
+    perf_braced = ("static std::vector<test_case> make_test_cases_perf() {\n"
+                   "    return { make(1), make(2) };\n}\n")
+    select = ("static std::vector<test_case> select(test_mode mode) {\n"
+              "    std::vector<test_case> test_cases;\n"
+              "        test_cases = make_test_cases_eval();\n"
+              "    return test_cases;\n}\n")
+    tool = "struct test_rms_norm : test_case {};\n" + perf_braced + select
+    patched = harness.patched(tool) or ""
+    assert harness.ENV in patched  # the selection is patched
+    assert "{4096, 512, 1, 1}" not in patched  # the perf function has no `return test_cases;`

@@ -82,7 +82,7 @@ def test_a_block_size_written_twice_is_one_knob_of_the_ops_own_launches() -> Non
     only rms_norm_f32_cuda's launches (what ggml_cuda_op_rms_norm calls) are RMS_NORM's."""
     files = {"norm.cu": NORM_CU.encode()}
     knobs = tuple(scan(files, "RMS_NORM", "ggml_cuda_op_rms_norm"))
-    assert [k.name.split("@")[0] for k in knobs] == ["rms_norm_f32_block#1", "rms_norm_f32_block#2"]
+    assert [k.name for k in knobs] == ["rms_norm_f32_block@norm.cu:14", "rms_norm_f32_block@norm.cu:19"]
     assert current_values(knobs, files) == {knobs[0].name: "256", knobs[1].name: "1024"}
     edited = apply(knobs, files, {knobs[0].name: "128", knobs[1].name: "512"})["norm.cu"].decode()
     assert "block_dims(128, 1, 1)" in edited and "rms_norm_f32<128, false, false" in edited
@@ -91,4 +91,11 @@ def test_a_block_size_written_twice_is_one_knob_of_the_ops_own_launches() -> Non
     # the patterns still match once after the edit: the next proposal can be applied
     again = current_values(knobs, {"norm.cu": edited.encode()})
     assert again == {knobs[0].name: "128", knobs[1].name: "512"}
-    assert scan(files, "NORM", "ggml_cuda_op_norm") == []  # no such function here
+    # NORM's own function calls norm_f32_cuda, whose 1024 launch is NORM's; not RMS_NORM's
+    norm = NORM_CU + ("void ggml_cuda_op_norm(ggml_backend_cuda_context & ctx) {\n"
+                      "    norm_f32_cuda(x, d, n);\n}\n")
+    assert [k.name for k in scan({"norm.cu": norm.encode()}, "NORM", "ggml_cuda_op_norm")] == [
+        "norm_f32_block@norm.cu:6"]
+    # a prototype of the op's function is not its body
+    proto = "void ggml_cuda_op_rms_norm(ggml_backend_cuda_context & ctx, ggml_tensor * dst);\n"
+    assert len(scan({"norm.cu": (proto + NORM_CU).encode()}, "RMS_NORM", "ggml_cuda_op_rms_norm")) == 2
