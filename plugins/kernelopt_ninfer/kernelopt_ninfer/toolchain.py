@@ -228,6 +228,11 @@ class Platform:
     why: str = ""  # how the device was chosen, in words
 
 
+def _family(arch: str) -> str:
+    """``90`` for 90 and 90a: the compute capability an architecture's code runs on."""
+    return arch.rstrip("abcdefghijklmnopqrstuvwxyz")
+
+
 def decide(root: Path, device: str, forced_arch: str | None) -> Platform:
     """The device for ``--device auto|cuda|cpu``; raises PrerequisiteError (exit 3) where the
     tree cannot build here, naming what was found and what the tree needs, before any build."""
@@ -259,6 +264,12 @@ def decide(root: Path, device: str, forced_arch: str | None) -> Platform:
         raise UsageError(f"--cuda-arch {forced_arch} is not an architecture {root} allows "
                          f"({describe_needs(guards)})",
                          hint=f"choose one of {', '.join(guards.archs or ())}")
+    if forced_arch and _family(forced_arch) != _family(gpu.arch):
+        # sm_120a code does not run on an sm_90 GPU (nor the reverse): the tests would only fail
+        raise UsageError(f"--cuda-arch {forced_arch} builds code this GPU cannot run: it is "
+                         f"{gpu.name}, sm_{gpu.arch}",
+                         hint=f"leave --cuda-arch out, or give one of sm_{gpu.arch}'s family "
+                              f"({_family(gpu.arch)}, {_family(gpu.arch)}a) that the tree allows")
     arch = choose_arch(guards, gpu, forced_arch)
     problems = []
     if arch is None:

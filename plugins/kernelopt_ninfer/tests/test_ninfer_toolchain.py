@@ -68,7 +68,9 @@ def test_decide_builds_for_the_gpu_only_where_the_tree_allows_it(
     on_h200 = decide(fixture_root, "auto", None)
     assert (on_h200.device, on_h200.arch) == ("cuda", "90")
     assert on_h200.nvcc is not None and on_h200.nvcc.release == "13.0"
-    assert decide(fixture_root, "cuda", "120a").arch == "120a"  # forced, and allowed
+    assert decide(fixture_root, "cuda", "90").arch == "90"  # forced, allowed, runnable here
+    with pytest.raises(UsageError, match="builds code this GPU cannot run"):
+        decide(fixture_root, "cuda", "120a")  # allowed by the tree, but not for an sm_90 GPU
     with pytest.raises(UsageError, match="--cuda-arch 86"):
         decide(fixture_root, "cuda", "86")
     assert decide(fixture_root, "cpu", None).device == "cpu"

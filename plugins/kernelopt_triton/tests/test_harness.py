@@ -182,3 +182,52 @@ def test_warm_up_settles_when_launches_stop_getting_faster() -> None:
     assert settled(ramp + [0.257] * 10)
     assert settled([0.257] * 5 + [0.259, 0.256, 0.258, 0.257, 0.262])  # noise, not a ramp
     assert not settled([0.30] * 5 + [0.29] * 5)  # still 3 % faster: keep warming
+
+
+class _ScriptedTimer:
+    """Timer.warm_up's GPU-side calls, scripted: each launch's device time is the next number
+    of ``times`` (the last repeats)."""
+
+    def __init__(self, times: list[float]) -> None:
+        self.times, self.launches = times, 0
+
+    def event(self, enable_timing: bool = False) -> object:
+        return object()
+
+    def elapsed(self, start: object, end: object) -> float:
+        return self.times[min(self.launches - 1, len(self.times) - 1)]
+
+    def launch(self) -> None:
+        self.launches += 1
+
+
+def _timer(script: _ScriptedTimer) -> object:
+    from kernelopt_triton.timing import Timer
+
+    timer = Timer.__new__(Timer)
+    timer.interpreted, timer.warmed, timer.cushion_ms = False, True, 0.05
+    timer._event, timer._record = script.event, lambda event: None
+    timer._sync, timer._elapsed = lambda: None, script.elapsed
+    return timer
+
+
+def test_warm_up_runs_its_floor_then_until_settled_and_never_past_its_cap() -> None:
+    import time
+
+    ramp = _ScriptedTimer([0.392, 0.290, 0.268, 0.258] + [0.257] * 3 + [0.2569])
+    timer = _timer(ramp)
+    start = time.perf_counter()
+    estimate = timer.warm_up(lambda: None, ramp.launch, 20.0, 10, 200.0)
+    assert time.perf_counter() - start >= 0.020 and ramp.launches >= 10
+    assert estimate == pytest.approx(0.257, rel=0.01)  # the median: the ramp is a few launches
+    falling = _ScriptedTimer([1.0])
+    falling.elapsed = lambda s, e: 0.98 ** falling.launches  # 2 % faster every launch
+
+    def slow_launch() -> None:  # a launch of about 0.5 ms: a few hundred before the cap
+        falling.launch()
+        time.sleep(0.0005)
+
+    timer = _timer(falling)
+    start = time.perf_counter()
+    timer.warm_up(lambda: None, slow_launch, 20.0, 10, 60.0)
+    assert time.perf_counter() - start >= 0.060  # never settled: it stops at the cap, not before
