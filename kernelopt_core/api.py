@@ -9,6 +9,7 @@ engine's and may change between releases.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,10 +82,20 @@ __all__ = [
     "needs_configure",
     "define_pattern", "powers_around", "current_values", "anchored_pattern",
     "read_toml", "toml_line", "read_dotenv", "ANSI",
-    "run_command",
+    "run_command", "repo_path",
     # a plugin command's output, through the one UI; the LLM setting checked
     "echo", "note", "check_llm_provider",
 ]
+
+
+def repo_path(flags: dict[str, Any], env: str, what: str) -> Path:
+    """For a ``run_command`` whose tree comes from ``--repo``: that flag's value (popped), else
+    ``env`` from the environment, else from ``./.env``; a UsageError naming both when none."""
+    repo = flags.pop("repo", None) or os.environ.get(env) or read_dotenv(Path.cwd() / ".env").get(env)
+    if not repo:
+        raise UsageError(f"no {what} given",
+                         hint=f"pass --repo PATH or set {env} (environment or .env)")
+    return Path(repo)
 
 
 def run_process(command: Command, log: Path | None = None, cap: int = OUTPUT_CAP) -> ProcessResult:

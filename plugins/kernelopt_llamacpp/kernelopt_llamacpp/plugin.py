@@ -39,6 +39,7 @@ from kernelopt_core.api import (
     hookimpl,
     option,
     option_table,
+    repo_path,
     run_command,
     run_process,
 )
@@ -103,12 +104,6 @@ def cuda_arch() -> str:
 
 def _nvidia_smi(*args: str) -> ProcessResult:
     return run_process(Command(("nvidia-smi", *args), Path.cwd(), timeout_s=30))
-
-
-def default_repo() -> str | None:
-    from kernelopt_core.api import read_dotenv
-
-    return os.environ.get(REPO_ENV) or read_dotenv(Path.cwd() / ".env").get(REPO_ENV)
 
 
 class LlamaCppBackend:
@@ -320,21 +315,17 @@ def kernelopt_option_tables() -> list[type]:
 def kernelopt_register_commands(cli: Any) -> None:
     import click
 
-    def repo_path(flags: dict[str, Any]) -> Path:
+    def tree(flags: dict[str, Any]) -> Path:
         # usage first: the tree and the op (read from the source, no GPU needed) are checked
         # before nvcc and the GPU (discover), so a typo is never reported as a missing GPU
-        repo = flags.pop("repo", None) or default_repo()
-        if not repo:
-            raise UsageError("no llama.cpp tree given",
-                             hint=f"pass --repo PATH or set {REPO_ENV} (environment or .env)")
-        return Path(repo)
+        return repo_path(flags, REPO_ENV, "llama.cpp tree")
 
     # [llamacpp]'s flags (--op, --case, ...) come with every loop command: --op may also be
     # `[llamacpp] op` or KERNELOPT_OP, and discover names the known ops when none is given
     options = [click.Option(["--repo"], help=f"The llama.cpp tree [${REPO_ENV} from the "
                             "environment or .env].")]
     cli.add_command(run_command(
-        "run-llamacpp", forced={"backend": "llamacpp"}, resolve_path=repo_path, params=options,
+        "run-llamacpp", forced={"backend": "llamacpp"}, resolve_path=tree, params=options,
         help="Optimize one ggml-cuda op of a llama.cpp tree (= run REPO --backend llamacpp "
              "--op OP)."))
 

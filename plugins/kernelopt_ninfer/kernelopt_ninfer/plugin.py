@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -35,7 +34,7 @@ from kernelopt_core.api import (
     hookimpl,
     option,
     option_table,
-    read_dotenv,
+    repo_path,
     run_command,
 )
 from kernelopt_ninfer import layout, toolchain, tuning
@@ -87,10 +86,6 @@ class OpData:
     case: str | None
     bench_args: str
     artifact: str | None
-
-
-def default_repo() -> str | None:
-    return os.environ.get(REPO_ENV) or read_dotenv(Path.cwd() / ".env").get(REPO_ENV)
 
 
 def takes_seed(root: Path, op: layout.Op) -> bool:
@@ -272,12 +267,8 @@ def kernelopt_option_tables() -> list[type]:
 def kernelopt_register_commands(cli: Any) -> None:
     import click
 
-    def repo_path(flags: dict[str, Any]) -> Path:
-        repo = flags.pop("repo", None) or default_repo()
-        if not repo:
-            raise UsageError("no NInfer tree given",
-                             hint=f"pass --repo PATH or set {REPO_ENV} (environment or .env)")
-        return Path(repo)
+    def tree(flags: dict[str, Any]) -> Path:
+        return repo_path(flags, REPO_ENV, "NInfer tree")
 
     # --op/--case land in [ninfer]'s ninfer_op/ninfer_case (llamacpp owns the bare names);
     # --device, --cuda-arch, --artifact, --editable, --context, --bench-args come with the table
@@ -287,7 +278,7 @@ def kernelopt_register_commands(cli: Any) -> None:
               click.Option(["--case", "ninfer_case"], help="The bench case to time (its tag as "
                            "printed); the largest median when unset.")]
     cli.add_command(run_command(
-        "run-ninfer", forced={"backend": "ninfer"}, resolve_path=repo_path, params=params,
+        "run-ninfer", forced={"backend": "ninfer"}, resolve_path=tree, params=params,
         help="Optimize one op of an NInfer tree (= run REPO --backend ninfer --ninfer-op OP)."))
 
 
