@@ -25,8 +25,7 @@ def measure(runner: Runner, journal: Journal, tree: Tree, log_dir: Path, screen_
             hint=f"make the unmodified target build (full log: {log_dir / 'build.log'})",
         )
     stage("baseline test")
-    start = evidence.log_size(log_dir / "test.log")
-    failed = runner.check_all(tree, log_dir / "test.log")
+    failed, said = evidence.checked(runner.check_all, tree, log_dir / "test.log")
     if failed is not None:
         which, result = failed
         raise UsageError(
@@ -35,7 +34,6 @@ def measure(runner: Runner, journal: Journal, tree: Tree, log_dir: Path, screen_
             hint="kernelopt only optimizes a kernel whose unmodified test passes; fix "
             f"the test or the kernel first (full log: {log_dir / 'test.log'})",
         )
-    said = evidence.read(log_dir / "test.log", start)
     if said:  # what the passing test printed about itself (kernelopt_core.evidence)
         journal.write("check_evidence", tree="baseline", evidence=said)
     if not runner.has_bench(tree):

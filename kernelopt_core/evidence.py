@@ -8,8 +8,14 @@ the log ended before the check: the gate needs no other channel from the runner.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from kernelopt_core.process import ProcessResult
+from kernelopt_core.target import Tree
+
+Failed = tuple[str, ProcessResult] | None  # Runner.check_all's answer
 
 MARK = '{"kernelopt_check"'
 
@@ -17,6 +23,15 @@ MARK = '{"kernelopt_check"'
 def log_size(log: Path) -> int:
     """Where ``log`` ends now: evidence is read from here after the check ran."""
     return log.stat().st_size if log.exists() else 0
+
+
+def checked(check_all: Callable[[Tree, Path], Failed], tree: Tree, log: Path
+            ) -> tuple[Failed, list[dict[str, Any]]]:
+    """``check_all(tree, log)`` (Runner.check_all) and, when it passed, what the check printed
+    about itself into ``log`` during it."""
+    start = log_size(log)
+    failed = check_all(tree, log)
+    return failed, [] if failed is not None else read(log, start)
 
 
 def read(log: Path, start: int = 0) -> list[dict[str, Any]]:

@@ -60,9 +60,9 @@ class CorrectnessGate:
     phase = "candidate"
 
     def evaluate(self, ctx: GateContext) -> GateResult:
-        log = ctx.log_dir / "test.log"
-        start = evidence.log_size(log)
-        failed = ctx.runner.check_all(ctx.candidate_tree, log)
+        # what the test printed about itself, if anything (kernelopt_core.evidence)
+        failed, said = evidence.checked(ctx.runner.check_all, ctx.candidate_tree,
+                                        ctx.log_dir / "test.log")
         if failed is not None:
             which, result = failed
             tail = result.tail(4000)
@@ -71,7 +71,6 @@ class CorrectnessGate:
                               + f"{which}: {result.describe()}",
                               {"seeds": which, "log_tail": tail, "failing_line": line},
                               failed_verdict=FALLBACK)
-        said = evidence.read(log, start)  # what the test printed about itself, if anything
         reason = f"passed on seeds {list(ctx.settings.seeds)}"
         if said:
             reason += "; the test reports: " + "; ".join(evidence.describe(e) for e in said)

@@ -78,25 +78,25 @@ def probe(build: Path, src: Path, probe_dir: Path, tus: list[str]) -> dict[str, 
     if missing:
         raise SystemExit(f"probe: no compile command for {', '.join(missing)} in "
                          f"{build / 'compile_commands.json'}")
-    control = probe_dir / "v0"
+
+    def compile_in(root: Path, tu: str) -> tuple[bool, str]:
+        """``tu`` compiled from ``root`` (the original copied there unless the variant edited it)."""
+        copy = root / tu
+        if not copy.exists():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / tu, copy)
+        return _compile(entries[(src / tu).resolve()], copy, root / (tu + ".o"))
+
     for tu in tus:  # the unedited file first: a failure here is the machine's, not a value's
-        copy = control / tu
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / tu, copy)
-        ok, error = _compile(entries[(src / tu).resolve()], copy, control / (tu + ".o"))
+        ok, error = compile_in(probe_dir / "v0", tu)
         if not ok:
             raise SystemExit(f"probe: the unedited {tu} does not compile this way, so no value "
                              f"is judged: {error}")
     results: dict[str, dict[str, Any]] = {}
     for variant in variants:
-        root = probe_dir / variant["id"]
         results[variant["id"]] = {"ok": True}
         for tu in tus:
-            copy = root / tu
-            if not copy.exists():
-                copy.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src / tu, copy)
-            ok, error = _compile(entries[(src / tu).resolve()], copy, root / (tu + ".o"))
+            ok, error = compile_in(probe_dir / variant["id"], tu)
             if not ok:
                 results[variant["id"]] = {"ok": False, "error": f"{tu}: {error}"[:500]}
                 break

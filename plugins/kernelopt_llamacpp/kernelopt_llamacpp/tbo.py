@@ -169,13 +169,12 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
     With the harness every perf case can be tested: the heaviest is chosen, then tested."""
     code, out = _run([tool, "perf", "-o", op, "-b", backend])
     cases = parse_perf(out)
-    if harness:
-        chosen = choose(cases, op, wanted, tuple(c.name for c in cases))
-        test_all = _run([tool, "test", "-o", chosen.name, "-b", backend], True)[1] if chosen else ""
+    if harness:  # every perf case can be tested: the heaviest, then it alone
+        chosen = choose(cases, op, wanted)
+        tested = parse_test(_run([tool, "test", "-o", chosen.name, "-b", backend], True)[1]
+                            if chosen else "")
     else:
-        test_all = _run([tool, "test", "-o", op, "-b", backend])[1]
-    tested = parse_test(test_all)
-    if not harness:
+        tested = parse_test(_run([tool, "test", "-o", op, "-b", backend])[1])
         chosen = choose(cases, op, wanted, tested.ok + tested.failed)
     if chosen is None:
         if wanted:

@@ -1,7 +1,7 @@
 """The check step: an op's CTest test, with ``NINFER_OP_REPORT_STATS=1``, on each seed it takes.
 
 ``python -m kernelopt_ninfer.ctest_run --build DIR --test ninfer_<op>_test [--seeds 1,2,3]
-[--seed-flag --seed] [--record FILE] [--covers TAG]``
+[--record FILE] [--covers TAG]``
 
 * Without ``--seeds`` (a test with fixed seeds, as upstream's are): ``ctest --test-dir DIR -R
   '^NAME$' -V --output-on-failure --no-tests=error`` once.
@@ -132,26 +132,26 @@ def _say(message: str) -> None:
     print(f"kernelopt-ninfer: {message}", flush=True)
 
 
-def check_seeded(build: Path, test: str, seeds: list[int], flag: str) -> tuple[int, str]:
+def check_seeded(build: Path, test: str, seeds: list[int]) -> tuple[int, str]:
     info = registered(build, test)
     if info is None:
         _say(f"ctest lists no test {test} in {build}: was it built and registered?")
         return 1, ""
     outputs = []
     for seed in seeds:
-        result = _run([*info["command"], flag, str(seed)], Path(info["cwd"]),
+        result = _run([*info["command"], "--seed", str(seed)], Path(info["cwd"]),
                       {**info["env"], **STATS_ENV})
         output = result.stdout + result.stderr
         outputs.append(output)
         sys.stderr.write(output)  # the test's own lines: logged; stdout is the wrapper's
         why = _skipped(result.returncode, output, info["skip"])
         if why:
-            _say(f"{test} {flag} {seed}: {why}: a skipped test is not a pass (nothing verified)")
+            _say(f"{test} --seed {seed}: {why}: a skipped test is not a pass (nothing verified)")
             return 1, "\n".join(outputs)
         if not result.ok:
-            _say(f"{test} {flag} {seed} FAILED: {result.describe()}")
+            _say(f"{test} --seed {seed} FAILED: {result.describe()}")
             return 1, "\n".join(outputs)
-        _say(f"{test} {flag} {seed} passed")
+        _say(f"{test} --seed {seed} passed")
     return 0, "\n".join(outputs)
 
 
@@ -177,12 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", required=True, type=Path)
     parser.add_argument("--test", required=True)
     parser.add_argument("--seeds", help="comma-separated; only for a test that takes --seed")
-    parser.add_argument("--seed-flag", default="--seed")
     parser.add_argument("--record", type=Path, help="save the case labels when it passes")
     parser.add_argument("--covers", help="a bench case tag the test must have compared")
     a = parser.parse_args(argv)
     seeds = [int(s) for s in a.seeds.split(",") if s.strip()] if a.seeds else []
-    code, output = (check_seeded(a.build, a.test, seeds, a.seed_flag) if seeds
+    code, output = (check_seeded(a.build, a.test, seeds) if seeds
                     else check_once(a.build, a.test))
     records = parse_stats(output)
     stats = summarize(records)

@@ -38,7 +38,7 @@ from kernelopt_core.api import (
     run_command,
 )
 from kernelopt_ninfer import layout, toolchain, tuning
-from kernelopt_ninfer.bench_run import read_pin, usable_pin
+from kernelopt_ninfer.bench_run import normalize, read_pin, usable_pin
 from kernelopt_ninfer.cmakelists import executables
 from kernelopt_ninfer.ctest_run import covers
 
@@ -159,7 +159,7 @@ class NInferBackend:
             backend=self.name, name=op.name, root=root, editable=op.editable, context=op.context,
             contract=op.contract,
             shape=pinned["case"] if pinned else (
-                " ".join(data.case.split()) if data.case else
+                normalize(data.case) if data.case else
                 f"{op.bench}: its largest-median case (pinned at the first bench)" if op.bench
                 else ""),
             knobs=tuple(tuning.scan(files)),

@@ -26,7 +26,7 @@ from pathlib import Path
 import attrs
 
 from kernelopt_core.api import Command, PrerequisiteError, UsageError, run_process
-from kernelopt_ninfer.cmakelists import calls, expand
+from kernelopt_ninfer.cmakelists import calls, expand, options
 
 ARCH_VAR = "CMAKE_CUDA_ARCHITECTURES"
 VERSION_VAR = "CMAKE_CUDA_COMPILER_VERSION"
@@ -157,10 +157,10 @@ def read_guards(root: Path) -> Guards:
             if found:  # a guard that names no architecture ("set CMAKE_CUDA_...") limits none
                 archs += found
                 arch_words.append(_words(message, lists))
-    options = {c.args[0] for c in calls(text) if c.name == "option" and c.args}
     return Guards(archs=tuple(dict.fromkeys(archs)) if arch_words else None,
                   arch_text=" / ".join(arch_words), versions=tuple(versions),
-                  version_text=" / ".join(version_words), cpu_kernels="NINFER_CPU_KERNELS" in options)
+                  version_text=" / ".join(version_words),
+                  cpu_kernels="NINFER_CPU_KERNELS" in options(text))
 
 
 # --------------------------------------------------------------------------- the machine
