@@ -7,7 +7,8 @@
 # Run from the repository root on the GPU machine, with wheels of this repo's packages in
 # .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
 # there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
-#   bash bench/h200_llamacpp.sh [PART...]   PART: build | softmax | rope | rmsnorm | engine (default: all)
+#   bash bench/h200_llamacpp.sh [PART...]   PART: build | detune | softmax | rope | rmsnorm | engine
+# (default: all). E2E=1 adds the engine gate (a random-weight GGUF) to the runs of the parts.
 set -euo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
@@ -16,7 +17,13 @@ export KERNELOPT_HOME=/tmp/kstate-llamacpp
 REPO=/tmp/llama.cpp
 [ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
 export LLAMACPP_REPO=$REPO
-PARTS=${*:-build softmax rope rmsnorm engine}
+PARTS=${*:-build detune softmax rope rmsnorm engine}
+E2E_ARGS=()
+if [ "${E2E:-0}" = 1 ]; then
+  [ -f /tmp/random-llama.gguf ] || python3 -m kernelopt_llamacpp.gguf_model \
+    --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" --out /tmp/random-llama.gguf > "$OUT/engine-model.log" 2>&1
+  E2E_ARGS=(--e2e-model /tmp/random-llama.gguf)
+fi
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
 nvcc --version >> "$OUT/gpu.txt" 2>&1 || true
 
@@ -54,18 +61,40 @@ PY
     "$B/bin/test-backend-ops" perf -o SOFT_MAX -b CUDA0 > "$OUT/perf-softmax.txt" 2>&1 || true
     rm -rf "$B"
     ;;
+  detune)  # the proof: a copy whose rms_norm_f32_cuda launches 64 threads, not 1024, for rows
+    # of 1024+ columns (a value that compiles and passes, but slow); the tuner should restore it
+    D=/tmp/llama-detuned
+    rm -rf "$D" && cp -a "$REPO" "$D"
+    python3 - "$D/ggml/src/ggml-cuda/norm.cu" > "$OUT/detune.diff" <<'PY'
+import difflib, sys
+path = sys.argv[1]
+text = open(path).read()
+start = text.index("static void rms_norm_f32_cuda(")
+end = text.index("\n}\n", start)
+body = text[start:end]
+new = body.replace("block_dims(1024, 1, 1)", "block_dims(64, 1, 1)").replace(
+    "rms_norm_f32<1024, false, false, do_scale>", "rms_norm_f32<64, false, false, do_scale>")
+assert new.count("(64, 1, 1)") == 1 and new.count("rms_norm_f32<64,") == 1
+open(path, "w").write(text[:start] + new + text[end:])
+sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), open(path).read().splitlines(True),
+                                           "a/ggml/src/ggml-cuda/norm.cu", "b/ggml/src/ggml-cuda/norm.cu"))
+PY
+    kernelopt run-llamacpp --op RMS_NORM --repo "$D" "${E2E_ARGS[@]}" --iterations 8 --patience 4 \
+      --final-rounds 6 --budget-minutes 6 > "$OUT/detune.log" 2>&1 || echo "exit $?" >> "$OUT/detune.log"
+    save_llamacpp_run detune
+    ;;
   softmax)
-    kernelopt run-llamacpp --op SOFT_MAX --iterations 8 --patience 4 --final-rounds 4 \
+    kernelopt run-llamacpp --op SOFT_MAX "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
       --budget-minutes 4 > "$OUT/softmax.log" 2>&1 || echo "exit $?" >> "$OUT/softmax.log"
     save_llamacpp_run softmax
     ;;
   rope)
-    kernelopt run-llamacpp --op ROPE --iterations 6 --patience 3 --final-rounds 4 \
+    kernelopt run-llamacpp --op ROPE "${E2E_ARGS[@]}" --iterations 6 --patience 3 --final-rounds 4 \
       --budget-minutes 3 > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
     save_llamacpp_run rope
     ;;
   rmsnorm)  # the harness's perf case (f32 [4096,512]); the two launch knobs of rms_norm_f32_cuda
-    kernelopt run-llamacpp --op RMS_NORM --iterations 8 --patience 4 --final-rounds 4 \
+    kernelopt run-llamacpp --op RMS_NORM "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
       --budget-minutes 4 > "$OUT/rmsnorm.log" 2>&1 || echo "exit $?" >> "$OUT/rmsnorm.log"
     save_llamacpp_run rmsnorm
     ;;

@@ -7,16 +7,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kernelopt_core import evidence
+from kernelopt_core import evidence, warm_build
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
-from kernelopt_core.target import Tree
+from kernelopt_core.workspace import Workspace
 
 
-def measure(runner: Runner, journal: Journal, tree: Tree, log_dir: Path, screen_runs: int,
-            stage: Callable[[str], None]) -> float | None:
-    """Build, test and bench the unmodified tree; its median time (ms), None without a bench."""
+def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Path,
+            screen_runs: int, stage: Callable[[str], None]) -> float | None:
+    """Build, test and bench the unmodified tree; its median time (ms), None without a bench.
+    A candidate tree without a build yet starts from a copy of this one's (warm_build)."""
+    tree = workspace.baseline_tree
     stage("baseline build")
     result = runner.build(tree, log_dir / "build.log")
     if result is not None and not result.ok:
@@ -24,6 +26,10 @@ def measure(runner: Runner, journal: Journal, tree: Tree, log_dir: Path, screen_
             f"the baseline does not build: {result.describe()}\n{result.tail()}",
             hint=f"make the unmodified target build (full log: {log_dir / 'build.log'})",
         )
+    seeded = warm_build.seed(tree, workspace.candidate_tree,
+                             lambda command: runner.spawn(command, log_dir / "warm-build.log"))
+    if seeded is not None:
+        journal.write("warm_build", **seeded)
     stage("baseline test")
     failed, said = evidence.checked(runner.check_all, tree, log_dir / "test.log")
     if failed is not None:

@@ -146,7 +146,7 @@ class Loop:
             declared=bool(self.target.knobs),
         )
         baseline_ms = baseline_steps.measure(
-            self.runner, self.journal, self.workspace.baseline_tree, self.run_dir / "baseline",
+            self.runner, self.journal, self.workspace, self.run_dir / "baseline",
             self.settings.screen_runs, self._stage)
         knobs = knob_probe.usable(self.runner, self.workspace.baseline_tree, knobs, files,
                                   baseline_knobs, self.run_dir / "knob-probe", self.journal)

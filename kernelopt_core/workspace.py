@@ -3,8 +3,8 @@
 The user's checkout is only ever *read*: its current content (uncommitted changes included,
 ignored files excluded) becomes the baseline commit of a private bare repository. Candidates
 are materialized into private source trees, each with a build directory that stays warm
-across runs of the same target. No worktree is added to the user's repository, no hook runs,
-and commits carry a fixed identity.
+across runs of the same target; the candidate's starts as a copy of the baseline's. No
+worktree is added to the user's repository, no hook runs, and commits carry a fixed identity.
 """
 
 from __future__ import annotations
@@ -144,7 +144,9 @@ class Workspace:
             str(repo_dir), mkdir=True
         )
         self.baseline_tree = Tree("baseline", self.dir / "base-src", self.dir / "base-build")
-        self.candidate_tree = Tree("candidate", self.dir / "src", self.dir / "build")
+        # equal path lengths: the candidate's first build is a relocated copy of the
+        # baseline's (kernelopt_core.warm_build)
+        self.candidate_tree = Tree("candidate", self.dir / "cand-src", self.dir / "cand-build")
         self._lock: portalocker.Lock | None = None
         self.files: Files = {}
         self.modes: dict[str, int] = {}
