@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kernelopt_core import evidence, warm_build
+from kernelopt_core import evidence, process, warm_build
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
@@ -26,8 +26,8 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
             f"the baseline does not build: {result.describe()}\n{result.tail()}",
             hint=f"make the unmodified target build (full log: {log_dir / 'build.log'})",
         )
-    seeded = warm_build.seed(tree, workspace.candidate_tree,
-                             lambda command: runner.spawn(command, log_dir / "warm-build.log"))
+    seeded = warm_build.seed(tree, workspace.candidate_tree, lambda command: process.run(
+        command, log_dir / "warm-build.log", cap=warm_build.COMPDB_CAP))
     if seeded is not None:
         journal.write("warm_build", **seeded)
     stage("baseline test")

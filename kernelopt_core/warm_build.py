@@ -31,6 +31,7 @@ from kernelopt_core.target import Command, Tree
 
 MASK = (1 << 64) - 1
 LOG = ".ninja_log"
+COMPDB_CAP = 256 * 1024 * 1024  # the whole compilation database (llama.cpp's: ~2 MB), never cut
 
 
 def murmur64a(data: bytes) -> int:
@@ -154,8 +155,11 @@ def _rehash_log(build: Path, moves: list[tuple[bytes, bytes]],
     if hash_ is not None and entries:
         result = spawn(Command((_ninja(build), "-C", str(build), "-t", "compdb"), build,
                                timeout_s=120, label="ninja compdb"))
-        if result.ok:
-            commands = {e["output"]: e["command"] for e in json.loads(result.stdout)}
+        try:
+            commands = {e["output"]: e["command"] for e in json.loads(result.stdout)} \
+                if result.ok else {}
+        except (ValueError, KeyError, TypeError):  # cut short or not ninja's: rebuild, not trust
+            commands = {}
     back = [(new, old) for old, new in moves]
     kept = []
     for output, fields in entries.items():
