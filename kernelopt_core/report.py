@@ -76,7 +76,10 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
             "backend": target.get("backend"),
             "name": target.get("name"),
             "files": target.get("files", []),
-            "shape": target.get("shape", ""),
+            # what the bench said it timed wins over what the target declared before any run
+            "shape": next((e["shape"] for e in events if e["event"] == "bench"
+                           and e.get("tree") == "baseline" and e.get("shape")),
+                          target.get("shape", "")),
         },
         "status": status,
         # only a verified win has a speedup; what the rounds measured otherwise is median_ratio

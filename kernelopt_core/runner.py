@@ -351,6 +351,7 @@ class Runner:
             purpose=purpose,
             ms=reading.time_ms,
             checksum=reading.extra.get("checksum"),
+            **({"shape": str(reading.extra["shape"])} if reading.extra.get("shape") else {}),
             **({"interpreted": True} if reading.extra.get("interpreted") else {}),
             asked=held.asked, acquired=held.acquired, released=held.released,
             **({"timer": reading.extra["timer"]} if "timer" in reading.extra else {}),

@@ -182,8 +182,7 @@ class LlamaCppBackend:
             shape=shape,
             bytes_moved=int(pinned["kb"]) * 1024 if pinned and pinned.get("kb") else None,
             knobs=tuple(tuning.scan(files, route.op, route.function)),
-            bench=BenchSpec(format="regex", regex=tbo.line_regex(pinned["case"] if pinned else None),
-                            unit="us"),
+            bench=BenchSpec(format="json"),  # tbo.bench_line: the time, the case, its bytes
             has_engine=data.e2e_model is not None,
             harness={harness.FILE: patched.encode("utf-8")} if patched is not None else {},
             device="cpu" if marker else "cuda",

@@ -1,10 +1,11 @@
 """test-backend-ops: its console output, the pinned perf case, and the check/bench/shape steps.
 
 The backend's commands run ``python -m kernelopt_llamacpp.tbo check|bench|shape ...``, which
-calls the tree's own ``test-backend-ops`` and passes its output through unchanged, so what the
-core parses (``BenchSpec(format="regex", unit="us")``) is the real tool's line::
+calls the tree's own ``test-backend-ops`` and passes its output through unchanged; ``bench``
+adds one JSON line (``bench_line``, what the core parses) made from the real tool's line::
 
       SOFT_MAX(type=f32,ne=[4096,4096,5,1],...):   3536 runs -   283.24 us/run - 655360 kB/run - 2227.83 GB/s
+      {"kernelopt_bench": 1, "time_ms": 0.28324, "shape": "SOFT_MAX(type=f32,...)", "bytes": 671088640}
 
 The wrapper exists for what the bare tool does not do:
 
@@ -123,11 +124,11 @@ def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
     return max(covered or mine, key=lambda c: c.us, default=None)
 
 
-def line_regex(case: str | None) -> str:
-    """The BenchSpec regex: the pinned case's line when known, else any perf line (the wrapper
-    runs only the pinned case, so there is exactly one)."""
-    head = re.escape(f"{case}:") if case else r"[A-Z0-9_]+\(.*\):"
-    return rf"^\s*{head}\s+\d+ runs -\s+([0-9.]+) us/run"
+def bench_line(timed: PerfCase) -> str:
+    """The one line the core reads (``BenchSpec(format="json")``): the pinned case's time, the
+    case itself as the shape timed, and the bytes it moves (for the roofline gate)."""
+    return json.dumps({"kernelopt_bench": 1, "time_ms": timed.us / 1e3, "shape": timed.name,
+                       **({"bytes": timed.kb * 1024} if timed.kb else {})})
 
 
 # --------------------------------------------------------------------------- the wrapper
@@ -230,8 +231,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
         pin_case(a.tool, a.op, a.backend, Path(a.pin), a.case, a.harness)
     code, out = _run([a.tool, "perf", "-o", pin["case"], "-b", a.backend])
     sys.stdout.write(out)
-    if not any(c.name == pin["case"] for c in parse_perf(out)):
-        return _say(f"the pinned case {pin['case']} printed no perf line (exit {code})", 1)
+    timed = [c for c in parse_perf(out) if c.name == pin["case"]]
+    if len(timed) != 1:
+        return _say(f"the pinned case {pin['case']} printed {len(timed)} perf lines, not one "
+                    f"(exit {code})", 1)
+    print(bench_line(timed[0]))
     return code
 
 

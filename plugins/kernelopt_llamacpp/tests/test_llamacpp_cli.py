@@ -41,6 +41,9 @@ def test_whole_loop_on_the_fixture_ends_with_a_verdict(repo: Path, tmp_path: Pat
     # harness (harness.py) lets test mode check it, so it is pinned and checkable
     assert pinned["case"] == "SOFT_MAX(type=f32,ne=[8192,16,1,1],scale=1.000000)"
     assert pinned["checkable"] is True and pinned["harness"] is True
+    # the verdict names the case timed (the bench's own line), not the pre-pin placeholder
+    assert summary["target"]["shape"] == pinned["case"]
+    assert summary["roofline"]["bytes"] == pinned["kb"] * 1024
     report = (run_dir / "report.md").read_text()
     assert "| shape | passed |" in report or summary["status"] != "optimized"
     header = json.loads((run_dir / "journal.jsonl").read_text().splitlines()[0])

@@ -47,16 +47,14 @@ def test_pinned_case_is_the_largest_or_the_named_one():
     assert tbo.choose(cases, "SOFT_MAX", checkable=(cases[1].name,)).us == 112.5
 
 
-def test_core_regex_parser_reads_the_pinned_line():
+def test_core_json_parser_reads_the_wrappers_line():
     cases = tbo.parse_perf(PERF)
-    spec = BenchSpec(format="regex", regex=tbo.line_regex(cases[1].name), unit="us")
-    assert parse(spec, PERF, "tbo").time_ms == pytest.approx(0.1125)
-    # before the pin exists the regex is generic: the wrapper prints only the pinned case's line
-    generic = BenchSpec(format="regex", regex=tbo.line_regex(None), unit="us")
-    one_case = "".join(line + "\n" for line in PERF.splitlines() if "ne=[4096,4096" in line)
-    assert parse(generic, one_case, "tbo").time_ms == pytest.approx(0.28324)
-    with pytest.raises(BenchParseError, match="matched 3 times"):  # several time lines: refused
-        parse(generic, PERF, "tbo")
+    reading = parse(BenchSpec(format="json"), PERF + tbo.bench_line(cases[1]) + "\n", "tbo")
+    assert reading.time_ms == pytest.approx(0.1125)
+    assert reading.extra["shape"] == cases[1].name  # what the report names as the shape timed
+    assert reading.extra["bytes"] == (cases[1].kb or 0) * 1024 > 0
+    with pytest.raises(BenchParseError, match="JSON"):  # the tool's own lines are not read
+        parse(BenchSpec(format="json"), PERF, "tbo")
 
 
 def test_parse_test_results():
@@ -112,9 +110,9 @@ def test_real_test_backend_ops_output_parses():
     # none of the perf shapes is in the test set: the largest of all is pinned, not checkable
     chosen = tbo.choose(cases, "SOFT_MAX", None, tested.ok)
     assert chosen is not None and chosen.name == first.name
-    # the core's regex for the pinned case finds exactly its line, through the colour codes
-    spec = BenchSpec(format="regex", regex=tbo.line_regex(chosen.name), unit="us")
-    assert parse(spec, perf, "tbo bench").time_ms == pytest.approx(167.247)
+    # the wrapper's line for it carries the time read through the colour codes
+    spec = BenchSpec(format="json")
+    assert parse(spec, perf + tbo.bench_line(chosen), "tbo bench").time_ms == pytest.approx(167.247)
 
 
 def test_the_harness_lets_test_mode_check_the_pinned_perf_case(tmp_path: Path):
