@@ -8,7 +8,9 @@
 # .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
 # there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
 #   bash bench/h200_llamacpp.sh [PART...]   PART: build | detune | softmax | rope | rmsnorm | engine
-# (default: all). E2E=1 adds the engine gate (a random-weight GGUF) to the runs of the parts.
+# (default: all, one after another; PARALLEL=1: at once). E2E=1 adds the engine gate (a
+# random-weight GGUF, E2E_WIDTH columns wide, default 256) to the runs of the parts; BUDGET
+# (minutes, from the run's start, its baseline build included) replaces each part's own.
 set -euo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
@@ -21,21 +23,28 @@ PARTS=${*:-build detune softmax rope rmsnorm engine}
 E2E_ARGS=()
 if [ "${E2E:-0}" = 1 ]; then
   [ -f /tmp/random-llama.gguf ] || python3 -m kernelopt_llamacpp.gguf_model \
-    --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" --out /tmp/random-llama.gguf > "$OUT/engine-model.log" 2>&1
+    --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" --n-embd "${E2E_WIDTH:-256}" \
+    --out /tmp/random-llama.gguf > "$OUT/engine-model.log" 2>&1
   E2E_ARGS=(--e2e-model /tmp/random-llama.gguf)
 fi
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
 nvcc --version >> "$OUT/gpu.txt" 2>&1 || true
 
-save_llamacpp_run() {  # h200_site.sh's save_run, plus the op's pin files (or a note: no run)
+save_llamacpp_run() {  # save_llamacpp_run NAME OP [ROOT]: that op's newest run (of the tree ROOT) and its pin
   mkdir -p "$OUT/$1"
-  ls -d "$KERNELOPT_HOME"/runs/* >/dev/null 2>&1 \
-    || echo "no run was made (see $1's log)" > "$OUT/$1/no-run.txt"
-  save_run "$1"
-  cp "$KERNELOPT_HOME"/llamacpp/*.pin.json "$OUT/$1/" 2>/dev/null || true
+  local run="" d
+  for d in $(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null); do  # oldest first; parts may run at once
+    head -1 "$d/journal.jsonl" 2>/dev/null | grep -q "\"name\": \"$2\"" || continue
+    [ -z "${3:-}" ] || head -1 "$d/journal.jsonl" | grep -q "\"root\": \"$3\"" || continue
+    run=$d
+  done
+  if [ -z "$run" ]; then echo "no run was made (see $1's log)" > "$OUT/$1/no-run.txt"; return 0; fi
+  cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/" 2>/dev/null || true
+  cp "$KERNELOPT_HOME"/llamacpp/*-"$2".pin.json "$OUT/$1/" 2>/dev/null || true
 }
 
-for part in $PARTS; do
+run_part() {
+  local part=$1
   case $part in
   build)  # the same configure the backend uses, in a scratch build dir; then a one-file edit
     B=/tmp/llamacpp-build-bench
@@ -80,32 +89,39 @@ sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), open(path).rea
                                            "a/ggml/src/ggml-cuda/norm.cu", "b/ggml/src/ggml-cuda/norm.cu"))
 PY
     kernelopt run-llamacpp --op RMS_NORM --repo "$D" "${E2E_ARGS[@]}" --iterations 8 --patience 4 \
-      --final-rounds 6 --budget-minutes 6 > "$OUT/detune.log" 2>&1 || echo "exit $?" >> "$OUT/detune.log"
-    save_llamacpp_run detune
+      --final-rounds 6 --budget-minutes ${BUDGET:-6} > "$OUT/detune.log" 2>&1 || echo "exit $?" >> "$OUT/detune.log"
+    save_llamacpp_run detune RMS_NORM "$D"
     ;;
   softmax)
     kernelopt run-llamacpp --op SOFT_MAX "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
-      --budget-minutes 4 > "$OUT/softmax.log" 2>&1 || echo "exit $?" >> "$OUT/softmax.log"
-    save_llamacpp_run softmax
+      --budget-minutes ${BUDGET:-4} > "$OUT/softmax.log" 2>&1 || echo "exit $?" >> "$OUT/softmax.log"
+    save_llamacpp_run softmax SOFT_MAX "$REPO"
     ;;
   rope)
     kernelopt run-llamacpp --op ROPE "${E2E_ARGS[@]}" --iterations 6 --patience 3 --final-rounds 4 \
-      --budget-minutes 3 > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
-    save_llamacpp_run rope
+      --budget-minutes ${BUDGET:-3} > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
+    save_llamacpp_run rope ROPE "$REPO"
     ;;
   rmsnorm)  # the harness's perf case (f32 [4096,512]); the two launch knobs of rms_norm_f32_cuda
     kernelopt run-llamacpp --op RMS_NORM "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
-      --budget-minutes 4 > "$OUT/rmsnorm.log" 2>&1 || echo "exit $?" >> "$OUT/rmsnorm.log"
-    save_llamacpp_run rmsnorm
+      --budget-minutes ${BUDGET:-4} > "$OUT/rmsnorm.log" 2>&1 || echo "exit $?" >> "$OUT/rmsnorm.log"
+    save_llamacpp_run rmsnorm RMS_NORM "$REPO"
     ;;
   engine)  # reuses the SOFT_MAX workspace (warm build); adds llama-completion and llama-bench
     python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
       --out /tmp/random-llama.gguf > "$OUT/engine-model.log" 2>&1
     kernelopt run-llamacpp --op SOFT_MAX --e2e-model /tmp/random-llama.gguf --iterations 3 \
-      --patience 2 --final-rounds 3 --budget-minutes 3 > "$OUT/engine.log" 2>&1 \
+      --patience 2 --final-rounds 3 --budget-minutes ${BUDGET:-3} > "$OUT/engine.log" 2>&1 \
       || echo "exit $?" >> "$OUT/engine.log"
-    save_llamacpp_run engine
+    save_llamacpp_run engine SOFT_MAX "$REPO"
     ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
-done
+}
+
+if [ "${PARALLEL:-0}" = 1 ]; then  # the parts at once: builds share the CPUs, timings the GPU lock
+  for part in $PARTS; do run_part "$part" & done
+  wait
+else
+  for part in $PARTS; do run_part "$part"; done
+fi

@@ -84,3 +84,29 @@ def test_the_runs_time_budget_stops_the_screening() -> None:
     ctx.seconds_left = lambda: 0.0  # the budget is spent
     assert screened_frontier(ctx, {"BLOCK": "64", "WARPS": "2"}) is None
     assert screened == []
+
+
+def test_without_screening_the_descent_follows_what_moved_the_time() -> None:
+    """A knob the timed case does not take (SPARE: every value the same time) listed before one
+    whose baseline is 16× too small (BLOCK, fastest at 256): after one move of SPARE shows it
+    changes nothing, every candidate goes to BLOCK, each step continuing the one that helped."""
+    knobs = (Knob("SPARE", "k.cu", ("1", "2", "4"), r"#define SPARE (\d+)"),
+             Knob("BLOCK", "k.cu", ("16", "32", "64", "128", "256"), r"#define BLOCK (\d+)"))
+    target = Target("cmake", "k", Path("."), ("k.cu",), knobs=knobs)
+    ctx = PlanContext(target, Settings(), {"k.cu": b"#define SPARE 2\n#define BLOCK 16\n"}, knobs,
+                      {"SPARE": "2", "BLOCK": "16"}, Journal(), "run-1")
+
+    def speedup(config: dict[str, str]) -> float:  # over the baseline (BLOCK 16): 256 / 16
+        return int(config["BLOCK"]) / 16
+
+    tuner, parent, tried = Tuner(), Node("baseline", {}), []
+    for i in range(6):
+        [proposal] = tuner.propose(ctx, parent, 1)
+        tried.append(proposal.knobs)
+        outcome = {"speedup": speedup(proposal.knobs)}
+        tuner.observe(ctx, proposal, outcome)
+        if outcome["speedup"] > parent.speedup:  # the search's best node is the next parent
+            parent = Node(f"c{i + 1}", {}, dict(proposal.knobs), speedup=outcome["speedup"])
+    assert tried[:5] == [{"SPARE": "4", "BLOCK": "16"}, {"SPARE": "2", "BLOCK": "32"},
+                         {"SPARE": "2", "BLOCK": "64"}, {"SPARE": "2", "BLOCK": "128"},
+                         {"SPARE": "2", "BLOCK": "256"}]

@@ -91,9 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab", type=Path, help="a vocab-only GGUF (models/ggml-vocab-llama-spm.gguf)")
     parser.add_argument("--n-vocab", type=int, default=0, help="without --vocab: no tokenizer (tests)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-embd", type=int, default=256,
+                        help="width (an op's path can depend on it: rms_norm takes another "
+                             "launch from 1024 columns on)")
+    parser.add_argument("--n-ff", type=int, default=0, help="feed-forward width (default 2 × width)")
+    parser.add_argument("--n-head", type=int, default=0, help="heads (default width / 64, at least 4)")
     a = parser.parse_args(argv)
     try:
-        write_model(a.out, a.vocab, n_vocab=a.n_vocab, seed=a.seed)
+        write_model(a.out, a.vocab, n_vocab=a.n_vocab, seed=a.seed, n_embd=a.n_embd,
+                    n_ff=a.n_ff or 2 * a.n_embd, n_head=a.n_head or max(4, a.n_embd // 64))
     except ValueError as exc:
         print(f"kernelopt-llamacpp: {exc}", file=sys.stderr)
         return 2
