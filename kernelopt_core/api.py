@@ -29,6 +29,7 @@ from kernelopt_core.errors import (
     PrerequisiteError,
     UsageError,
 )
+from kernelopt_core.executors import Job, JobResult
 from kernelopt_core.gates.base import (
     FALLBACK,
     MATCHED,
@@ -42,6 +43,7 @@ from kernelopt_core.gates.base import (
 from kernelopt_core.hookspecs import (
     Backend,
     DocHit,
+    Executor,
     Gate,
     LLMProvider,
     Planner,
@@ -64,7 +66,8 @@ from kernelopt_core.ui import echo, note
 
 __all__ = [
     # the hooks and the protocols their records follow
-    "hookimpl", "Backend", "Gate", "Planner", "Profiler", "LLMProvider", "DocHit",
+    "hookimpl", "Backend", "Gate", "Planner", "Profiler", "LLMProvider", "DocHit", "Executor",
+    "Job", "JobResult",
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",
     # a plugin's own typed options (kernelopt_option_tables)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kernelopt_core import evidence, process, warm_build
 from kernelopt_core.errors import BenchFailed, UsageError
@@ -15,9 +16,12 @@ from kernelopt_core.workspace import Workspace
 
 
 def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Path,
-            screen_runs: int, stage: Callable[[str], None]) -> float | None:
+            screen_runs: int, stage: Callable[[str], None],
+            recorded: dict[str, Any] | None = None) -> float | None:
     """Build, test and bench the unmodified tree; its median time (ms), None without a bench.
-    A candidate tree without a build yet starts from a copy of this one's (warm_build)."""
+    A candidate tree without a build yet starts from a copy of this one's (warm_build).
+    ``recorded``: the ``baseline`` event of the run being resumed — the same content passed its
+    test and was timed then, so it is only built (kernelopt_core.resume)."""
     tree = workspace.baseline_tree
     stage("baseline build")
     result = runner.build(tree, log_dir / "build.log")
@@ -30,6 +34,8 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
         command, log_dir / "warm-build.log", cap=warm_build.COMPDB_CAP))
     if seeded is not None:
         journal.write("warm_build", **seeded)
+    if recorded is not None:
+        return recorded.get("ms")
     stage("baseline test")
     failed, said = evidence.checked(runner.check_all, tree, log_dir / "test.log")
     if failed is not None:

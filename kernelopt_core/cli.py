@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -145,6 +146,9 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
     from kernelopt_core.loop import Loop
 
     host, backend, targets, settings = resolve_all(ctx, path, flags, forced)
+    if settings.run_id and len(targets) > 1:
+        raise UsageError(f"--run-id names one run, but {path} has {len(targets)} targets",
+                         hint="pick one with --target, or leave --run-id out")
     codes: list[int] = []
     rows: list[list[Any]] = []
     for preface in dict.fromkeys(t.preface for t in targets if t.preface):
@@ -274,6 +278,30 @@ def report_cmd(run_ref: str, state_root: Path | None) -> None:
     run_dir = history.find_run(_state_root(state_root), run_ref)
     report.write_all(run_dir)
     ui.echo((run_dir / "report.md").read_text())
+
+
+@cli.command("resume")
+@click.argument("run_ref")
+@click.option("--state-root", type=click.Path(path_type=Path))
+def resume_cmd(run_ref: str, state_root: Path | None) -> None:
+    """Continue a killed or interrupted run from its journal (RUN: id, prefix or `last`):
+    the command it recorded, from the directory it ran in, with --run-id RUN."""
+    from kernelopt_core import journal
+
+    root = _state_root(state_root)
+    run_dir = history.find_run(root, run_ref)
+    header = next(iter(journal.read(run_dir / "journal.jsonl")), {})
+    argv, cwd = header.get("argv") or [], header.get("cwd")
+    if len(argv) < 2:
+        raise UsageError(f"{run_dir / 'journal.jsonl'} records no command to resume",
+                         hint=f"run the command again with --run-id {run_dir.name}")
+    args = [a for i, a in enumerate(argv[1:], 1)  # the recorded --run-id is given again below
+            if a != "--run-id" and not a.startswith("--run-id=") and argv[i - 1] != "--run-id"]
+    if cwd:
+        os.chdir(cwd)
+    code = cli.main(args=[*args, "--run-id", run_dir.name, "--state-root", str(root.resolve())],
+                    standalone_mode=False)
+    sys.exit(code or 0)
 
 
 @cli.command("revert")

@@ -14,9 +14,18 @@ from kernelopt_core.errors import UsageError
 
 
 def runs(state_root: Path) -> list[Path]:
+    """Every run, oldest first by when it started (a --run-id name does not sort by time)."""
     base = state_root / "runs"
-    return sorted(p for p in base.iterdir() if (p / "journal.jsonl").exists()) if base.is_dir() \
-        else []
+    found = [p for p in base.iterdir() if (p / "journal.jsonl").exists()] if base.is_dir() else []
+    return sorted(found, key=lambda p: (_started(p), p.name))
+
+
+def _started(run_dir: Path) -> float:
+    with open(run_dir / "journal.jsonl", encoding="utf-8") as fh:
+        try:
+            return float(json.loads(fh.readline()).get("t", 0.0))
+        except (ValueError, AttributeError):
+            return 0.0
 
 
 def find_run(state_root: Path, ref: str) -> Path:
@@ -65,7 +74,7 @@ def table_rows(state_root: Path, show_all: bool) -> tuple[list[list[str]], int]:
     were left out."""
     rows, hidden = [], 0
     for run_dir in runs(state_root):
-        events = journal_mod.read(run_dir / "journal.jsonl")  # once per run
+        events = journal_mod.effective(journal_mod.read(run_dir / "journal.jsonl"))  # once per run
         if not show_all and refused(events):
             hidden += 1
             continue
@@ -109,7 +118,7 @@ def revert(run_dir: Path) -> list[str]:
     and nothing changed since); each is then rewritten with the baseline's content. Anything
     else is refused, and nothing is written.
     """
-    events = journal_mod.read(run_dir / "journal.jsonl")
+    events = journal_mod.effective(journal_mod.read(run_dir / "journal.jsonl"))
     header = next(e for e in events if e["event"] == "run")
     root = Path(header["target"]["root"])
     repo = workspace_repo(events)

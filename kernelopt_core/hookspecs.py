@@ -183,6 +183,24 @@ class DocHit:
     text: str
 
 
+@runtime_checkable
+class Executor(Protocol):
+    """Runs a campaign's jobs (kernelopt_core.executors: ``Job``, ``JobResult``).
+
+    ``name``: unique, used by ``kernelopt campaign --executor NAME``.
+
+    ``run(jobs, gpus, on_result, log_dir)``: run every job to its end, at most one job per GPU
+    slot at a time (``gpus``: the slots of this host, for an executor that uses them; a
+    cluster executor has its own), the job's process seeing only its GPU
+    (``CUDA_VISIBLE_DEVICES``), and call ``on_result`` once per job, from any thread. A job
+    whose worker is lost is run again, whole: its command resumes its run from the journal.
+    """
+
+    name: str
+
+    def run(self, jobs: Any, gpus: Any, on_result: Any, log_dir: Path) -> None: ...
+
+
 # --------------------------------------------------------------------------- hook specs
 
 
@@ -227,6 +245,11 @@ def kernelopt_doc_lookup(symbol: str, language: str) -> list[DocHit]:
 def kernelopt_prompt_fragments(backend: str, role: str) -> list[str]:
     """Extra prompt text for LLM agents (``role``: planner | executor | summarizer) when
     optimizing a target of ``backend``; e.g. a strategy list for CUDA or Triton."""
+
+
+@hookspec
+def kernelopt_register_executors() -> list[Executor]:
+    """Return campaign executors (``kernelopt campaign --executor NAME``). Built-in: local."""
 
 
 @hookspec

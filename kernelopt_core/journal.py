@@ -45,3 +45,27 @@ def read(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return events
+
+
+# a resumed run's earlier attempts: what it ends with is decided again, not kept
+_SUPERSEDED = {"verdict", "end", "error", "interrupted", "search_end", "confirm_round"}
+
+
+def effective(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events a report reads when the run was resumed (kernelopt_core.resume): before each
+    ``resumed`` event, only the candidates it kept (completed ones) and what is not an ending
+    (verdict, final gates, end) count; a ``resume_diverged`` event drops the candidates the
+    resumed run evaluated again."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        kind = event.get("event")
+        if kind == "resumed":
+            kept = set(event.get("completed", []))
+            out = [e for e in out if e.get("event") not in _SUPERSEDED
+                   and not (e.get("event") == "gate" and e.get("final"))
+                   and ("candidate" not in e or e["candidate"] in kept)]
+        elif kind == "resume_diverged":
+            dropped = set(event.get("discarded", []))
+            out = [e for e in out if e.get("candidate") not in dropped]
+        out.append(event)
+    return out

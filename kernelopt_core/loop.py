@@ -9,6 +9,7 @@ rebuilt from the journal.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -23,13 +24,14 @@ from kernelopt_core.errors import (
     BudgetExhausted,
     PlannerError,
 )
+from kernelopt_core.evaluate import Evaluator
 from kernelopt_core.final import FinalPhase
-from kernelopt_core.gates.base import GateContext, GateResult
 from kernelopt_core.hookspecs import Backend, Gate
 from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling import Profiling
+from kernelopt_core.resume import Replay, check_run_id
 from kernelopt_core.runner import Runner
 from kernelopt_core.screening import screener
 from kernelopt_core.search import BeamSearch, Node, SeenContent
@@ -42,7 +44,7 @@ from kernelopt_core.session import (
 )
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
-from kernelopt_core.workspace import Workspace, text_diff
+from kernelopt_core.workspace import Workspace
 
 __all__ = ["Loop", "RunOutcome"]
 
@@ -72,25 +74,36 @@ class Loop:
         self.settings = settings
         self.listeners = listeners or []
         self.argv = argv or []
-        self.run_id = new_run_id()
+        # a named run whose journal exists is resumed (kernelopt_core.resume)
+        self.run_id = check_run_id(settings.run_id) if settings.run_id else new_run_id()
         self.run_dir = settings.state_root / "runs" / self.run_id
+        self.replay = Replay.load(self.run_dir / "journal.jsonl")
         self.seen = SeenContent()
-        self.rejections: dict[str, str] = {}
-        self.profile: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ the run
     def run(self) -> RunOutcome:
+        if self.replay is not None and self.replay.finished is not None:  # nothing left to do
+            summary = report.write_all(self.run_dir)
+            return RunOutcome(self.run_id, self.run_dir, summary["status"], self.replay.finished,
+                              summary)
         prepare_state_root(self.settings.state_root)
         self.journal = Journal(self.run_dir / "journal.jsonl")
         self.journal.listeners.extend(self.listeners)
         if self.target.preface:
             (self.run_dir / "preface.txt").write_text(self.target.preface)
-        self.started = time.time()
+        self.started = time.time() - (self.replay.spent_s if self.replay else 0.0)
         self.runner = Runner(self.backend, self.target, self.settings, self.journal)
         self.workspace = Workspace(self.settings.state_root, self.target)
+        self.evaluator = Evaluator(self.runner, self.settings, self.target, self.workspace,
+                                   self.journal, self.run_id, self.run_dir, self._stage, {},
+                                   self.replay)
         exit_code = EXIT_NO_WIN
         try:
-            write_header(self.journal, self.run_id, self.target, self.settings, self.argv)
+            if self.replay is None:
+                write_header(self.journal, self.run_id, self.target, self.settings, self.argv)
+            else:
+                self.journal.write("resumed", pid=os.getpid(), argv=self.argv,
+                                   completed=sorted(self.replay.completed))
             waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.write(
                 "workspace_wait", target=self.target.name, **holder))
             self.journal.write("workspace_acquired", waited_s=round(waited, 3))
@@ -132,7 +145,8 @@ class Loop:
                            candidate_gates=[g.name for g in candidate_gates],
                            final_gates=[g.name for g in final_gates])
         self._stage("snapshot")
-        baseline_commit = self.workspace.start(self.run_id)
+        baseline_commit = self.workspace.start(
+            self.run_id, self.replay.baseline_commit if self.replay else None)
         self.journal.write(
             "workspace", dir=str(self.workspace.dir), baseline_commit=baseline_commit.decode(),
             files=len(self.workspace.files),
@@ -147,11 +161,11 @@ class Loop:
         )
         baseline_ms = baseline_steps.measure(
             self.runner, self.journal, self.workspace, self.run_dir / "baseline",
-            self.settings.screen_runs, self._stage)
+            self.settings.screen_runs, self._stage, self.replay.baseline if self.replay else None)
         knobs = knob_probe.usable(self.runner, self.workspace.baseline_tree, knobs, files,
                                   baseline_knobs, self.run_dir / "knob-probe", self.journal)
-        self.profile = profile = profiling.run(self.workspace.baseline_tree, files,
-                                               self.run_dir / "profile", "baseline")
+        self.evaluator.profile = profile = profiling.run(self.workspace.baseline_tree, files,
+                                                         self.run_dir / "profile", "baseline")
         root = Node("baseline", {}, dict(baseline_knobs))
         search = BeamSearch(root, width=self.settings.beam)
         ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
@@ -162,8 +176,8 @@ class Loop:
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
-                           self._stage, self._gate_context, profiling)
-        return final.finish(search, final_gates, baseline_ms, self.rejections)
+                           self._stage, self.evaluator.gate_context, profiling)
+        return final.finish(search, final_gates, baseline_ms, self.evaluator.rejections)
 
     # ------------------------------------------------------------------ search
     def _search(self, planner: Any, ctx: PlanContext, search: BeamSearch, gates: list[Gate],
@@ -209,14 +223,16 @@ class Loop:
                 continue
             for proposal in proposals:
                 evaluated += 1
-                node, outcome = self._evaluate(proposal, parent, gates, baseline_ms, evaluated)
+                node, outcome = self.evaluator.evaluate(proposal, parent, gates, baseline_ms,
+                                                        evaluated)
                 planner.observe(ctx, proposal, outcome)
                 if node is not None:
                     search.add(node)
                 if node is not None and node.speedup > best:
                     best, since_best = node.speedup, 0
-                    self.journal.write("best", candidate=node.id, speedup=node.speedup)
-                    self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
+                    if not outcome.get("replayed"):  # a resumed run's journal has it already
+                        self.journal.write("best", candidate=node.id, speedup=node.speedup)
+                        self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
                 else:
                     since_best += 1
         self.journal.write("search_end", reason=stop, evaluated=evaluated)
@@ -227,74 +243,3 @@ class Loop:
             return True
         self.journal.write("duplicate", description=proposal.description)
         return False
-
-    def _evaluate(
-        self, proposal: Proposal, parent: Node, gates: list[Gate], baseline_ms: float | None,
-        number: int,
-    ) -> tuple[Node | None, dict[str, Any]]:
-        """Put the proposal in the candidate tree and run the candidate gates on it; the
-        accepted node (None if rejected) and the outcome the planner observes."""
-        cid = f"c{number}"
-        started, child_before = time.time(), self.runner.child_seconds
-        log_dir = self.run_dir / "candidates" / cid
-        log_dir.mkdir(parents=True, exist_ok=True)
-        files = self.workspace.files
-        bad = [p for p in proposal.edits if p not in self.target.editable]
-        self.journal.write(
-            "candidate", candidate=cid, parent=parent.id, planner=proposal.planner,
-            description=proposal.description, knobs=proposal.knobs,
-            files=sorted(proposal.edits),
-        )
-        (log_dir / "edit.diff").write_text(text_diff(files, proposal.edits), encoding="utf-8")
-        results: list[GateResult] = []
-        if bad:
-            results.append(GateResult("editable", False, f"edits non-editable files: {bad}"))
-        else:
-            self.workspace.use_candidate(proposal.edits)
-            ctx = self._gate_context(cid, proposal.edits, log_dir, baseline_ms)
-            for gate in gates:
-                self._stage(gate.name, candidate=cid)
-                result = gate.evaluate(ctx)
-                results.append(result)
-                self.journal.write(
-                    "gate", candidate=cid, gate=gate.name, passed=result.passed,
-                    skipped=result.skipped, reason=result.reason, metrics=result.metrics,
-                )
-                if not result.passed:
-                    break
-        accepted = all(r.passed for r in results)
-        speedup = next((r.metrics["speedup"] for r in results if "speedup" in r.metrics), None)
-        tag = None
-        if accepted:
-            _commit, tag = self.workspace.commit_candidate(
-                self.run_id, cid, proposal.edits, f"{cid}: {proposal.description}"
-            )
-        failed = next((r for r in results if not r.passed), None)
-        if failed is not None:
-            self.rejections[cid] = failed.gate
-        result_event = {
-            "candidate": cid, "accepted": accepted, "speedup": speedup,
-            "failed_gate": failed.gate if failed else None,
-            "reason": failed.reason if failed else "passed every candidate gate",
-        }
-        self.journal.write(
-            "candidate_result", **result_event, gates_passed=[r.gate for r in results if r.passed],
-            tag=tag, wall_s=round(time.time() - started, 4),
-            child_s=round(self.runner.child_seconds - child_before, 4),
-        )
-        outcome = {**result_event,
-                   "log_tail": failed.metrics.get("log_tail", "") if failed else "",
-                   "diff": (log_dir / "edit.diff").read_text(encoding="utf-8")}
-        if not accepted:
-            return None, outcome
-        return Node(cid, dict(proposal.edits), dict(proposal.knobs), proposal.description,
-                    parent.id, 1.0 if speedup is None else speedup), outcome
-
-    def _gate_context(
-        self, cid: str, edits: dict[str, bytes], log_dir: Path, baseline_ms: float | None
-    ) -> GateContext:
-        return GateContext(
-            self.runner, self.settings, self.target, cid, self.workspace.candidate_tree,
-            self.workspace.baseline_tree, log_dir, baseline_ms, edits=dict(edits),
-            baseline_files=self.workspace.files, profile=self.profile,
-        )

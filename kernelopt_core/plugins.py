@@ -32,6 +32,7 @@ else:  # the backport carries the 3.12 selection API
 BUILTIN_MODULES = {
     "core-gates": "kernelopt_core.gates.builtin",
     "core-tuner": "kernelopt_core.planners.tuner",
+    "core-executors": "kernelopt_core.executors",
     "core-replay": "kernelopt_core.planners.replay",
     "core-agents": "kernelopt_core.planners.agents",
     "core-profilers": "kernelopt_core.profilers",
@@ -47,6 +48,7 @@ REGISTRIES = {
     "planners": "kernelopt_register_planners",
     "profilers": "kernelopt_register_profilers",
     "llm_providers": "kernelopt_register_llm_providers",
+    "executors": "kernelopt_register_executors",
 }
 
 

@@ -99,6 +99,8 @@ def run_options(fn: Any) -> Any:
             type=click.Path(path_type=Path),
             help="State directory [./.kernelopt or $KERNELOPT_HOME].",
         ),
+        click.option("--run-id", help="Name the run; if a run of that name exists (killed, "
+                     "interrupted), resume it from its journal (docs/scaling.md)."),
     ]
     for option in reversed(options):
         fn = option(fn)

@@ -42,6 +42,7 @@ def write_header(journal: Journal, run_id: str, target: Target, settings: Settin
         run_id=run_id,
         kernelopt=__version__,
         argv=argv,
+        cwd=os.getcwd(),  # `kernelopt resume` runs the command again from here
         host=platform.node(),
         platform=platform.platform(),
         pid=os.getpid(),

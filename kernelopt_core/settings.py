@@ -66,6 +66,7 @@ class Settings:
     final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES
     profiler: str | None = None
     candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
+    run_id: str | None = None  # names the run; an existing run of that name is resumed
     # LLM agents (docs/agents.md, docs/providers.md)
     build_timeout_s: float = 1800.0
     test_timeout_s: float = 600.0

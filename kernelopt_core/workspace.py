@@ -205,8 +205,10 @@ class Workspace:
         self.repo.object_store.add_object(blob)
         return blob.id
 
-    def start(self, run_id: str) -> bytes:
-        """Snapshot the user's target as this run's baseline commit and materialize it."""
+    def start(self, run_id: str, resumed: str | None = None) -> bytes:
+        """Snapshot the user's target as this run's baseline commit and materialize it.
+        ``resumed``: the baseline commit (hex) of the run being resumed, reused when the
+        target's content is still the same (else a usage error: resuming would mix trees)."""
         self.files, self.modes = snapshot(self.target.root, self.state_root)
         missing = [p for p in self.target.editable if p not in self.files]
         if missing:
@@ -224,12 +226,21 @@ class Workspace:
             (rel.encode(), self._blob(data), self.modes[rel]) for rel, data in self.files.items()
         ]
         tree_id = commit_tree(self.repo.object_store, entries)
-        head = self.repo.refs[b"refs/heads/main"] if b"refs/heads/main" in self.repo.refs else None
-        self.baseline_commit = self._commit(
-            tree_id, [head] if head else [], f"kernelopt {run_id}: baseline of {self.target.name}"
-        )
-        self.repo.refs[b"refs/heads/main"] = self.baseline_commit
-        self.tag(run_id, "baseline", self.baseline_commit)
+        if resumed is not None:
+            if resumed.encode() not in self.repo or self.repo[resumed.encode()].tree != tree_id:
+                raise UsageError(
+                    f"run {run_id} cannot be resumed: {self.target.root} is not what it was "
+                    "when the run started (or its workspace is gone)",
+                    hint="start a new run (another --run-id, or none)")
+            self.baseline_commit = resumed.encode()
+        else:
+            head = self.repo.refs[b"refs/heads/main"] if b"refs/heads/main" in self.repo.refs \
+                else None
+            self.baseline_commit = self._commit(
+                tree_id, [head] if head else [],
+                f"kernelopt {run_id}: baseline of {self.target.name}")
+            self.repo.refs[b"refs/heads/main"] = self.baseline_commit
+            self.tag(run_id, "baseline", self.baseline_commit)
         materialize(self.baseline_tree.src, self.files, self.modes)
         materialize(self.candidate_tree.src, self.files, self.modes)
         self._applied = {}

@@ -1,0 +1,124 @@
+"""One candidate through the candidate gates: the loop's inner step (kernelopt_core.loop).
+
+A resumed run (kernelopt_core.resume) is served the recorded outcome of a candidate the killed
+attempt completed with the same proposal: nothing is built or timed again and nothing is
+journaled again (the journal already holds it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kernelopt_core.gates.base import GateContext, GateResult
+from kernelopt_core.hookspecs import Gate
+from kernelopt_core.journal import Journal
+from kernelopt_core.planners.base import Proposal
+from kernelopt_core.resume import Replay
+from kernelopt_core.runner import Runner
+from kernelopt_core.search import Node
+from kernelopt_core.settings import Settings
+from kernelopt_core.target import Target
+from kernelopt_core.workspace import Workspace, text_diff
+
+
+@attrs.define
+class Evaluator:
+    runner: Runner
+    settings: Settings
+    target: Target
+    workspace: Workspace
+    journal: Journal
+    run_id: str
+    run_dir: Path
+    stage: Callable[..., None]
+    profile: dict[str, Any]
+    replay: Replay | None = None
+    rejections: dict[str, str] = attrs.field(factory=dict)  # candidate -> the gate it failed
+
+    def evaluate(self, proposal: Proposal, parent: Node, gates: list[Gate],
+                 baseline_ms: float | None, number: int) -> tuple[Node | None, dict[str, Any]]:
+        """Put the proposal in the candidate tree and run the candidate gates on it; the
+        accepted node (None if rejected) and the outcome the planner observes (``replayed``:
+        served from the journal of a resumed run)."""
+        cid = f"c{number}"
+        log_dir = self.run_dir / "candidates" / cid
+        if self.replay is not None and not self.replay.diverged:
+            recorded = self.replay.take(cid, proposal)
+            if recorded is not None:
+                return self._outcome(cid, proposal, parent, recorded, log_dir, replayed=True)
+            dropped = self.replay.diverge(cid)
+            if dropped:
+                self.journal.write("resume_diverged", candidate_from=cid, discarded=dropped)
+        started, child_before = time.time(), self.runner.child_seconds
+        log_dir.mkdir(parents=True, exist_ok=True)
+        files = self.workspace.files
+        bad = [p for p in proposal.edits if p not in self.target.editable]
+        self.journal.write(
+            "candidate", candidate=cid, parent=parent.id, planner=proposal.planner,
+            description=proposal.description, knobs=proposal.knobs,
+            files=sorted(proposal.edits),
+        )
+        (log_dir / "edit.diff").write_text(text_diff(files, proposal.edits), encoding="utf-8")
+        results: list[GateResult] = []
+        if bad:
+            results.append(GateResult("editable", False, f"edits non-editable files: {bad}"))
+        else:
+            self.workspace.use_candidate(proposal.edits)
+            ctx = self.gate_context(cid, proposal.edits, log_dir, baseline_ms)
+            for gate in gates:
+                self.stage(gate.name, candidate=cid)
+                result = gate.evaluate(ctx)
+                results.append(result)
+                self.journal.write(
+                    "gate", candidate=cid, gate=gate.name, passed=result.passed,
+                    skipped=result.skipped, reason=result.reason, metrics=result.metrics,
+                )
+                if not result.passed:
+                    break
+        accepted = all(r.passed for r in results)
+        speedup = next((r.metrics["speedup"] for r in results if "speedup" in r.metrics), None)
+        tag = None
+        if accepted:
+            _commit, tag = self.workspace.commit_candidate(
+                self.run_id, cid, proposal.edits, f"{cid}: {proposal.description}"
+            )
+        failed = next((r for r in results if not r.passed), None)
+        result_event = {
+            "candidate": cid, "accepted": accepted, "speedup": speedup,
+            "failed_gate": failed.gate if failed else None,
+            "reason": failed.reason if failed else "passed every candidate gate",
+            "log_tail": failed.metrics.get("log_tail", "") if failed else "",
+        }
+        self.journal.write(
+            "candidate_result", **result_event, gates_passed=[r.gate for r in results if r.passed],
+            tag=tag, wall_s=round(time.time() - started, 4),
+            child_s=round(self.runner.child_seconds - child_before, 4),
+        )
+        return self._outcome(cid, proposal, parent, result_event, log_dir, replayed=False)
+
+    def _outcome(self, cid: str, proposal: Proposal, parent: Node, result: dict[str, Any],
+                 log_dir: Path, replayed: bool) -> tuple[Node | None, dict[str, Any]]:
+        keys = ("candidate", "accepted", "speedup", "failed_gate", "reason")
+        diff = log_dir / "edit.diff"
+        outcome = {**{k: result.get(k) for k in keys}, "log_tail": result.get("log_tail", ""),
+                   "diff": diff.read_text(encoding="utf-8") if diff.is_file() else "",
+                   **({"replayed": True} if replayed else {})}
+        if not result.get("accepted"):
+            self.rejections[cid] = str(result.get("failed_gate"))
+            return None, outcome
+        speedup = result.get("speedup")
+        return Node(cid, dict(proposal.edits), dict(proposal.knobs), proposal.description,
+                    parent.id, 1.0 if speedup is None else speedup), outcome
+
+    def gate_context(self, cid: str, edits: dict[str, bytes], log_dir: Path,
+                     baseline_ms: float | None) -> GateContext:
+        return GateContext(
+            self.runner, self.settings, self.target, cid, self.workspace.candidate_tree,
+            self.workspace.baseline_tree, log_dir, baseline_ms, edits=dict(edits),
+            baseline_files=self.workspace.files, profile=self.profile,
+        )

@@ -1,0 +1,92 @@
+"""Resume a run killed at any point (SIGKILL, a lost machine) from its journal.
+
+``kernelopt run PATH --run-id ID`` names a run; running the same command again while
+``runs/ID/journal.jsonl`` exists resumes it (``kernelopt resume ID`` does that with the
+command the journal recorded). The resumed run is the same loop, replayed: the planner is asked
+again for each candidate, and while it proposes what the journal holds for that candidate
+number (same description, knobs and files) the recorded outcome is served back instead of
+building and timing again — so a deterministic planner (the tuner, replay) reaches exactly the
+state the killed run had, and completed candidates are never evaluated twice. A candidate cut
+off half-way is evaluated again; at the first proposal that differs (an LLM agent) the rest of
+the recorded candidates are dropped (``resume_diverged``) and the run goes on live. The
+baseline commit is reused (the target must be unchanged), so are the candidates' tags; the
+baseline is rebuilt (warm) but not tested or timed again. A final phase cut off runs again;
+a run that reached its verdict is not run again (its report is rewritten, its exit code kept).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kernelopt_core import journal as journal_mod
+from kernelopt_core.errors import UsageError
+from kernelopt_core.planners.base import Proposal
+
+
+@attrs.define
+class Replay:
+    """What the killed attempts completed, served back to the loop in order."""
+
+    baseline_commit: str | None
+    baseline: dict[str, Any] | None  # the recorded ``baseline`` event
+    # candidate id -> (its ``candidate`` event, its ``candidate_result`` event)
+    completed: dict[str, tuple[dict[str, Any], dict[str, Any]]]
+    spent_s: float  # wall seconds of the earlier attempts (the time budget is shared)
+    finished: int | None = None  # the exit code, when the run already reached its verdict
+    diverged: bool = False
+
+    @classmethod
+    def load(cls, journal_path: Path) -> Replay | None:
+        """None when there is nothing to resume (no journal, or not even its header)."""
+        if not journal_path.is_file():
+            return None
+        raw = journal_mod.read(journal_path)
+        if not raw or raw[0].get("event") != "run":
+            return None
+        events = journal_mod.effective(raw)
+        starts = {e["candidate"]: e for e in events if e["event"] == "candidate"}
+        completed = {e["candidate"]: (starts[e["candidate"]], e) for e in events
+                     if e["event"] == "candidate_result" and e["candidate"] in starts}
+        workspace = next((e for e in events if e["event"] == "workspace"), {})
+        # each attempt's span: from its first event (header or `resumed`) to its last
+        spent, first = 0.0, raw[0]["t"]
+        for before, event in zip(raw, raw[1:], strict=False):
+            if event["event"] == "resumed":
+                spent += before["t"] - first
+                first = event["t"]
+        spent += raw[-1]["t"] - first
+        ended = [e for e in events if e["event"] == "end"]
+        finished = ended[-1].get("exit_code") if ended and any(
+            e["event"] == "verdict" for e in events) else None
+        return cls(workspace.get("baseline_commit"),
+                   next((e for e in events if e["event"] == "baseline"), None),
+                   completed, spent, finished)
+
+    def take(self, cid: str, proposal: Proposal) -> dict[str, Any] | None:
+        """The recorded result of ``cid`` if it completed with this very proposal; at the
+        first difference every recorded candidate from here on is dropped (returned by
+        ``diverge``) and nothing more is served."""
+        if self.diverged or cid not in self.completed:
+            return None
+        started, result = self.completed[cid]
+        same = (started.get("description") == proposal.description
+                and (started.get("knobs") or {}) == dict(proposal.knobs)
+                and sorted(started.get("files") or []) == sorted(proposal.edits))
+        return result if same else None
+
+    def diverge(self, cid: str) -> list[str]:
+        """Stop serving: the recorded candidates from ``cid`` on (by number) are dropped."""
+        self.diverged = True
+        number = int(cid[1:])
+        return sorted((c for c in self.completed if int(c[1:]) >= number),
+                      key=lambda c: int(c[1:]))
+
+
+def check_run_id(run_id: str) -> str:
+    if not run_id or not all(ch.isalnum() or ch in "-_." for ch in run_id) or run_id[0] == ".":
+        raise UsageError(f"--run-id {run_id!r}: use letters, digits, '-', '_' and '.'",
+                         hint="e.g. --run-id softmax-1")
+    return run_id

@@ -1,0 +1,176 @@
+"""Resume after SIGKILL (kernelopt_core.resume), on the CPU example with real builds and
+benches: the whole process tree is killed (as a lost machine would) when the journal reaches
+an event number drawn from a seeded generator, at 20 points; the same command then resumes the
+run. Every time: the user's tree is byte-identical, the resumed run reaches the verdict the
+uninterrupted run reached, and no candidate the killed attempt completed is evaluated again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kernelopt_core import journal as journal_mod
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "cmake-cpu"
+FLAGS = ["--iterations", "3", "--patience", "3", "--final-rounds", "2", "--screen-runs", "1",
+         "--seeds", "1"]
+
+pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+
+
+def _tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _command(project: Path, state: Path, run_id: str) -> list[str]:
+    return [sys.executable, "-c", "from kernelopt_core.cli import main; main()", "run",
+            str(project), *FLAGS, "--state-root", str(state), "--run-id", run_id]
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _kill_at(command: list[str], cwd: Path, journal: Path, events: int) -> None:
+    """Run ``command`` and SIGKILL it and every descendant once ``journal`` holds ``events``
+    lines (or let it finish, if it ends first)."""
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while proc.poll() is None:
+        lines = journal.read_bytes().count(b"\n") if journal.is_file() else 0
+        if lines >= events:
+            tree = [proc.pid, *_descendants(proc.pid)]
+            for pid in tree:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            break
+        time.sleep(0.005)
+    proc.wait()
+
+
+def _summary(state: Path, run_id: str) -> dict:
+    return json.loads((state / "runs" / run_id / "summary.json").read_text())
+
+
+@pytest.mark.slow
+def test_sigkill_at_20_points_then_resume(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE, project)
+    state = tmp_path / "state"
+    before = _tree_digest(project)
+    reference = subprocess.run(_command(project, state, "reference"), cwd=tmp_path,
+                               capture_output=True, text=True, timeout=300)
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    expected = _summary(state, "reference")["status"]
+    assert expected == "optimized"
+    total = len(journal_mod.read(state / "runs" / "reference" / "journal.jsonl"))
+    rng = random.Random(16)
+    points = sorted(rng.randint(1, total - 1) for _ in range(20))
+    resumed_with_work = 0
+    for i, point in enumerate(points):
+        run_id = f"k{i}"
+        journal = state / "runs" / run_id / "journal.jsonl"
+        _kill_at(_command(project, state, run_id), tmp_path, journal, point)
+        assert _tree_digest(project) == before, f"killed at event {point}"
+        done_before = {e["candidate"] for e in journal_mod.read(journal)
+                       if e["event"] == "candidate_result"} if journal.is_file() else set()
+        again = subprocess.run(_command(project, state, run_id), cwd=tmp_path,
+                               capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, f"killed at event {point}:\n{again.stdout}{again.stderr}"
+        assert _tree_digest(project) == before, f"resumed after event {point}"
+        assert _summary(state, run_id)["status"] == expected, f"killed at event {point}"
+        raw = journal_mod.read(journal)
+        results = Counter(e["candidate"] for e in raw if e["event"] == "candidate_result")
+        assert all(n == 1 for n in results.values()), (point, results)  # none evaluated twice
+        resumed = [e for e in raw if e["event"] == "resumed"]
+        if resumed:
+            assert set(resumed[0]["completed"]) == done_before
+            resumed_with_work += bool(done_before)
+    assert resumed_with_work >= 5  # the points reached into the search, not only its start
+
+
+def test_a_finished_run_is_not_run_again_and_a_changed_tree_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE, project)
+    state = tmp_path / "state"
+    first = subprocess.run(_command(project, state, "once"), cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    lines = (state / "runs" / "once" / "journal.jsonl").read_text().count("\n")
+    again = subprocess.run(_command(project, state, "once"), cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0 and "optimized" in again.stdout + again.stderr
+    assert (state / "runs" / "once" / "journal.jsonl").read_text().count("\n") == lines
+
+    # a run cut off, then the target edited: resuming would mix two baselines, so it is refused
+    journal = state / "runs" / "cut" / "journal.jsonl"
+    _kill_at(_command(project, state, "cut"), tmp_path, journal, 20)
+    (project / "kernel.cpp").write_text((project / "kernel.cpp").read_text() + "\n// edited\n")
+    refused = subprocess.run(_command(project, state, "cut"), cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "cannot be resumed" in refused.stdout + refused.stderr
+    bad = subprocess.run(_command(project, state, "../x"), cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "--run-id" in bad.stdout + bad.stderr
+
+
+def test_kernelopt_resume_runs_the_recorded_command_from_its_directory(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE, project)
+    state = tmp_path / "state"
+    # started without --run-id, from the project's parent, with a relative path
+    command = [sys.executable, "-c", "from kernelopt_core.cli import main; main()", "run",
+               "project", *FLAGS, "--state-root", str(state)]
+    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while proc.poll() is None:  # killed once its first candidate has a result
+        found = list((state / "runs").glob("*/journal.jsonl")) if (state / "runs").is_dir() else []
+        if found and b'"candidate_result"' in found[0].read_bytes():
+            for pid in [proc.pid, *_descendants(proc.pid)]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            break
+        time.sleep(0.005)
+    proc.wait()
+    [run_dir] = (state / "runs").iterdir()
+    again = subprocess.run([sys.executable, "-c", "from kernelopt_core.cli import main; main()",
+                            "resume", "last", "--state-root", str(state)], cwd="/",
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    events = journal_mod.read(run_dir / "journal.jsonl")
+    assert [e["event"] for e in events].count("resumed") == 1
+    assert _summary(state, run_dir.name)["status"] == "optimized"
