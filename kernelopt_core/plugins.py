@@ -39,6 +39,7 @@ BUILTIN_MODULES = {
     "core-llm-providers": "kernelopt_core.llm_providers",
     "core-docs-lookup": "kernelopt_core.docs_lookup",
     "core-profile-command": "kernelopt_core.profile_cmd",
+    "core-campaign-command": "kernelopt_core.campaign_cmd",
     "core-watch-command": "kernelopt_core.watch_cmd",
 }
 

@@ -75,6 +75,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         "target": {
             "backend": target.get("backend"),
             "name": target.get("name"),
+            "root": target.get("root"),
             "files": target.get("files", []),
             # what the bench said it timed wins over what the target declared before any run
             "shape": next((e["shape"] for e in events if e["event"] == "bench"

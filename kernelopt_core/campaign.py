@@ -1,0 +1,181 @@
+"""``kernelopt campaign PATH...``: many targets under one budget, every GPU of a host (or of a
+cluster, through an executor plugin) at once, resumable.
+
+Each target of each PATH (a kernel file, a directory of kernels, a model's top kernels, a
+project) becomes one job: ``kernelopt run PATH --target NAME --run-id CAMPAIGN-NN`` plus the
+arguments after ``--``, run by an executor (kernelopt_core.executors) on one GPU. Jobs start in
+order of expected gain — the target's share of its model's GPU time (1 / the number of targets
+of its PATH when unknown) times its headroom to the roofline (1 − the fraction of peak its last
+run in this state root reached; 1 when it has none) — and the campaign's budgets (GPU minutes,
+LLM dollars, wall minutes) are split over the jobs in that proportion (wall minutes per GPU
+slot). The campaign journal (``campaigns/NAME/campaign.jsonl``) records the plan and each
+result; running the same campaign again runs every job's command again, and each run resumes
+from its own journal (a finished one returns at once). The report ranks the results and sums
+the effect on each model (Amdahl over its optimized kernels).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kernelopt_core import history
+from kernelopt_core.executors import Job, JobResult
+from kernelopt_core.journal import Journal
+from kernelopt_core.target import Target
+
+
+@attrs.frozen
+class Entry:
+    """One target of the campaign, before it runs."""
+
+    key: str  # its run id
+    path: str
+    target: str
+    backend: str
+    share: float  # of its model's (or its PATH's) GPU time
+    headroom: float  # to the roofline, from its last run here (1.0 when unknown)
+    headroom_known: bool
+    share_known: bool = False  # the target's own share of a model's GPU time (not 1/n)
+
+    @property
+    def priority(self) -> float:
+        return self.share * self.headroom
+
+
+def last_fraction(state_root: Path, target: Target) -> float | None:
+    """The fraction of peak the newest finished run of ``target`` under ``state_root`` reached
+    (its baseline's when nothing won), or None."""
+    for run_dir in reversed(history.runs(state_root)):
+        try:
+            summary = history.summary(run_dir)
+        except (OSError, ValueError):
+            continue
+        t = summary.get("target", {})
+        if (t.get("name"), t.get("backend"), t.get("root")) != (
+                target.name, target.backend, str(target.root)):
+            continue
+        fraction = (summary.get("roofline") or {}).get("fraction")
+        if fraction is not None:
+            return float(fraction)
+    return None
+
+
+def plan(name: str, found: Sequence[tuple[str, Sequence[Target]]], state_root: Path) -> list[Entry]:
+    """The campaign's entries, highest expected gain first (ties: the order given)."""
+    entries: list[Entry] = []
+    for path, targets in found:
+        for target in targets:
+            fraction = last_fraction(state_root, target)
+            share = target.time_share if target.time_share is not None else 1.0 / len(targets)
+            entries.append(Entry(f"{name}-{len(entries) + 1:02d}", path, target.name,
+                                 target.backend, share,
+                                 max(0.0, 1.0 - fraction) if fraction is not None else 1.0,
+                                 fraction is not None, target.time_share is not None))
+    return sorted(entries, key=lambda e: -e.priority)
+
+
+def budgets(entries: Sequence[Entry], slots: int, gpu_minutes: float | None,
+            usd: float | None, wall_minutes: float | None) -> dict[str, list[str]]:
+    """Each job's share of the campaign's budgets, as ``kernelopt run`` flags."""
+    weights = [max(e.priority, 1e-3) for e in entries]  # a target with no headroom still runs
+    total = sum(weights)
+    flags: dict[str, list[str]] = {}
+    for entry, weight in zip(entries, weights, strict=True):
+        part = weight / total
+        out: list[str] = []
+        if gpu_minutes is not None:
+            out += ["--budget-gpu-seconds", f"{gpu_minutes * 60 * part:.1f}"]
+        if usd is not None:
+            out += ["--budget-cost", f"{usd * part:.4f}"]
+        if wall_minutes is not None:  # the slots run side by side
+            out += ["--budget-minutes", f"{min(wall_minutes, wall_minutes * slots * part):.2f}"]
+        flags[entry.key] = out
+    return flags
+
+
+def jobs(entries: Sequence[Entry], state_root: Path, run_args: Sequence[str],
+         budget_flags: dict[str, list[str]], cwd: Path) -> list[Job]:
+    kernelopt = (sys.executable, "-c", "from kernelopt_core.cli import main; main()")
+    return [Job(e.key, (*kernelopt, "run", e.path, "--target", e.target, "--run-id", e.key,
+                        "--state-root", str(state_root), *budget_flags[e.key], *run_args),
+                str(cwd)) for e in entries]
+
+
+def run(name: str, entries: Sequence[Entry], job_list: Sequence[Job], executor: Any,
+        gpus: Sequence[str], state_root: Path,
+        on_result: Callable[[JobResult, dict[str, Any]], None]) -> dict[str, Any]:
+    """Run the jobs; each result is journaled with its run's summary. The campaign summary."""
+    directory = state_root / "campaigns" / name
+    journal = Journal(directory / "campaign.jsonl")
+    journal.write("campaign", name=name, executor=executor.name, gpus=list(gpus),
+                  entries=[attrs.asdict(e) | {"priority": e.priority} for e in entries],
+                  jobs=[list(j.argv) for j in job_list])
+
+    def done(result: JobResult) -> None:
+        summary = _run_summary(state_root, result.key)
+        journal.write("job", **attrs.asdict(result), summary=summary)
+        on_result(result, summary)
+
+    try:
+        executor.run(job_list, gpus, done, directory / "logs")
+    finally:
+        journal.close()
+    outcome = summarize(directory / "campaign.jsonl")
+    (directory / "summary.json").write_text(json.dumps(outcome, indent=2) + "\n")
+    return outcome
+
+
+def _run_summary(state_root: Path, run_id: str) -> dict[str, Any]:
+    run_dir = state_root / "runs" / run_id
+    if not (run_dir / "journal.jsonl").is_file():
+        return {}
+    try:
+        return history.summary(run_dir)
+    except (OSError, ValueError):
+        return {}
+
+
+def summarize(journal_path: Path) -> dict[str, Any]:
+    """The campaign's results from its journal: ranked by the time they save (share × (1 −
+    1/speedup)), and per model the whole-model effect Amdahl predicts from them."""
+    from kernelopt_core.journal import read
+
+    events = read(journal_path)
+    header = next((e for e in events if e["event"] == "campaign"), {})
+    entries = {e["key"]: e for e in header.get("entries", [])}
+    results: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event["event"] == "job":  # a later result for a job (a rerun) wins
+            results[event["key"]] = event
+    rows = []
+    for key, entry in entries.items():
+        job = results.get(key, {})
+        s = job.get("summary") or {}
+        speedup = float(s.get("speedup") or 1.0) if s.get("status") == "optimized" else 1.0
+        rows.append({"run": key, "path": entry["path"], "target": entry["target"],
+                     "status": s.get("status", "not run" if not job else "error"),
+                     "speedup": speedup, "share": entry["share"],
+                     "saved": entry["share"] * (1 - 1 / speedup),
+                     "share_known": entry.get("share_known", False),
+                     "gpu_seconds": s.get("gpu_seconds"), "worker": job.get("worker"),
+                     "gpu": job.get("gpu"), "attempts": job.get("attempts"),
+                     "report_line": s.get("report_line")})
+    rows.sort(key=lambda r: -r["saved"])
+    models: dict[str, dict[str, Any]] = {}
+    for row in rows:  # the targets of one model (a PATH whose targets carry their time share)
+        if not row["share_known"]:
+            continue
+        m = models.setdefault(row["path"], {"share_optimized": 0.0, "time_after": 1.0})
+        m["time_after"] -= row["saved"]
+        m["share_optimized"] += row["share"] if row["speedup"] > 1 else 0.0
+    for m in models.values():
+        m["amdahl_speedup"] = 1.0 / m["time_after"] if m["time_after"] > 0 else None
+    return {"name": header.get("name"), "executor": header.get("executor"),
+            "gpus": header.get("gpus"), "results": rows, "models": models,
+            "verified": sum(1 for r in rows if r["status"] == "optimized")}

@@ -1,0 +1,99 @@
+"""``kernelopt campaign``: the command (kernelopt_core.campaign does the work)."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernelopt_core.hookspecs import hookimpl
+
+
+@click.command("campaign")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--name", help="The campaign's name (its runs are NAME-01, NAME-02, ...); the "
+              "same name again resumes it. Default: campaign-<UTC time>.")
+@click.option("--executor", default="local", show_default=True,
+              help="Where jobs run: local (this host), or an installed executor (dask).")
+@click.option("--gpus", help="GPU slots, e.g. 0,1 or a count (default: CUDA_VISIBLE_DEVICES, "
+              "else every GPU nvidia-smi lists, else one slot).")
+@click.option("--budget-gpu-minutes", type=float, help="GPU-lock minutes for the whole campaign.")
+@click.option("--budget-usd", type=float, help="LLM dollars for the whole campaign.")
+@click.option("--budget-minutes", type=float, help="Wall minutes for the whole campaign.")
+@click.option("--run-args", default="", help="Arguments for every target's `kernelopt run` "
+              "(one string), e.g. \"--iterations 8 --planner tuner\".")
+@click.option("--state-root", type=click.Path(path_type=Path))
+@click.pass_context
+def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | None,
+                     executor: str, gpus: str | None, budget_gpu_minutes: float | None,
+                     budget_usd: float | None, budget_minutes: float | None, run_args: str,
+                     state_root: Path | None) -> None:
+    """Optimize every target of PATHS under one budget, on every GPU (docs/scaling.md)."""
+    from kernelopt_core import campaign, cli, ui
+    from kernelopt_core.errors import UsageError
+    from kernelopt_core.executors import visible_gpus
+    from kernelopt_core.resume import check_run_id
+
+    host = cli.host_of(ctx)
+    executors = host.registry("executors")
+    if executor not in executors:
+        raise UsageError(f"no executor {executor!r}",
+                         hint=f"installed: {', '.join(sorted(executors))} (pip install "
+                              "kernelopt-dask for dask)")
+    name = check_run_id(name or time.strftime("campaign-%Y%m%dT%H%M%SZ", time.gmtime()))
+    extra = shlex.split(run_args)
+    slots = _slots(gpus, visible_gpus)
+    found = []
+    root: Path | None = None
+    for path in paths:  # each PATH's targets, as `kernelopt run PATH <run-args>` finds them
+        run_ctx = cli.run.make_context("run", [str(path), *extra], parent=ctx)
+        flags = {k: v for k, v in run_ctx.params.items() if k != "path"}
+        _host, _backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
+        found.append((str(path.resolve()), targets))
+        root = root or settings.state_root
+    state = (state_root or root or Path(".kernelopt")).resolve()
+    entries = campaign.plan(name, found, state)
+    ui.table([[e.key, e.target, e.path, f"{e.share:.3f}",
+               f"{e.headroom:.2f}" if e.headroom_known else "unknown", f"{e.priority:.3f}"]
+              for e in entries], ["run", "target", "path", "share", "headroom", "priority"])
+    budget = campaign.budgets(entries, len(slots), budget_gpu_minutes, budget_usd, budget_minutes)
+    jobs = campaign.jobs(entries, state, extra, budget, Path.cwd())
+
+    def arrived(result: Any, summary: dict[str, Any]) -> None:
+        ui.note(f"{result.key} on {result.worker} GPU {result.gpu} ({result.seconds:.0f} s): "
+                f"{summary.get('report_line') or f'exit {result.returncode}'}")
+
+    outcome = campaign.run(name, entries, jobs, executors[executor], slots, state, arrived)
+    ui.table([[r["run"], r["target"], r["status"], f"{r['speedup']:.2f}×", f"{r['share']:.3f}",
+               f"{r['saved']:.3f}"] for r in outcome["results"]],
+             ["run", "target", "status", "speedup", "share", "time saved (of its model)"])
+    for path, model in outcome["models"].items():
+        if model["amdahl_speedup"] is not None:
+            ui.note(f"{path}: {model['amdahl_speedup']:.3f}× predicted for the whole model "
+                    f"(Amdahl over its optimized kernels)")
+    ui.note(f"campaign {name}: {outcome['verified']} of {len(entries)} targets optimized; "
+            f"{state / 'campaigns' / name / 'summary.json'}")
+    ctx.exit(0 if outcome["verified"] else 1)
+
+
+def _slots(gpus: str | None, visible: Any) -> list[str]:
+    from kernelopt_core.errors import UsageError
+
+    if gpus is None:
+        return list(visible())
+    if gpus.isdigit():
+        if int(gpus) < 1:
+            raise UsageError("--gpus 0: a campaign needs at least one slot", hint="--gpus 1")
+        return [str(i) for i in range(int(gpus))]
+    slots = [g.strip() for g in gpus.split(",") if g.strip()]
+    if not slots:
+        raise UsageError(f"--gpus {gpus!r} names no GPU", hint="e.g. --gpus 0,1 or --gpus 2")
+    return slots
+
+
+@hookimpl
+def kernelopt_register_commands(cli: click.Group) -> None:
+    cli.add_command(campaign_command)

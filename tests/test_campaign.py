@@ -1,0 +1,99 @@
+"""kernelopt campaign (kernelopt_core.campaign): two copies of the CPU example on two slots of
+the local executor, real builds and benches; the plan's order and budget split; the ranking
+and the Amdahl sum over a model's kernels."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+
+from kernelopt_core import campaign
+from kernelopt_core.journal import read
+from kernelopt_core.target import Target
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELOPT = [sys.executable, "-c", "from kernelopt_core.cli import main; main()"]
+RUN_ARGS = "--iterations 3 --patience 3 --final-rounds 2 --screen-runs 1 --seeds 1"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+def test_two_targets_on_two_slots_then_the_same_campaign_resumes(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        shutil.copytree(REPO / "examples" / "cmake-cpu", tmp_path / name)
+    state = tmp_path / "state"
+    command = [*KERNELOPT, "campaign", "a", "b", "--gpus", "0,1", "--name", "cpu",
+               "--budget-minutes", "4", "--budget-gpu-minutes", "2", "--run-args", RUN_ARGS,
+               "--state-root", str(state)]
+    first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    summary = json.loads((state / "campaigns" / "cpu" / "summary.json").read_text())
+    assert summary["verified"] == 2 and summary["gpus"] == ["0", "1"]
+    assert {r["run"] for r in summary["results"]} == {"cpu-01", "cpu-02"}
+    assert all(r["status"] == "optimized" and r["speedup"] > 1 for r in summary["results"])
+    assert {r["gpu"] for r in summary["results"]} <= {"0", "1"}
+    events = read(state / "campaigns" / "cpu" / "campaign.jsonl")
+    [plan] = [e for e in events if e["event"] == "campaign"]
+    for argv in plan["jobs"]:  # each job its share of the budgets, then the run arguments
+        assert argv[argv.index("--budget-minutes") + 1] == "4.00"  # 4 × 2 slots × 1/2
+        assert argv[argv.index("--budget-gpu-seconds") + 1] == "60.0"
+        assert argv[-len(RUN_ARGS.split()):] == RUN_ARGS.split()
+    lines = {r: (state / "runs" / r / "journal.jsonl").read_text().count("\n")
+             for r in ("cpu-01", "cpu-02")}
+    # the same campaign again: every run is finished, so nothing runs again
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {r: (state / "runs" / r / "journal.jsonl").read_text().count("\n")
+            for r in lines} == lines
+    # a later campaign ranks by headroom: the last runs' fractions of peak are known now
+    later = subprocess.run([*KERNELOPT, "campaign", "a", "--gpus", "1", "--name", "later",
+                            "--run-args", RUN_ARGS, "--state-root", str(state)],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    [plan] = [e for e in read(state / "campaigns" / "later" / "campaign.jsonl")
+              if e["event"] == "campaign"]
+    assert plan["entries"][0]["headroom_known"] is True, later.stdout + later.stderr
+
+
+def _target(name: str, share: float | None) -> Target:
+    return Target("triton", name, Path("/m"), (f"{name}.py",), time_share=share)
+
+
+def test_plan_orders_by_expected_gain_and_splits_the_budgets(tmp_path: Path) -> None:
+    found = [("/model", [_target("small", 0.1), _target("big", 0.6)]),
+             ("/kernels", [_target("k1", None), _target("k2", None)])]
+    entries = campaign.plan("c", found, tmp_path)
+    assert [e.target for e in entries] == ["big", "k1", "k2", "small"]  # 0.6, 0.5, 0.5, 0.1
+    flags = campaign.budgets(entries, 2, gpu_minutes=17.0, usd=1.7, wall_minutes=10.0)
+    big = flags[entries[0].key]
+    assert big == ["--budget-gpu-seconds", "360.0", "--budget-cost", "0.6000",
+                   "--budget-minutes", "7.06"]  # 0.6 / 1.7 of each; wall: 2 slots
+    assert flags[entries[-1].key][1] == "60.0"
+
+
+def test_summary_ranks_by_time_saved_and_sums_a_model_by_amdahl(tmp_path: Path) -> None:
+    from kernelopt_core.executors import JobResult
+    from kernelopt_core.journal import Journal
+
+    found = [("/model", [_target("a", 0.5), _target("b", 0.25)]), ("/dir", [_target("k", None)])]
+    entries = campaign.plan("m", found, tmp_path)
+    journal = Journal(tmp_path / "campaign.jsonl")
+    journal.write("campaign", name="m", executor="local", gpus=["0"],
+                  entries=[{**attrs.asdict(e), "priority": e.priority} for e in entries], jobs=[])
+    outcomes = {"a": ("optimized", 2.0), "b": ("matched", 1.0), "k": ("optimized", 4.0)}
+    for e in entries:
+        status, speedup = outcomes[e.target]
+        result = JobResult(e.key, 0, "", "local", "0", 1.0)
+        journal.write("job", **attrs.asdict(result),
+                      summary={"status": status, "speedup": speedup, "report_line": status})
+    journal.close()
+    s = campaign.summarize(tmp_path / "campaign.jsonl")
+    assert [r["target"] for r in s["results"]] == ["k", "a", "b"]  # saved 0.75, 0.25, 0
+    # the model: a's half of the time halves, b unchanged -> 1 / (1 - 0.25)
+    assert s["models"]["/model"]["amdahl_speedup"] == pytest.approx(1 / 0.75)
+    assert "/dir" not in s["models"]  # a directory of kernels is not one program
