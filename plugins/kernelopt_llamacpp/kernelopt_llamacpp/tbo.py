@@ -212,7 +212,10 @@ def _say(message: str, code: int) -> int:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    code, out = _run([a.tool, "test", "-o", a.op, "-b", a.backend])
+    # -j: the tool's own parallel test workers (one backend each; results printed whole under
+    # its output lock), where the tree's test-backend-ops has them (OpData.test_jobs)
+    jobs = ["-j", str(a.jobs)] if a.jobs > 1 else []
+    code, out = _run([a.tool, "test", "-o", a.op, "-b", a.backend, *jobs])
     sys.stdout.write(out)
     r = parse_test(out)
     if r.failed:
@@ -260,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="CUDA0")
     parser.add_argument("--pin", help="the pin file (bench, shape)")
     parser.add_argument("--case", help="the perf case to time (full string or params)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="check: the tool's parallel test workers (-j), when it has them")
     parser.add_argument("--harness", action="store_true",
                         help="the tree's test-backend-ops has kernelopt's harness (harness.py)")
     a = parser.parse_args(argv)

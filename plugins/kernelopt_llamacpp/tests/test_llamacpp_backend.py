@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -33,6 +34,16 @@ def test_discover_one_target_for_the_op(repo: Path, tmp_path: Path):
     # --target OP works too
     [same] = LlamaCppBackend().discover(repo, Settings(state_root=tmp_path / "s", target="SOFT_MAX"))
     assert same.name == "SOFT_MAX"
+    # the tool takes -j (as upstream's does since late 2025): the check runs its parallel workers
+    assert target.data.test_jobs == (os.cpu_count() or 1)
+    tree = Tree("candidate", repo, tmp_path / "build")
+    argv = LlamaCppBackend().check(target, tree, 1).argv
+    assert (argv[argv.index("--jobs") + 1] == str(os.cpu_count())) if target.data.test_jobs > 1 \
+        else "--jobs" not in argv
+    tool = repo / "tests" / "test-backend-ops.cpp"
+    tool.write_text(tool.read_text().replace('strcmp(argv[i], "-j")', 'strcmp(argv[i], "-J")'))
+    [older] = LlamaCppBackend().discover(repo, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))
+    assert older.data.test_jobs == 1  # a tool without -j: one case at a time, as before
 
 
 def test_unknown_and_library_ops(repo: Path, tmp_path: Path):
