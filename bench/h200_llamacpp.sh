@@ -7,7 +7,7 @@
 # Run from the repository root on the GPU machine, with wheels of this repo's packages in
 # .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
 # there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
-#   bash bench/h200_llamacpp.sh [PART...]   PART: build | detune | softmax | rope | rmsnorm | engine
+#   bash bench/h200_llamacpp.sh [PART...]   PART: build | testjobs | detune | softmax | rope | rmsnorm | engine
 # (default: all, one after another; PARALLEL=1: at once). E2E=1 adds the engine gate (a
 # random-weight GGUF, E2E_WIDTH columns wide, default 256) to the runs of the parts; BUDGET
 # (minutes, from the run's start, its baseline build included) replaces each part's own.
@@ -69,6 +69,21 @@ PY
     grep -c "Building CUDA object" "$OUT/build-incremental.log" > "$OUT/build-incremental-objects.txt" || true
     "$B/bin/test-backend-ops" perf -o SOFT_MAX -b CUDA0 > "$OUT/perf-softmax.txt" 2>&1 || true
     rm -rf "$B"
+    ;;
+  testjobs)  # test mode one case at a time against -j (the tool's parallel workers), per op
+    B=/tmp/llamacpp-build-jobs
+    cmake -S "$REPO" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=native -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+      -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+      -DLLAMA_BUILD_TOOLS=OFF -DGGML_CUDA_FA=OFF > "$OUT/testjobs-configure.log" 2>&1
+    cmake --build "$B" --target test-backend-ops -j "$(nproc)" > "$OUT/testjobs-build.log" 2>&1
+    for op in ROPE SOFT_MAX RMS_NORM; do
+      for j in "$(nproc)" 1; do
+        t0=$(date +%s.%N)
+        "$B/bin/test-backend-ops" test -o "$op" -b CUDA0 -j "$j" > "$OUT/testjobs-$op-j$j.txt" 2>&1
+        echo "$op -j $j exit $? $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$t0" "$(date +%s.%N)") s $(grep -c ': .*OK' "$OUT/testjobs-$op-j$j.txt") OK" | tee -a "$OUT/testjobs.txt"
+      done
+    done
     ;;
   detune)  # the proof: a copy whose rms_norm_f32_cuda launches 64 threads, not 1024, for rows
     # of 1024+ columns (a value that compiles and passes, but slow); the tuner should restore it
