@@ -47,14 +47,17 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     extra = shlex.split(run_args)
     slots = _slots(gpus, visible_gpus)
     found = []
-    root: Path | None = None
+    first: Any = None  # the first PATH's settings: the executor's options come from them
     for path in paths:  # each PATH's targets, as `kernelopt run PATH <run-args>` finds them
         run_ctx = cli.run.make_context("run", [str(path), *extra], parent=ctx)
         flags = {k: v for k, v in run_ctx.params.items() if k != "path"}
         _host, _backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
         found.append((str(path.resolve()), targets))
-        root = root or settings.state_root
-    state = (state_root or root or Path(".kernelopt")).resolve()
+        first = first or settings
+    state = (state_root or first.state_root).resolve()
+    chosen = executors[executor]
+    if hasattr(chosen, "configure"):  # an executor with options of its own ([dask] scheduler)
+        chosen = chosen.configure(first)
     entries = campaign.plan(name, found, state)
     ui.table([[e.key, e.target, e.path, f"{e.share:.3f}",
                f"{e.headroom:.2f}" if e.headroom_known else "unknown", f"{e.priority:.3f}"]
@@ -66,7 +69,7 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
         ui.note(f"{result.key} on {result.worker} GPU {result.gpu} ({result.seconds:.0f} s): "
                 f"{summary.get('report_line') or f'exit {result.returncode}'}")
 
-    outcome = campaign.run(name, entries, jobs, executors[executor], slots, state, arrived)
+    outcome = campaign.run(name, entries, jobs, chosen, slots, state, arrived)
     ui.table([[r["run"], r["target"], r["status"], f"{r['speedup']:.2f}×", f"{r['share']:.3f}",
                f"{r['saved']:.3f}"] for r in outcome["results"]],
              ["run", "target", "status", "speedup", "share", "time saved (of its model)"])

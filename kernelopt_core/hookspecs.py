@@ -194,6 +194,9 @@ class Executor(Protocol):
     cluster executor has its own), the job's process seeing only its GPU
     (``CUDA_VISIBLE_DEVICES``), and call ``on_result`` once per job, from any thread. A job
     whose worker is lost is run again, whole: its command resumes its run from the journal.
+
+    Optional: ``configure(settings) -> Executor``, called once before ``run`` with the first
+    PATH's resolved settings (the executor's own option table: ``settings.section(...)``).
     """
 
     name: str

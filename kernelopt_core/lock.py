@@ -1,12 +1,15 @@
 """The GPU lock: bench, verify, profile and engine steps hold it so runs never overlap timing.
 
-One exclusive cross-process lock per device (``gpu.lock``, or ``gpu<N>.lock`` when
-``KERNELOPT_DEVICE`` / ``CUDA_VISIBLE_DEVICES`` names a single device index) in the state root.
+One exclusive cross-process lock per device (``gpu-<host>.lock``, or ``gpu<N>-<host>.lock``
+when ``KERNELOPT_DEVICE`` / ``CUDA_VISIBLE_DEVICES`` names a single device index) in the state
+root; the host's name in it, so hosts sharing a state root (a campaign's cluster) do not take
+turns for each other's GPU 0.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,9 +21,10 @@ import portalocker
 
 def lock_path(state_root: Path) -> Path:
     device = os.environ.get("KERNELOPT_DEVICE") or os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    host = "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in platform.node()) or "host"
     if device and device.isdigit():
-        return state_root / f"gpu{device}.lock"
-    return state_root / "gpu.lock"
+        return state_root / f"gpu{device}-{host}.lock"
+    return state_root / f"gpu-{host}.lock"
 
 
 @attrs.define

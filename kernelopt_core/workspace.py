@@ -15,6 +15,7 @@ import io
 import json
 import os
 import re
+import shutil
 import stat
 import time
 from collections.abc import Callable, Mapping
@@ -147,6 +148,9 @@ class Workspace:
         # equal path lengths: the candidate's first build is a relocated copy of the
         # baseline's (kernelopt_core.warm_build)
         self.candidate_tree = Tree("candidate", self.dir / "cand-src", self.dir / "cand-build")
+        for legacy in ("src", "build"):  # the candidate tree's names before cand-src/cand-build
+            if (self.dir / legacy).is_dir():
+                shutil.rmtree(self.dir / legacy, ignore_errors=True)
         self._lock: portalocker.Lock | None = None
         self.files: Files = {}
         self.modes: dict[str, int] = {}

@@ -26,7 +26,7 @@ def test_every_hookspec_has_a_test_here() -> None:
     source = Path(__file__).read_text()
     specs = [n for n, _ in inspect.getmembers(hookspecs, inspect.isfunction)
              if n.startswith("kernelopt_")]
-    assert len(specs) == 9
+    assert len(specs) == 10
     for name in specs:
         assert f"def test_{name}" in source, f"no test for hook {name}"
 
@@ -204,6 +204,49 @@ def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -
     report = (outcome.run_dir / "report.md").read_text()
     assert "## Profile (timer, per launch)" in report
     assert "| baseline | `scale_add" in report and "| winner | `scale_add" in report
+
+
+def test_kernelopt_register_executors(tmp_path) -> None:
+    """A plugin's executor next to the built-in local one, driving a campaign's jobs: each job's
+    command really runs, on the slot the executor gives it, and each result is journaled."""
+    import sys
+
+    from kernelopt_core import campaign
+    from kernelopt_core.executors import Job, JobResult
+    from kernelopt_core.journal import read as read_journal
+    from kernelopt_core.process import run as run_process
+    from kernelopt_core.target import Command, Target
+
+    class Inline:  # every job in turn on the first slot, in this process's thread
+        name = "inline"
+
+        def run(self, jobs, gpus, on_result, log_dir) -> None:
+            for job in jobs:
+                done = run_process(Command(job.argv, Path(job.cwd),
+                                           env={**job.env, "CUDA_VISIBLE_DEVICES": gpus[0]}))
+                on_result(JobResult(job.key, done.returncode, done.stdout, "inline", gpus[0],
+                                    done.seconds))
+
+    class Plugin:
+        @hookimpl
+        def kernelopt_register_executors(self) -> list[object]:
+            return [Inline()]
+
+    host = plugin_host(Plugin())
+    executors = host.registry("executors")
+    assert isinstance(executors["inline"], hookspecs.Executor) and "local" in executors
+    entries = campaign.plan("h", [("/p", [Target("cmake", "a", tmp_path, ("a.c",)),
+                                          Target("cmake", "b", tmp_path, ("b.c",))])], tmp_path)
+    jobs = [Job(e.key, (sys.executable, "-c", "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"),
+                str(tmp_path)) for e in entries]
+    seen: list[str] = []
+    campaign.run("h", entries, jobs, executors["inline"], ["7"], tmp_path,
+                 lambda result, summary: seen.append(result.output_tail.strip()))
+    assert seen == ["7", "7"]
+    journaled = [e for e in read_journal(tmp_path / "campaigns" / "h" / "campaign.jsonl")
+                 if e["event"] == "job"]
+    assert [(e["key"], e["worker"], e["returncode"]) for e in journaled] == [
+        ("h-01", "inline", 0), ("h-02", "inline", 0)]
 
 
 def test_kernelopt_register_llm_providers() -> None:
