@@ -20,8 +20,8 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
             recorded: dict[str, Any] | None = None) -> float | None:
     """Build, test and bench the unmodified tree; its median time (ms), None without a bench.
     A candidate tree without a build yet starts from a copy of this one's (warm_build).
-    ``recorded``: the ``baseline`` event of the run being resumed — the same content passed its
-    test and was timed then, so it is only built (kernelopt_core.resume)."""
+    ``recorded``: the ``baseline`` event of the run being resumed — the same content was timed
+    then, so it is built and tested but not timed again (kernelopt_core.resume)."""
     tree = workspace.baseline_tree
     stage("baseline build")
     result = runner.build(tree, log_dir / "build.log")
@@ -34,8 +34,6 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
         command, log_dir / "warm-build.log", cap=warm_build.COMPDB_CAP))
     if seeded is not None:
         journal.write("warm_build", **seeded)
-    if recorded is not None:
-        return recorded.get("ms")
     stage("baseline test")
     failed, said = evidence.checked(runner.check_all, tree, log_dir / "test.log")
     if failed is not None:
@@ -48,6 +46,8 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
         )
     if said:  # what the passing test printed about itself (kernelopt_core.evidence)
         journal.write("check_evidence", tree="baseline", evidence=said)
+    if recorded is not None:  # checked again (a bench worker times only checked content)
+        return recorded.get("ms")
     if not runner.has_bench(tree):
         journal.write("baseline", ms=None, samples=[], note="no bench command")
         return None

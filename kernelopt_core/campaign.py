@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import attrs
 
 from kernelopt_core import history
 from kernelopt_core.executors import Job, JobResult
-from kernelopt_core.journal import Journal
+from kernelopt_core.journal import Journal, read
 from kernelopt_core.target import Target
 
 
@@ -88,13 +89,14 @@ def budgets(entries: Sequence[Entry], slots: int, gpu_minutes: float | None,
     flags: dict[str, list[str]] = {}
     for entry, weight in zip(entries, weights, strict=True):
         part = weight / total
-        out: list[str] = []
+        out: list[str] = []  # floors: a run's budgets must be positive (settings validation)
         if gpu_minutes is not None:
-            out += ["--budget-gpu-seconds", f"{gpu_minutes * 60 * part:.1f}"]
+            out += ["--budget-gpu-seconds", f"{max(1.0, gpu_minutes * 60 * part):.1f}"]
         if usd is not None:
-            out += ["--budget-cost", f"{usd * part:.4f}"]
+            out += ["--budget-cost", f"{max(0.0001, usd * part):.4f}"]
         if wall_minutes is not None:  # the slots run side by side
-            out += ["--budget-minutes", f"{min(wall_minutes, wall_minutes * slots * part):.2f}"]
+            share = min(wall_minutes, wall_minutes * slots * part)
+            out += ["--budget-minutes", f"{max(0.1, share):.2f}"]
         flags[entry.key] = out
     return flags
 
@@ -112,15 +114,21 @@ def run(name: str, entries: Sequence[Entry], job_list: Sequence[Job], executor: 
         on_result: Callable[[JobResult, dict[str, Any]], None]) -> dict[str, Any]:
     """Run the jobs; each result is journaled with its run's summary. The campaign summary."""
     directory = state_root / "campaigns" / name
+    fresh = not (directory / "campaign.jsonl").is_file()
     journal = Journal(directory / "campaign.jsonl")
-    journal.write("campaign", name=name, executor=executor.name, gpus=list(gpus),
-                  entries=[attrs.asdict(e) | {"priority": e.priority} for e in entries],
-                  jobs=[list(j.argv) for j in job_list])
+    if fresh:  # run again, a campaign keeps the plan it started with (recorded())
+        journal.write("campaign", name=name, executor=executor.name, gpus=list(gpus),
+                      entries=[attrs.asdict(e) | {"priority": e.priority} for e in entries],
+                      jobs=[list(j.argv) for j in job_list])
+    else:
+        journal.write("campaign_resumed", executor=executor.name, gpus=list(gpus))
+    lock = threading.Lock()  # an executor may report from any thread
 
     def done(result: JobResult) -> None:
         summary = _run_summary(state_root, result.key)
-        journal.write("job", **attrs.asdict(result), summary=summary)
-        on_result(result, summary)
+        with lock:
+            journal.write("job", **attrs.asdict(result), summary=summary)
+            on_result(result, summary)
 
     try:
         executor.run(job_list, gpus, done, directory / "logs")
@@ -129,6 +137,21 @@ def run(name: str, entries: Sequence[Entry], job_list: Sequence[Job], executor: 
     outcome = summarize(directory / "campaign.jsonl")
     (directory / "summary.json").write_text(json.dumps(outcome, indent=2) + "\n")
     return outcome
+
+
+def recorded(state_root: Path, name: str, cwd: Path) -> tuple[list[Entry], list[Job]] | None:
+    """The plan a campaign of this name started with (its entries and jobs), or None: run
+    again, it runs the same jobs — the same run ids and budget shares — and each resumes."""
+    path = state_root / "campaigns" / name / "campaign.jsonl"
+    header = next((e for e in read(path) if e["event"] == "campaign"), None) \
+        if path.is_file() else None
+    if header is None:
+        return None
+    fields = {f.name for f in attrs.fields(Entry)}
+    entries = [Entry(**{k: v for k, v in e.items() if k in fields}) for e in header["entries"]]
+    jobs = [Job(e.key, tuple(argv), str(cwd)) for e, argv in zip(entries, header["jobs"],
+                                                                 strict=True)]
+    return entries, jobs
 
 
 def _run_summary(state_root: Path, run_id: str) -> dict[str, Any]:
@@ -144,8 +167,6 @@ def _run_summary(state_root: Path, run_id: str) -> dict[str, Any]:
 def summarize(journal_path: Path) -> dict[str, Any]:
     """The campaign's results from its journal: ranked by the time they save (share × (1 −
     1/speedup)), and per model the whole-model effect Amdahl predicts from them."""
-    from kernelopt_core.journal import read
-
     events = read(journal_path)
     header = next((e for e in events if e["event"] == "campaign"), {})
     entries = {e["key"]: e for e in header.get("entries", [])}

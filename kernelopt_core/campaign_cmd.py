@@ -18,8 +18,8 @@ from kernelopt_core.hookspecs import hookimpl
               "same name again resumes it. Default: campaign-<UTC time>.")
 @click.option("--executor", default="local", show_default=True,
               help="Where jobs run: local (this host), or an installed executor (dask).")
-@click.option("--gpus", help="GPU slots, e.g. 0,1 or a count (default: CUDA_VISIBLE_DEVICES, "
-              "else every GPU nvidia-smi lists, else one slot).")
+@click.option("--gpus", help="The GPUs to use, one job on each at a time, e.g. 0 or 0,1 "
+              "(default: CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi lists, else one slot).")
 @click.option("--budget-gpu-minutes", type=float, help="GPU-lock minutes for the whole campaign.")
 @click.option("--budget-usd", type=float, help="LLM dollars for the whole campaign.")
 @click.option("--budget-minutes", type=float, help="Wall minutes for the whole campaign.")
@@ -58,12 +58,23 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     chosen = executors[executor]
     if hasattr(chosen, "configure"):  # an executor with options of its own ([dask] scheduler)
         chosen = chosen.configure(first)
-    entries = campaign.plan(name, found, state)
+    again = campaign.recorded(state, name, Path.cwd())
+    if again is not None:  # the same campaign: its plan, run ids and budget shares as started
+        entries, jobs = again
+        if sorted({e.path for e in entries}) != sorted({p for p, _ in found}):
+            raise UsageError(f"campaign {name} was started with other PATHs: "
+                             f"{', '.join(sorted({e.path for e in entries}))}",
+                             hint="give the same PATHs to resume it, or another --name")
+        ui.note(f"campaign {name} exists: its {len(jobs)} jobs run again, each resuming its run")
+    else:
+        entries = campaign.plan(name, found, state)
     ui.table([[e.key, e.target, e.path, f"{e.share:.3f}",
                f"{e.headroom:.2f}" if e.headroom_known else "unknown", f"{e.priority:.3f}"]
               for e in entries], ["run", "target", "path", "share", "headroom", "priority"])
-    budget = campaign.budgets(entries, len(slots), budget_gpu_minutes, budget_usd, budget_minutes)
-    jobs = campaign.jobs(entries, state, extra, budget, Path.cwd())
+    if again is None:
+        budget = campaign.budgets(entries, len(slots), budget_gpu_minutes, budget_usd,
+                                  budget_minutes)
+        jobs = campaign.jobs(entries, state, extra, budget, Path.cwd())
 
     def arrived(result: Any, summary: dict[str, Any]) -> None:
         ui.note(f"{result.key} on {result.worker} GPU {result.gpu} ({result.seconds:.0f} s): "
@@ -83,17 +94,15 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
 
 
 def _slots(gpus: str | None, visible: Any) -> list[str]:
+    """--gpus: the GPU indices (or UUIDs) to use, comma-separated; each is one slot."""
     from kernelopt_core.errors import UsageError
 
     if gpus is None:
         return list(visible())
-    if gpus.isdigit():
-        if int(gpus) < 1:
-            raise UsageError("--gpus 0: a campaign needs at least one slot", hint="--gpus 1")
-        return [str(i) for i in range(int(gpus))]
     slots = [g.strip() for g in gpus.split(",") if g.strip()]
-    if not slots:
-        raise UsageError(f"--gpus {gpus!r} names no GPU", hint="e.g. --gpus 0,1 or --gpus 2")
+    if not slots or len(set(slots)) != len(slots):
+        raise UsageError(f"--gpus {gpus!r}: give each GPU once, comma-separated",
+                         hint="e.g. --gpus 0 or --gpus 0,1")
     return slots
 
 

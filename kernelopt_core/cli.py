@@ -297,9 +297,14 @@ def resume_cmd(run_ref: str, state_root: Path | None) -> None:
                          hint=f"run the command again with --run-id {run_dir.name}")
     args = [a for i, a in enumerate(argv[1:], 1)  # the recorded --run-id is given again below
             if a != "--run-id" and not a.startswith("--run-id=") and argv[i - 1] != "--run-id"]
+    if cwd and not Path(cwd).is_dir():
+        raise UsageError(f"run {run_dir.name} ran in {cwd}, which no longer exists",
+                         hint=f"run its command again there with --run-id {run_dir.name}")
     if cwd:
         os.chdir(cwd)
-    code = cli.main(args=[*args, "--run-id", run_dir.name, "--state-root", str(root.resolve())],
+    target = (header.get("target") or {}).get("name")  # the one target of a PATH with several
+    code = cli.main(args=[*args, *(["--target", target] if target else []), "--run-id",
+                          run_dir.name, "--state-root", str(root.resolve())],
                     standalone_mode=False)
     sys.exit(code or 0)
 

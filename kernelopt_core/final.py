@@ -121,6 +121,14 @@ class FinalPhase:
             record(GateResult("build", False, f"no longer builds: {rebuilt.describe()}",
                               failed_verdict=FALLBACK))
             return FALLBACK, results  # the next best candidate gets its turn
+        tree = self.workspace.candidate_tree
+        # a resumed run's replayed winner was checked by the killed process, not this one: its
+        # worker times only checked content (runner.checked), so it is checked again here
+        if self.runner.served(tree, unchecked=True) and (
+                failed := self.runner.check_all(tree, log_dir / "final-check.log")) is not None:
+            record(GateResult("correctness", False, f"fails its check again ({failed[0]})",
+                              failed_verdict=FALLBACK))
+            return FALLBACK, results
         for gate in gates:
             self.stage(gate.name, candidate=node.id)
             record(gate.evaluate(ctx))

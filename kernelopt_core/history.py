@@ -21,11 +21,11 @@ def runs(state_root: Path) -> list[Path]:
 
 
 def _started(run_dir: Path) -> float:
-    with open(run_dir / "journal.jsonl", encoding="utf-8") as fh:
-        try:
+    try:
+        with open(run_dir / "journal.jsonl", encoding="utf-8") as fh:
             return float(json.loads(fh.readline()).get("t", 0.0))
-        except (ValueError, AttributeError):
-            return 0.0
+    except (OSError, ValueError, AttributeError):
+        return 0.0
 
 
 def find_run(state_root: Path, ref: str) -> Path:
@@ -34,6 +34,9 @@ def find_run(state_root: Path, ref: str) -> Path:
     if not all_runs:
         raise UsageError(f"no runs under {state_root / 'runs'}",
                          hint="run `kernelopt run PATH` first, or point --state-root elsewhere")
+    exact = [p for p in all_runs if p.name == ref]  # a named run (--run-id) before prefixes
+    if exact:
+        return exact[0]
     if ref == "last":
         return all_runs[-1]
     matches = [p for p in all_runs if p.name.startswith(ref)]

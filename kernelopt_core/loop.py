@@ -23,6 +23,7 @@ from kernelopt_core.errors import (
     EXIT_OPTIMIZED,
     BudgetExhausted,
     PlannerError,
+    UsageError,
 )
 from kernelopt_core.evaluate import Evaluator
 from kernelopt_core.final import FinalPhase
@@ -31,7 +32,7 @@ from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling import Profiling
-from kernelopt_core.resume import Replay, check_run_id
+from kernelopt_core.resume import Replay, check_run_id, run_lock
 from kernelopt_core.runner import Runner
 from kernelopt_core.screening import screener
 from kernelopt_core.search import BeamSearch, Node, SeenContent
@@ -74,19 +75,28 @@ class Loop:
         self.settings = settings
         self.listeners = listeners or []
         self.argv = argv or []
-        # a named run whose journal exists is resumed (kernelopt_core.resume)
+        # a named run whose journal exists is resumed (kernelopt_core.resume); only a flag
+        # names one (a KERNELOPT_RUN_ID in the environment would pin every run to one id)
+        if settings.run_id and settings.origins.get("run_id") != "flag":
+            raise UsageError(f"run_id is set by {settings.origins.get('run_id')}",
+                             hint="name a run with --run-id only")
         self.run_id = check_run_id(settings.run_id) if settings.run_id else new_run_id()
         self.run_dir = settings.state_root / "runs" / self.run_id
-        self.replay = Replay.load(self.run_dir / "journal.jsonl")
         self.seen = SeenContent()
 
     # ------------------------------------------------------------------ the run
     def run(self) -> RunOutcome:
-        if self.replay is not None and self.replay.finished is not None:  # nothing left to do
-            summary = report.write_all(self.run_dir)
-            return RunOutcome(self.run_id, self.run_dir, summary["status"], self.replay.finished,
-                              summary)
         prepare_state_root(self.settings.state_root)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        with run_lock(self.run_dir):  # one process per run: a second attempt is refused
+            self.replay = Replay.load(self.run_dir / "journal.jsonl", self.target)
+            if self.replay is not None and self.replay.finished is not None:  # nothing to do
+                summary = report.write_all(self.run_dir)
+                return RunOutcome(self.run_id, self.run_dir, summary["status"],
+                                  self.replay.finished, summary)
+            return self._attempt()
+
+    def _attempt(self) -> RunOutcome:
         self.journal = Journal(self.run_dir / "journal.jsonl")
         self.journal.listeners.extend(self.listeners)
         if self.target.preface:
@@ -103,7 +113,8 @@ class Loop:
                 write_header(self.journal, self.run_id, self.target, self.settings, self.argv)
             else:
                 self.journal.write("resumed", pid=os.getpid(), argv=self.argv,
-                                   completed=sorted(self.replay.completed))
+                                   completed=sorted(self.replay.completed,
+                                                    key=lambda c: int(c[1:])))
             waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.write(
                 "workspace_wait", target=self.target.name, **holder))
             self.journal.write("workspace_acquired", waited_s=round(waited, 3))
@@ -189,10 +200,14 @@ class Loop:
         while True:
             if evaluated >= s.iterations:
                 break
-            if self._left() <= 0:
+            # a resumed run's recorded candidates cost nothing: the budgets wait until they are
+            # served, so the replay reaches the state the killed run had
+            replaying = self.replay is not None and self.replay.pending(f"c{evaluated + 1}")
+            if self._left() <= 0 and not replaying:
                 stop = "time budget"
                 break
-            if s.budget_gpu_seconds is not None and self.runner.gpu_seconds >= s.budget_gpu_seconds:
+            if s.budget_gpu_seconds is not None and not replaying \
+                    and self.runner.gpu_seconds >= s.budget_gpu_seconds:
                 stop = "GPU budget"
                 break
             if since_best >= s.patience and not getattr(planner, "exhaustive", False):
@@ -235,6 +250,10 @@ class Loop:
                         self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
                 else:
                     since_best += 1
+        unserved = self.replay.unserved(evaluated) if self.replay is not None else []
+        if unserved:  # this attempt stopped before them: they are not this run's
+            self.journal.write("resume_diverged", candidate_from=f"c{evaluated + 1}",
+                               discarded=unserved)
         self.journal.write("search_end", reason=stop, evaluated=evaluated)
 
     def _is_new(self, proposal: Proposal) -> bool:

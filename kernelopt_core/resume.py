@@ -16,14 +16,19 @@ a run that reached its verdict is not run again (its report is rewritten, its ex
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import attrs
+import portalocker
 
 from kernelopt_core import journal as journal_mod
 from kernelopt_core.errors import UsageError
 from kernelopt_core.planners.base import Proposal
+from kernelopt_core.target import Target
 
 
 @attrs.define
@@ -39,13 +44,21 @@ class Replay:
     diverged: bool = False
 
     @classmethod
-    def load(cls, journal_path: Path) -> Replay | None:
-        """None when there is nothing to resume (no journal, or not even its header)."""
+    def load(cls, journal_path: Path, target: Target) -> Replay | None:
+        """None when there is nothing to resume (no journal, or not even its header); a usage
+        error when the journal is another target's run."""
         if not journal_path.is_file():
             return None
         raw = journal_mod.read(journal_path)
         if not raw or raw[0].get("event") != "run":
             return None
+        was = raw[0].get("target") or {}
+        if (was.get("backend"), was.get("name"), was.get("root")) != (
+                target.backend, target.name, str(target.root)):
+            raise UsageError(
+                f"run {journal_path.parent.name} is a run of {was.get('name')} "
+                f"({was.get('backend')}) at {was.get('root')}, not of {target.name} at "
+                f"{target.root}", hint="give another --run-id (or none) for this target")
         events = journal_mod.effective(raw)
         starts = {e["candidate"]: e for e in events if e["event"] == "candidate"}
         completed = {e["candidate"]: (starts[e["candidate"]], e) for e in events
@@ -74,8 +87,20 @@ class Replay:
         started, result = self.completed[cid]
         same = (started.get("description") == proposal.description
                 and (started.get("knobs") or {}) == dict(proposal.knobs)
-                and sorted(started.get("files") or []) == sorted(proposal.edits))
+                and sorted(started.get("files") or []) == sorted(proposal.edits)
+                and started.get("digest", edits_digest(proposal.edits)) == edits_digest(
+                    proposal.edits))
         return result if same else None
+
+    def pending(self, cid: str) -> bool:
+        """Whether ``cid`` may still be served (its recorded outcome costs no time, so the
+        budgets do not stop the replay before it)."""
+        return not self.diverged and cid in self.completed
+
+    def unserved(self, evaluated: int) -> list[str]:
+        """The recorded candidates beyond the ``evaluated`` ones this run reached (it stopped
+        earlier: fewer iterations); they are dropped like a divergence."""
+        return [] if self.diverged else self.diverge(f"c{evaluated + 1}")
 
     def diverge(self, cid: str) -> list[str]:
         """Stop serving: the recorded candidates from ``cid`` on (by number) are dropped."""
@@ -83,6 +108,31 @@ class Replay:
         number = int(cid[1:])
         return sorted((c for c in self.completed if int(c[1:]) >= number),
                       key=lambda c: int(c[1:]))
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Held for a whole attempt of a run: a second process for the same run (a campaign
+    started twice, a job rerun while the first attempt still lives) is refused, not
+    interleaved into one journal."""
+    lock = portalocker.Lock(str(run_dir / "run.lock"), timeout=0, fail_when_locked=True)
+    try:
+        lock.acquire()
+    except portalocker.exceptions.AlreadyLocked as exc:
+        raise UsageError(f"run {run_dir.name} is running in another process now",
+                         hint=f"wait for it (kernelopt watch {run_dir.name})") from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def edits_digest(edits: Mapping[str, bytes]) -> str:
+    """The content of a candidate's edits (its ``candidate`` event's ``digest``)."""
+    h = hashlib.sha256()
+    for rel in sorted(edits):
+        h.update(rel.encode() + b"\0" + edits[rel] + b"\0")
+    return h.hexdigest()[:16]
 
 
 def check_run_id(run_id: str) -> str:

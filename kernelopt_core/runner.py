@@ -126,11 +126,13 @@ class Runner:
         return None
 
     # ------------------------------------------------------------------ bench workers
-    def served(self, tree: Tree) -> bool:
-        """True when the backend serves this tree's bench from a persistent worker."""
+    def served(self, tree: Tree, unchecked: bool = False) -> bool:
+        """True when the backend serves this tree's bench from a persistent worker (and, with
+        ``unchecked``, its content has not passed a check in this process: a resumed run's)."""
         method = getattr(self.backend, "bench_worker", None)
         return (method is not None and self.target.bench is not None
-                and method(self.target, tree) is not None)
+                and method(self.target, tree) is not None
+                and not (unchecked and (tree.role, self._digest(tree)) in self.checked))
 
     def _digest(self, tree: Tree) -> str:
         h = hashlib.sha256()

@@ -107,29 +107,35 @@ def rapidhash(data: bytes) -> int:
 HASHES: dict[int, Callable[[bytes], int]] = {5: murmur64a, 6: murmur64a, 7: rapidhash}
 
 
-def _relocate(directory: Path, moves: list[tuple[bytes, bytes]]) -> int:
-    """Replace each (old, new) path of equal length in every file under ``directory``, keeping
-    file times; returns the number of files changed."""
-    changed = 0
-    for dirpath, _dirs, names in os.walk(directory):
-        for name in names:
+def _relocate(directory: Path, moves: list[tuple[bytes, bytes]],
+              markers: tuple[bytes, ...]) -> tuple[int, list[str]]:
+    """Replace each (old, new) path of equal length in every file and symlink under
+    ``directory``, keeping file times; (files changed, files that still name a baseline
+    directory after it — written escaped or relative, which this cannot move)."""
+    changed, left = 0, []
+    for dirpath, dirs, names in os.walk(directory):
+        for name in [*names, *(d for d in dirs if (Path(dirpath) / d).is_symlink())]:
             path = Path(dirpath) / name
             if path.is_symlink():
-                target = os.readlink(path).encode()
+                target = os.fsencode(os.readlink(path))
                 moved = _moved(target, moves)
                 if moved != target:
                     path.unlink()
-                    os.symlink(moved.decode(), path)
+                    os.symlink(os.fsdecode(moved), path)
                     changed += 1
-                continue
-            data = path.read_bytes()
-            moved = _moved(data, moves)
-            if moved != data:
-                st = path.stat()
-                path.write_bytes(moved)
-                os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-                changed += 1
-    return changed
+            elif path.is_file():
+                data = path.read_bytes()
+                moved = _moved(data, moves)
+                if moved != data:
+                    st = path.stat()
+                    path.write_bytes(moved)
+                    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+                    changed += 1
+            else:
+                continue  # a FIFO or a socket: nothing a build reads back
+            if any(marker in moved for marker in markers):
+                left.append(str(path.relative_to(directory)))
+    return changed, left
 
 
 def _moved(data: bytes, moves: list[tuple[bytes, bytes]]) -> bytes:
@@ -197,10 +203,21 @@ def seed(baseline: Tree, candidate: Tree,
         return {"seeded": False, "why": "the trees' paths differ in length"}
     started = time.monotonic()
     moves = [(str(a).encode(), str(b).encode()) for a, b in pairs]
+    # the baseline's directories as a path escaped ("/my$ dir/…/base-src/") or relative
+    # ("../base-src/") still names them: any left after relocation means "do not seed"
+    markers = tuple(b"/" + path.name.encode() for path in (baseline.src, baseline.build))
     staging = candidate.build.with_name(candidate.build.name + ".seeding")
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(baseline.build, staging, symlinks=True)
-    changed = _relocate(staging, moves)
+    try:
+        shutil.copytree(baseline.build, staging, symlinks=True)
+        changed, left = _relocate(staging, moves, markers)
+    except (OSError, UnicodeError) as exc:  # unreadable, read-only: a clean build instead
+        shutil.rmtree(staging, ignore_errors=True)
+        return {"seeded": False, "why": f"{type(exc).__name__}: {exc}"[:500]}
+    if left:  # a path this cannot move would make the candidate build or run the baseline's
+        shutil.rmtree(staging, ignore_errors=True)
+        return {"seeded": False, "why": "baseline paths left after relocation (written "
+                f"escaped or relative) in {len(left)} file(s), e.g. {left[0]}"}
     if candidate.build.exists():
         candidate.build.rmdir()  # empty (checked above)
     staging.rename(candidate.build)  # only a finished copy ever becomes the build directory

@@ -148,9 +148,6 @@ class Workspace:
         # equal path lengths: the candidate's first build is a relocated copy of the
         # baseline's (kernelopt_core.warm_build)
         self.candidate_tree = Tree("candidate", self.dir / "cand-src", self.dir / "cand-build")
-        for legacy in ("src", "build"):  # the candidate tree's names before cand-src/cand-build
-            if (self.dir / legacy).is_dir():
-                shutil.rmtree(self.dir / legacy, ignore_errors=True)
         self._lock: portalocker.Lock | None = None
         self.files: Files = {}
         self.modes: dict[str, int] = {}
@@ -181,6 +178,9 @@ class Workspace:
             self._lock = portalocker.Lock(path, timeout=timeout, fail_when_locked=False)
             self._lock.acquire()
             waited = time.time() - started
+        for legacy in ("src", "build"):  # the candidate tree's names before cand-src/cand-build
+            if (self.dir / legacy).is_dir():
+                shutil.rmtree(self.dir / legacy, ignore_errors=True)
         holder_file.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(),
                                            "since": round(time.time(), 3)}))
         return waited

@@ -174,3 +174,67 @@ def test_kernelopt_resume_runs_the_recorded_command_from_its_directory(tmp_path:
     events = journal_mod.read(run_dir / "journal.jsonl")
     assert [e["event"] for e in events].count("resumed") == 1
     assert _summary(state, run_dir.name)["status"] == "optimized"
+
+
+def _kill_when(command: list[str], cwd: Path, journal: Path, marker: bytes) -> None:
+    """Run ``command``; SIGKILL it with every descendant once ``journal`` holds ``marker``."""
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while proc.poll() is None:
+        if journal.is_file() and marker in journal.read_bytes():
+            for pid in [proc.pid, *_descendants(proc.pid)]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            break
+        time.sleep(0.005)
+    proc.wait()
+
+
+def test_a_resume_past_its_time_budget_still_serves_the_recorded_search(tmp_path: Path) -> None:
+    """Killed in its final phase, resumed with its time budget already spent: the recorded
+    candidates are served all the same (they cost nothing) and the final phase runs again."""
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE, project)
+    state = tmp_path / "state"
+    journal = state / "runs" / "late" / "journal.jsonl"
+    _kill_when(_command(project, state, "late"), tmp_path, journal, b'"stage": "final"')
+    recorded = {e["candidate"] for e in journal_mod.read(journal)
+                if e["event"] == "candidate_result"}
+    assert recorded
+    again = subprocess.run([*_command(project, state, "late"), "--budget-minutes", "0.001"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    raw = journal_mod.read(journal)
+    after = raw[next(i for i, e in enumerate(raw) if e["event"] == "resumed"):]
+    assert not [e for e in after if e["event"] == "candidate"]  # nothing evaluated again
+    assert not [e for e in after if e["event"] == "resume_diverged"]
+    summary = _summary(state, "late")
+    assert summary["status"] == "optimized" and summary["winner"] in recorded
+
+
+def test_one_process_per_run_and_a_run_id_belongs_to_its_target(tmp_path: Path) -> None:
+    project, other = tmp_path / "project", tmp_path / "other"
+    shutil.copytree(EXAMPLE, project)
+    shutil.copytree(EXAMPLE, other)
+    state = tmp_path / "state"
+    journal = state / "runs" / "solo" / "journal.jsonl"
+    first = subprocess.Popen(_command(project, state, "solo"), cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not (journal.is_file() and b'"candidate"' in journal.read_bytes()):
+        assert first.poll() is None
+        time.sleep(0.01)
+    second = subprocess.run(_command(project, state, "solo"), cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert first.wait(timeout=300) == 0
+    assert second.returncode == 2 and "running in another process" in second.stdout + second.stderr
+    assert [e["event"] for e in journal_mod.read(journal)].count("resumed") == 0
+    lines = journal.read_text().count("\n")
+    elsewhere = subprocess.run(_command(other, state, "solo"), cwd=tmp_path,
+                               capture_output=True, text=True, timeout=120)
+    assert elsewhere.returncode == 2 and "is a run of" in elsewhere.stdout + elsewhere.stderr
+    assert journal.read_text().count("\n") == lines  # nothing written to the other's journal
+    pinned = subprocess.run(_command(project, state, "x")[:-2], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "KERNELOPT_RUN_ID": "x"})
+    assert pinned.returncode == 2 and "--run-id only" in pinned.stdout + pinned.stderr

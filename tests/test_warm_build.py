@@ -175,3 +175,25 @@ def test_compdb_failure_drops_the_log_not_the_build(tmp_path: Path) -> None:
     note = warm_build.seed(base, cand, lambda command: failed)
     assert note is not None and note["ninja_log_kept"] == 0 and note["ninja_log_dropped"] >= 3
     assert (cand.build / "build.ninja").is_file()
+
+
+def test_paths_it_cannot_move_mean_a_cold_build_not_a_wrong_one(tmp_path: Path) -> None:
+    """A build file naming the baseline's tree relatively (or escaped: ninja writes a space
+    as `$ `) would make the candidate compile the baseline's source: nothing is seeded."""
+    base, cand = _trees(tmp_path)
+    _build(base, tmp_path / "log.txt", "Ninja")
+    (base.build / "extra.ninja").write_text("build x: phony ../base-src/val.c\n")
+    note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
+    assert note is not None and note["seeded"] is False and "extra.ninja" in str(note["why"])
+    assert not cand.build.exists() and not (tmp_path / "cand-build.seeding").exists()
+
+
+def test_a_directory_symlink_is_moved_too(tmp_path: Path) -> None:
+    base, cand = _trees(tmp_path)
+    base.build.mkdir()
+    (base.build / "src-link").symlink_to(base.src, target_is_directory=True)
+    (base.build / "f.txt").write_text(str(base.src / "val.c"))
+    note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
+    assert note is not None and note["seeded"] is True
+    assert os.readlink(cand.build / "src-link") == str(cand.src)
+    assert (cand.build / "f.txt").read_text() == str(cand.src / "val.c")

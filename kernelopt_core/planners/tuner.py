@@ -156,11 +156,14 @@ class Tuner:
     def _continued(self, ctx: PlanContext, assignment: dict[str, str]) -> list[dict[str, str]]:
         """One more step of each one-knob move that led to ``assignment`` and made it faster."""
         here = self.timed.get(tuple(sorted(assignment.items())))
+        if here is None:
+            return []
+        pairs = [p for p in self._one_knob_pairs() if assignment in (p[1], p[3])]
         out = []
         for knob in ctx.knobs:
             values = list(knob.values)
-            for name, a, sa, b, sb in self._one_knob_pairs():
-                if name != knob.name or here is None or assignment not in (a, b):
+            for name, a, sa, b, sb in pairs:
+                if name != knob.name:
                     continue
                 prev, s_prev = (b, sb) if assignment == a else (a, sa)
                 if here <= s_prev or prev[name] not in values or assignment[name] not in values:

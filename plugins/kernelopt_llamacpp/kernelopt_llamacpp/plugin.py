@@ -87,6 +87,13 @@ def _has_test_jobs(source: Path) -> bool:
         return False
 
 
+def _test_jobs() -> int:
+    """The CPUs this process may use, at most 16: each worker is a CUDA backend (a context)
+    plus a CPU reference, and campaign jobs on one host share its CPUs."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(16, usable or 1))
+
+
 def gpu_problem() -> str | None:
     """Why this machine cannot build and run ggml-cuda, or None."""
     nvcc = shutil.which("nvcc") or next(
@@ -181,7 +188,7 @@ class LlamaCppBackend:
             standins=marker is not None, cuda_arch="native" if marker else cuda_arch(),
             e2e_model=str(Path(e2e_model).resolve()) if e2e_model else None,
             harness=patched is not None,
-            test_jobs=(os.cpu_count() or 1) if _has_test_jobs(root / harness.FILE) else 1,
+            test_jobs=_test_jobs() if _has_test_jobs(root / harness.FILE) else 1,
         )
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else
