@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -60,16 +61,18 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _kill_at(command: list[str], cwd: Path, journal: Path, events: int) -> None:
-    """Run ``command`` and SIGKILL it and every descendant once ``journal`` holds ``events``
-    lines (or let it finish, if it ends first)."""
+def _kill_when(command: list[str], cwd: Path, journal: Path | None,
+               ready: Callable[[bytes], bool]) -> None:
+    """Run ``command`` and SIGKILL it and every descendant once ``ready`` holds for the
+    journal's bytes (``journal`` None: the first journal under ``cwd/state/runs``), or let it
+    finish if it ends first."""
     proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     while proc.poll() is None:
-        lines = journal.read_bytes().count(b"\n") if journal.is_file() else 0
-        if lines >= events:
-            tree = [proc.pid, *_descendants(proc.pid)]
-            for pid in tree:
+        found = journal or next(iter(sorted((cwd / "state" / "runs").glob("*/journal.jsonl"))),
+                                None)
+        if found is not None and found.is_file() and ready(found.read_bytes()):
+            for pid in [proc.pid, *_descendants(proc.pid)]:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -77,6 +80,11 @@ def _kill_at(command: list[str], cwd: Path, journal: Path, events: int) -> None:
             break
         time.sleep(0.005)
     proc.wait()
+
+
+def _kill_at(command: list[str], cwd: Path, journal: Path, events: int) -> None:
+    """SIGKILL the run's whole tree once its journal holds ``events`` lines."""
+    _kill_when(command, cwd, journal, lambda data: data.count(b"\n") >= events)
 
 
 def _summary(state: Path, run_id: str) -> dict:
@@ -153,19 +161,7 @@ def test_kernelopt_resume_runs_the_recorded_command_from_its_directory(tmp_path:
     # started without --run-id, from the project's parent, with a relative path
     command = [sys.executable, "-c", "from kernelopt_core.cli import main; main()", "run",
                "project", *FLAGS, "--state-root", str(state)]
-    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    while proc.poll() is None:  # killed once its first candidate has a result
-        found = list((state / "runs").glob("*/journal.jsonl")) if (state / "runs").is_dir() else []
-        if found and b'"candidate_result"' in found[0].read_bytes():
-            for pid in [proc.pid, *_descendants(proc.pid)]:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            break
-        time.sleep(0.005)
-    proc.wait()
+    _kill_when(command, tmp_path, None, lambda data: b'"candidate_result"' in data)  # mid-search
     [run_dir] = (state / "runs").iterdir()
     again = subprocess.run([sys.executable, "-c", "from kernelopt_core.cli import main; main()",
                             "resume", "last", "--state-root", str(state)], cwd="/",
@@ -176,22 +172,6 @@ def test_kernelopt_resume_runs_the_recorded_command_from_its_directory(tmp_path:
     assert _summary(state, run_dir.name)["status"] == "optimized"
 
 
-def _kill_when(command: list[str], cwd: Path, journal: Path, marker: bytes) -> None:
-    """Run ``command``; SIGKILL it with every descendant once ``journal`` holds ``marker``."""
-    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    while proc.poll() is None:
-        if journal.is_file() and marker in journal.read_bytes():
-            for pid in [proc.pid, *_descendants(proc.pid)]:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            break
-        time.sleep(0.005)
-    proc.wait()
-
-
 def test_a_resume_past_its_time_budget_still_serves_the_recorded_search(tmp_path: Path) -> None:
     """Killed in its final phase, resumed with its time budget already spent: the recorded
     candidates are served all the same (they cost nothing) and the final phase runs again."""
@@ -199,7 +179,8 @@ def test_a_resume_past_its_time_budget_still_serves_the_recorded_search(tmp_path
     shutil.copytree(EXAMPLE, project)
     state = tmp_path / "state"
     journal = state / "runs" / "late" / "journal.jsonl"
-    _kill_when(_command(project, state, "late"), tmp_path, journal, b'"stage": "final"')
+    _kill_when(_command(project, state, "late"), tmp_path, journal,
+               lambda data: b'"stage": "final"' in data)
     recorded = {e["candidate"] for e in journal_mod.read(journal)
                 if e["event"] == "candidate_result"}
     assert recorded

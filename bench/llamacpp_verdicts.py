@@ -1,0 +1,95 @@
+"""verdicts.json for issue 12, from the runs bench/h200_llamacpp.sh saved (each part's folder:
+journal.jsonl, summary.json and the op's pin):
+
+    python3 bench/llamacpp_verdicts.py OUT.json PART_DIR [PART_DIR ...]
+
+One object per run: op, case, checkable, status, speedup, candidates_built, clean_build_s (the
+baseline's build step: configure + clean build), candidate_cycle_s (median over the built
+candidates of build + correctness + screen, from their gate events), engine (generated tokens/s
+before and after — 1000 / the median ms per token the engine gate's rounds measured — and
+whether the outputs matched, when the engine gate ran). Only what the journal holds; a missing value is
+null, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _stage_seconds(events: list[dict[str, Any]], stage: str) -> float | None:
+    """Seconds from a ``stage`` event to the next event of the main flow."""
+    for i, event in enumerate(events):
+        if event["event"] == "stage" and event.get("stage") == stage:
+            later = next((e for e in events[i + 1:] if e["event"] in ("stage", "warm_build")), None)
+            return round(later["t"] - event["t"], 1) if later else None
+    return None
+
+
+def _cycles(events: list[dict[str, Any]]) -> list[float]:
+    """Each candidate's build + correctness + screen: from its build stage to its result."""
+    out = []
+    for i, event in enumerate(events):
+        if event["event"] == "stage" and event.get("stage") == "build" and "candidate" in event:
+            cid = event["candidate"]
+            result = next((e for e in events[i:] if e["event"] == "candidate_result"
+                           and e["candidate"] == cid), None)
+            gates = {e["gate"] for e in events[i:] if e["event"] == "gate"
+                     and e.get("candidate") == cid and not e.get("final")}
+            if result is not None and "build" in gates and result.get("failed_gate") != "build":
+                out.append(result["t"] - event["t"])
+    return out
+
+
+def _per_s(ms: list[float] | None) -> float | None:
+    return round(1000.0 / statistics.median(ms), 2) if ms else None
+
+
+def verdict(part: Path) -> dict[str, Any]:
+    events = _events(part / "journal.jsonl")
+    summary = json.loads((part / "summary.json").read_text()) if (part / "summary.json").is_file() \
+        else {}
+    target = events[0].get("target", {})
+    pin = next((json.loads(p.read_text()) for p in part.glob("*.pin.json")), {})
+    results = [e for e in events if e["event"] == "candidate_result"]
+    built = sum(1 for e in results if "build" in e.get("gates_passed", []))
+    cycles = _cycles(events)
+    engine = next((e for e in events if e["event"] == "gate" and e.get("gate") == "engine"
+                   and e.get("final") and not e.get("skipped")), None)
+    metrics = (engine or {}).get("metrics", {})
+    return {
+        "part": part.name, "op": target.get("name"), "root": target.get("root"),
+        "case": pin.get("case"), "checkable": pin.get("checkable"),
+        "status": summary.get("status"), "speedup": summary.get("speedup"),
+        "report_line": summary.get("report_line"),
+        "candidates_built": built, "candidates": len(results),
+        "clean_build_s": _stage_seconds(events, "baseline build"),
+        "candidate_cycle_s": round(statistics.median(cycles), 1) if cycles else None,
+        "candidate_cycles_s": [round(c, 1) for c in cycles],
+        # the engine reports ms per generated token (its time_ms): tokens/s is 1000 / median
+        "engine": {"tokens_per_s_before": _per_s(metrics.get("baseline_ms")),
+                   "tokens_per_s_after": _per_s(metrics.get("candidate_ms")),
+                   "match": engine.get("passed"), "reason": engine.get("reason")}
+        if engine else None,
+    }
+
+
+def main(argv: list[str]) -> int:
+    out, parts = Path(argv[0]), [Path(p) for p in argv[1:]]
+    rows = [verdict(p) for p in parts if (p / "journal.jsonl").is_file()]
+    out.write_text(json.dumps(rows, indent=1) + "\n")
+    for row in rows:
+        print(row["part"], row["op"], row["status"], row["candidates_built"],
+              row["clean_build_s"], row["candidate_cycle_s"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
