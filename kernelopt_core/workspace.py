@@ -181,6 +181,11 @@ class Workspace:
         for legacy in ("src", "build"):  # the candidate tree's names before cand-src/cand-build
             if (self.dir / legacy).is_dir():
                 shutil.rmtree(self.dir / legacy, ignore_errors=True)
+        # a run killed while dulwich updated a ref leaves its lock file (refs/heads/main.lock):
+        # under the workspace lock nobody else writes refs, so any such file is stale
+        repo_dir = self.dir / "repo.git"
+        for stale in [*(repo_dir / "refs").rglob("*.lock"), repo_dir / "packed-refs.lock"]:
+            stale.unlink(missing_ok=True)
         holder_file.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(),
                                            "since": round(time.time(), 3)}))
         return waited

@@ -329,3 +329,28 @@ def test_concurrent_runs_serialize_their_timed_windows(tmp_path: Path) -> None:
     for earlier, later in zip(windows, windows[1:], strict=False):
         assert earlier[0] <= earlier[1], earlier
         assert earlier[1] <= later[0], f"timed windows overlap: {earlier} and {later}"
+
+
+def test_a_ref_lock_left_by_a_killed_run_does_not_wedge_the_workspace(tmp_path: Path) -> None:
+    """SIGKILL while dulwich updates refs/heads/main leaves refs/heads/main.lock (found by the
+    20-point kill test): the next holder of the workspace lock removes it and starts."""
+    from kernelopt_core.target import Target
+    from kernelopt_core.workspace import Workspace
+
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "k.c").write_text("int k;\n")
+    target = Target("cmake", "k", project, ("k.c",))
+    first = Workspace(tmp_path / "state", target)
+    first.acquire("r1")
+    first.start("r1")
+    first.release()
+    (first.dir / "repo.git" / "refs" / "heads" / "main.lock").write_text("stale")
+    (first.dir / "repo.git" / "refs" / "tags" / "kernelopt" / "r1" / "c1.lock").write_text("x")
+    again = Workspace(tmp_path / "state", target)
+    again.acquire("r2")
+    try:
+        again.start("r2")  # raised dulwich's FileLocked before
+    finally:
+        again.release()
+    assert not list((again.dir / "repo.git" / "refs").rglob("*.lock"))

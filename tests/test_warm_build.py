@@ -197,3 +197,4 @@ def test_a_directory_symlink_is_moved_too(tmp_path: Path) -> None:
     assert note is not None and note["seeded"] is True
     assert os.readlink(cand.build / "src-link") == str(cand.src)
     assert (cand.build / "f.txt").read_text() == str(cand.src / "val.c")
+
