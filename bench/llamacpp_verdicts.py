@@ -19,9 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-def _events(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+from kernelopt_core.journal import read
 
 
 def _stage_seconds(events: list[dict[str, Any]], stage: str) -> float | None:
@@ -53,7 +51,7 @@ def _per_s(ms: list[float] | None) -> float | None:
 
 
 def verdict(part: Path) -> dict[str, Any]:
-    events = _events(part / "journal.jsonl")
+    events = read(part / "journal.jsonl")  # a torn last line skipped
     summary = json.loads((part / "summary.json").read_text()) if (part / "summary.json").is_file() \
         else {}
     target = events[0].get("target", {})

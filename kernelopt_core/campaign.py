@@ -49,30 +49,30 @@ class Entry:
         return self.share * self.headroom
 
 
-def last_fraction(state_root: Path, target: Target) -> float | None:
-    """The fraction of peak the newest finished run of ``target`` under ``state_root`` reached
-    (its baseline's when nothing won), or None."""
-    for run_dir in reversed(history.runs(state_root)):
+def last_fractions(state_root: Path) -> dict[tuple[str, str, str], float]:
+    """(backend, target name, root) -> the fraction of peak the newest finished run of that
+    target under ``state_root`` reached (its baseline's when nothing won). Read once, from the
+    runs' summary.json files only: a run without one (still running) is not touched."""
+    found: dict[tuple[str, str, str], float] = {}
+    for run_dir in history.runs(state_root):  # oldest first: the newest run wins
         try:
-            summary = history.summary(run_dir)
+            summary = json.loads((run_dir / "summary.json").read_text())
         except (OSError, ValueError):
             continue
         t = summary.get("target", {})
-        if (t.get("name"), t.get("backend"), t.get("root")) != (
-                target.name, target.backend, str(target.root)):
-            continue
         fraction = (summary.get("roofline") or {}).get("fraction")
         if fraction is not None:
-            return float(fraction)
-    return None
+            found[(t.get("backend"), t.get("name"), t.get("root"))] = float(fraction)
+    return found
 
 
 def plan(name: str, found: Sequence[tuple[str, Sequence[Target]]], state_root: Path) -> list[Entry]:
     """The campaign's entries, highest expected gain first (ties: the order given)."""
     entries: list[Entry] = []
+    fractions = last_fractions(state_root)
     for path, targets in found:
         for target in targets:
-            fraction = last_fraction(state_root, target)
+            fraction = fractions.get((target.backend, target.name, str(target.root)))
             share = target.time_share if target.time_share is not None else 1.0 / len(targets)
             entries.append(Entry(f"{name}-{len(entries) + 1:02d}", path, target.name,
                                  target.backend, share,

@@ -18,9 +18,9 @@ from kernelopt_core.gates.base import GateContext, GateResult
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import Proposal
-from kernelopt_core.resume import Replay, edits_digest
+from kernelopt_core.resume import Replay
 from kernelopt_core.runner import Runner
-from kernelopt_core.search import Node
+from kernelopt_core.search import Node, content_key
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
 from kernelopt_core.workspace import Workspace, text_diff
@@ -61,7 +61,7 @@ class Evaluator:
         self.journal.write(
             "candidate", candidate=cid, parent=parent.id, planner=proposal.planner,
             description=proposal.description, knobs=proposal.knobs,
-            files=sorted(proposal.edits), digest=edits_digest(proposal.edits),
+            files=sorted(proposal.edits), digest=content_key(proposal.edits),
         )
         (log_dir / "edit.diff").write_text(text_diff(files, proposal.edits), encoding="utf-8")
         results: list[GateResult] = []

@@ -16,8 +16,7 @@ a run that reached its verdict is not run again (its report is rewritten, its ex
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import portalocker
 from kernelopt_core import journal as journal_mod
 from kernelopt_core.errors import UsageError
 from kernelopt_core.planners.base import Proposal
+from kernelopt_core.search import content_key
 from kernelopt_core.target import Target
 
 
@@ -88,7 +88,7 @@ class Replay:
         same = (started.get("description") == proposal.description
                 and (started.get("knobs") or {}) == dict(proposal.knobs)
                 and sorted(started.get("files") or []) == sorted(proposal.edits)
-                and started.get("digest", edits_digest(proposal.edits)) == edits_digest(
+                and started.get("digest", content_key(proposal.edits)) == content_key(
                     proposal.edits))
         return result if same else None
 
@@ -125,14 +125,6 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-def edits_digest(edits: Mapping[str, bytes]) -> str:
-    """The content of a candidate's edits (its ``candidate`` event's ``digest``)."""
-    h = hashlib.sha256()
-    for rel in sorted(edits):
-        h.update(rel.encode() + b"\0" + edits[rel] + b"\0")
-    return h.hexdigest()[:16]
 
 
 def check_run_id(run_id: str) -> str:

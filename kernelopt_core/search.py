@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 
 import attrs
 
@@ -63,6 +64,12 @@ class BeamSearch:
         return max(self.nodes.values(), key=lambda n: n.speedup)
 
 
+def content_key(edits: Mapping[str, bytes]) -> str:
+    """What a proposal's edits hold, as one key (their paths and bytes)."""
+    return hashlib.sha256(
+        b"\0".join(p.encode() + b"\0" + edits[p] for p in sorted(edits))).hexdigest()
+
+
 class SeenContent:
     """Content keys of the proposals a run has evaluated: the same content is never evaluated
     twice (planners may repeat themselves), nor content equal to the baseline."""
@@ -71,8 +78,7 @@ class SeenContent:
         self.keys: set[str] = set()
 
     def first_time(self, edits: dict[str, bytes], baseline: dict[str, bytes]) -> bool:
-        key = hashlib.sha256(
-            b"\0".join(p.encode() + b"\0" + edits[p] for p in sorted(edits))).hexdigest()
+        key = content_key(edits)
         if key in self.keys or all(baseline.get(p) == d for p, d in edits.items()):
             return False
         self.keys.add(key)

@@ -140,10 +140,10 @@ class Tuner:
                     pairs.append((differ[0], a, sa, b, sb))
         return pairs
 
-    def _knob_order(self, ctx: PlanContext) -> list[Any]:
+    def _knob_order(self, ctx: PlanContext, pairs: list[Any]) -> list[Any]:
         """Knobs that moved the time first, unmeasured ones next, ones that did not move it last."""
         effect: dict[str, float] = {}
-        for knob, _a, sa, _b, sb in self._one_knob_pairs():
+        for knob, _a, sa, _b, sb in pairs:
             effect[knob] = max(effect.get(knob, 0.0), abs(math.log(sa / sb)))
         margin = math.log(ctx.settings.gamma)
 
@@ -153,12 +153,13 @@ class Tuner:
             return (0, -effect[knob.name]) if effect[knob.name] > margin else (2, 0.0)
         return sorted(ctx.knobs, key=rank)
 
-    def _continued(self, ctx: PlanContext, assignment: dict[str, str]) -> list[dict[str, str]]:
+    def _continued(self, ctx: PlanContext, assignment: dict[str, str],
+                   pairs: list[Any]) -> list[dict[str, str]]:
         """One more step of each one-knob move that led to ``assignment`` and made it faster."""
         here = self.timed.get(tuple(sorted(assignment.items())))
         if here is None:
             return []
-        pairs = [p for p in self._one_knob_pairs() if assignment in (p[1], p[3])]
+        pairs = [p for p in pairs if assignment in (p[1], p[3])]
         out = []
         for knob in ctx.knobs:
             values = list(knob.values)
@@ -175,8 +176,9 @@ class Tuner:
         return out
 
     def _neighbours(self, ctx: PlanContext, assignment: dict[str, str]) -> list[dict[str, str]]:
-        out = self._continued(ctx, assignment)
-        ordered = self._knob_order(ctx)
+        pairs = self._one_knob_pairs()  # once per proposal: quadratic in the assignments timed
+        out = self._continued(ctx, assignment, pairs)
+        ordered = self._knob_order(ctx, pairs)
         for step in (1, 2):
             for knob in ordered:
                 values = list(knob.values)
