@@ -98,6 +98,7 @@ class Evaluator:
             "candidate_result", **result_event, gates_passed=[r.gate for r in results if r.passed],
             tag=tag, wall_s=round(time.time() - started, 4),
             child_s=round(self.runner.child_seconds - child_before, 4),
+            gpu_seconds=round(self.runner.gpu_seconds, 3),  # the run's total so far
         )
         return self._outcome(cid, proposal, parent, result_event, log_dir, replayed=False)
 

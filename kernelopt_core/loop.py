@@ -103,6 +103,7 @@ class Loop:
             (self.run_dir / "preface.txt").write_text(self.target.preface)
         self.started = time.time() - (self.replay.spent_s if self.replay else 0.0)
         self.runner = Runner(self.backend, self.target, self.settings, self.journal)
+        self.runner.gpu_seconds = self.replay.gpu_s if self.replay else 0.0  # one budget
         self.workspace = Workspace(self.settings.state_root, self.target)
         self.evaluator = Evaluator(self.runner, self.settings, self.target, self.workspace,
                                    self.journal, self.run_id, self.run_dir, self._stage, {},
@@ -183,7 +184,9 @@ class Loop:
                           self.run_id, profile, baseline_ms=baseline_ms,
                           screen=screener(self.runner, self.workspace.baseline_tree, knobs,
                                           self.run_dir / "screen"),
-                          gpu_seconds=lambda: self.runner.gpu_seconds, seconds_left=self._left)
+                          gpu_seconds=lambda: self.runner.gpu_seconds, seconds_left=self._left,
+                          llm_calls_before=self.replay.llm_calls if self.replay else 0,
+                          llm_cost_before=self.replay.llm_cost if self.replay else 0.0)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,

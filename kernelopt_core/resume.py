@@ -40,6 +40,9 @@ class Replay:
     # candidate id -> (its ``candidate`` event, its ``candidate_result`` event)
     completed: dict[str, tuple[dict[str, Any], dict[str, Any]]]
     spent_s: float  # wall seconds of the earlier attempts (the time budget is shared)
+    gpu_s: float = 0.0  # GPU-lock seconds of the earlier attempts (so is the GPU budget)
+    llm_calls: int = 0  # answered LLM calls of the earlier attempts (so are the LLM budgets)
+    llm_cost: float = 0.0
     finished: int | None = None  # the exit code, when the run already reached its verdict
     diverged: bool = False
 
@@ -74,9 +77,11 @@ class Replay:
         ended = [e for e in events if e["event"] == "end"]
         finished = ended[-1].get("exit_code") if ended and any(
             e["event"] == "verdict" for e in events) else None
+        answered = [e for e in raw if e["event"] == "llm_call" and e.get("status") == 200]
         return cls(workspace.get("baseline_commit"),
                    next((e for e in events if e["event"] == "baseline"), None),
-                   completed, spent, finished)
+                   completed, spent, gpu_spent(raw), len(answered),
+                   sum(float(e.get("cost") or 0.0) for e in answered), finished)
 
     def take(self, cid: str, proposal: Proposal) -> dict[str, Any] | None:
         """The recorded result of ``cid`` if it completed with this very proposal; at the
@@ -108,6 +113,24 @@ class Replay:
         number = int(cid[1:])
         return sorted((c for c in self.completed if int(c[1:]) >= number),
                       key=lambda c: int(c[1:]))
+
+
+def gpu_spent(raw: list[dict[str, Any]]) -> float:
+    """GPU-lock seconds a run's journal accounts for: the last running total it holds (each
+    ``candidate_result`` and ``end`` carries one; a resumed attempt's count goes on from the
+    earlier ones') plus the timed readings and worker requests after it — an attempt killed
+    before its next total loses only its checks' lock time since then."""
+    total = since = 0.0
+    for event in raw:
+        kind = event.get("event")
+        if kind in ("candidate_result", "end") and isinstance(event.get("gpu_seconds"),
+                                                             (int, float)):
+            total, since = float(event["gpu_seconds"]), 0.0
+        elif kind in ("bench", "worker_request") and event.get("gpu_lock", True):
+            acquired, released = event.get("acquired"), event.get("released")
+            if isinstance(acquired, (int, float)) and isinstance(released, (int, float)):
+                since += released - acquired
+    return total + since
 
 
 @contextmanager

@@ -80,6 +80,14 @@ class WatchState:
         self.started = e.get("t")
         self.pid, self.host = e.get("pid"), str(e.get("host", ""))
 
+    def _on_resumed(self, e: dict[str, Any]) -> None:
+        """Another attempt of the run (docs/scaling.md): its own process; what the killed one
+        left half-way (a candidate, a final phase, an ending) is no longer going on."""
+        self.pid = e.get("pid")
+        self.stage, self.stage_candidate, self.trying = "resumed", None, ""
+        self.confirm, self.confirm_candidate = {}, None
+        self.verdict, self.report_line, self.ended, self.exit_code = None, "", False, None
+
     def _on_config(self, e: dict[str, Any]) -> None:
         self.planner = str(e.get("planner", ""))
 

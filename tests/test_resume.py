@@ -219,3 +219,81 @@ def test_one_process_per_run_and_a_run_id_belongs_to_its_target(tmp_path: Path) 
     pinned = subprocess.run(_command(project, state, "x")[:-2], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120, env={**os.environ, "KERNELOPT_RUN_ID": "x"})
     assert pinned.returncode == 2 and "--run-id only" in pinned.stdout + pinned.stderr
+
+
+def _chunk_command(project: Path, state: Path, run_id: str, *extra: str) -> list[str]:
+    return [sys.executable, "-c", "from kernelopt_core.cli import main; main()", "run",
+            str(project), "--iterations", "6", "--patience", "6", "--final-rounds", "2",
+            "--screen-runs", "1", "--seeds", "1", "--state-root", str(state), "--run-id",
+            run_id, *extra]
+
+
+def test_the_gpu_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
+    """A resumed attempt counts the GPU-lock seconds of the killed one: resumed with a GPU
+    budget the killed attempt already spent, it serves what was recorded and evaluates
+    nothing new; the run's total goes on from the killed attempt's."""
+    from kernelopt_core.resume import gpu_spent
+    from kernelopt_core.testing import write_chunk_project
+
+    project = write_chunk_project(tmp_path / "project")
+    state = tmp_path / "state"
+    journal = state / "runs" / "gpu" / "journal.jsonl"
+    _kill_when(_chunk_command(project, state, "gpu"), tmp_path, journal,
+               lambda data: data.count(b'"candidate_result"') >= 2)
+    before = journal_mod.read(journal)
+    spent = gpu_spent(before)
+    recorded = [e["candidate"] for e in before if e["event"] == "candidate_result"]
+    assert spent > 0 and len(recorded) >= 2
+    again = subprocess.run(_chunk_command(project, state, "gpu", "--budget-gpu-seconds",
+                                          f"{spent:.6f}"),
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode in (0, 1), again.stdout + again.stderr
+    raw = journal_mod.read(journal)
+    after = raw[next(i for i, e in enumerate(raw) if e["event"] == "resumed"):]
+    assert not [e for e in after if e["event"] == "candidate"]  # nothing new evaluated
+    assert next(e for e in after if e["event"] == "search_end")["reason"] == "GPU budget"
+    assert _summary(state, "gpu")["winner"] in recorded  # the recorded search was served
+    assert after[-1]["event"] == "end" and after[-1]["gpu_seconds"] >= round(spent, 3)
+
+
+def test_the_llm_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
+    """Killed after its first agent candidate, resumed with the same call budget: the resumed
+    attempt makes exactly the calls the killed one left (the server counts them)."""
+    from kernelopt_core.testing import ScriptedLLMServer, say, tool_call, write_chunk_project
+
+    project = write_chunk_project(tmp_path / "project")
+    state = tmp_path / "state"
+    journal = state / "runs" / "llm" / "journal.jsonl"
+    fast = (project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 64\n")
+    plan = [tool_call("read_file", path="kernel.py"), tool_call("submit_plan", plan="chunks")]
+    script = {"planner": plan * 4, "executor": [
+        tool_call("write_file", path="kernel.py", content=fast), say("CHUNK is 64.")] * 4}
+    budget = 7
+    flags = ("--planner", "agents", "--provider", "openai", "--model", "gpt-4.1-mini",
+             "--budget-llm-calls", str(budget))
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "KERNELOPT_LLM_BACKOFF_S": "0.05"}
+    with ScriptedLLMServer(script) as server:
+        command = _chunk_command(project, state, "llm", *flags, "--base-url", server.url)
+        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        while proc.poll() is None and not (journal.is_file()
+                                           and b'"candidate_result"' in journal.read_bytes()):
+            time.sleep(0.005)
+        for pid in [proc.pid, *_descendants(proc.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+        answered = sum(e["event"] == "llm_call" and e.get("status") == 200
+                       for e in journal_mod.read(journal))
+        assert 0 < answered < budget
+        asked_before = len(server.requests)
+        again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=300)
+        asked = len(server.requests) - asked_before
+    assert again.returncode in (0, 1), again.stdout + again.stderr
+    raw = journal_mod.read(journal)
+    assert [e["event"] for e in raw].count("resumed") == 1
+    assert asked == budget - answered
+    assert "budget" in next(e for e in raw if e["event"] == "search_end")["reason"]

@@ -138,6 +138,24 @@ def test_a_run_whose_process_is_gone_without_an_end_event_is_said_so(tmp_path: P
     assert not gone(fold([header]))
 
 
+def test_a_resumed_run_is_followed_in_its_new_process() -> None:
+    """A killed attempt's half-done candidate is no longer being tried, and the resumed
+    attempt's process (not the killed one's) is the one whose life the view follows."""
+    from kernelopt_core.ui_watch import gone
+
+    recorded = events()
+    cut = next(i for i, e in enumerate(recorded) if e["event"] == "candidate"
+               and e["candidate"] == "c2")
+    header = {**recorded[0], "pid": 2**22 + 1, "host": platform.node()}  # a pid no one has
+    killed = fold([header, *recorded[1:cut + 2]])
+    assert killed.trying.startswith("c2:") and gone(killed)
+    resumed = fold([header, *recorded[1:cut + 2], {"event": "resumed", "t": recorded[cut]["t"],
+                                                   "pid": os.getpid(), "completed": ["c1"]}])
+    assert resumed.trying == "" and resumed.stage == "resumed" and not resumed.ended
+    assert resumed.pid == os.getpid() and not gone(resumed)
+    assert resumed.evaluated == 1 and resumed.baseline_ms == killed.baseline_ms
+
+
 def test_a_retaken_confirm_round_replaces_its_first_reading() -> None:
     recorded = events()
     first = next(e for e in recorded if e["event"] == "confirm_round")

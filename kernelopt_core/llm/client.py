@@ -53,6 +53,9 @@ class ChatClient:
     headers: dict[str, str] = attrs.field(factory=dict)  # provider-specific extra headers
     max_calls: int | None = None
     max_cost: float | None = None
+    # calls and cost of a resumed run's earlier attempts: the budgets are the run's
+    calls_before: int = 0
+    cost_before: float = 0.0
     provider: str = ""  # for messages: which configured provider this is
     key_env: str | None = None  # the variable the key came from, for messages
     usage: Usage = attrs.field(factory=Usage)
@@ -73,9 +76,9 @@ class ChatClient:
                  role: str) -> dict[str, Any]:
         """One assistant message. Retries 429/5xx/timeouts with exponential backoff (honouring
         Retry-After); other failures raise PlannerError (the candidate fails, not the run)."""
-        if self.max_calls is not None and self.usage.calls >= self.max_calls:
+        if self.max_calls is not None and self.calls_before + self.usage.calls >= self.max_calls:
             raise BudgetExhausted(f"LLM call budget of {self.max_calls} calls is spent")
-        if self.max_cost is not None and self.usage.cost >= self.max_cost:
+        if self.max_cost is not None and self.cost_before + self.usage.cost >= self.max_cost:
             raise BudgetExhausted(f"LLM cost budget of ${self.max_cost:g} is spent")
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:  # tool_choice is left at the API's default ("auto"): vLLM rejects it unless

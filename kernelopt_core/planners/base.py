@@ -55,3 +55,7 @@ class PlanContext:
     # wall seconds left of the run's time budget (a screening's compiles, outside the GPU
     # lock, count here and not as GPU seconds)
     seconds_left: Callable[[], float] = lambda: float("inf")
+    # a resumed run's LLM calls and cost (USD) in its earlier attempts: an LLM planner counts
+    # them against its budgets, which are the run's, not the attempt's
+    llm_calls_before: int = 0
+    llm_cost_before: float = 0.0
