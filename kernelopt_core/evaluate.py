@@ -21,6 +21,7 @@ from kernelopt_core.planners.base import Proposal
 from kernelopt_core.resume import Replay
 from kernelopt_core.runner import Runner
 from kernelopt_core.search import Node, content_key
+from kernelopt_core.session import record_failed_proposal
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
 from kernelopt_core.workspace import Workspace, text_diff
@@ -51,9 +52,7 @@ class Evaluator:
             recorded = self.replay.take(cid, proposal)
             if recorded is not None:
                 return self._outcome(cid, proposal, parent, recorded, log_dir, replayed=True)
-            dropped = self.replay.diverge(cid)
-            if dropped:
-                self.journal.write("resume_diverged", candidate_from=cid, discarded=dropped)
+            self._diverge(cid)
         started, child_before = time.time(), self.runner.child_seconds
         log_dir.mkdir(parents=True, exist_ok=True)
         files = self.workspace.files
@@ -101,6 +100,23 @@ class Evaluator:
             gpu_seconds=round(self.runner.gpu_seconds, 3),  # the run's total so far
         )
         return self._outcome(cid, proposal, parent, result_event, log_dir, replayed=False)
+
+    def planner_failed(self, cid: str, parent: str, planner: str, message: str) -> None:
+        """The planner gave no proposal for ``cid``: a row of its own, unless a resumed run's
+        journal records that same failure there (served like any recorded outcome: written
+        once); a recorded candidate there instead ends the replay."""
+        if self.replay is not None and not self.replay.diverged:
+            recorded = self.replay.completed.get(cid)
+            if recorded is not None and recorded[1].get("failed_gate") == "planner":
+                return
+            self._diverge(cid)
+        record_failed_proposal(self.journal, cid, parent, planner, message)
+
+    def _diverge(self, cid: str) -> None:
+        assert self.replay is not None
+        dropped = self.replay.diverge(cid)
+        if dropped:
+            self.journal.write("resume_diverged", candidate_from=cid, discarded=dropped)
 
     def _outcome(self, cid: str, proposal: Proposal, parent: Node, result: dict[str, Any],
                  log_dir: Path, replayed: bool) -> tuple[Node | None, dict[str, Any]]:

@@ -39,7 +39,6 @@ from kernelopt_core.search import BeamSearch, Node, SeenContent
 from kernelopt_core.session import (
     new_run_id,
     prepare_state_root,
-    record_failed_proposal,
     record_failure,
     write_header,
 )
@@ -232,8 +231,8 @@ class Loop:
             except PlannerError as exc:  # this attempt fails; the run goes on
                 evaluated += 1
                 since_best += 1
-                record_failed_proposal(self.journal, f"c{evaluated}", parent.id,
-                                       getattr(planner, "name", "?"), str(exc))
+                self.evaluator.planner_failed(f"c{evaluated}", parent.id,
+                                              getattr(planner, "name", "?"), str(exc))
                 continue
             proposals = [p for p in proposals if self._is_new(p)]
             if not proposals:  # nothing (new) to offer from this parent

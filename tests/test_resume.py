@@ -297,3 +297,65 @@ def test_the_llm_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
     assert [e["event"] for e in raw].count("resumed") == 1
     assert asked == budget - answered
     assert "budget" in next(e for e in raw if e["event"] == "search_end")["reason"]
+
+
+def test_a_recorded_planner_failure_is_served_once_and_the_replay_goes_on(tmp_path: Path) -> None:
+    """A planner that gives no proposal for c2 (deterministically) and is cut off after c3:
+    resumed, c2's failure is the recorded one (not a second row), and c3 is served."""
+    from kernelopt_core.api import PlannerError, Proposal
+    from kernelopt_core.hookspecs import hookimpl
+    from kernelopt_core.loop import Loop
+    from kernelopt_core.settings import Settings
+    from kernelopt_core.testing import (
+        ScriptedBackend,
+        ScriptedBackendPlugin,
+        plugin_host,
+        write_chunk_project,
+    )
+
+    class Stepper:
+        name = "stepper"
+
+        def __init__(self) -> None:
+            self.asked = 0
+
+        def unavailable_reason(self, settings, target):
+            return None
+
+        def propose(self, ctx, parent, count):
+            self.asked += 1
+            if self.asked == 2:
+                raise PlannerError("no usable edit this time")
+            chunk = {1: 2, 3: 4, 4: 8}.get(self.asked)
+            if chunk is None:
+                return []
+            text = ctx.files["kernel.py"].replace(b"CHUNK = 1\n", f"CHUNK = {chunk}\n".encode())
+            return [Proposal(f"CHUNK {chunk}", {"kernel.py": text}, planner=self.name)]
+
+        def observe(self, ctx, proposal, outcome):
+            pass
+
+    class Plugin:
+        @hookimpl
+        def kernelopt_register_planners(self):
+            return [Stepper]
+
+    project = write_chunk_project(tmp_path / "project")
+    settings = Settings(state_root=tmp_path / "s", planner="stepper", final_rounds=2,
+                        screen_runs=1, seeds=(1,), run_id="pf", beam=1,
+                        origins={"run_id": "flag"})
+    backend = ScriptedBackend()
+    target = backend.discover(project, settings)[0]
+    host = plugin_host(ScriptedBackendPlugin(), Plugin())
+    first = Loop(host, backend, target, settings).run()
+    journal = first.run_dir / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    cut = max(i for i, line in enumerate(lines)
+              if '"candidate_result"' in line and '"c3"' in line)
+    journal.write_text("".join(lines[:cut + 1]))  # what a SIGKILL after c3 leaves
+    again = Loop(host, backend, target, settings).run()
+    raw = journal_mod.read(journal)
+    results = Counter(e["candidate"] for e in raw if e["event"] == "candidate_result")
+    assert results == {"c1": 1, "c2": 1, "c3": 1, "c4": 1}, results
+    assert not [e for e in raw if e["event"] == "resume_diverged"]
+    assert again.status == first.status == "optimized"
