@@ -47,8 +47,10 @@ def read(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-# a resumed run's earlier attempts: what it ends with is decided again, not kept
-_SUPERSEDED = {"verdict", "end", "error", "interrupted", "search_end", "confirm_round"}
+# a resumed run's earlier attempts: what it ends with is decided again, not kept; so are the
+# profiles (each attempt profiles its baseline again: a report would list it twice)
+_SUPERSEDED = {"verdict", "end", "error", "interrupted", "search_end", "confirm_round",
+               "profile"}
 
 
 def effective(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -359,3 +359,16 @@ def test_a_recorded_planner_failure_is_served_once_and_the_replay_goes_on(tmp_pa
     assert results == {"c1": 1, "c2": 1, "c3": 1, "c4": 1}, results
     assert not [e for e in raw if e["event"] == "resume_diverged"]
     assert again.status == first.status == "optimized"
+
+
+def test_a_resumed_runs_report_reads_each_profile_once() -> None:
+    def profile(tree: str) -> dict:
+        return {"event": "profile", "tree": tree, "metrics": {"kernels": []}}
+
+    events = [{"event": "run"}, profile("baseline"),
+              {"event": "candidate", "candidate": "c1"},
+              {"event": "candidate_result", "candidate": "c1"},
+              {"event": "resumed", "completed": ["c1"]}, profile("baseline"), profile("c1")]
+    kept = journal_mod.effective(events)
+    assert [e.get("tree") for e in kept if e["event"] == "profile"] == ["baseline", "c1"]
+    assert [e.get("candidate") for e in kept if e["event"] == "candidate_result"] == ["c1"]
