@@ -10,6 +10,7 @@ rebuilt from the journal.
 from __future__ import annotations
 
 import os
+import platform
 import time
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ class RunOutcome:
     summary: dict[str, Any]
 
 
+NOTHING_EXCUSED = Replay(None, None, {}, 0.0)  # a run that is not replaying
+
+
 class Loop:
     def __init__(
         self,
@@ -82,6 +86,7 @@ class Loop:
         self.run_id = check_run_id(settings.run_id) if settings.run_id else new_run_id()
         self.run_dir = settings.state_root / "runs" / self.run_id
         self.seen = SeenContent()
+        self.evaluated = 0  # candidates the search has numbered so far
 
     # ------------------------------------------------------------------ the run
     def run(self) -> RunOutcome:
@@ -112,7 +117,8 @@ class Loop:
             if self.replay is None:
                 write_header(self.journal, self.run_id, self.target, self.settings, self.argv)
             else:
-                self.journal.write("resumed", pid=os.getpid(), argv=self.argv,
+                self.journal.write("resumed", pid=os.getpid(), host=platform.node(),
+                                   argv=self.argv,
                                    completed=sorted(self.replay.completed,
                                                     key=lambda c: int(c[1:])))
             waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.write(
@@ -135,6 +141,14 @@ class Loop:
             self.workspace.release()
         summary = report.write_all(self.run_dir)
         return RunOutcome(self.run_id, self.run_dir, summary["status"], exit_code, summary)
+
+    def _excused(self) -> Replay:
+        """What a planner's budgets leave out: while a resumed run replays its recorded
+        candidates, the earlier attempts' spending (no budget stops a replay; after it, the
+        budgets are the run's)."""
+        if self.replay is not None and self.replay.pending(f"c{self.evaluated + 1}"):
+            return self.replay
+        return NOTHING_EXCUSED
 
     def _left(self) -> float:  # wall seconds left of the time budget
         minutes = self.settings.budget_minutes
@@ -183,7 +197,8 @@ class Loop:
                           self.run_id, profile, baseline_ms=baseline_ms,
                           screen=screener(self.runner, self.workspace.baseline_tree, knobs,
                                           self.run_dir / "screen"),
-                          gpu_seconds=lambda: self.runner.gpu_seconds, seconds_left=self._left,
+                          gpu_seconds=lambda: self.runner.gpu_seconds - self._excused().gpu_s,
+                          seconds_left=lambda: self._left() + self._excused().spent_s,
                           llm_calls_before=self.replay.llm_calls if self.replay else 0,
                           llm_cost_before=self.replay.llm_cost if self.replay else 0.0)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
@@ -196,15 +211,15 @@ class Loop:
     def _search(self, planner: Any, ctx: PlanContext, search: BeamSearch, gates: list[Gate],
                 baseline_ms: float | None) -> None:
         s = self.settings
-        evaluated = since_best = 0
+        self.evaluated = since_best = 0
         best = 1.0
         stop = "iterations"
         while True:
-            if evaluated >= s.iterations:
+            if self.evaluated >= s.iterations:
                 break
             # a resumed run's recorded candidates cost nothing: the budgets wait until they are
             # served, so the replay reaches the state the killed run had
-            replaying = self.replay is not None and self.replay.pending(f"c{evaluated + 1}")
+            replaying = self.replay is not None and self.replay.pending(f"c{self.evaluated + 1}")
             if self._left() <= 0 and not replaying:
                 stop = "time budget"
                 break
@@ -224,14 +239,15 @@ class Loop:
                 break
             self._stage("plan", parent=parent.id)
             try:
-                proposals = planner.propose(ctx, parent, min(s.plans, s.iterations - evaluated))
+                count = min(s.plans, s.iterations - self.evaluated)
+                proposals = planner.propose(ctx, parent, count)
             except BudgetExhausted as exc:
                 stop = str(exc)
                 break
             except PlannerError as exc:  # this attempt fails; the run goes on
-                evaluated += 1
+                self.evaluated += 1
                 since_best += 1
-                self.evaluator.planner_failed(f"c{evaluated}", parent.id,
+                self.evaluator.planner_failed(f"c{self.evaluated}", parent.id,
                                               getattr(planner, "name", "?"), str(exc))
                 continue
             proposals = [p for p in proposals if self._is_new(p)]
@@ -239,9 +255,9 @@ class Loop:
                 parent.exhausted = True
                 continue
             for proposal in proposals:
-                evaluated += 1
+                self.evaluated += 1
                 node, outcome = self.evaluator.evaluate(proposal, parent, gates, baseline_ms,
-                                                        evaluated)
+                                                        self.evaluated)
                 planner.observe(ctx, proposal, outcome)
                 if node is not None:
                     search.add(node)
@@ -252,11 +268,11 @@ class Loop:
                         self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
                 else:
                     since_best += 1
-        unserved = self.replay.unserved(evaluated) if self.replay is not None else []
+        unserved = self.replay.unserved(self.evaluated) if self.replay is not None else []
         if unserved:  # this attempt stopped before them: they are not this run's
-            self.journal.write("resume_diverged", candidate_from=f"c{evaluated + 1}",
+            self.journal.write("resume_diverged", candidate_from=f"c{self.evaluated + 1}",
                                discarded=unserved)
-        self.journal.write("search_end", reason=stop, evaluated=evaluated)
+        self.journal.write("search_end", reason=stop, evaluated=self.evaluated)
 
     def _is_new(self, proposal: Proposal) -> bool:
         """The same content is never evaluated twice in a run (planners may repeat)."""

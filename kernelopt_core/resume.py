@@ -77,7 +77,9 @@ class Replay:
         ended = [e for e in events if e["event"] == "end"]
         finished = ended[-1].get("exit_code") if ended and any(
             e["event"] == "verdict" for e in events) else None
-        answered = [e for e in raw if e["event"] == "llm_call" and e.get("status") == 200]
+        # answered calls, as the client counts them (a malformed 200 body is not one)
+        answered = [e for e in raw if e["event"] == "llm_call" and e.get("status") == 200
+                    and "tokens_in" in e]
         return cls(workspace.get("baseline_commit"),
                    next((e for e in events if e["event"] == "baseline"), None),
                    completed, spent, gpu_spent(raw), len(answered),
@@ -117,9 +119,11 @@ class Replay:
 
 def gpu_spent(raw: list[dict[str, Any]]) -> float:
     """GPU-lock seconds a run's journal accounts for: the last running total it holds (each
-    ``candidate_result`` and ``end`` carries one; a resumed attempt's count goes on from the
-    earlier ones') plus the timed readings and worker requests after it — an attempt killed
-    before its next total loses only its checks' lock time since then."""
+    evaluated candidate's ``candidate_result`` and each ``end`` carries one; a resumed
+    attempt's count goes on from the earlier ones') plus the timed readings and worker
+    requests after it. An attempt killed before its next total loses the lock time, since
+    the last one, of the steps journaled without their own lock times: checks, shape checks,
+    engine and profiler runs."""
     total = since = 0.0
     for event in raw:
         kind = event.get("event")

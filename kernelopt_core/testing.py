@@ -66,11 +66,13 @@ for n in (1, 7, 1000, 20000):  # 20000 is the benched shape
 print("ok")
 '''
 
-# A deterministic clock for the test kernels: 1 µs for every line and every builtin call the
-# kernel runs, plus 10 ns an item. Counted, not timed: the loop, its gates and verdicts are
-# what these projects test, and machine load must not flip a verdict (on the 2-core CI a
-# wall clock did, once in a few runs). Real clocks are proven by the CPU example and on the
-# H200. Embedded as source in the scripts the projects run (they import nothing of ours).
+# A deterministic clock for the test kernels: 1 µs for every trace event of the kernel's run
+# (each Python call, line and return, each builtin call), plus 10 ns an input item.
+# Counted, not timed: the loop, its gates and verdicts are what these projects test, and
+# machine load must not flip a verdict (on the 2-core CI a wall clock did, once in a few
+# runs). Noise handling (A/A floors, retaken rounds) is proven with real clocks: the CPU
+# example's tests and the H200 runs. Embedded as source in the scripts the projects run
+# (they import nothing of ours).
 COUNTED_CLOCK = '''def counted_ms(fn, *args):
     import sys
     events = [0]

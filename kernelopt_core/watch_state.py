@@ -83,7 +83,8 @@ class WatchState:
     def _on_resumed(self, e: dict[str, Any]) -> None:
         """Another attempt of the run (docs/scaling.md): its own process; what the killed one
         left half-way (a candidate, a final phase, an ending) is no longer going on."""
-        self.pid = e.get("pid")
+        self.pid, self.host = e.get("pid"), str(e.get("host", self.host))
+        self.proposed = self.evaluated  # the cut-off candidate is proposed again
         self.stage, self.stage_candidate, self.trying = "resumed", None, ""
         self.confirm, self.confirm_candidate = {}, None
         self.verdict, self.report_line, self.ended, self.exit_code = None, "", False, None

@@ -266,7 +266,10 @@ def test_the_llm_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
     journal = state / "runs" / "llm" / "journal.jsonl"
     fast = (project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 64\n")
     plan = [tool_call("read_file", path="kernel.py"), tool_call("submit_plan", plan="chunks")]
-    script = {"planner": plan * 4, "executor": [
+    # the summary of c1 (the first call after its result) is late: the kill lands before it,
+    # so the killed attempt has answered exactly c1's four calls
+    late = {"sleep": 10.0, "then": say('{"strategy": "s", "lesson": "l", "action": "append"}')}
+    script = {"planner": plan * 4, "summarizer": [late], "executor": [
         tool_call("write_file", path="kernel.py", content=fast), say("CHUNK is 64.")] * 4}
     budget = 7
     flags = ("--planner", "agents", "--provider", "openai", "--model", "gpt-4.1-mini",
@@ -287,7 +290,7 @@ def test_the_llm_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
         proc.wait()
         answered = sum(e["event"] == "llm_call" and e.get("status") == 200
                        for e in journal_mod.read(journal))
-        assert 0 < answered < budget
+        assert answered == 4
         asked_before = len(server.requests)
         again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
                                timeout=300)
@@ -299,10 +302,39 @@ def test_the_llm_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
     assert "budget" in next(e for e in raw if e["event"] == "search_end")["reason"]
 
 
-def test_a_recorded_planner_failure_is_served_once_and_the_replay_goes_on(tmp_path: Path) -> None:
-    """A planner that gives no proposal for c2 (deterministically) and is cut off after c3:
-    resumed, c2's failure is the recorded one (not a second row), and c3 is served."""
-    from kernelopt_core.api import PlannerError, Proposal
+class Stepper:
+    """A deterministic planner: CHUNK 2, then no proposal (a PlannerError), then CHUNK 4 and
+    8; what its budgets read (``ctx.gpu_seconds()``, ``ctx.seconds_left()``) is recorded."""
+
+    name = "stepper"
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.seen: list[tuple[float, float]] = []
+
+    def unavailable_reason(self, settings, target):
+        return None
+
+    def propose(self, ctx, parent, count):
+        from kernelopt_core.api import PlannerError, Proposal
+
+        self.asked += 1
+        self.seen.append((ctx.gpu_seconds(), ctx.seconds_left()))
+        if self.asked == 2:
+            raise PlannerError("no usable edit this time")
+        chunk = {1: 2, 3: 4, 4: 8}.get(self.asked)
+        if chunk is None:
+            return []
+        text = ctx.files["kernel.py"].replace(b"CHUNK = 1\n", f"CHUNK = {chunk}\n".encode())
+        return [Proposal(f"CHUNK {chunk}", {"kernel.py": text}, planner=self.name)]
+
+    def observe(self, ctx, proposal, outcome):
+        pass
+
+
+def _stepper_run(tmp_path: Path, cut_after: str) -> tuple[Path, list, Stepper]:
+    """A stepper run to its verdict, its journal cut after ``cut_after``'s result (what a
+    SIGKILL there leaves), then resumed in process; the resumed attempt's planner."""
     from kernelopt_core.hookspecs import hookimpl
     from kernelopt_core.loop import Loop
     from kernelopt_core.settings import Settings
@@ -313,52 +345,58 @@ def test_a_recorded_planner_failure_is_served_once_and_the_replay_goes_on(tmp_pa
         write_chunk_project,
     )
 
-    class Stepper:
-        name = "stepper"
-
-        def __init__(self) -> None:
-            self.asked = 0
-
-        def unavailable_reason(self, settings, target):
-            return None
-
-        def propose(self, ctx, parent, count):
-            self.asked += 1
-            if self.asked == 2:
-                raise PlannerError("no usable edit this time")
-            chunk = {1: 2, 3: 4, 4: 8}.get(self.asked)
-            if chunk is None:
-                return []
-            text = ctx.files["kernel.py"].replace(b"CHUNK = 1\n", f"CHUNK = {chunk}\n".encode())
-            return [Proposal(f"CHUNK {chunk}", {"kernel.py": text}, planner=self.name)]
-
-        def observe(self, ctx, proposal, outcome):
-            pass
+    planners: list[Stepper] = []
 
     class Plugin:
         @hookimpl
         def kernelopt_register_planners(self):
-            return [Stepper]
+            planners.append(Stepper())
+            return [planners[-1]]
 
     project = write_chunk_project(tmp_path / "project")
     settings = Settings(state_root=tmp_path / "s", planner="stepper", final_rounds=2,
-                        screen_runs=1, seeds=(1,), run_id="pf", beam=1,
+                        screen_runs=1, seeds=(1,), run_id="pf", beam=1, budget_minutes=30.0,
                         origins={"run_id": "flag"})
     backend = ScriptedBackend()
     target = backend.discover(project, settings)[0]
-    host = plugin_host(ScriptedBackendPlugin(), Plugin())
-    first = Loop(host, backend, target, settings).run()
+    first = Loop(plugin_host(ScriptedBackendPlugin(), Plugin()), backend, target,
+                 settings).run()
+    assert first.status == "optimized", first.summary
     journal = first.run_dir / "journal.jsonl"
     lines = journal.read_text().splitlines(keepends=True)
     cut = max(i for i, line in enumerate(lines)
-              if '"candidate_result"' in line and '"c3"' in line)
-    journal.write_text("".join(lines[:cut + 1]))  # what a SIGKILL after c3 leaves
-    again = Loop(host, backend, target, settings).run()
+              if '"candidate_result"' in line and f'"{cut_after}"' in line)
+    journal.write_text("".join(lines[:cut + 1]))
+    cut_events = journal_mod.read(journal)
+    again = Loop(plugin_host(ScriptedBackendPlugin(), Plugin()), backend, target,
+                 settings).run()
+    assert again.status == "optimized", again.summary
+    return journal, cut_events, planners[-1]
+
+
+def test_a_recorded_planner_failure_is_served_once_and_the_replay_goes_on(tmp_path: Path) -> None:
+    """The stepper gives no proposal for c2 and is cut off after c3: resumed, c2's failure is
+    the recorded one (not a second row), and c3 is served."""
+    journal, _cut, _planner = _stepper_run(tmp_path, "c3")
     raw = journal_mod.read(journal)
     results = Counter(e["candidate"] for e in raw if e["event"] == "candidate_result")
     assert results == {"c1": 1, "c2": 1, "c3": 1, "c4": 1}, results
     assert not [e for e in raw if e["event"] == "resume_diverged"]
-    assert again.status == first.status == "optimized"
+
+
+def test_a_planners_budgets_leave_the_earlier_attempts_out_until_the_replay_is_served(
+        tmp_path: Path) -> None:
+    """Cut after c3: while c1-c3 are replayed the planner's GPU seconds and time left leave
+    out what the killed attempt spent; at c4 (live) they are the run's. Exact: c4's reading
+    exceeds c1's by at least the killed attempt's spending, whatever the machine's speed."""
+    from kernelopt_core.resume import gpu_spent
+
+    _journal, cut, planner = _stepper_run(tmp_path, "c3")
+    spent_gpu, spent_wall = gpu_spent(cut), cut[-1]["t"] - cut[0]["t"]  # one killed attempt
+    (gpu_c1, left_c1), (gpu_c4, left_c4) = planner.seen[0], planner.seen[3]
+    assert spent_gpu > 0 and spent_wall > 0
+    assert gpu_c4 - gpu_c1 >= spent_gpu - 1e-9
+    assert left_c1 - left_c4 >= spent_wall - 1e-6
 
 
 def test_a_resumed_runs_report_reads_each_profile_once() -> None:

@@ -150,10 +150,14 @@ def test_a_resumed_run_is_followed_in_its_new_process() -> None:
     killed = fold([header, *recorded[1:cut + 2]])
     assert killed.trying.startswith("c2:") and gone(killed)
     resumed = fold([header, *recorded[1:cut + 2], {"event": "resumed", "t": recorded[cut]["t"],
-                                                   "pid": os.getpid(), "completed": ["c1"]}])
+                                                   "pid": os.getpid(), "host": platform.node(),
+                                                   "completed": ["c1"]}])
     assert resumed.trying == "" and resumed.stage == "resumed" and not resumed.ended
     assert resumed.pid == os.getpid() and not gone(resumed)
-    assert resumed.evaluated == 1 and resumed.baseline_ms == killed.baseline_ms
+    assert resumed.evaluated == resumed.proposed == 1  # c2 is proposed again, counted then
+    assert resumed.baseline_ms == killed.baseline_ms
+    elsewhere = fold([header, {"event": "resumed", "pid": os.getpid(), "host": "other"}])
+    assert elsewhere.host == "other" and not gone(elsewhere)  # not this host's to judge
 
 
 def test_a_retaken_confirm_round_replaces_its_first_reading() -> None:

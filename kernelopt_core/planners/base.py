@@ -51,7 +51,9 @@ class PlanContext:
     # bulk screening of knob configurations in one worker (None: the backend has no worker);
     # cheap next to a candidate: no gates, no confirm rounds, failures cost only their compile
     screen: Callable[[list[dict[str, str]]], list[Screened]] | None = None
-    gpu_seconds: Callable[[], float] = lambda: 0.0  # GPU-lock seconds the run has spent so far
+    # GPU-lock seconds the run has spent so far (this attempt's only while a resumed run
+    # replays its recorded candidates: no budget stops a replay; seconds_left likewise)
+    gpu_seconds: Callable[[], float] = lambda: 0.0
     # wall seconds left of the run's time budget (a screening's compiles, outside the GPU
     # lock, count here and not as GPU seconds)
     seconds_left: Callable[[], float] = lambda: float("inf")
