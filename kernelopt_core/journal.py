@@ -47,6 +47,17 @@ def read(path: Path) -> list[dict[str, Any]]:
     return events
 
 
+def gpu_lock_span(event: dict[str, Any]) -> tuple[float, float] | None:
+    """(acquired, released) of an event that held the GPU lock: a timed reading (``bench``)
+    or a worker request made under the lock; None for any other event."""
+    if event.get("event") not in ("bench", "worker_request") or not event.get("gpu_lock", True):
+        return None
+    acquired, released = event.get("acquired"), event.get("released")
+    if isinstance(acquired, (int, float)) and isinstance(released, (int, float)):
+        return float(acquired), float(released)
+    return None
+
+
 # a resumed run's earlier attempts: what it ends with is decided again, not kept; so are the
 # profiles (each attempt profiles its baseline again: a report would list it twice)
 _SUPERSEDED = {"verdict", "end", "error", "interrupted", "search_end", "confirm_round",

@@ -142,13 +142,15 @@ class Loop:
         summary = report.write_all(self.run_dir)
         return RunOutcome(self.run_id, self.run_dir, summary["status"], exit_code, summary)
 
+    def _replaying(self) -> bool:
+        """The next candidate is one a resumed run serves from its journal (it costs nothing:
+        no budget stops it)."""
+        return self.replay is not None and self.replay.pending(f"c{self.evaluated + 1}")
+
     def _excused(self) -> Replay:
-        """What a planner's budgets leave out: while a resumed run replays its recorded
-        candidates, the earlier attempts' spending (no budget stops a replay; after it, the
-        budgets are the run's)."""
-        if self.replay is not None and self.replay.pending(f"c{self.evaluated + 1}"):
-            return self.replay
-        return NOTHING_EXCUSED
+        """What a planner's budgets leave out: while the replay lasts, the earlier attempts'
+        spending (after it, the budgets are the run's)."""
+        return self.replay if self.replay is not None and self._replaying() else NOTHING_EXCUSED
 
     def _left(self) -> float:  # wall seconds left of the time budget
         minutes = self.settings.budget_minutes
@@ -219,7 +221,7 @@ class Loop:
                 break
             # a resumed run's recorded candidates cost nothing: the budgets wait until they are
             # served, so the replay reaches the state the killed run had
-            replaying = self.replay is not None and self.replay.pending(f"c{self.evaluated + 1}")
+            replaying = self._replaying()
             if self._left() <= 0 and not replaying:
                 stop = "time budget"
                 break

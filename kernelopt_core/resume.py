@@ -92,11 +92,11 @@ class Replay:
         if self.diverged or cid not in self.completed:
             return None
         started, result = self.completed[cid]
+        digest = content_key(proposal.edits)
         same = (started.get("description") == proposal.description
                 and (started.get("knobs") or {}) == dict(proposal.knobs)
                 and sorted(started.get("files") or []) == sorted(proposal.edits)
-                and started.get("digest", content_key(proposal.edits)) == content_key(
-                    proposal.edits))
+                and started.get("digest", digest) == digest)
         return result if same else None
 
     def pending(self, cid: str) -> bool:
@@ -130,10 +130,8 @@ def gpu_spent(raw: list[dict[str, Any]]) -> float:
         if kind in ("candidate_result", "end") and isinstance(event.get("gpu_seconds"),
                                                              (int, float)):
             total, since = float(event["gpu_seconds"]), 0.0
-        elif kind in ("bench", "worker_request") and event.get("gpu_lock", True):
-            acquired, released = event.get("acquired"), event.get("released")
-            if isinstance(acquired, (int, float)) and isinstance(released, (int, float)):
-                since += released - acquired
+        elif (span := journal_mod.gpu_lock_span(event)) is not None:
+            since += span[1] - span[0]
     return total + since
 
 

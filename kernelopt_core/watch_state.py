@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core.journal import gpu_lock_span
 from kernelopt_core.measure.stats import median
 
 
@@ -130,13 +131,14 @@ class WatchState:
         self._held(e)
 
     def _on_worker_request(self, e: dict[str, Any]) -> None:
-        if e.get("gpu_lock", True):
-            self._held(e)
+        self._held(e)
 
     def _held(self, e: dict[str, Any]) -> None:
-        asked, acquired, released = e.get("asked"), e.get("acquired"), e.get("released")
-        if isinstance(acquired, (int, float)) and isinstance(released, (int, float)):
+        span = gpu_lock_span(e)
+        if span is not None:
+            acquired, released = span
             self.gpu_seconds += released - acquired
+            asked = e.get("asked")
             if isinstance(asked, (int, float)):  # another run held the GPU lock meanwhile
                 self.gpu_lock_wait_s += max(0.0, acquired - asked)
 
