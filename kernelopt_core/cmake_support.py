@@ -4,6 +4,12 @@ A build directory is configured once and then only rebuilt, so a candidate's reb
 the files it changed. It is configured again when the configure arguments change, or when the
 last configure did not finish: a failed configure leaves a CMakeCache.txt but no build system,
 and skipping configure then would wedge the directory until it is deleted by hand.
+
+Where the build uses ccache (a project's compiler launcher; llama.cpp's GGML_CCACHE, on by
+default, picks it up from PATH), its base directory is the folder that holds every workspace,
+so that sources and flags name workspace paths relatively and one cache serves the baseline,
+the candidates and every later run's trees: a second run's clean build becomes cache hits.
+A base directory the user set is kept.
 """
 
 from __future__ import annotations
@@ -48,12 +54,22 @@ def cmake_commands(cwd: Path, source: Path, build: Path, args: Sequence[str] = (
     if generator:
         configure += ["-G", generator]
     configure += list(args)
+    env = ccache_env(source, build)
     commands = []
     if needs_configure(build, configure):
-        commands.append(Command(tuple(configure), cwd, timeout_s=configure_timeout_s,
+        commands.append(Command(tuple(configure), cwd, env, timeout_s=configure_timeout_s,
                                 label="configure"))
     compile_ = ["cmake", "--build", str(build), "-j", str(jobs or os.cpu_count() or 2)]
     if targets:
         compile_ += ["--target", *targets]
-    commands.append(Command(tuple(compile_), cwd, timeout_s=build_timeout_s, label="build"))
+    commands.append(Command(tuple(compile_), cwd, env, timeout_s=build_timeout_s, label="build"))
     return commands
+
+
+def ccache_env(source: Path, build: Path) -> dict[str, str]:
+    """``CCACHE_BASEDIR`` (module docstring): the parent of the folder holding both trees (a
+    workspace), unless the user set one or the trees share no folder below the root."""
+    if os.environ.get("CCACHE_BASEDIR"):
+        return {}
+    shared = Path(os.path.commonpath([source.resolve(), build.resolve()]))
+    return {} if len(shared.parents) < 2 else {"CCACHE_BASEDIR": str(shared.parent)}

