@@ -8,10 +8,10 @@
 # .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
 # there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
 #   bash bench/h200_llamacpp.sh [PART...]   PART: build | testjobs | detune | softmax | rope | rmsnorm | engine
-# (default: all, one after another; PARALLEL=1: at once; PARALLEL=stagger: each part starts when
-# the one before has its baseline built, so that its own baseline build hits the ccache the
-# first filled and the builds do not share the CPUs). E2E=1 adds the engine gate (a
-# random-weight GGUF, E2E_WIDTH columns wide, default 256) to the runs of the parts; BUDGET
+# (default: all, one after another; PARALLEL=1: at once; PARALLEL=stagger: the first part alone
+# until its baseline is built, then the others at once, so that their baseline builds hit the
+# ccache the first filled). E2E=1 adds the engine gate (a random-weight GGUF, E2E_WIDTH
+# columns wide, default 256) to the runs of the parts, E2E="PART ..." to those parts; BUDGET
 # (minutes, from the run's start, its baseline build included) replaces each part's own. BUDGET_<PART> (BUDGET_ROPE, ...) sets one part's.
 set -euo pipefail
 OUT=${OUT:-bench/results/out}
@@ -28,11 +28,10 @@ export CCACHE_DIR=/tmp/ccache CCACHE_MAXSIZE=20G
 command -v ccache > "$OUT/ccache.txt" 2>&1 || echo "no ccache" > "$OUT/ccache.txt"
 PARTS=${*:-build detune softmax rope rmsnorm engine}
 E2E_ARGS=()
-if [ "${E2E:-0}" = 1 ]; then
+if [ "${E2E:-0}" != 0 ]; then
   [ -f /tmp/random-llama.gguf ] || python3 -m kernelopt_llamacpp.gguf_model \
     --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" --n-embd "${E2E_WIDTH:-256}" \
     --out /tmp/random-llama.gguf > "$OUT/engine-model.log" 2>&1
-  E2E_ARGS=(--e2e-model /tmp/random-llama.gguf)
 fi
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1 || true
 nvcc --version >> "$OUT/gpu.txt" 2>&1 || true
@@ -52,6 +51,8 @@ save_llamacpp_run() {  # save_llamacpp_run NAME OP [ROOT]: that op's newest run 
 
 run_part() {
   local part=$1
+  E2E_ARGS=()  # E2E=1: every part; E2E="softmax rope": those parts
+  case " ${E2E:-0} " in *" 1 "*|*" $part "*) E2E_ARGS=(--e2e-model /tmp/random-llama.gguf) ;; esac
   case $part in
   build)  # the same configure the backend uses, in a scratch build dir; then a one-file edit
     B=/tmp/llamacpp-build-bench
@@ -149,7 +150,7 @@ if [ "${PARALLEL:-0}" = stagger ]; then
   n=0
   for part in $PARTS; do
     if [ "$n" -gt 0 ]; then
-      for _ in $(seq 600); do [ "$(built)" -ge "$n" ] && break; sleep 1; done
+      for _ in $(seq 600); do [ "$(built)" -ge 1 ] && break; sleep 1; done
       echo "part $part starts at $(date +%T) ($(built) baseline(s) built)"
     fi
     run_part "$part" &

@@ -83,21 +83,27 @@ def current_values(knobs: tuple[Knob, ...], files: Mapping[str, bytes],
     does not match exactly once, is an error (every tuner proposal would fail otherwise)."""
     values = {}
     for knob in knobs:
-        if knob.file not in files or (editable is not None and knob.file not in editable):
-            raise UsageError(
-                f"knob {knob.name!r}: file {knob.file!r} is not one of the target's editable "
-                f"files ({', '.join(editable or sorted(files))})",
-                hint="a knob's `file` must be one of the target's editable files",
-            )
-        text = files[knob.file].decode("utf-8", errors="replace")
-        matches = list(re.finditer(knob.pattern, text, re.M))
-        if len(matches) != 1:
-            raise UsageError(
-                f"knob {knob.name!r}: pattern {knob.pattern!r} matches {len(matches)} times "
-                f"in {knob.file} (needs exactly 1)",
-                hint="make the knob's pattern unique, with its value in the first group",
-            )
-        values[knob.name] = matches[0].group(1)
+        found = []
+        for file, pattern in knob.sites():
+            if file not in files or (editable is not None and file not in editable):
+                raise UsageError(
+                    f"knob {knob.name!r}: file {file!r} is not one of the target's editable "
+                    f"files ({', '.join(editable or sorted(files))})",
+                    hint="a knob's `file` must be one of the target's editable files",
+                )
+            text = files[file].decode("utf-8", errors="replace")
+            matches = list(re.finditer(pattern, text, re.M))
+            if len(matches) != 1:
+                raise UsageError(
+                    f"knob {knob.name!r}: pattern {pattern!r} matches {len(matches)} times "
+                    f"in {file} (needs exactly 1)",
+                    hint="make the knob's pattern unique, with its value in the first group",
+                )
+            found.append(matches[0].group(1))
+        if len(set(found)) != 1:
+            raise UsageError(f"knob {knob.name!r}: its places hold different values {found}",
+                             hint="every place in `also` must hold the knob's value")
+        values[knob.name] = found[0]
     return values
 
 
@@ -109,17 +115,18 @@ def apply(
     for knob in knobs:
         if knob.name not in assignment:
             continue
-        text = texts.get(knob.file, files[knob.file].decode("utf-8"))
-        match = next(re.finditer(knob.pattern, text, re.M))
-        # the first group is the value; groups named mirror... repeat it (a block size and the
-        # template argument that must equal it): all written, last to first
-        named = {index: name for name, index in match.re.groupindex.items()}
-        mirrors = [g for g in range(2, len(match.groups()) + 1)
-                   if named.get(g, "").startswith("mirror") and match.start(g) >= match.end(1)]
-        for group in [*reversed(mirrors), 1]:
-            start, end = match.span(group)
-            text = text[:start] + assignment[knob.name] + text[end:]
-        texts[knob.file] = text
+        for file, pattern in knob.sites():
+            text = texts.get(file, files[file].decode("utf-8"))
+            match = next(re.finditer(pattern, text, re.M))
+            # the first group is the value; groups named mirror... repeat it (a block size and
+            # the template argument that must equal it): all written, last to first
+            named = {index: name for name, index in match.re.groupindex.items()}
+            mirrors = [g for g in range(2, len(match.groups()) + 1)
+                       if named.get(g, "").startswith("mirror") and match.start(g) >= match.end(1)]
+            for group in [*reversed(mirrors), 1]:
+                start, end = match.span(group)
+                text = text[:start] + assignment[knob.name] + text[end:]
+            texts[file] = text
     return {
         path: text.encode("utf-8")
         for path, text in texts.items()

@@ -183,7 +183,9 @@ class Loop:
         resolve.check_planner_inputs(planner.name, self.settings, self.target, knobs)
         self.journal.write(
             "knobs", knobs=[{"name": k.name, "file": k.file, "values": list(k.values),
-                             "baseline": baseline_knobs[k.name]} for k in knobs],
+                             "baseline": baseline_knobs[k.name],
+                             **({"also": [f for f, _ in k.also]} if k.also else {})}
+                            for k in knobs],
             declared=bool(self.target.knobs),
         )
         baseline_ms = baseline_steps.measure(

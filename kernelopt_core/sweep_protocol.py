@@ -26,7 +26,7 @@ def payload(knobs: tuple[Knob, ...], tree: Tree, configs: list[dict[str, str]]
     if unknown:
         raise UsageError(f"sweep: unknown knob(s) {', '.join(unknown)}",
                          hint=f"known: {', '.join(sorted(by_name)) or 'none'}")
-    files = {k.file: (tree.src / k.file).read_bytes() for k in knobs}
+    files = {f: (tree.src / f).read_bytes() for k in knobs for f, _ in k.sites()}
     return [{"files": {path: text.decode("utf-8") for path, text in
                        apply_knobs(knobs, files, config).items()}} for config in configs]
 

@@ -38,6 +38,10 @@ class Knob:
     a program, or ``"warps"``, warps per program. Where a launch has both, the tuner's sample
     leaves out configurations with more threads (32 per warp) than elements per program: they
     only idle or repeat work.
+
+    ``also`` (optional): other places, as ``(file, pattern)``, that hold the same value and
+    must change with it (a block size defined in a header and asserted, or clamped to, in the
+    kernel's file); each pattern matches once, its first group and mirror groups are written.
     """
 
     name: str
@@ -46,6 +50,11 @@ class Knob:
     pattern: str
     geometry: str = ""
     launch: str = ""
+    also: tuple[tuple[str, str], ...] = ()
+
+    def sites(self) -> tuple[tuple[str, str], ...]:
+        """Every (file, pattern) the value is written to, the knob's own first."""
+        return ((self.file, self.pattern), *self.also)
 
 
 @attrs.frozen

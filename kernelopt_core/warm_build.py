@@ -203,8 +203,13 @@ def seed(baseline: Tree, candidate: Tree,
         return {"seeded": False, "why": "the trees' paths differ in length"}
     started = time.monotonic()
     moves = [(str(a).encode(), str(b).encode()) for a, b in pairs]
-    # the baseline's directories as a path escaped ("/my$ dir/…/base-src/") or relative
-    # ("../base-src/") still names them: any left after relocation means "do not seed"
+    # relative forms too: ccache with a base directory (kernelopt_core.cmake_support) writes
+    # dependency paths relative to the build directory ("../../base-src/…"); from inside the
+    # build directory a "../base-src/" can only name the workspace's own tree
+    moves += [(b"../" + a.name.encode() + b"/", b"../" + b.name.encode() + b"/")
+              for a, b in pairs if len(a.name) == len(b.name)]
+    # the baseline's directories as a path escaped ("/my$ dir/…/base-src/") or relative in
+    # another form still name them: any left after relocation means "do not seed"
     markers = tuple(b"/" + path.name.encode() for path in (baseline.src, baseline.build))
     staging = candidate.build.with_name(candidate.build.name + ".seeding")
     shutil.rmtree(staging, ignore_errors=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 
 from kernelopt_core import knobs
@@ -48,6 +49,15 @@ def test_knob_pattern_must_match_exactly_once() -> None:
     # a knob in a file the target may not edit: every tuner proposal would fail at `editable`
     with pytest.raises(UsageError, match="not one of the target's editable files"):
         knobs.current_values((knob,), {"a.c": b"#define X 1\n", "b.c": b""}, ("b.c",))
+    # its `also` places obey the same rules, and must hold the knob's value
+    coupled = attrs.evolve(knob, also=(("b.c", r"assert\(X == (\d+)\)"),))
+    with pytest.raises(UsageError, match="matches 0 times in b.c"):
+        knobs.current_values((coupled,), {"a.c": b"#define X 1\n", "b.c": b""})
+    with pytest.raises(UsageError, match="different values"):
+        knobs.current_values((coupled,), {"a.c": b"#define X 1\n", "b.c": b"assert(X == 2)"})
+    with pytest.raises(UsageError, match="not one of the target's editable files"):
+        knobs.current_values((coupled,), {"a.c": b"#define X 1\n", "b.c": b"assert(X == 1)"},
+                             ("a.c",))
 
 
 def test_settings_precedence_and_origins(tmp_path: Path, monkeypatch) -> None:

@@ -180,11 +180,12 @@ def test_compdb_failure_drops_the_log_not_the_build(tmp_path: Path) -> None:
 
 
 def test_paths_it_cannot_move_mean_a_cold_build_not_a_wrong_one(tmp_path: Path) -> None:
-    """A build file naming the baseline's tree relatively (or escaped: ninja writes a space
-    as `$ `) would make the candidate compile the baseline's source: nothing is seeded."""
+    """A build file naming the baseline's tree in a form the relocation does not move (a
+    relative path to the tree itself, not to a file in it; or escaped: ninja writes a space as
+    `$ `) would make the candidate use the baseline's: nothing is seeded."""
     base, cand = _trees(tmp_path)
     _build(base, tmp_path / "log.txt", "Ninja")
-    (base.build / "extra.ninja").write_text("build x: phony ../base-src/val.c\n")
+    (base.build / "extra.ninja").write_text("build x: phony ../base-src\n")
     note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
     assert note is not None and note["seeded"] is False and "extra.ninja" in str(note["why"])
     assert not cand.build.exists() and not (tmp_path / "cand-build.seeding").exists()
@@ -244,3 +245,18 @@ def test_a_second_workspace_builds_from_the_first_ones_ccache(tmp_path: Path) ->
     assert compiled >= 2 and stats[0][0] == 0  # the first workspace compiled everything
     assert stats[1] == (compiled, compiled)  # the second: only hits, as many as there were misses
     assert _show(trees[1]) == _show(trees[0])
+    # ccache wrote the second build's dependency paths relative ("../base-src/val.h"): the
+    # candidate still starts warm from it, and rebuilds only what its edit touches
+    deps = subprocess.run(["ninja", "-C", str(trees[1].build), "-t", "deps"], capture_output=True,
+                          text=True, check=True).stdout
+    assert "../base-src/val.h" in deps and str(trees[1].src) not in deps
+    cand = Tree("candidate", trees[1].src.with_name("cand-src"), trees[1].build.with_name("cand-build"))
+    shutil.copytree(trees[1].src, cand.src)
+    note = warm_build.seed(trees[1], cand, _spawn(tmp_path / "log.txt"))
+    assert note is not None and note["seeded"] is True, note
+    (cand.src / "val.c").write_text((cand.src / "val.c").read_text().replace("7 *", "5 *"))
+    for command in cmake_commands(cand.src, cand.src, cand.build, generator="Ninja", jobs=2):
+        result = process.run(attrs.evolve(command, env={**command.env, **env}), tmp_path / "log.txt")
+        assert result.ok, result.tail()
+    assert result.stdout.count("Building C object") == 1  # val.c alone
+    assert _show(cand) == "15 3"

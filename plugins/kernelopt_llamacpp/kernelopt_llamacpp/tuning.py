@@ -18,6 +18,12 @@
   ``rms_norm_mul_f32_cuda``). The pattern is made unique by the rest of the kernel's line, so
   it matches one place before and after any edit of digits.
 
+* a ``CUDA_<NAME>_BLOCK_SIZE`` that another op file pins with ``static_assert(NAME == V, ...)``
+  (softmax.cu: "These values need to be adjusted"): the assert names the values that must
+  change with it, so the knob writes the assert's V and every clamp ``(x > V ? V : x)`` to the
+  same V in that file too (the kernels' template block size, which must equal the launch's),
+  through the core's ``Knob.also``. Nothing else is coupled; a wrong coupling fails the tests.
+
 Values tried are the core's powers of two around the current value. Values that do not compile
 are dropped before the search by the compile probe (probe.py).
 """
@@ -79,14 +85,35 @@ def launch_pairs(text: str, path: str, op: str, function: str) -> list[Knob]:
     return knobs
 
 
+def pinned_with(texts: Mapping[str, str], name: str, value: str) -> tuple[tuple[str, str], ...]:
+    """The places that must change with define ``name`` (module docstring): in each file that
+    asserts ``name == value``, the assert's value and each clamp of an expression to it."""
+    sites: list[tuple[str, str]] = []
+    for path, text in sorted(texts.items()):
+        assert_ = rf"static_assert\(\s*{re.escape(name)}\s*==\s*(\d+)\b"
+        if [m.group(1) for m in re.finditer(assert_, text)] != [value]:
+            continue
+        sites.append((path, assert_))
+        clamp = re.compile(rf"\(\s*(\w+)\s*>\s*{value}\s*\?\s*{value}\s*:\s*(\w+)\s*\)")
+        for m in clamp.finditer(text):
+            if m.group(1) != m.group(2):
+                continue
+            exact = re.escape(m.group(0))
+            pattern = exact.replace(value, "(\\d+)", 1).replace(value, "(?P<mirror>\\d+)", 1)
+            if len(re.findall(pattern, text)) == 1:
+                sites.append((path, pattern))
+    return tuple(sites)
+
+
 def scan(files: Mapping[str, bytes], op: str, function: str = "") -> list[Knob]:
     knobs: list[Knob] = []
-    for path, data in sorted(files.items()):
-        text = data.decode("utf-8", errors="replace")
+    texts = {path: data.decode("utf-8", errors="replace") for path, data in files.items()}
+    for path, text in sorted(texts.items()):
         defines = BLOCK_DEFINE.findall(text)
         for name, stem, value in defines:
             if len(defines) == 1 or _belongs(stem, op):
-                knobs.append(Knob(name, path, powers_around(int(value), 32, 1024), define_pattern(name)))
+                knobs.append(Knob(name, path, powers_around(int(value), 32, 1024),
+                                  define_pattern(name), also=pinned_with(texts, name, value)))
         for i, m in enumerate(LAUNCH_BOUNDS.finditer(text)):
             pattern = anchored_pattern(text, m.start(1), m.end(1), r"__launch_bounds__\(\s*")
             if pattern:

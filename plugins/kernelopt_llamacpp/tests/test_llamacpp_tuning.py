@@ -99,3 +99,47 @@ def test_a_block_size_written_twice_is_one_knob_of_the_ops_own_launches() -> Non
     # a prototype of the op's function is not its body
     proto = "void ggml_cuda_op_rms_norm(ggml_backend_cuda_context & ctx, ggml_tensor * dst);\n"
     assert len(scan({"norm.cu": (proto + NORM_CU).encode()}, "RMS_NORM", "ggml_cuda_op_rms_norm")) == 2
+
+
+SOFTMAX_CUH = b"#pragma once\n#define CUDA_SOFT_MAX_BLOCK_SIZE 1024\n"
+SOFTMAX_CU = b"""template<int... Ns> static void launch(const params & p) {
+    auto launch_kernel = [=](auto I) -> bool {
+        constexpr int ncols = decltype(I)::value;
+        constexpr int block = (ncols > 1024 ? 1024 : ncols);
+        return p.ncols == ncols && go<ncols, block>(p);
+    };
+}
+static void soft_max_f32_cuda(const params & p) {
+    int nth = WARP_SIZE;
+    while (nth < p.ncols && nth < CUDA_SOFT_MAX_BLOCK_SIZE) nth *= 2;
+    const int big = (p.ncols > 1024 ? 1024 : p.ncols);
+    static_assert(CUDA_SOFT_MAX_BLOCK_SIZE == 1024, "These values need to be adjusted.");
+    launch<32, 64, 128, 256, 512, 1024, 2048, 4096>(p);
+}
+"""
+
+
+def test_a_define_pinned_by_a_static_assert_changes_with_what_the_assert_guards():
+    """llama.cpp's softmax.cu asserts CUDA_SOFT_MAX_BLOCK_SIZE == 1024 because its template
+    block size clamps to 1024 too: the knob writes the define, the assert and that clamp
+    together, and nothing else (not the list of column counts, not a clamp of an expression
+    whose two sides differ)."""
+    files = {"softmax.cuh": SOFTMAX_CUH, "softmax.cu": SOFTMAX_CU}
+    [knob] = scan(files, "SOFT_MAX")
+    assert knob.name == "CUDA_SOFT_MAX_BLOCK_SIZE" and [f for f, _ in knob.also] == [
+        "softmax.cu", "softmax.cu"]
+    assert current_values((knob,), files) == {knob.name: "1024"}
+    edited = apply((knob,), files, {knob.name: "256"})
+    assert edited["softmax.cuh"] == SOFTMAX_CUH.replace(b"1024", b"256")
+    assert edited["softmax.cu"] == SOFTMAX_CU.replace(
+        b"(ncols > 1024 ? 1024 : ncols)", b"(ncols > 256 ? 256 : ncols)").replace(
+        b"== 1024,", b"== 256,")
+    # the edited files are a parent a later candidate starts from: the same places again
+    assert current_values((knob,), edited) == {knob.name: "256"}
+    again = apply((knob,), edited, {knob.name: "512"})
+    assert current_values((knob,), again) == {knob.name: "512"}
+    # without the assert, or asserting another value, the define is free alone
+    unpinned = b"".join(line for line in SOFTMAX_CU.splitlines(True) if b"static_assert" not in line)
+    assert scan({"softmax.cuh": SOFTMAX_CUH, "softmax.cu": unpinned}, "SOFT_MAX")[0].also == ()
+    other = SOFTMAX_CU.replace(b"== 1024,", b"== 512,")
+    assert scan({"softmax.cuh": SOFTMAX_CUH, "softmax.cu": other}, "SOFT_MAX")[0].also == ()
