@@ -189,6 +189,11 @@ def test_paths_it_cannot_move_mean_a_cold_build_not_a_wrong_one(tmp_path: Path) 
     note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
     assert note is not None and note["seeded"] is False and "extra.ninja" in str(note["why"])
     assert not cand.build.exists() and not (tmp_path / "cand-build.seeding").exists()
+    # the same name inside a compiled object is a string nothing reads back: seeded
+    (base.build / "extra.ninja").unlink()
+    (base.build / "kernel.cu.o").write_bytes(b"\x7fELF\x00module ..//base-src/k.cu\x00")
+    note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
+    assert note is not None and note["seeded"] is True, note
 
 
 def test_a_directory_symlink_is_moved_too(tmp_path: Path) -> None:
