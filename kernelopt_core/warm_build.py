@@ -106,9 +106,10 @@ def rapidhash(data: bytes) -> int:
 
 HASHES: dict[int, Callable[[bytes], int]] = {5: murmur64a, 6: murmur64a, 7: rapidhash}
 # compiled objects and archives: a path left in them is a string (a source name for an assert
-# message, a module id), never one a build or a run reads. nvcc objects compiled through ccache
-# kept such strings (2 of ~290 files of llama.cpp's ggml-cuda on the H200), where build files,
-# depfiles and linked binaries (run paths) must be clean
+# message), never one a build or a run reads. nvcc compresses its device code, so a relative
+# "../base-src/…" there can lose its "../" to the compression (2 of ~290 ggml-cuda objects on
+# the H200, compiled through ccache). Build files, depfiles and linked binaries (their run
+# paths) must come out clean; a linked output ninja logged is rebuilt instead (_logged_outputs)
 INERT = frozenset({".o", ".obj", ".a"})
 
 
@@ -147,6 +148,18 @@ def _moved(data: bytes, moves: list[tuple[bytes, bytes]]) -> bytes:
     for old, new in moves:
         data = data.replace(old, new)
     return data
+
+
+def _logged_outputs(build: Path) -> set[str]:
+    """The outputs ninja's log names (paths relative to ``build``): what a build makes again
+    when it is missing. Linked libraries hold their objects' strings, among them a source path
+    inside a compressed CUDA fatbin, which no replacement can reach (ggml-cuda's shared library
+    on the H200): such an output is rebuilt rather than the whole tree."""
+    try:
+        lines = (build / LOG).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    except OSError:
+        return set()
+    return {fields[3] for fields in (line.split("\t") for line in lines[1:]) if len(fields) == 5}
 
 
 def _rehash_log(build: Path, moves: list[tuple[bytes, bytes]],
@@ -224,14 +237,21 @@ def seed(baseline: Tree, candidate: Tree,
     except (OSError, UnicodeError) as exc:  # unreadable, read-only: a clean build instead
         shutil.rmtree(staging, ignore_errors=True)
         return {"seeded": False, "why": f"{type(exc).__name__}: {exc}"[:500]}
+    # an output ninja logged is deleted instead, so the candidate's build makes it again
+    rebuilt = sorted(set(left) & _logged_outputs(staging))
+    left = [path for path in left if path not in rebuilt]
     if left:  # a path this cannot move would make the candidate build or run the baseline's
         shutil.rmtree(staging, ignore_errors=True)
         return {"seeded": False, "why": "baseline paths left after relocation (written "
                 f"escaped or relative) in {len(left)} file(s), e.g. {left[0]}"}
+    for path in rebuilt:
+        (staging / path).unlink()
     if candidate.build.exists():
         candidate.build.rmdir()  # empty (checked above)
     staging.rename(candidate.build)  # only a finished copy ever becomes the build directory
     note: dict[str, object] = {"seeded": True, "files_relocated": changed}
+    if rebuilt:
+        note["outputs_to_rebuild"] = rebuilt[:20]
     if (candidate.build / LOG).is_file():
         note["ninja_log_kept"], note["ninja_log_dropped"] = _rehash_log(
             candidate.build, moves, spawn)

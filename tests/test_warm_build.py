@@ -189,11 +189,18 @@ def test_paths_it_cannot_move_mean_a_cold_build_not_a_wrong_one(tmp_path: Path) 
     note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
     assert note is not None and note["seeded"] is False and "extra.ninja" in str(note["why"])
     assert not cand.build.exists() and not (tmp_path / "cand-build.seeding").exists()
-    # the same name inside a compiled object is a string nothing reads back: seeded
+    # the same name inside a compiled object is a string nothing reads back; inside a linked
+    # output that ninja logged (the library), that output is rebuilt: both seeded
     (base.build / "extra.ninja").unlink()
     (base.build / "kernel.cu.o").write_bytes(b"\x7fELF\x00module ..//base-src/k.cu\x00")
+    library = next(p for p in base.build.iterdir() if p.name.startswith("libval"))
+    library.write_bytes(library.read_bytes() + b"\x00lz4 ..//base-src/k.cu\x00")
     note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
     assert note is not None and note["seeded"] is True, note
+    assert note["outputs_to_rebuild"] == [library.name] and not (cand.build / library.name).exists()
+    out = _build(cand, tmp_path / "log.txt", "Ninja")
+    assert "Linking C shared library" in out and "Building C object" not in out
+    assert _show(cand) == "21 3"
 
 
 def test_a_directory_symlink_is_moved_too(tmp_path: Path) -> None:
