@@ -106,9 +106,10 @@ def rapidhash(data: bytes) -> int:
 
 HASHES: dict[int, Callable[[bytes], int]] = {5: murmur64a, 6: murmur64a, 7: rapidhash}
 # compiled objects and archives: a path left in them is a string (a source name for an assert
-# message), never one a build or a run reads. nvcc compresses its device code, so a relative
-# "../base-src/…" there can lose its "../" to the compression (2 of ~290 ggml-cuda objects on
-# the H200, compiled through ccache). Build files, depfiles and linked binaries (their run
+# message), never one a build or a run reads. On the H200, 2 of ~290 ggml-cuda objects compiled
+# through ccache (and the library linked from them) still named the baseline's tree in a form
+# the relocation did not find (not identified: the same compile on the dev VM wrote only
+# "../../base-src/…", which is moved). Build files, depfiles and linked binaries (their run
 # paths) must come out clean; a linked output ninja logged is rebuilt instead (_logged_outputs)
 INERT = frozenset({".o", ".obj", ".a"})
 
@@ -152,9 +153,9 @@ def _moved(data: bytes, moves: list[tuple[bytes, bytes]]) -> bytes:
 
 def _logged_outputs(build: Path) -> set[str]:
     """The outputs ninja's log names (paths relative to ``build``): what a build makes again
-    when it is missing. Linked libraries hold their objects' strings, among them a source path
-    inside a compressed CUDA fatbin, which no replacement can reach (ggml-cuda's shared library
-    on the H200): such an output is rebuilt rather than the whole tree."""
+    when it is missing. A linked library holds its objects' strings (INERT), and one that still
+    names the baseline (ggml-cuda's shared library on the H200) is rebuilt rather than the
+    whole tree."""
     try:
         lines = (build / LOG).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
     except OSError:
