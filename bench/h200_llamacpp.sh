@@ -131,10 +131,11 @@ PY
     save_llamacpp_run rmsnorm RMS_NORM "$REPO"
     ;;
   engine)  # reuses the SOFT_MAX workspace (warm build); adds llama-completion and llama-bench
-    python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
+    [ -f /tmp/random-llama.gguf ] || python3 -m kernelopt_llamacpp.gguf_model \
+      --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" --n-embd "${E2E_WIDTH:-256}" \
       --out /tmp/random-llama.gguf > "$OUT/engine-model.log" 2>&1
     kernelopt run-llamacpp --op SOFT_MAX --e2e-model /tmp/random-llama.gguf --iterations 3 \
-      --patience 2 --final-rounds 3 --budget-minutes ${BUDGET:-3} > "$OUT/engine.log" 2>&1 \
+      --patience 2 --final-rounds 3 --budget-minutes ${BUDGET_ENGINE:-${BUDGET:-3}} > "$OUT/engine.log" 2>&1 \
       || echo "exit $?" >> "$OUT/engine.log"
     save_llamacpp_run engine SOFT_MAX "$REPO"
     ;;
@@ -142,8 +143,11 @@ PY
   esac
 }
 
-built() {  # built N: the number of runs whose baseline build has finished (journal: warm_build)
-  grep -l '"event": "warm_build"' "$KERNELOPT_HOME"/runs/*/journal.jsonl 2>/dev/null | wc -l
+STARTED=/tmp/h200-llamacpp-started; touch "$STARTED"
+built() {  # runs of this call past their baseline build (journal: warm_build, or the baseline
+  # test's stage when a reused workspace had nothing to seed)
+  find "$KERNELOPT_HOME"/runs -name journal.jsonl -newer "$STARTED" 2>/dev/null \
+    | xargs -r grep -l -e '"event": "warm_build"' -e '"stage": "baseline test"' | wc -l
 }
 
 if [ "${PARALLEL:-0}" = stagger ]; then

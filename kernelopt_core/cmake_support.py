@@ -6,10 +6,11 @@ last configure did not finish: a failed configure leaves a CMakeCache.txt but no
 and skipping configure then would wedge the directory until it is deleted by hand.
 
 Where the build uses ccache (a project's compiler launcher; llama.cpp's GGML_CCACHE, on by
-default, picks it up from PATH), its base directory is the folder that holds every workspace,
-so that sources and flags name workspace paths relatively and one cache serves the baseline,
-the candidates and every later run's trees: a second run's clean build becomes cache hits.
-A base directory the user set is kept.
+default, picks it up from PATH), its base directory (``CCACHE_BASEDIR``) is the folder that
+holds every workspace, so that sources and flags name workspace paths relatively and one cache
+serves the baseline trees of every workspace: another op's, a later run's clean build becomes
+cache hits. (A candidate tree's paths name ``cand-src``: it hits only its own earlier objects.)
+A ``CCACHE_BASEDIR`` already in the environment is kept; a ``base_dir`` in ccache.conf is not.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def cmake_commands(cwd: Path, source: Path, build: Path, args: Sequence[str] = (
 
 def ccache_env(source: Path, build: Path) -> dict[str, str]:
     """``CCACHE_BASEDIR`` (module docstring): the parent of the folder holding both trees (a
-    workspace), unless the user set one or the trees share no folder below the root."""
+    workspace), unless the environment has one or that parent would be the root."""
     if os.environ.get("CCACHE_BASEDIR"):
         return {}
     shared = Path(os.path.commonpath([source.resolve(), build.resolve()]))

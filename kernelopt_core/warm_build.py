@@ -238,8 +238,11 @@ def seed(baseline: Tree, candidate: Tree,
     except (OSError, UnicodeError) as exc:  # unreadable, read-only: a clean build instead
         shutil.rmtree(staging, ignore_errors=True)
         return {"seeded": False, "why": f"{type(exc).__name__}: {exc}"[:500]}
-    # an output ninja logged is deleted instead, so the candidate's build makes it again
-    rebuilt = sorted(set(left) & _logged_outputs(staging))
+    # an output ninja logged (not the build system CMake regenerates through ninja) is
+    # deleted instead, so the candidate's build makes it again
+    rebuilt = sorted(path for path in set(left) & _logged_outputs(staging)
+                     if Path(path).suffix not in (".ninja", ".cmake", ".txt", ".json")
+                     and Path(path).name != "Makefile")
     left = [path for path in left if path not in rebuilt]
     if left:  # a path this cannot move would make the candidate build or run the baseline's
         shutil.rmtree(staging, ignore_errors=True)
@@ -252,7 +255,7 @@ def seed(baseline: Tree, candidate: Tree,
     staging.rename(candidate.build)  # only a finished copy ever becomes the build directory
     note: dict[str, object] = {"seeded": True, "files_relocated": changed}
     if rebuilt:
-        note["outputs_to_rebuild"] = rebuilt[:20]
+        note["outputs_to_rebuild"], note["outputs_to_rebuild_count"] = rebuilt[:20], len(rebuilt)
     if (candidate.build / LOG).is_file():
         note["ninja_log_kept"], note["ninja_log_dropped"] = _rehash_log(
             candidate.build, moves, spawn)

@@ -272,3 +272,10 @@ def test_a_second_workspace_builds_from_the_first_ones_ccache(tmp_path: Path) ->
         assert result.ok, result.tail()
     assert result.stdout.count("Building C object") == 1  # val.c alone
     assert _show(cand) == "15 3"
+    # the moved dependency paths name the candidate's header: editing it rebuilds its includers
+    (cand.src / "val.h").write_text((cand.src / "val.h").read_text().replace("FACTOR 3", "FACTOR 4"))
+    for command in cmake_commands(cand.src, cand.src, cand.build, generator="Ninja", jobs=2):
+        result = process.run(attrs.evolve(command, env={**command.env, **env}), tmp_path / "log.txt")
+        assert result.ok, result.tail()
+    assert result.stdout.count("Building C object") == 2  # val.c and main.c
+    assert _show(cand) == "20 4" and _show(trees[1]) == "21 3"

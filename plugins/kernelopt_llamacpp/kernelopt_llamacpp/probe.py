@@ -70,26 +70,32 @@ def _first_error(output: str) -> str:
     return (errors[0] if errors else output[-300:]).strip()
 
 
+JOB_LIMIT_S = 600  # one compile; past it the value is not judged
+
+
 def _compile_all(jobs: dict[str, tuple[dict[str, Any], Path, Path]],
-                 scratch: Path) -> dict[str, tuple[bool, str]]:
+                 scratch: Path) -> dict[str, tuple[bool | None, str]]:
     """Each job (its compile command's entry, the source to read, the object to write)
-    compiled, as (ok, first error line). The jobs are independent: with ninja on PATH they
-    run at once, one per CPU, from one ninja child (a 16-core H200 probed ROPE's five values
-    one after another in 60 s); without it, one after another."""
+    compiled, as (ok, first error line); ok is None when the compile did not finish (killed,
+    timed out, never started): that says nothing of the value. The jobs are independent: with
+    ninja on PATH they run at once, one per CPU, from one ninja child (a 16-core H200 probed
+    ROPE's five values one after another in 60 s); without it, one after another."""
     ninja = shutil.which("ninja")
     if ninja is None or len(jobs) < 2:
-        out = {}
+        out: dict[str, tuple[bool | None, str]] = {}
         for key, (entry, source, obj) in jobs.items():
             result = run_process(Command(tuple(compile_argv(entry, source, obj)),
-                                         Path(entry["directory"]), timeout_s=600,
+                                         Path(entry["directory"]), timeout_s=JOB_LIMIT_S,
                                          label=f"probe {source.name}"))
-            out[key] = (result.ok, _first_error(result.tail(4000)))
+            finished = not (result.timed_out or result.missing) and 0 <= result.returncode < 128
+            out[key] = (result.ok if finished else None, _first_error(result.tail(4000)))
         return out
     scratch.mkdir(parents=True, exist_ok=True)
     edges = ["rule job\n  command = sh $in\n"]
     for n, (entry, source, obj) in enumerate(jobs.values()):
-        argv = shlex.join(compile_argv(entry, source, obj))
-        (scratch / f"job{n}.sh").write_text(
+        argv = shlex.join(["timeout", "-s", "KILL", str(JOB_LIMIT_S),
+                           *compile_argv(entry, source, obj)])
+        (scratch / f"job{n}.sh").write_text(  # no status file: not judged
             f"cd {shlex.quote(entry['directory'])} || exit 0\n{argv} > "
             f"{shlex.quote(str(scratch / f'job{n}.log'))} 2>&1\n"
             f"echo $? > {shlex.quote(str(scratch / f'job{n}.status'))}\n")
@@ -97,15 +103,17 @@ def _compile_all(jobs: dict[str, tuple[dict[str, Any], Path, Path]],
     (scratch / "build.ninja").write_text("".join(edges))
     result = run_process(Command((ninja, "-C", str(scratch), "-k", "0", "-j",
                                   str(max(1, min(len(jobs), os.cpu_count() or 1)))),
-                                 scratch, timeout_s=1800, label="probe (ninja)"))
+                                 scratch, timeout_s=JOB_LIMIT_S * len(jobs),
+                                 label="probe (ninja)"))
     out = {}
     for n, key in enumerate(jobs):
         status, log = scratch / f"job{n}.status", scratch / f"job{n}.log"
-        if not status.is_file():  # never ran: say why rather than guess
-            out[key] = (False, f"not compiled: {_first_error(result.tail(4000))}")
-            continue
         text = log.read_text(errors="replace") if log.is_file() else ""
-        out[key] = (status.read_text().strip() == "0", _first_error(text))
+        code = status.read_text().strip() if status.is_file() else ""
+        if not code.isdigit() or int(code) >= 124:  # timeout's 124/137, a signal, no status
+            out[key] = (None, _first_error(text or result.tail(4000)))
+        else:
+            out[key] = (code == "0", _first_error(text))
     return out
 
 
@@ -136,10 +144,13 @@ def probe(build: Path, src: Path, probe_dir: Path, tus: list[str]) -> dict[str, 
                              for v in variants for tu in tus}, probe_dir / "jobs")
     results: dict[str, dict[str, Any]] = {}
     for variant in variants:
-        failed = [(tu, compiled[f"{variant['id']}\t{tu}"][1]) for tu in tus
-                  if not compiled[f"{variant['id']}\t{tu}"][0]]
-        results[variant["id"]] = {"ok": False, "error": f"{failed[0][0]}: {failed[0][1]}"[:500]} \
-            if failed else {"ok": True}
+        got = {tu: compiled[f"{variant['id']}\t{tu}"] for tu in tus}
+        failed = [(tu, error) for tu, (ok, error) in got.items() if ok is False]
+        if failed:
+            results[variant["id"]] = {"ok": False, "error": f"{failed[0][0]}: {failed[0][1]}"[:500]}
+        elif all(ok for ok, _ in got.values()):
+            results[variant["id"]] = {"ok": True}
+        # else a compile did not finish: no result, so the core keeps the value
     return results
 
 

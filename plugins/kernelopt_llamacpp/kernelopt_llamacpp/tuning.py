@@ -87,21 +87,27 @@ def launch_pairs(text: str, path: str, op: str, function: str) -> list[Knob]:
 
 def pinned_with(texts: Mapping[str, str], name: str, value: str) -> tuple[tuple[str, str], ...]:
     """The places that must change with define ``name`` (module docstring): in each file that
-    asserts ``name == value``, the assert's value and each clamp of an expression to it."""
+    asserts ``name == value``, the assert's value and each clamp of an expression to it. None
+    at all when a clamp cannot be told apart from another (its pattern would match twice):
+    coupling only some of them would compile values whose launch and kernel disagree."""
     sites: list[tuple[str, str]] = []
     for path, text in sorted(texts.items()):
         assert_ = rf"static_assert\(\s*{re.escape(name)}\s*==\s*(\d+)\b"
         if [m.group(1) for m in re.finditer(assert_, text)] != [value]:
             continue
         sites.append((path, assert_))
-        clamp = re.compile(rf"\(\s*(\w+)\s*>\s*{value}\s*\?\s*{value}\s*:\s*(\w+)\s*\)")
+        clamp = re.compile(rf"\(\s*(\w+)\s*>\s*({value})\s*\?\s*({value})\s*:\s*(\w+)\s*\)")
         for m in clamp.finditer(text):
-            if m.group(1) != m.group(2):
+            if m.group(1) != m.group(4):
                 continue
-            exact = re.escape(m.group(0))
-            pattern = exact.replace(value, "(\\d+)", 1).replace(value, "(?P<mirror>\\d+)", 1)
-            if len(re.findall(pattern, text)) == 1:
-                sites.append((path, pattern))
+            # the two numbers as groups (the second a mirror), the rest of the text as it is
+            cut = [m.start(0), m.start(2), m.end(2), m.start(3), m.end(3), m.end(0)]
+            parts = [text[a:b] for a, b in zip(cut, cut[1:], strict=False)]
+            pattern = (re.escape(parts[0]) + r"(\d+)" + re.escape(parts[2])
+                       + r"(?P<mirror>\d+)" + re.escape(parts[4]))
+            if len(re.findall(pattern, text)) != 1:
+                return ()
+            sites.append((path, pattern))
     return tuple(sites)
 
 

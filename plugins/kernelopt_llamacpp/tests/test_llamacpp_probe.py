@@ -5,6 +5,7 @@ fixture gets the same kind of pin and the whole loop runs)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,31 @@ def test_values_a_static_assert_refuses_never_become_candidates(tmp_path: Path) 
     # its scratch is gone, its log stays (the unedited control compile, then each value)
     assert [p.name for p in (run_dir / "knob-probe").iterdir() if p.is_dir()] == []
     assert (run_dir / "knob-probe" / "probe.log").is_file()
+
+
+def test_a_compile_that_did_not_finish_judges_nothing(tmp_path: Path) -> None:
+    """All values at once through ninja: a value that compiles is ok, one that fails is not,
+    and one whose compile never finished (here: its directory is gone) has no verdict, so the
+    core keeps it; the same alone, without ninja's fan-out."""
+    from kernelopt_llamacpp.probe import _compile_all
+
+    if shutil.which("cc") is None or shutil.which("ninja") is None:
+        pytest.skip("needs cc and ninja")
+    build = tmp_path / "build"
+    build.mkdir()
+    good, bad = tmp_path / "good.c", tmp_path / "bad.c"
+    good.write_text("int f(void) { return 1; }\n")
+    bad.write_text('_Static_assert(0, "These values need to be adjusted.");\n')
+
+    def entry(directory: Path, source: Path) -> dict[str, object]:
+        return {"directory": str(directory), "file": str(source),
+                "arguments": ["cc", "-c", str(source), "-o", "x.o"]}
+
+    jobs = {"good": (entry(build, good), good, tmp_path / "good.o"),
+            "bad": (entry(build, bad), bad, tmp_path / "bad.o"),
+            "gone": (entry(tmp_path / "no-such-dir", good), good, tmp_path / "gone.o")}
+    out = _compile_all(jobs, tmp_path / "jobs")  # type: ignore[arg-type]
+    assert out["good"][0] is True and out["gone"][0] is None
+    assert out["bad"][0] is False and "need to be adjusted" in out["bad"][1]
+    alone = _compile_all({"gone": jobs["gone"]}, tmp_path / "alone")  # type: ignore[arg-type]
+    assert alone["gone"][0] is None

@@ -112,14 +112,14 @@ SOFTMAX_CU = b"""template<int... Ns> static void launch(const params & p) {
 static void soft_max_f32_cuda(const params & p) {
     int nth = WARP_SIZE;
     while (nth < p.ncols && nth < CUDA_SOFT_MAX_BLOCK_SIZE) nth *= 2;
-    const int big = (p.ncols > 1024 ? 1024 : p.ncols);
+    const int big = (n1024 > 1024 ? 1024 : ncols);
     static_assert(CUDA_SOFT_MAX_BLOCK_SIZE == 1024, "These values need to be adjusted.");
     launch<32, 64, 128, 256, 512, 1024, 2048, 4096>(p);
 }
 """
 
 
-def test_a_define_pinned_by_a_static_assert_changes_with_what_the_assert_guards():
+def test_a_define_pinned_by_a_static_assert_changes_with_what_the_assert_guards() -> None:
     """llama.cpp's softmax.cu asserts CUDA_SOFT_MAX_BLOCK_SIZE == 1024 because its template
     block size clamps to 1024 too: the knob writes the define, the assert and that clamp
     together, and nothing else (not the list of column counts, not a clamp of an expression
@@ -143,3 +143,13 @@ def test_a_define_pinned_by_a_static_assert_changes_with_what_the_assert_guards(
     assert scan({"softmax.cuh": SOFTMAX_CUH, "softmax.cu": unpinned}, "SOFT_MAX")[0].also == ()
     other = SOFTMAX_CU.replace(b"== 1024,", b"== 512,")
     assert scan({"softmax.cuh": SOFTMAX_CUH, "softmax.cu": other}, "SOFT_MAX")[0].also == ()
+    # the value inside a name is not the clamp's: only the numbers are written
+    named = SOFTMAX_CU.replace(b"(ncols > 1024 ? 1024 : ncols)", b"(n1024 > 1024 ? 1024 : n1024)")
+    files = {"softmax.cuh": SOFTMAX_CUH, "softmax.cu": named}
+    [knob] = scan(files, "SOFT_MAX")
+    assert b"(n1024 > 128 ? 128 : n1024)" in apply((knob,), files, {knob.name: "128"})["softmax.cu"]
+    # a clamp written twice alike cannot be told apart: nothing is coupled, the define stays
+    # pinned (the compile probe then drops its values)
+    twice = SOFTMAX_CU.replace(b"        return p.ncols",
+                               b"        int c = (ncols > 1024 ? 1024 : ncols);\n        return p.ncols")
+    assert scan({"softmax.cuh": SOFTMAX_CUH, "softmax.cu": twice}, "SOFT_MAX")[0].also == ()
