@@ -85,3 +85,36 @@ def test_a_compile_that_did_not_finish_judges_nothing(tmp_path: Path) -> None:
     assert out["bad"][0] is False and "need to be adjusted" in out["bad"][1]
     alone = _compile_all({"gone": jobs["gone"]}, tmp_path / "alone")  # type: ignore[arg-type]
     assert alone["gone"][0] is None
+
+
+@pytest.mark.slow
+def test_a_define_pinned_with_its_clamp_is_searched_as_one_knob(tmp_path: Path) -> None:
+    """llama.cpp's softmax.cu pattern on the fixture: the block size asserted equal to 64 and
+    clamped to 64 in the kernel file. The whole loop then tries other values with the assert
+    and the clamp moved along: every value compiles, builds and passes the op's test."""
+    repo = copy_fixture(tmp_path / "llama.cpp")
+    softmax = repo / "ggml" / "src" / "ggml-cuda" / "softmax.cu"
+    text = softmax.read_text()
+    assert "    const int block_size = CUDA_SOFT_MAX_BLOCK_SIZE;\n" in text
+    softmax.write_text(text.replace(
+        "    const int block_size = CUDA_SOFT_MAX_BLOCK_SIZE;\n",
+        "    const int block_size = (CUDA_SOFT_MAX_BLOCK_SIZE > 64 ? 64 : CUDA_SOFT_MAX_BLOCK_SIZE);\n")
+        + '\nstatic_assert(CUDA_SOFT_MAX_BLOCK_SIZE == 64, "These values need to be adjusted.");\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--repo", str(repo), "--iterations", "2",
+                   "--patience", "2", "--screen-runs", "1", "--final-rounds", "2", "--seeds", "1"],
+                  work)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    [run_dir] = (work / ".kernelopt" / "runs").iterdir()
+    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    [knobs] = [e for e in events if e["event"] == "knobs"]
+    assert knobs["knobs"][0]["also"] == ["ggml/src/ggml-cuda/softmax.cu"] * 2
+    [probe] = [e for e in events if e["event"] == "knob_probe"]
+    assert probe["ok"] and probe["failed"] == {}  # alone, the define would fail every value
+    candidates = [e for e in events if e["event"] == "candidate" and "knobs" in e]
+    assert candidates and all(e["knobs"]["CUDA_SOFT_MAX_BLOCK_SIZE"] != "64" for e in candidates)
+    assert all(sorted(e["files"]) == ["ggml/src/ggml-cuda/softmax.cu", "ggml/src/ggml-cuda/softmax.cuh"]
+               for e in candidates)
+    gates = [e for e in events if e["event"] == "gate" and e["gate"] in ("build", "correctness")]
+    assert len(gates) == 2 * len(candidates) and all(e["passed"] for e in gates), gates
