@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kernelopt_llamacpp.probe import Unredirectable, compile_argv
@@ -30,20 +31,25 @@ def test_the_command_reads_the_variant_and_writes_only_its_object(tmp_path: Path
         compile_argv({**entry, "command": "nvcc @flags.rsp"}, tmp_path / "a.cu", tmp_path / "a.o")
 
 
+def _run_softmax(repo: Path, work: Path, iterations: int) -> tuple[Path, list[dict[str, Any]]]:
+    """A short tuner run of SOFT_MAX on ``repo``: its run directory and journal events."""
+    work.mkdir()
+    result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--repo", str(repo), "--iterations",
+                   str(iterations), "--patience", str(iterations), "--screen-runs", "1",
+                   "--final-rounds", "2", "--seeds", "1"], work)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    [run_dir] = (work / ".kernelopt" / "runs").iterdir()
+    return run_dir, [json.loads(line) for line in
+                     (run_dir / "journal.jsonl").read_text().splitlines()]
+
+
 @pytest.mark.slow
 def test_values_a_static_assert_refuses_never_become_candidates(tmp_path: Path) -> None:
     repo = copy_fixture(tmp_path / "llama.cpp")
     softmax = repo / "ggml" / "src" / "ggml-cuda" / "softmax.cu"
     softmax.write_text(softmax.read_text() + '\nstatic_assert(CUDA_SOFT_MAX_BLOCK_SIZE <= 128, '
                        '"These values need to be adjusted.");\n')
-    work = tmp_path / "work"
-    work.mkdir()
-    result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--repo", str(repo), "--iterations", "3",
-                   "--patience", "3", "--screen-runs", "1", "--final-rounds", "2", "--seeds", "1"],
-                  work)
-    assert result.returncode in (0, 1), result.stdout + result.stderr
-    [run_dir] = (work / ".kernelopt" / "runs").iterdir()
-    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    run_dir, events = _run_softmax(repo, tmp_path / "work", iterations=3)
     [probe] = [e for e in events if e["event"] == "knob_probe"]
     assert probe["ok"] and sorted(probe["failed"]["CUDA_SOFT_MAX_BLOCK_SIZE"], key=int) == [
         "256", "512", "1024"]
@@ -100,14 +106,7 @@ def test_a_define_pinned_with_its_clamp_is_searched_as_one_knob(tmp_path: Path) 
         "    const int block_size = CUDA_SOFT_MAX_BLOCK_SIZE;\n",
         "    const int block_size = (CUDA_SOFT_MAX_BLOCK_SIZE > 64 ? 64 : CUDA_SOFT_MAX_BLOCK_SIZE);\n")
         + '\nstatic_assert(CUDA_SOFT_MAX_BLOCK_SIZE == 64, "These values need to be adjusted.");\n')
-    work = tmp_path / "work"
-    work.mkdir()
-    result = _run(["run-llamacpp", "--op", "SOFT_MAX", "--repo", str(repo), "--iterations", "2",
-                   "--patience", "2", "--screen-runs", "1", "--final-rounds", "2", "--seeds", "1"],
-                  work)
-    assert result.returncode in (0, 1), result.stdout + result.stderr
-    [run_dir] = (work / ".kernelopt" / "runs").iterdir()
-    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    _, events = _run_softmax(repo, tmp_path / "work", iterations=2)
     [knobs] = [e for e in events if e["event"] == "knobs"]
     assert knobs["knobs"][0]["also"] == ["ggml/src/ggml-cuda/softmax.cu"] * 2
     [probe] = [e for e in events if e["event"] == "knob_probe"]
