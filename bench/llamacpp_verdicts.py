@@ -1,7 +1,7 @@
 """verdicts.json for issue 12, from the runs bench/h200_llamacpp.sh saved (each part's folder:
 journal.jsonl, summary.json and the op's pin):
 
-    python3 bench/llamacpp_verdicts.py OUT.json PART_DIR [PART_DIR ...]
+    python3 bench/llamacpp_verdicts.py OUT.json PART_DIR [PART_DIR ...] [--builds PART_DIR ...]
 
 One object per run: op, case, checkable, status, speedup, candidates_built, clean_build_s (the
 baseline's build step: configure + clean build), candidate_cycle_s (median over the built
@@ -9,6 +9,11 @@ candidates of build + correctness + screen, from their gate events), engine (gen
 before and after — 1000 / the median ms per token the engine gate's rounds measured — and
 whether the outputs matched, when the engine gate ran). Only what the journal holds; a missing value is
 null, never a guess.
+
+A run that reused an earlier run's workspace (no ``warm_build`` event: its baseline tree was
+already built) has no clean build of its own: its clean_build_s is null, unless a run of the
+same op and tree among the ``--builds`` folders built one; that run's time is then used, and
+``clean_build_from`` names its folder.
 """
 
 from __future__ import annotations
@@ -68,7 +73,9 @@ def verdict(part: Path) -> dict[str, Any]:
         "status": summary.get("status"), "speedup": summary.get("speedup"),
         "report_line": summary.get("report_line"),
         "candidates_built": built, "candidates": len(results),
-        "clean_build_s": _stage_seconds(events, "baseline build"),
+        "workspace_reused": not any(e["event"] == "warm_build" for e in events),
+        "clean_build_s": _stage_seconds(events, "baseline build")
+        if any(e["event"] == "warm_build" for e in events) else None,
         "candidate_cycle_s": round(statistics.median(cycles), 1) if cycles else None,
         "candidate_cycles_s": [round(c, 1) for c in cycles],
         # the engine reports ms per generated token (its time_ms): tokens/s is 1000 / median
@@ -80,8 +87,16 @@ def verdict(part: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    out, parts = Path(argv[0]), [Path(p) for p in argv[1:]]
+    split = argv.index("--builds") if "--builds" in argv else len(argv)
+    out, parts = Path(argv[0]), [Path(p) for p in argv[1:split]]
+    builds = [verdict(Path(p)) for p in argv[split + 1:] if (Path(p) / "journal.jsonl").is_file()]
     rows = [verdict(p) for p in parts if (p / "journal.jsonl").is_file()]
+    for row in rows:
+        lender = next((b for b in builds if row["clean_build_s"] is None and b["clean_build_s"]
+                       and (b["op"], b["root"]) == (row["op"], row["root"])), None)
+        if lender is not None:
+            row["clean_build_s"], row["clean_build_from"] = lender["clean_build_s"], argv[
+                split + 1 + builds.index(lender)]
     out.write_text(json.dumps(rows, indent=1) + "\n")
     for row in rows:
         print(row["part"], row["op"], row["status"], row["candidates_built"],

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# ROPE's correctness check is three independent test-backend-ops runs (one per core seed) of
+# ~15 s each with -j 16. Is the run CPU-bound (then nothing to gain) or waiting on the GPU (then
+# the seeds' runs could overlap)? Times one run at -j 16 and -j 32, and three runs at once with
+# -j 16 and with -j 5 each. Needs .whl/llama.cpp-trimmed.tar.gz; results in $OUT/rope-testjobs.txt.
+set -uo pipefail
+OUT=${OUT:-bench/results/out}; mkdir -p "$OUT"
+REPO=/tmp/llama.cpp B=/tmp/llamacpp-build-jobs
+[ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
+t0=$(date +%s)
+cmake -S "$REPO" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=native -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+  -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_TOOLS=OFF -DGGML_CUDA_FA=OFF > "$OUT/configure.log" 2>&1
+cmake --build "$B" --target test-backend-ops -j "$(nproc)" > "$OUT/build.log" 2>&1
+echo "build $(( $(date +%s) - t0 )) s" | tee "$OUT/rope-testjobs.txt"
+one() {  # one LABEL JOBS: a test run, its seconds and OK count
+  local s; s=$(date +%s.%N)
+  "$B/bin/test-backend-ops" test -o ROPE -b CUDA0 -j "$2" > "$OUT/$1.txt" 2>&1; local rc=$?
+  echo "$1 -j $2 rc $rc $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$s" "$(date +%s.%N)") s $(grep -c ': .*OK' "$OUT/$1.txt") OK"
+}
+one single16 16 | tee -a "$OUT/rope-testjobs.txt"
+for j in 16 5; do
+  s=$(date +%s.%N)
+  one "three${j}-a" "$j" > "$OUT/three$j-a.line" & one "three${j}-b" "$j" > "$OUT/three$j-b.line" &
+  one "three${j}-c" "$j" > "$OUT/three$j-c.line" & wait
+  cat "$OUT"/three$j-?.line >> "$OUT/rope-testjobs.txt"
+  echo "three at once -j $j: $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$s" "$(date +%s.%N)") s" | tee -a "$OUT/rope-testjobs.txt"
+done
+one single32 32 | tee -a "$OUT/rope-testjobs.txt"
+nproc >> "$OUT/rope-testjobs.txt"
