@@ -81,7 +81,9 @@ class JointSearch:
     max_evaluations: int | None = None
     within_budget: Callable[[], bool] = lambda: True  # e.g. GPU seconds left
     descents: int = 3  # how far down the ranking a descent may start
-    per_batch: int = 1  # points expanded per screened batch
+    # a descent batch takes the next minimum's moves too while it holds fewer configurations
+    # than this: each batch also times the tree once, so a batch of one pays double
+    fill: int = 4
     batch: int = 8  # most configurations per evaluate() call
     seed: int = 0
     start_cost: float | None = None
@@ -187,8 +189,9 @@ class JointSearch:
 
     def _descend(self) -> None:
         """Best-first: the best screened points with unscreened moves get them screened (one
-        batch: each point's single moves, else its two-knob moves), ``per_batch`` points at
-        a time (each batch also times the tree once, so tiny batches waste); a worse point's
+        batch: each point's single moves, else its two-knob moves), the next point's too while
+        the batch holds fewer than ``fill`` configurations (each batch also times the tree
+        once, so tiny batches waste); a worse point's
         turn comes when every better one is surrounded by screened configurations. Only a
         point no screened neighbour beats starts a descent: one with a better neighbour lies
         on the slope of a basin a better point is already descending (``descents`` basins at
@@ -201,15 +204,12 @@ class JointSearch:
             minima = [p for c, p in ranked
                       if c <= limit and self._unbeaten(p, c)][: self.descents]
             batch: list[Point] = []
-            expanded = 0
             for point in minima:
                 moves = [m for m in self._moves(point, False) if m not in self.costs]
                 if not moves and len(self.knobs) > 1:
                     moves = [m for m in self._moves(point, True) if m not in self.costs]
-                if moves:
-                    batch += moves
-                    expanded += 1
-                if expanded >= self.per_batch:
+                batch += [m for m in moves if m not in batch]
+                if len(batch) >= self.fill:
                     break
             if not batch:
                 return  # the best basins' minima are surrounded by screened configurations
