@@ -15,7 +15,9 @@ The wrapper exists for what the bare tool does not do:
   ``perf -o OP -b CUDA0`` once and chooses. With the harness (``--harness``: the tree's
   test-backend-ops also runs the perf cases in test mode, harness.py) it takes the largest
   ``us/run`` of all and tests that case alone; without it, it runs ``test -o OP`` and takes the
-  largest among the perf cases the test set also holds, else the largest of all. The pin is
+  largest among the perf cases the test set also holds, else the largest of all. Cases within
+  5 % of the largest count as a tie, broken by bytes moved, then by name, so that another
+  machine's reading does not pin another case. The pin is
   *checkable* when the chosen case passed in test mode on the baseline (otherwise the shape gate
   cannot check the timed shape: at best matched). It is written to the pin file (JSON) that
   every later invocation, baseline's or candidate's, reads; a pin made with the harness is not
@@ -112,16 +114,27 @@ def case_name(op: str, case: str) -> str:
     return case if case.startswith(f"{op}(") else f"{op}({case})"
 
 
+TIE = 0.05  # us/run readings this close are not told apart by one perf run
+
+
 def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
            checkable: tuple[str, ...] = ()) -> PerfCase | None:
     """The pinned case: ``wanted`` if given (full string or params), else the largest us/run
-    among the cases in ``checkable`` (the test set's), else the largest us/run of all."""
+    among the cases in ``checkable`` (the test set's), else the largest us/run of all; of
+    cases within ``TIE`` of the largest, the one that moves the most bytes (then by name)."""
     mine = [c for c in cases if c.op == op]
     if wanted:
         name = case_name(op, wanted)
         return next((c for c in mine if c.name == name), None)
-    covered = [c for c in mine if c.name in checkable]
-    return max(covered or mine, key=lambda c: c.us, default=None)
+    pool = [c for c in mine if c.name in checkable] or mine
+    if not pool:
+        return None
+    # cases within TIE of the heaviest are one measurement's noise apart (ROPE has three
+    # within 3 %, and H200 runs pinned different ones): among them the choice is by what the
+    # case is, not by this run's reading — the most bytes, then the name
+    heaviest = max(c.us for c in pool)
+    close = [c for c in pool if c.us >= heaviest * (1 - TIE)]
+    return max(close, key=lambda c: (c.kb or 0, c.name))
 
 
 def bench_line(timed: PerfCase) -> str:
@@ -195,8 +208,9 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
            "kb": chosen.kb, "checkable": chosen.name in tested.ok,
            "harness": harness,
            "chosen_by": "--case" if wanted else "largest us/run of all perf cases (the harness "
-           "lets test mode check any)" if harness else "largest us/run of the perf cases the "
-           "test set also holds (else of all perf cases)",
+           "lets test mode check any; within 5 %: most bytes, then name)" if harness else
+           "largest us/run of the perf cases the test set also holds (else of all perf cases; "
+           "within 5 %: most bytes, then name)",
            "candidates": [{"case": c.name, "us": c.us} for c in cases if c.op == op]}
     pin_path.parent.mkdir(parents=True, exist_ok=True)
     pin_path.write_text(json.dumps(pin, indent=1))

@@ -190,3 +190,18 @@ def test_the_added_perf_case_lands_in_the_perf_function_only() -> None:
     patched = harness.patched(tool) or ""
     assert harness.ENV in patched  # the selection is patched
     assert "{4096, 512, 1, 1}" not in patched  # the perf function has no `return test_cases;`
+
+
+def test_cases_within_noise_of_the_heaviest_are_chosen_by_bytes_then_name():
+    """ROPE's perf cases on the H200 (call 6's pin file): three within 3 % of each other, whose
+    order one perf run may swap; the pin must not depend on it."""
+    rope = ("ne_a=[128,64,512,1],n_dims=128,mode=0,n_ctx=512,fs=1.000000,ef=0.000000,"
+            "af=1.000000,ff=0,v=0,inplace=0,n_offs=0")
+    f16 = tbo.PerfCase("ROPE", f"type=f16,{rope}", 100, 21.65, 16384)
+    f32 = tbo.PerfCase("ROPE", f"type=f32,{rope}", 100, 21.41, 32768)
+    f32v = tbo.PerfCase("ROPE", f"type=f32,{rope.replace('v=0', 'v=1')}", 100, 20.96, 32768)
+    small = tbo.PerfCase("ROPE", "type=f32,ne_a=[64,8,512,1]", 100, 5.97, 2048)
+    for order in ([f16, f32, f32v, small], [small, f32v, f32, f16]):
+        assert tbo.choose(order, "ROPE") == f32v  # most bytes; by name, v=1 after v=0
+    slower = tbo.PerfCase("ROPE", f"type=f16,{rope}", 100, 30.0, 16384)
+    assert tbo.choose([f32, slower], "ROPE") == slower  # 29 % apart: not a tie
