@@ -112,6 +112,10 @@ HASHES: dict[int, Callable[[bytes], int]] = {5: murmur64a, 6: murmur64a, 7: rapi
 # "../../base-src/…", which is moved). Build files, depfiles and linked binaries (their run
 # paths) must come out clean; a linked output ninja logged is rebuilt instead (_logged_outputs)
 INERT = frozenset({".o", ".obj", ".a"})
+# the build system's own files, which CMake may regenerate through ninja: one that still names
+# the baseline is never deleted to be rebuilt (that would rerun the configure): no seeding
+BUILD_SYSTEM_SUFFIXES = frozenset({".ninja", ".cmake", ".txt", ".json"})
+BUILD_SYSTEM_NAMES = frozenset({"Makefile"})
 
 
 def _relocate(directory: Path, moves: list[tuple[bytes, bytes]],
@@ -238,11 +242,11 @@ def seed(baseline: Tree, candidate: Tree,
     except (OSError, UnicodeError) as exc:  # unreadable, read-only: a clean build instead
         shutil.rmtree(staging, ignore_errors=True)
         return {"seeded": False, "why": f"{type(exc).__name__}: {exc}"[:500]}
-    # an output ninja logged (not the build system CMake regenerates through ninja) is
-    # deleted instead, so the candidate's build makes it again
+    # an output ninja logged (not the build system's own) is deleted instead, so the
+    # candidate's build makes it again
     rebuilt = sorted(path for path in set(left) & _logged_outputs(staging)
-                     if Path(path).suffix not in (".ninja", ".cmake", ".txt", ".json")
-                     and Path(path).name != "Makefile")
+                     if Path(path).suffix not in BUILD_SYSTEM_SUFFIXES
+                     and Path(path).name not in BUILD_SYSTEM_NAMES)
     left = [path for path in left if path not in rebuilt]
     if left:  # a path this cannot move would make the candidate build or run the baseline's
         shutil.rmtree(staging, ignore_errors=True)
