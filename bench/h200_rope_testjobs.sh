@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ROPE's correctness check is three independent test-backend-ops runs (one per core seed) of
 # ~15 s each with -j 16. Is the run CPU-bound (then nothing to gain) or waiting on the GPU (then
-# the seeds' runs could overlap)? Times one run at -j 16 and -j 32, and three runs at once with
-# -j 16 and with -j 5 each. Needs .whl/llama.cpp-trimmed.tar.gz; results in $OUT/rope-testjobs.txt.
+# the seeds' runs could overlap)? Times one run at -j 16, 8, 4 and 32, and three runs at once
+# with -j 16 and with -j 5 each. Needs .whl/llama.cpp-trimmed.tar.gz; results in $OUT/rope-testjobs.txt.
 set -uo pipefail
 OUT=${OUT:-bench/results/out}; mkdir -p "$OUT"
 REPO=/tmp/llama.cpp B=/tmp/llamacpp-build-jobs
@@ -23,7 +23,9 @@ one() {  # one LABEL JOBS: a test run, its seconds and OK count
   "$B/bin/test-backend-ops" test -o ROPE -b CUDA0 -j "$2" > "$OUT/$1.txt" 2>&1; local rc=$?
   echo "$1 -j $2 rc $rc $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$s" "$(date +%s.%N)") s $(grep -c ': .*OK' "$OUT/$1.txt") OK"
 }
-one single16 16 | tee -a "$OUT/rope-testjobs.txt"
+# each worker opens its own CUDA backend and CPU reference backend: if opening them dominates,
+# fewer workers are as fast
+for j in 16 8 4; do one "single$j" "$j" | tee -a "$OUT/rope-testjobs.txt"; done
 for j in 16 5; do
   s=$(date +%s.%N)
   one "three${j}-a" "$j" > "$OUT/three$j-a.line" & one "three${j}-b" "$j" > "$OUT/three$j-b.line" &
