@@ -193,7 +193,7 @@ class LlamaCppBackend:
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else
             f"{route.op}: the largest-us/run case of `test-backend-ops perf -o {route.op}` "
-            "(pinned at the first bench)")
+            "(ties within 5 %: the first by name; pinned at the first bench)")
         context = tuple(f for f in ("ggml/src/ggml-cuda/common.cuh",) if (root / f).is_file())
         return [Target(
             backend=self.name, name=route.op, root=root, editable=route.files, context=context,

@@ -16,8 +16,8 @@ The wrapper exists for what the bare tool does not do:
   test-backend-ops also runs the perf cases in test mode, harness.py) it takes the largest
   ``us/run`` of all and tests that case alone; without it, it runs ``test -o OP`` and takes the
   largest among the perf cases the test set also holds, else the largest of all. Cases within
-  5 % of the largest count as a tie, broken by bytes moved, then by name, so that another
-  machine's reading does not pin another case. The pin is
+  5 % of the largest count as a tie, broken by name (the first), so that another machine's
+  reading does not pin another case. The pin is
   *checkable* when the chosen case passed in test mode on the baseline (otherwise the shape gate
   cannot check the timed shape: at best matched). It is written to the pin file (JSON) that
   every later invocation, baseline's or candidate's, reads; a pin made with the harness is not
@@ -121,7 +121,7 @@ def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
            checkable: tuple[str, ...] = ()) -> PerfCase | None:
     """The pinned case: ``wanted`` if given (full string or params), else the largest us/run
     among the cases in ``checkable`` (the test set's), else the largest us/run of all; of
-    cases within ``TIE`` of the largest, the one that moves the most bytes (then by name)."""
+    cases within ``TIE`` of the largest, the first by name."""
     mine = [c for c in cases if c.op == op]
     if wanted:
         name = case_name(op, wanted)
@@ -129,12 +129,11 @@ def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
     pool = [c for c in mine if c.name in checkable] or mine
     if not pool:
         return None
-    # cases within TIE of the heaviest are one measurement's noise apart (ROPE has three
-    # within 3 %, and H200 runs pinned different ones): among them the choice is by what the
-    # case is, not by this run's reading — the most bytes, then the name
+    # cases within TIE of the heaviest are one measurement's noise apart (ROPE has 12, and H200
+    # runs pinned different ones): among them the choice is by the case's name, not by this
+    # run's reading. Not by kB/run: the tool's figure for some ROPE cases implies ~7 TB/s
     heaviest = max(c.us for c in pool)
-    close = [c for c in pool if c.us >= heaviest * (1 - TIE)]
-    return max(close, key=lambda c: (c.kb or 0, c.name))
+    return min((c for c in pool if c.us >= heaviest * (1 - TIE)), key=lambda c: c.name)
 
 
 def bench_line(timed: PerfCase) -> str:
@@ -174,7 +173,17 @@ def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False) -
         return None
     if wanted:
         return pin if pin["case"] == case_name(op, wanted) else None
-    return None if pin.get("chosen_by") == "--case" else pin
+    # a pin made by another rule (an earlier --case, or before the tie rule) is made again
+    return pin if pin.get("chosen_by") == chosen_by(harness) else None
+
+
+def chosen_by(harness: bool) -> str:
+    """How the default pin is chosen, as the pin file records it."""
+    if harness:
+        return ("largest us/run of all perf cases (the harness lets test mode check any; "
+                "within 5 %: the first by name)")
+    return ("largest us/run of the perf cases the test set also holds (else of all perf "
+            "cases; within 5 %: the first by name)")
 
 
 def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | None,
@@ -207,11 +216,8 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
            # supported there would fail every candidate's shape gate for nothing)
            "kb": chosen.kb, "checkable": chosen.name in tested.ok,
            "harness": harness,
-           "chosen_by": "--case" if wanted else "largest us/run of all perf cases (the harness "
-           "lets test mode check any; within 5 %: most bytes, then name)" if harness else
-           "largest us/run of the perf cases the test set also holds (else of all perf cases; "
-           "within 5 %: most bytes, then name)",
-           "candidates": [{"case": c.name, "us": c.us} for c in cases if c.op == op]}
+           "chosen_by": "--case" if wanted else chosen_by(harness),
+           "candidates": [{"case": c.name, "us": c.us, "kb": c.kb} for c in cases if c.op == op]}
     pin_path.parent.mkdir(parents=True, exist_ok=True)
     pin_path.write_text(json.dumps(pin, indent=1))
     print(f"kernelopt-llamacpp: pinned {chosen.name} ({chosen.us} us/run, "
