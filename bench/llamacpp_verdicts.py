@@ -1,7 +1,7 @@
 """verdicts.json for issue 12, from the runs bench/h200_llamacpp.sh saved (each part's folder:
 journal.jsonl, summary.json and the op's pin):
 
-    python3 bench/llamacpp_verdicts.py OUT.json PART_DIR [PART_DIR ...] [--builds PART_DIR ...]
+    python3 bench/llamacpp_verdicts.py OUT.json PART_DIR [PART_DIR ...] [--builds DIR[:WORD] ...]
 
 One object per run: op, case, checkable, status, speedup, candidates_built, clean_build_s (the
 baseline's build step: configure + clean build), candidate_cycle_s (median over the built
@@ -11,9 +11,11 @@ whether the outputs matched, when the engine gate ran). Only what the journal ho
 null, never a guess.
 
 A run that reused an earlier run's workspace (no ``warm_build`` event: its baseline tree was
-already built) has no clean build of its own: its clean_build_s is null, unless a run of the
-same op and tree among the ``--builds`` folders built one; that run's time is then used, and
-``clean_build_from`` names its folder.
+already built) has no clean build of its own: its clean_build_s is null, unless one of the
+``--builds`` runs built that same workspace (the journal's workspace folder) before it; the
+latest such run's time is then used, ``clean_build_from`` names its folder, and
+``clean_build_cache`` says what ``DIR:WORD`` said of it (e.g. ``cold``: ccache empty; ``warm``:
+another op's build had filled it), since the journal does not record the cache's state.
 """
 
 from __future__ import annotations
@@ -60,22 +62,24 @@ def verdict(part: Path) -> dict[str, Any]:
     summary = json.loads((part / "summary.json").read_text()) if (part / "summary.json").is_file() \
         else {}
     target = events[0].get("target", {})
-    pin = next((json.loads(p.read_text()) for p in part.glob("*.pin.json")), {})
+    pin: dict[str, Any] = next((json.loads(p.read_text()) for p in part.glob("*.pin.json")), {})
     results = [e for e in events if e["event"] == "candidate_result"]
     built = sum(1 for e in results if "build" in e.get("gates_passed", []))
     cycles = _cycles(events)
     engine = next((e for e in events if e["event"] == "gate" and e.get("gate") == "engine"
                    and e.get("final") and not e.get("skipped")), None)
     metrics = (engine or {}).get("metrics", {})
+    workspace = next((e for e in events if e["event"] == "workspace"), {})
+    built_here = any(e["event"] == "warm_build" for e in events)
     return {
         "part": part.name, "op": target.get("name"), "root": target.get("root"),
+        "workspace": workspace.get("dir"), "started": events[0].get("t"),
         "case": pin.get("case"), "checkable": pin.get("checkable"),
         "status": summary.get("status"), "speedup": summary.get("speedup"),
         "report_line": summary.get("report_line"),
         "candidates_built": built, "candidates": len(results),
-        "workspace_reused": not any(e["event"] == "warm_build" for e in events),
-        "clean_build_s": _stage_seconds(events, "baseline build")
-        if any(e["event"] == "warm_build" for e in events) else None,
+        "workspace_reused": not built_here,
+        "clean_build_s": _stage_seconds(events, "baseline build") if built_here else None,
         "candidate_cycle_s": round(statistics.median(cycles), 1) if cycles else None,
         "candidate_cycles_s": [round(c, 1) for c in cycles],
         # the engine reports ms per generated token (its time_ms): tokens/s is 1000 / median
@@ -88,15 +92,25 @@ def verdict(part: Path) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     split = argv.index("--builds") if "--builds" in argv else len(argv)
+    if split < 2 or argv.count("--builds") > 1:
+        print(__doc__, file=sys.stderr)
+        return 2
     out, parts = Path(argv[0]), [Path(p) for p in argv[1:split]]
-    builds = [verdict(Path(p)) for p in argv[split + 1:] if (Path(p) / "journal.jsonl").is_file()]
+    builds: list[tuple[str, str | None, dict[str, Any]]] = []  # (folder, its cache, its row)
+    for spec in argv[split + 1:]:
+        folder, _, cache = spec.partition(":")
+        if (Path(folder) / "journal.jsonl").is_file():
+            builds.append((folder, cache or None, verdict(Path(folder))))
     rows = [verdict(p) for p in parts if (p / "journal.jsonl").is_file()]
     for row in rows:
-        lender = next((b for b in builds if row["clean_build_s"] is None and b["clean_build_s"]
-                       and (b["op"], b["root"]) == (row["op"], row["root"])), None)
-        if lender is not None:
-            row["clean_build_s"], row["clean_build_from"] = lender["clean_build_s"], argv[
-                split + 1 + builds.index(lender)]
+        if not row["workspace_reused"]:
+            continue
+        lenders = [b for b in builds if not b[2]["workspace_reused"] and b[2]["clean_build_s"]
+                   and b[2]["workspace"] == row["workspace"] and b[2]["started"] < row["started"]]
+        if lenders:
+            source, said, lender = max(lenders, key=lambda b: b[2]["started"])
+            row.update(clean_build_s=lender["clean_build_s"], clean_build_from=source,
+                       clean_build_cache=said)
     out.write_text(json.dumps(rows, indent=1) + "\n")
     for row in rows:
         print(row["part"], row["op"], row["status"], row["candidates_built"],
