@@ -202,7 +202,7 @@ def test_the_sample_leaves_out_more_threads_than_elements_but_a_descent_may_go_t
 def test_recorded_h200_layernorm_grid_is_searched_in_under_a_quarter_of_its_gpu_time() -> None:
     """The exhaustive layernorm grid recorded on the H200 (session 6, call 2: every
     configuration's ratio to the baseline and its worker seconds). Its surface is flat at the
-    bottom (4096/16, 4096/4 and 2048/8 within 1 %), so the descent keeps two minima going; the
+    bottom (4096/16, 4096/4 and 2048/8 within 1.1 %), so the descent keeps two minima going; the
     second minimum's moves share a batch with the first's, so fewer batches pay the tree's own
     reading (0.03 s each, as on the H200)."""
     data = json.loads((Path(__file__).parent.parent / "bench/results/2026-12-01-h200-inductor"
@@ -227,4 +227,4 @@ def test_recorded_h200_layernorm_grid_is_searched_in_under_a_quarter_of_its_gpu_
     ranked = search.run()
     assert ranked[0][0] == data["grid"]["best"]["knobs"]
     assert 1 not in batches[:-1]  # only the last batch may hold a single configuration
-    assert spent[0] / data["grid"]["sweep_gpu_seconds"] <= 0.25
+    assert spent[0] / data["grid"]["sweep_gpu_seconds"] <= 0.24  # 24.8 % one point a batch

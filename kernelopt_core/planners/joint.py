@@ -7,8 +7,10 @@ then maximin points of the index grid, leaving out configurations known to waste
 a best-first coordinate descent: the best screened point with unscreened moves gets them
 screened, each knob moved one step either way along its value list (for power-of-two lists:
 double or halve, the moves of Inductor's coordinate descent), and when no single move is left,
-two knobs moved together (a non-separable surface's valley runs diagonally). The search stops when the
-best points are surrounded by screened configurations, or at its evaluation or GPU budget.
+two knobs moved together (a non-separable surface's valley runs diagonally); a batch of few
+moves takes the next local minimum's too, since every screened batch also times the tree. The
+search stops when the best points are surrounded by screened configurations, or at its
+evaluation or GPU budget.
 Nothing here touches a GPU: ``evaluate`` does the screening.
 """
 
@@ -118,12 +120,14 @@ class JointSearch:
     def _screen(self, points: list[Point]) -> None:
         room = self._budget() - self.evaluations
         fresh = list(dict.fromkeys(p for p in points if p not in self.costs))[:max(0, room)]
-        # in chunks: the GPU budget is checked between them (a configuration of a large kernel
-        # can take seconds to compile)
-        for i in range(0, len(fresh), self.batch):
+        # in chunks of equal size (never a full one and a remainder of one: each chunk also
+        # times the tree once); the GPU budget is checked between them (a configuration of a
+        # large kernel can take seconds to compile)
+        size = math.ceil(len(fresh) / max(1, math.ceil(len(fresh) / self.batch)))
+        for i in range(0, len(fresh), max(1, size)):
             if not self.within_budget():
                 return
-            chunk = fresh[i:i + self.batch]
+            chunk = fresh[i:i + size]
             results = self.evaluate([self._config(p) for p in chunk])
             for point, cost in zip(chunk, results, strict=True):
                 self.costs[point] = math.inf if cost is None else cost
@@ -208,7 +212,10 @@ class JointSearch:
                 moves = [m for m in self._moves(point, False) if m not in self.costs]
                 if not moves and len(self.knobs) > 1:
                     moves = [m for m in self._moves(point, True) if m not in self.costs]
-                batch += [m for m in moves if m not in batch]
+                fresh = [m for m in moves if m not in batch]
+                if batch and len(batch) + len(fresh) > self.batch:
+                    break  # one evaluate() call, not a full one and a remainder
+                batch += fresh
                 if len(batch) >= self.fill:
                     break
             if not batch:
