@@ -195,8 +195,8 @@ class JointSearch:
         """Best-first: the best screened points with unscreened moves get them screened (one
         batch: each point's single moves, else its two-knob moves), the next point's too while
         the batch holds fewer than ``fill`` configurations (each batch also times the tree
-        once, so tiny batches waste); a worse point's
-        turn comes when every better one is surrounded by screened configurations. Only a
+        once, so tiny batches waste); a worse point's turn comes when every better one is
+        surrounded by screened configurations. Only a
         point no screened neighbour beats starts a descent: one with a better neighbour lies
         on the slope of a basin a better point is already descending (``descents`` basins at
         most, each within BASIN_WITHIN of the best)."""
