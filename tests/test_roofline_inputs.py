@@ -56,6 +56,33 @@ def test_disagreeing_byte_counts_are_said_and_the_smaller_bounds(tmp_path: Path)
     assert warnings and warnings[0]["gate"] == "roofline"
 
 
+def test_bytes_the_baseline_itself_cannot_move_bound_nothing(tmp_path: Path) -> None:
+    """A declared byte count the unmodified baseline would move above κ × peak is wrong (as
+    llama.cpp's kB/run is for some ROPE cases): the gate says so and applies no bound, rather
+    than calling an honest candidate implausible."""
+    tree = Tree("candidate", tmp_path, tmp_path / "build")
+    target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=70_000_000_000, device="cpu")
+    settings = Settings(state_root=tmp_path / "state", peak_gbps=10.0)
+    journal = Journal(tmp_path / "journal.jsonl")
+    runner = Runner(object(), target, settings, journal)  # type: ignore[arg-type]
+    ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
+    # 70 GB in 5 s = 14 GB/s for the baseline: above κ (1.3) × 10 GB/s before any candidate
+    ctx.confirmed = Confirmed([BenchReading(5000.0, {})], [BenchReading(4000.0, {})],
+                              [5000.0], [4000.0], 1.25, 1.0)
+    result = RooflineGate().evaluate(ctx)
+    journal.close()
+    assert result.passed and result.skipped, result.reason
+    assert "byte count is wrong" in result.reason and result.metrics["baseline_gbps"] == 14.0
+    # the same bytes with a baseline that could move them: the candidate is still accused
+    ctx.confirmed = Confirmed([BenchReading(8000.0, {})], [BenchReading(4000.0, {})],
+                              [8000.0], [4000.0], 2.0, 1.0)
+    journal = Journal(tmp_path / "journal2.jsonl")
+    ctx.runner = Runner(object(), target, settings, journal)  # type: ignore[arg-type]
+    accused = RooflineGate().evaluate(ctx)
+    journal.close()
+    assert not accused.passed and "physically implausible" in accused.reason
+
+
 class _ShapeChecked:
     """A backend with a passing shape check (a real child process) and nothing else used."""
 
@@ -124,7 +151,7 @@ def test_an_accusation_says_what_it_compared_and_how_to_check(tmp_path: Path) ->
     peak = device_info(state, "cpu")
     assert peak.measured_at and time.time() - peak.measured_at < 600
     tree = Tree("candidate", tmp_path, tmp_path / "build")
-    nbytes = int(peak.peak_gbps * 1e9 * 10)  # moved in 1 s: ten times the peak
+    nbytes = int(peak.peak_gbps * 1e9 * 2)  # the baseline's 2 s: the peak; the candidate's 1 s: twice it
     target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=nbytes, device="cpu")
     settings = Settings(state_root=state)
     runner = Runner(object(), target, settings, Journal(tmp_path / "j.jsonl"))  # type: ignore[arg-type]

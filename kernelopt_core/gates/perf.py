@@ -329,6 +329,16 @@ class RooflineGate:
         text = (f"{achieved:.1f} GB/s = {achieved / device.peak_gbps:.0%} of the measured "
                 f"{device.peak_gbps:.1f}{spread} GB/s peak ({nbytes} bytes {source})"
                 + (f"; {note}" if note else ""))
+        baseline_gbps = nbytes / (median(confirm.baseline_ms) / 1e3) / 1e9
+        if baseline_gbps > bound:
+            # the unmodified baseline cannot move that much that fast: the byte count is wrong
+            # (llama.cpp's kB/run for some ROPE cases implies ~7 TB/s), so it bounds nothing
+            why = (f"the byte count is wrong: the unmodified baseline would move {nbytes} bytes "
+                   f"({source}) at {baseline_gbps:.1f} GB/s, above κ={ctx.settings.kappa:g} × "
+                   f"the {device.peak_gbps:.1f} GB/s peak; fix the declared bytes")
+            ctx.runner.journal.write("warning", gate=self.name, message=why)
+            return GateResult(self.name, True, f"skipped: {why}; no bound applied",
+                              {**metrics, "baseline_gbps": baseline_gbps}, skipped=True)
         if achieved > bound:
             return GateResult(self.name, False, f"physically implausible: {text} exceeds "
                               f"κ={ctx.settings.kappa:g} × peak; the candidate must be doing "
