@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from kernelopt_core.gates.base import Confirmed, GateContext
+from kernelopt_core.gates.base import Confirmed, GateContext, GateResult
 from kernelopt_core.gates.perf import RooflineGate
 from kernelopt_core.journal import Journal
 from kernelopt_core.measure.device import STALE_S, device_info
@@ -35,19 +35,28 @@ def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(tmp_path: Path)
     assert device_info(tmp_path, "cpu").peak_gbps != 12345.0
 
 
-def test_disagreeing_byte_counts_are_said_and_the_smaller_bounds(tmp_path: Path) -> None:
+def _roofline(tmp_path: Path, declared: int, baseline_ms: float, candidate_ms: float,
+              bench_bytes: int | None = None, journal: str = "journal.jsonl") -> GateResult:
+    """The roofline gate on a confirmed pair, against a given 10 GB/s peak."""
     tree = Tree("candidate", tmp_path, tmp_path / "build")
-    # declared 3.5x too many bytes: an honest kernel would look implausibly fast
-    target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=35_000_000_000, device="cpu")
+    target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=declared, device="cpu")
     settings = Settings(state_root=tmp_path / "state", peak_gbps=10.0)
-    journal = Journal(tmp_path / "journal.jsonl")
-    runner = Runner(object(), target, settings, journal)  # type: ignore[arg-type]
+    log = Journal(tmp_path / journal)
+    runner = Runner(object(), target, settings, log)  # type: ignore[arg-type]
     ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
-    ctx.confirmed = Confirmed([BenchReading(1500.0, {"bytes": 10_000_000_000})],
-                              [BenchReading(1000.0, {"bytes": 10_000_000_000})],
-                              [1500.0], [1000.0], 1.5, 1.0)
-    result = RooflineGate().evaluate(ctx)
-    journal.close()
+    extra = {"bytes": bench_bytes} if bench_bytes else {}
+    ctx.confirmed = Confirmed([BenchReading(baseline_ms, extra)],
+                              [BenchReading(candidate_ms, extra)], [baseline_ms],
+                              [candidate_ms], baseline_ms / candidate_ms, 1.0)
+    try:
+        return RooflineGate().evaluate(ctx)
+    finally:
+        log.close()
+
+
+def test_disagreeing_byte_counts_are_said_and_the_smaller_bounds(tmp_path: Path) -> None:
+    # declared 3.5x too many bytes: an honest kernel would look implausibly fast
+    result = _roofline(tmp_path, 35_000_000_000, 1500.0, 1000.0, bench_bytes=10_000_000_000)
     assert result.passed, result.reason  # 10 GB in 1 s = 10 GB/s: at the peak, plausible
     assert result.metrics["bytes"] == 10_000_000_000
     assert "disagree" in result.reason and "disagree" in result.metrics["bytes_note"]
@@ -60,26 +69,12 @@ def test_bytes_the_baseline_itself_cannot_move_bound_nothing(tmp_path: Path) -> 
     """A declared byte count the unmodified baseline would move above κ × peak is wrong (as
     llama.cpp's kB/run is for some ROPE cases): the gate says so and applies no bound, rather
     than calling an honest candidate implausible."""
-    tree = Tree("candidate", tmp_path, tmp_path / "build")
-    target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=70_000_000_000, device="cpu")
-    settings = Settings(state_root=tmp_path / "state", peak_gbps=10.0)
-    journal = Journal(tmp_path / "journal.jsonl")
-    runner = Runner(object(), target, settings, journal)  # type: ignore[arg-type]
-    ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
     # 70 GB in 5 s = 14 GB/s for the baseline: above κ (1.3) × 10 GB/s before any candidate
-    ctx.confirmed = Confirmed([BenchReading(5000.0, {})], [BenchReading(4000.0, {})],
-                              [5000.0], [4000.0], 1.25, 1.0)
-    result = RooflineGate().evaluate(ctx)
-    journal.close()
+    result = _roofline(tmp_path, 70_000_000_000, 5000.0, 4000.0)
     assert result.passed and result.skipped, result.reason
     assert "byte count is wrong" in result.reason and result.metrics["baseline_gbps"] == 14.0
     # the same bytes with a baseline that could move them: the candidate is still accused
-    ctx.confirmed = Confirmed([BenchReading(8000.0, {})], [BenchReading(4000.0, {})],
-                              [8000.0], [4000.0], 2.0, 1.0)
-    journal = Journal(tmp_path / "journal2.jsonl")
-    ctx.runner = Runner(object(), target, settings, journal)  # type: ignore[arg-type]
-    accused = RooflineGate().evaluate(ctx)
-    journal.close()
+    accused = _roofline(tmp_path, 70_000_000_000, 8000.0, 4000.0, journal="journal2.jsonl")
     assert not accused.passed and "physically implausible" in accused.reason
 
 
