@@ -123,8 +123,10 @@ class JointSearch:
         # in chunks of equal size (never a full one and a remainder of one: each chunk also
         # times the tree once); the GPU budget is checked between them (a configuration of a
         # large kernel can take seconds to compile)
-        size = math.ceil(len(fresh) / max(1, math.ceil(len(fresh) / self.batch)))
-        for i in range(0, len(fresh), max(1, size)):
+        if not fresh:
+            return
+        size = math.ceil(len(fresh) / math.ceil(len(fresh) / self.batch))
+        for i in range(0, len(fresh), size):
             if not self.within_budget():
                 return
             chunk = fresh[i:i + size]

@@ -4,7 +4,6 @@ fixture gets the same kind of pin and the whole loop runs)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,8 @@ import pytest
 from kernelopt_llamacpp.probe import Unredirectable, compile_argv
 from llamacpp_fixture import copy_fixture
 from test_llamacpp_cli import _run
+
+from kernelopt_core import journal
 
 
 def test_the_command_reads_the_variant_and_writes_only_its_object(tmp_path: Path) -> None:
@@ -39,8 +40,7 @@ def _run_softmax(repo: Path, work: Path, iterations: int) -> tuple[Path, list[di
                    "--final-rounds", "2", "--seeds", "1"], work)
     assert result.returncode in (0, 1), result.stdout + result.stderr
     [run_dir] = (work / ".kernelopt" / "runs").iterdir()
-    return run_dir, [json.loads(line) for line in
-                     (run_dir / "journal.jsonl").read_text().splitlines()]
+    return run_dir, journal.read(run_dir / "journal.jsonl")
 
 
 @pytest.mark.slow
