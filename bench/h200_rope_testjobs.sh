@@ -7,29 +7,42 @@ set -uo pipefail
 OUT=${OUT:-bench/results/out}; mkdir -p "$OUT"
 SITE_MARKER=kernelopt_llamacpp source bench/h200_site.sh  # ccache from the carried wheel
 export CCACHE_DIR=/tmp/ccache CCACHE_MAXSIZE=20G
-REPO=/tmp/llama.cpp B=/tmp/llamacpp-build-jobs
+REPO=/tmp/llama.cpp
 [ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
+# laid out like a kernelopt workspace (WORK/NAME/base-src, base-build) and configured with the
+# backend's arguments (compute capability, not "native"), so that with ccache's base directory
+# at WORK a later run-llamacpp --op ROPE on this machine finds this build's objects in ccache
+WORK=/tmp/kstate-llamacpp/work J=$WORK/testjobs
+B=$J/base-build
 # a baseline tree an earlier run-llamacpp built on this machine saves the ~4-minute build
 # (ROPE's first; another op's tool is the same binary but for the harness's opt-in case)
-for built in /tmp/kstate-llamacpp/work/llamacpp-{ROPE,*}-*/base-build; do
+for built in "$WORK"/llamacpp-{ROPE,*}-*/base-build; do
   [ -x "$built/bin/test-backend-ops" ] && B=$built && break
 done
 t0=$(date +%s)
-[ -x "$B/bin/test-backend-ops" ] && echo "reusing $B" | tee "$OUT/rope-testjobs.txt"
-[ -x "$B/bin/test-backend-ops" ] || cmake -S "$REPO" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=native -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-  -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-  -DLLAMA_BUILD_TOOLS=OFF -DGGML_CUDA_FA=OFF > "$OUT/configure.log" 2>&1
-[ -x "$B/bin/test-backend-ops" ] || cmake --build "$B" --target test-backend-ops -j "$(nproc)" > "$OUT/build.log" 2>&1
+if [ -x "$B/bin/test-backend-ops" ]; then
+  echo "reusing $B" | tee "$OUT/rope-testjobs.txt"
+else
+  mkdir -p "$J" && rm -rf "$J/base-src" && cp -a "$REPO" "$J/base-src"
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  CCACHE_BASEDIR=$WORK cmake -S "$J/base-src" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+    -DLLAMA_BUILD_TOOLS=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DGGML_CUDA_FA=OFF > "$OUT/configure.log" 2>&1
+  CCACHE_BASEDIR=$WORK cmake --build "$B" --target test-backend-ops -j "$(nproc)" > "$OUT/build.log" 2>&1
+fi
 [ -x "$B/bin/test-backend-ops" ] || { echo "build failed: $OUT/build.log" | tee -a "$OUT/rope-testjobs.txt"; exit 1; }
 echo "$B: ready after $(( $(date +%s) - t0 )) s" | tee -a "$OUT/rope-testjobs.txt"
-one() {  # one LABEL JOBS: a test run, its seconds and OK count
-  local s; s=$(date +%s.%N)
-  "$B/bin/test-backend-ops" test -o ROPE -b CUDA0 -j "$2" > "$OUT/$1.txt" 2>&1; local rc=$?
-  echo "$1 -j $2 rc $rc $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$s" "$(date +%s.%N)") s $(grep -c ': .*OK' "$OUT/$1.txt") OK"
+one() {  # one LABEL JOBS [OP]: a test run: wall, user and system seconds (CPU-bound when
+  # user + sys is near nproc x wall), OK count
+  TIMEFORMAT="%R s wall %U s user %S s sys"
+  { time "$B/bin/test-backend-ops" test -o "${3:-ROPE}" -b CUDA0 -j "$2" > "$OUT/$1.txt" 2>&1; } 2> "$OUT/$1.time"
+  echo "$1 -j $2 $(cat "$OUT/$1.time") $(grep -c ': .*OK' "$OUT/$1.txt") OK $(grep -c 'FAIL' "$OUT/$1.txt") FAIL"
 }
 # each worker opens its own CUDA backend and CPU reference backend: if opening them dominates,
 # fewer workers are as fast
+# the fixed cost: process start, every op's test cases built, backends opened (no case matches)
+one nomatch16 16 NO_SUCH_OP | tee -a "$OUT/rope-testjobs.txt"
 for j in 16 8 4; do one "single$j" "$j" | tee -a "$OUT/rope-testjobs.txt"; done
 for j in 16 5; do
   s=$(date +%s.%N)
