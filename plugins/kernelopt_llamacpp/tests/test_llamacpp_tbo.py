@@ -217,3 +217,38 @@ def test_four_h200_readings_of_ropes_perf_cases_pin_the_same_case():
                       "fs=1.000000,ef=0.000000,af=1.000000,ff=0,v=0,inplace=0,n_offs=0)"}
     slower = tbo.PerfCase("ROPE", "type=f32,ne_a=[256,64,512,1]", 100, 30.0, None)
     assert tbo.choose([*cases, slower], "ROPE") == slower  # 40 % heavier: not a tie
+
+
+def _barrier_tool(folder: Path, parties: int, one_fails: bool = False) -> str:
+    """A test-backend-ops that passes only when ``parties`` copies of it run at the same time
+    (each waits, up to 60 s, for the others to arrive): run one after another, they FAIL.
+    ``one_fails``: the copy that arrived with the first name in the folder FAILs anyway."""
+    arrived = folder / "arrived"
+    arrived.mkdir(parents=True)
+    tool = folder / "test-backend-ops"
+    tool.write_text(
+        f"#!{sys.executable}\nimport os, sys, time\nfrom pathlib import Path\n"
+        f"here = Path({str(arrived)!r})\nme = here / str(os.getpid())\nme.touch()\n"
+        "deadline = time.monotonic() + 60\n"
+        f"while len(list(here.iterdir())) < {parties} and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        f"ok = len(list(here.iterdir())) >= {parties}\n"
+        f"if {one_fails} and min(here.iterdir()) == me:\n"
+        "    ok = False\n"
+        "print('  ROPE(type=f32,ne_a=[128,64,2,1]): ' + ('OK' if ok else 'FAIL'))\n"
+        "print('  ROPE(type=f16,ne_a=[128,64,2,1]): OK')\n")
+    tool.chmod(0o755)
+    return str(tool)
+
+
+def test_check_runs_the_seeds_at_once_and_each_must_pass(tmp_path: Path, capsys):
+    """--runs 3: three runs of the tool at the same time (the barrier proves it: one after
+    another each would wait for the others and FAIL), every one's cases OK."""
+    tool = _barrier_tool(tmp_path / "ok", 3)
+    assert tbo.main(["check", "--tool", tool, "--op", "ROPE", "--runs", "3", "--jobs", "5"]) == 0
+    assert "2 ROPE cases OK on CUDA0, in each of 3 runs" in capsys.readouterr().out
+    # one run's FAIL fails the check
+    tool = _barrier_tool(tmp_path / "bad", 3, one_fails=True)
+    assert tbo.main(["check", "--tool", tool, "--op", "ROPE", "--runs", "3"]) == 1
+    assert "1 case(s) FAIL" in capsys.readouterr().err
+    assert tbo.main(["check", "--tool", tool, "--op", "ROPE", "--runs", "0"]) == 2
