@@ -37,7 +37,7 @@ one() {  # one LABEL JOBS [OP]: a test run: wall, user and system seconds (CPU-b
   # user + sys is near nproc x wall), OK count
   TIMEFORMAT="%R s wall %U s user %S s sys"
   { time "$B/bin/test-backend-ops" test -o "${3:-ROPE}" -b CUDA0 -j "$2" > "$OUT/$1.txt" 2>&1; } 2> "$OUT/$1.time"
-  echo "$1 -j $2 $(cat "$OUT/$1.time") $(grep -c ': .*OK' "$OUT/$1.txt") OK $(grep -c 'FAIL' "$OUT/$1.txt") FAIL"
+  echo "$1 -j $2 $(cat "$OUT/$1.time") $(grep -c "^  ${3:-ROPE}(.*): .*OK" "$OUT/$1.txt") OK $(grep -c 'FAIL' "$OUT/$1.txt") FAIL"
 }
 # each worker opens its own CUDA backend and CPU reference backend: if opening them dominates,
 # fewer workers are as fast

@@ -62,7 +62,7 @@ class Backend(Protocol):
     * ``check_seeds(target, tree, seeds) -> Command | None``: one command that checks every seed
       (in one process, or in processes of its own at once), each seed with its own fresh
       inputs, exiting non-zero when any fails. For backends whose process start-up dominates a
-      check (Python, CUDA) or whose checks wait on the GPU; None: ``check`` per seed.
+      check (Python, CUDA) or whose one check leaves most CPUs idle; None: ``check`` per seed.
     * ``bench(target, tree, work=F)``: accepting ``work`` lets ``gate-selftest`` plant a truly
       faster candidate (the bench does the fraction F of its timed work).
     * ``compile_probe(target, tree, probe_dir) -> Command | None``: compiles, without writing

@@ -97,8 +97,8 @@ class Runner:
     def check_all(self, tree: Tree, log: Path) -> tuple[str, ProcessResult] | None:
         """Every configured seed; None when all pass, else (which seeds, the failing result).
 
-        One process for all seeds when the backend offers ``check_seeds`` (each seed still gets
-        its own fresh inputs; what is saved is the process start-up), else one per seed."""
+        One command for all seeds when the backend offers ``check_seeds`` (each seed with its
+        own fresh inputs, in one process or in processes at once), else one per seed."""
         seeds = tuple(self.settings.seeds)
         if self.served(tree):
             digest = self._digest(tree)

@@ -277,9 +277,9 @@ class LlamaCppBackend:
                          *(["--jobs", str(data.test_jobs)] if data.test_jobs > 1 else []))
 
     def check_seeds(self, target: Target, tree: Tree, seeds: tuple[int, ...]) -> Command:
-        """Every seed's run at once (tbo check --runs), the CPUs split between them: a run
-        waits mostly on the GPU, so three ROPE runs took 17.3 s where one after another took
-        three times 16.6 s (H200, 16 cores)."""
+        """Every seed's run at once (tbo check --runs), the CPUs split between them: one run
+        keeps only 3.4-3.8 of 16 cores busy, so three ROPE runs took 17.3 s at once where one
+        after another took 41-46 s (H200)."""
         data: OpData = target.data
         jobs = max(1, data.test_jobs // len(seeds)) if data.test_jobs > 1 else 1
         return self._tbo(target, tree, "check", "--runs", str(len(seeds)),

@@ -237,19 +237,23 @@ def cmd_check(a: argparse.Namespace) -> int:
     # its output lock), where the tree's test-backend-ops has them (OpData.test_jobs)
     jobs = ["-j", str(a.jobs)] if a.jobs > 1 else []
     argv = [a.tool, "test", "-o", a.op, "-b", a.backend, *jobs]
-    # --runs N: N independent runs (the core's seeds; each draws fresh inputs) at once. A run
-    # waits mostly on the GPU and its own set-up, not the CPUs: on an H200 (16 cores) three
-    # ROPE runs at once took 17.3 s, one alone 16.6 s (bench/h200_rope_testjobs.sh)
+    # --runs N: N independent runs (the core's seeds; each draws fresh inputs) at once. One run
+    # keeps only 3.4-3.8 of an H200 machine's 16 cores busy whatever its -j, so three ROPE runs at
+    # once took 17.3 s, against 41-46 s one after another (bench/results/2026-12-02-h200-llamacpp).
+    # The threads only start and wait: each spawn goes through the core's run_process.
     with ThreadPoolExecutor(max_workers=a.runs) as pool:
         runs = list(pool.map(lambda _: _run(argv), range(a.runs)))
     for n, (code, out) in enumerate(runs, 1):
+        if a.runs > 1:
+            print(f"--- run {n} of {a.runs} ---")
         sys.stdout.write(out)
         problem = _check_problem(a, code, parse_test(out))
         if problem:
             return _say(problem + (f" (run {n} of {a.runs})" if a.runs > 1 else ""), 1)
-    ok = len(parse_test(runs[0][1]).ok)
+    oks = sorted({len(parse_test(out).ok) for _, out in runs})
+    count = f"{oks[0]}" if len(oks) == 1 else f"{oks[0]}-{oks[-1]}"
     each = f", in each of {a.runs} runs with fresh inputs" if a.runs > 1 else ""
-    print(f"kernelopt-llamacpp: {ok} {a.op} cases OK on {a.backend}{each} (NMSE vs the CPU backend)")
+    print(f"kernelopt-llamacpp: {count} {a.op} cases OK on {a.backend}{each} (NMSE vs the CPU backend)")
     return 0
 
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 from kernelopt_llamacpp import plugin
 from kernelopt_llamacpp.plugin import LlamaCppBackend
@@ -41,10 +42,13 @@ def test_discover_one_target_for_the_op(repo: Path, tmp_path: Path):
     assert (argv[argv.index("--jobs") + 1] == str(target.data.test_jobs)) if target.data.test_jobs > 1 \
         else "--jobs" not in argv
     # every seed's run at once, the CPUs split between them (tbo check --runs)
-    argv = LlamaCppBackend().check_seeds(target, tree, (1, 2, 3)).argv
-    assert argv[argv.index("--runs") + 1] == "3"
-    jobs = target.data.test_jobs // 3
-    assert (argv[argv.index("--jobs") + 1] == str(jobs)) if jobs > 1 else "--jobs" not in argv
+    sixteen = attrs.evolve(target, data=attrs.evolve(target.data, test_jobs=16))
+    argv = LlamaCppBackend().check_seeds(sixteen, tree, (1, 2, 3)).argv
+    assert argv[argv.index("--runs") + 1] == "3" and argv[argv.index("--jobs") + 1] == "5"
+    argv = LlamaCppBackend().check_seeds(sixteen, tree, (1,)).argv
+    assert argv[argv.index("--runs") + 1] == "1" and argv[argv.index("--jobs") + 1] == "16"
+    two = attrs.evolve(target, data=attrs.evolve(target.data, test_jobs=2))
+    assert "--jobs" not in LlamaCppBackend().check_seeds(two, tree, (1, 2, 3)).argv  # 2 // 3: none
     tool = repo / "tests" / "test-backend-ops.cpp"
     tool.write_text(tool.read_text().replace('strcmp(argv[i], "-j")', 'strcmp(argv[i], "-J")'))
     [older] = LlamaCppBackend().discover(repo, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))

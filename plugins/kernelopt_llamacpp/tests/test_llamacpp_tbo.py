@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -220,15 +221,15 @@ def test_five_h200_readings_of_ropes_perf_cases_pin_the_same_case():
 
 def _barrier_tool(folder: Path, parties: int, one_fails: bool = False) -> str:
     """A test-backend-ops that passes only when ``parties`` copies of it run at the same time
-    (each waits, up to 60 s, for the others to arrive): run one after another, they FAIL.
-    ``one_fails``: the copy that arrived with the first name in the folder FAILs anyway."""
+    (each waits, up to 20 s, for the others to arrive): run one after another, they FAIL.
+    ``one_fails``: the copy with the smallest pid (by name) FAILs anyway."""
     arrived = folder / "arrived"
     arrived.mkdir(parents=True)
     tool = folder / "test-backend-ops"
     tool.write_text(
         f"#!{sys.executable}\nimport os, sys, time\nfrom pathlib import Path\n"
         f"here = Path({str(arrived)!r})\nme = here / str(os.getpid())\nme.touch()\n"
-        "deadline = time.monotonic() + 60\n"
+        "deadline = time.monotonic() + 20\n"
         f"while len(list(here.iterdir())) < {parties} and time.monotonic() < deadline:\n"
         "    time.sleep(0.01)\n"
         f"ok = len(list(here.iterdir())) >= {parties}\n"
@@ -245,9 +246,11 @@ def test_check_runs_the_seeds_at_once_and_each_must_pass(tmp_path: Path, capsys)
     another each would wait for the others and FAIL), every one's cases OK."""
     tool = _barrier_tool(tmp_path / "ok", 3)
     assert tbo.main(["check", "--tool", tool, "--op", "ROPE", "--runs", "3", "--jobs", "5"]) == 0
-    assert "2 ROPE cases OK on CUDA0, in each of 3 runs" in capsys.readouterr().out
-    # one run's FAIL fails the check
+    out = capsys.readouterr().out
+    assert "2 ROPE cases OK on CUDA0, in each of 3 runs" in out and "--- run 3 of 3 ---" in out
+    # one run's FAIL fails the check, and the message names the run
     tool = _barrier_tool(tmp_path / "bad", 3, one_fails=True)
     assert tbo.main(["check", "--tool", tool, "--op", "ROPE", "--runs", "3"]) == 1
-    assert "1 case(s) FAIL" in capsys.readouterr().err
+    assert re.search(r"1 case\(s\) FAIL, e\.g\. ROPE\(.*\) \(run [123] of 3\)", capsys.readouterr().err)
     assert tbo.main(["check", "--tool", tool, "--op", "ROPE", "--runs", "0"]) == 2
+    assert "--runs and --jobs must be at least 1" in capsys.readouterr().err
