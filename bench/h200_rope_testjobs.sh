@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# ROPE's correctness check is three independent test-backend-ops runs (one per core seed) of
-# ~15 s each with -j 16. Is the run CPU-bound (then nothing to gain) or waiting on the GPU (then
-# the seeds' runs could overlap)? Times one run at -j 16, 8, 4 and 32, and three runs at once
-# with -j 16 and with -j 5 each. Needs .whl/llama.cpp-trimmed.tar.gz; results in $OUT/rope-testjobs.txt.
+# ROPE's correctness check is three independent test-backend-ops runs (one per core seed).
+# Times the product's check (three runs at once, whole and split over processes by the case
+# list), then (unless SHARDS_ONLY=1) one run of the tool at -j 16, 8, 4 and 32 and three runs at
+# once with -j 16 and with -j 5 each. Needs .whl/llama.cpp-trimmed.tar.gz; results in
+# $OUT/rope-testjobs.txt.
 set -uo pipefail
 OUT=${OUT:-bench/results/out}; mkdir -p "$OUT"
 SITE_MARKER=kernelopt_llamacpp source bench/h200_site.sh  # ccache from the carried wheel
@@ -39,6 +40,22 @@ one() {  # one LABEL JOBS [OP]: a test run: wall, user and system seconds (CPU-b
   { time "$B/bin/test-backend-ops" test -o "${3:-ROPE}" -b CUDA0 -j "$2" > "$OUT/$1.txt" 2>&1; } 2> "$OUT/$1.time"
   echo "$1 -j $2 $(cat "$OUT/$1.time") $(grep -c "^  ${3:-ROPE}(.*): .*OK" "$OUT/$1.txt") OK $(grep -c 'FAIL' "$OUT/$1.txt") FAIL"
 }
+# the product's own check (python -m kernelopt_llamacpp.tbo check), three seeds' runs at once:
+# whole (-o ROPE, which writes the case list), then each run split over 2, 3 and 4 processes by
+# that list; SHARDS_ONLY=1 skips the tool-alone timings below (measured in call 9)
+wrapper() {  # wrapper LABEL ARGS...: wall seconds and the wrapper's last line
+  local label=$1 s; shift; s=$(date +%s.%N)
+  python3 -m kernelopt_llamacpp.tbo check --tool "$B/bin/test-backend-ops" --op ROPE --runs 3 \
+    --cases "$OUT/rope.cases.json" "$@" > "$OUT/$label.txt" 2>&1; local rc=$?
+  echo "$label $* rc $rc $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$s" "$(date +%s.%N)") s: $(tail -1 "$OUT/$label.txt")"
+}
+rm -f "$OUT/rope.cases.json"
+wrapper wrap-whole --shards 1 --jobs 5 | tee -a "$OUT/rope-testjobs.txt"
+for shards in 2 3 4; do
+  wrapper "wrap-shards$shards" --shards "$shards" --jobs 4 | tee -a "$OUT/rope-testjobs.txt"
+done
+wrapper wrap-shards2-j2 --shards 2 --jobs 2 | tee -a "$OUT/rope-testjobs.txt"
+[ "${SHARDS_ONLY:-0}" = 1 ] && { nproc >> "$OUT/rope-testjobs.txt"; exit 0; }
 # each worker opens its own CUDA backend and CPU reference backend: if opening them dominates,
 # fewer workers are as fast
 # the fixed cost: process start, every op's test cases built, backends opened (no case matches)

@@ -63,6 +63,7 @@ class OpData:
     e2e_model: str | None
     harness: bool = False  # tests/test-backend-ops.cpp carries harness.py's patch
     test_jobs: int = 1  # test mode's parallel workers (-j), where the tool has them
+    cases: Path | None = None  # the test set's case list (tbo check --cases), per test source
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -85,6 +86,19 @@ def _has_test_jobs(source: Path) -> bool:
         return 'strcmp(argv[i], "-j")' in source.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
+
+
+def _cases_file(folder: Path, digest: str, op: str, source: Path) -> Path | None:
+    """Where the check keeps the op's test-set case list: named by the test source's content,
+    so that a changed test set (another llama.cpp version at the same path) starts a new list."""
+    try:
+        content = hashlib.sha1(source.read_bytes()).hexdigest()[:12]
+    except OSError:
+        return None
+    return folder / f"{digest}-{op}-{content}.cases.json"
+
+
+CORES_PER_RUN = 4  # one test-backend-ops run kept 3.4-3.8 cores busy, whatever its -j (H200)
 
 
 def _test_jobs() -> int:
@@ -189,6 +203,7 @@ class LlamaCppBackend:
             e2e_model=str(Path(e2e_model).resolve()) if e2e_model else None,
             harness=patched is not None,
             test_jobs=_test_jobs() if _has_test_jobs(root / harness.FILE) else 1,
+            cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, root / harness.FILE),
         )
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else
@@ -277,12 +292,17 @@ class LlamaCppBackend:
                          *(["--jobs", str(data.test_jobs)] if data.test_jobs > 1 else []))
 
     def check_seeds(self, target: Target, tree: Tree, seeds: tuple[int, ...]) -> Command:
-        """Every seed's run at once (tbo check --runs), the CPUs split between them: one run
-        keeps only 3.4-3.8 of 16 cores busy, so three ROPE runs took 17.3 s at once where one
-        after another took 41-46 s (H200)."""
+        """Every seed's run at once (tbo check --runs): one run keeps only 3.4-3.8 of 16 cores
+        busy, so three ROPE runs took 17.3 s at once where one after another took 41-46 s
+        (H200). Where the CPUs outnumber the runs' CORES_PER_RUN, each run is split over more
+        processes (--shards, by the case list the first whole check wrote), each with -j
+        CORES_PER_RUN at most."""
         data: OpData = target.data
-        jobs = max(1, data.test_jobs // len(seeds)) if data.test_jobs > 1 else 1
-        return self._tbo(target, tree, "check", "--runs", str(len(seeds)),
+        runs = len(seeds)
+        shards = -(-data.test_jobs // (CORES_PER_RUN * runs)) if data.cases else 1
+        jobs = min(CORES_PER_RUN, max(1, data.test_jobs // runs)) if data.test_jobs > 1 else 1
+        split = ["--shards", str(shards), "--cases", str(data.cases)] if data.cases else []
+        return self._tbo(target, tree, "check", "--runs", str(runs), *split,
                          *(["--jobs", str(jobs)] if jobs > 1 else []))
 
     def bench(self, target: Target, tree: Tree) -> Command | None:

@@ -236,25 +236,71 @@ def cmd_check(a: argparse.Namespace) -> int:
     # -j: the tool's own parallel test workers (one backend each; results printed whole under
     # its output lock), where the tree's test-backend-ops has them (OpData.test_jobs)
     jobs = ["-j", str(a.jobs)] if a.jobs > 1 else []
-    argv = [a.tool, "test", "-o", a.op, "-b", a.backend, *jobs]
     # --runs N: N independent runs (the core's seeds; each draws fresh inputs) at once. One run
     # keeps only 3.4-3.8 of an H200 machine's 16 cores busy whatever its -j, so three ROPE runs at
     # once took 17.3 s, against 41-46 s one after another (bench/results/2026-12-02-h200-llamacpp).
+    # --shards S: each run split over S processes by the test set's case list (--cases, written
+    # by the first check that passed whole), so the idle cores take part of one run too.
     # The threads only start and wait: each spawn goes through the core's run_process.
-    with ThreadPoolExecutor(max_workers=a.runs) as pool:
-        runs = list(pool.map(lambda _: _run(argv), range(a.runs)))
-    for n, (code, out) in enumerate(runs, 1):
+    listed = read_cases(Path(a.cases)) if a.cases else None
+    filters = shard_filters(listed, a.shards) if listed else [a.op]
+    argvs = [[a.tool, "test", "-o", f, "-b", a.backend, *jobs] for _ in range(a.runs) for f in filters]
+    with ThreadPoolExecutor(max_workers=len(argvs)) as pool:
+        outs = list(pool.map(_run, argvs))
+    per_run = [outs[n * len(filters):(n + 1) * len(filters)] for n in range(a.runs)]
+    results = []
+    for n, parts in enumerate(per_run, 1):
         if a.runs > 1:
             print(f"--- run {n} of {a.runs} ---")
-        sys.stdout.write(out)
-        problem = _check_problem(a, code, parse_test(out))
+        text = "".join(out for _, out in parts)
+        sys.stdout.write(text)
+        r = parse_test(text)
+        problem = _check_problem(a, next((code for code, _ in parts if code != 0), 0), r)
+        missing = [c for c in listed or () if c not in {*r.ok, *r.failed, *r.unsupported}]
+        if not problem and missing:  # a split run must still cover the whole test set
+            problem = (f"{len(missing)} case(s) of the test set printed no result, e.g. "
+                       f"{missing[0]}; delete {a.cases} if the test set changed")
         if problem:
             return _say(problem + (f" (run {n} of {a.runs})" if a.runs > 1 else ""), 1)
-    oks = sorted({len(parse_test(out).ok) for _, out in runs})
+        results.append(r)
+    if a.cases and listed is None:
+        write_cases(Path(a.cases), [*results[0].ok, *results[0].failed, *results[0].unsupported])
+    oks = sorted({len(r.ok) for r in results})
     count = f"{oks[0]}" if len(oks) == 1 else f"{oks[0]}-{oks[-1]}"
     each = f", in each of {a.runs} runs with fresh inputs" if a.runs > 1 else ""
-    print(f"kernelopt-llamacpp: {count} {a.op} cases OK on {a.backend}{each} (NMSE vs the CPU backend)")
+    split = f", each split over {len(filters)} processes" if len(filters) > 1 else ""
+    print(f"kernelopt-llamacpp: {count} {a.op} cases OK on {a.backend}{each}{split} "
+          "(NMSE vs the CPU backend)")
     return 0
+
+
+MAX_FILTER = 100_000  # characters in one -o argument; Linux refuses one over 128 KiB
+
+
+def read_cases(path: Path) -> list[str] | None:
+    try:
+        cases = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return cases if isinstance(cases, list) and cases and all(isinstance(c, str) for c in cases) \
+        else None
+
+
+def write_cases(path: Path, names: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(list(dict.fromkeys(names)), indent=0))
+
+
+def shard_filters(cases: list[str], shards: int) -> list[str]:
+    """``-o`` arguments that split the test set over ``shards`` processes: full case strings,
+    comma-separated (the tool matches each exactly and skips the commas inside parentheses).
+    The op alone, one process, when a case's params hold parentheses (they would break that
+    split) or a filter would be too long for one argument."""
+    whole = [cases[0].split("(", 1)[0]]
+    if shards < 2 or any(c.count("(") != 1 or not c.endswith(")") for c in cases):
+        return whole
+    filters = [",".join(cases[i::shards]) for i in range(shards)]
+    return filters if max(map(len, filters)) <= MAX_FILTER else whole
 
 
 def _check_problem(a: argparse.Namespace, code: int, r: TestResults) -> str | None:
@@ -306,11 +352,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="check: the tool's parallel test workers (-j), when it has them")
     parser.add_argument("--runs", type=int, default=1,
                         help="check: independent runs at once (one per seed), each must pass")
+    parser.add_argument("--shards", type=int, default=1,
+                        help="check: processes per run, splitting the case list of --cases")
+    parser.add_argument("--cases", help="check: the test set's case list, written by the first "
+                        "check that passes whole and read by the later ones to split it")
     parser.add_argument("--harness", action="store_true",
                         help="the tree's test-backend-ops has kernelopt's harness (harness.py)")
     a = parser.parse_args(argv)
-    if a.runs < 1 or a.jobs < 1:
-        return _say(f"--runs and --jobs must be at least 1 (got {a.runs}, {a.jobs})", 2)
+    if min(a.runs, a.jobs, a.shards) < 1:
+        return _say(f"--runs, --jobs and --shards must be at least 1 (got {a.runs}, {a.jobs}, "
+                    f"{a.shards})", 2)
     if not Path(a.tool).is_file():
         return _say(f"{a.tool} does not exist: did the build of test-backend-ops succeed?", 1)
     return {"check": cmd_check, "bench": cmd_bench, "shape": cmd_shape}[a.mode](a)

@@ -41,14 +41,23 @@ def test_discover_one_target_for_the_op(repo: Path, tmp_path: Path):
     argv = LlamaCppBackend().check(target, tree, 1).argv
     assert (argv[argv.index("--jobs") + 1] == str(target.data.test_jobs)) if target.data.test_jobs > 1 \
         else "--jobs" not in argv
-    # every seed's run at once, the CPUs split between them (tbo check --runs)
+    # every seed's run at once (tbo check --runs), and with more CPUs than the runs keep busy
+    # each run split over processes by the test set's case list (--shards, --cases)
+    assert target.data.cases is not None and target.data.cases.name.endswith(".cases.json")
     sixteen = attrs.evolve(target, data=attrs.evolve(target.data, test_jobs=16))
-    argv = LlamaCppBackend().check_seeds(sixteen, tree, (1, 2, 3)).argv
-    assert argv[argv.index("--runs") + 1] == "3" and argv[argv.index("--jobs") + 1] == "5"
-    argv = LlamaCppBackend().check_seeds(sixteen, tree, (1,)).argv
-    assert argv[argv.index("--runs") + 1] == "1" and argv[argv.index("--jobs") + 1] == "16"
+
+    def flags(t, seeds):  # type: ignore[no-untyped-def]
+        argv = LlamaCppBackend().check_seeds(t, tree, seeds).argv
+        return {f: argv[argv.index(f) + 1] for f in ("--runs", "--shards", "--cases", "--jobs")
+                if f in argv}
+
+    assert flags(sixteen, (1, 2, 3)) == {"--runs": "3", "--shards": "2", "--jobs": "4",
+                                         "--cases": str(target.data.cases)}
+    assert flags(sixteen, (1,))["--shards"] == "4"
     two = attrs.evolve(target, data=attrs.evolve(target.data, test_jobs=2))
-    assert "--jobs" not in LlamaCppBackend().check_seeds(two, tree, (1, 2, 3)).argv  # 2 // 3: none
+    assert flags(two, (1, 2, 3)) == {"--runs": "3", "--shards": "1", "--cases": str(target.data.cases)}
+    unlisted = attrs.evolve(target, data=attrs.evolve(target.data, test_jobs=16, cases=None))
+    assert flags(unlisted, (1, 2, 3)) == {"--runs": "3", "--jobs": "4"}
     tool = repo / "tests" / "test-backend-ops.cpp"
     tool.write_text(tool.read_text().replace('strcmp(argv[i], "-j")', 'strcmp(argv[i], "-J")'))
     [older] = LlamaCppBackend().discover(repo, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))

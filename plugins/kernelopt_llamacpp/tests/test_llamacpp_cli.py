@@ -54,6 +54,17 @@ def test_whole_loop_on_the_fixture_ends_with_a_verdict(repo: Path, tmp_path: Pat
     assert "KERNELOPT_TBO_PERF_IN_TEST" not in (repo / "tests" / "test-backend-ops.cpp").read_text()
     if summary["status"] == "optimized":
         assert "CUDA_SOFT_MAX_BLOCK_SIZE" in (run_dir / "report.diff").read_text()
+    # the baseline's whole check wrote the test set's case list; the built tool, split over
+    # processes by it (each -o a list of full case strings), still runs every case
+    [cases] = (tmp_path / ".kernelopt" / "llamacpp").glob("*-SOFT_MAX-*.cases.json")
+    listed = json.loads(cases.read_text())
+    assert len(listed) >= 2 and all(c.startswith("SOFT_MAX(") for c in listed)
+    [tool] = (tmp_path / ".kernelopt").glob("work/*/base-build/bin/test-backend-ops")
+    split = subprocess.run([sys.executable, "-m", "kernelopt_llamacpp.tbo", "check", "--tool", str(tool),
+                            "--op", "SOFT_MAX", "--runs", "2", "--shards", "2",
+                            "--cases", str(cases)], capture_output=True, text=True)
+    assert split.returncode == 0, split.stdout + split.stderr
+    assert "in each of 2 runs with fresh inputs, each split over 2 processes" in split.stdout
 
 
 def test_unknown_op_exits_2_listing_known_ops(repo: Path, tmp_path: Path):

@@ -253,4 +253,55 @@ def test_check_runs_the_seeds_at_once_and_each_must_pass(tmp_path: Path, capsys)
     assert tbo.main(["check", "--tool", tool, "--op", "ROPE", "--runs", "3"]) == 1
     assert re.search(r"1 case\(s\) FAIL, e\.g\. ROPE\(.*\) \(run [123] of 3\)", capsys.readouterr().err)
     assert tbo.main(["check", "--tool", tool, "--op", "ROPE", "--runs", "0"]) == 2
-    assert "--runs and --jobs must be at least 1" in capsys.readouterr().err
+    assert "--runs, --jobs and --shards must be at least 1" in capsys.readouterr().err
+
+
+ROPE_CASES = [f"ROPE(type={t},ne_a=[128,{h},2,1],mode=0)" for t in ("f32", "f16") for h in (32, 64)]
+
+
+def _filtering_tool(folder: Path, drops: str = "") -> str:
+    """A test-backend-ops that honours -o as the real one does (an op name, or full case
+    strings separated by commas outside the parentheses), logs each -o it got, and leaves out
+    the case ``drops`` as if it had not run."""
+    folder.mkdir(parents=True)
+    tool = folder / "test-backend-ops"
+    tool.write_text(
+        f"#!{sys.executable}\nimport re, sys\nfrom pathlib import Path\n"
+        f"cases = {ROPE_CASES!r}\nfilt = sys.argv[sys.argv.index('-o') + 1]\n"
+        f"with open({str(folder / 'filters.log')!r}, 'a') as log:\n    log.write(filt + '\\n')\n"
+        "entries = re.findall(r'[A-Z_]+\\([^)]*\\)|[A-Z_]+', filt)\n"
+        "for c in cases:\n"
+        f"    if c != {drops!r} and (c in entries or c.split('(')[0] in entries):\n"
+        "        print('  ' + c + ': OK')\n")
+    tool.chmod(0o755)
+    return str(tool)
+
+
+def test_check_splits_each_run_by_the_case_list_and_demands_every_case(tmp_path: Path, capsys):
+    """The first check runs the op whole and writes its case list; later ones split each run
+    over --shards processes by exact case strings, and a case that printed nothing fails."""
+    tool, cases = _filtering_tool(tmp_path / "t"), tmp_path / "ROPE.cases.json"
+    args = ["check", "--tool", tool, "--op", "ROPE", "--runs", "2", "--shards", "2",
+            "--cases", str(cases)]
+    assert tbo.main(args) == 0
+    assert json.loads(cases.read_text()) == ROPE_CASES
+    assert (tmp_path / "t" / "filters.log").read_text().split() == ["ROPE", "ROPE"]
+    assert tbo.main(args) == 0
+    assert "4 ROPE cases OK on CUDA0, in each of 2 runs with fresh inputs, each split over 2 " \
+        "processes" in capsys.readouterr().out
+    filters = (tmp_path / "t" / "filters.log").read_text().split()[2:]
+    assert sorted(filters) == sorted([",".join(ROPE_CASES[0::2]), ",".join(ROPE_CASES[1::2])] * 2)
+    # a tool (a test set) that no longer prints one of the listed cases fails the check
+    dropping = _filtering_tool(tmp_path / "d", drops=ROPE_CASES[3])
+    assert tbo.main([*args[:2], dropping, *args[3:]]) == 1
+    err = capsys.readouterr().err
+    assert f"1 case(s) of the test set printed no result, e.g. {ROPE_CASES[3]}" in err
+
+
+def test_shard_filters_fall_back_to_the_whole_op():
+    assert tbo.shard_filters(ROPE_CASES, 1) == ["ROPE"]
+    assert tbo.shard_filters(ROPE_CASES, 3) == [",".join(ROPE_CASES[i::3]) for i in range(3)]
+    nested = [*ROPE_CASES, "ROPE(type=f32,op=f(x))"]  # a ')' inside the params: no split
+    assert tbo.shard_filters(nested, 2) == ["ROPE"]
+    many = [f"ROPE(type=f32,n={n:06d},{'x' * 200})" for n in range(2000)]  # ~420 kB in 2 halves
+    assert tbo.shard_filters(many, 2) == ["ROPE"] and len(tbo.shard_filters(many, 8)) == 8
