@@ -256,7 +256,8 @@ def cmd_check(a: argparse.Namespace) -> int:
         sys.stdout.write(text)
         r = parse_test(text)
         problem = _check_problem(a, next((code for code, _ in parts if code != 0), 0), r)
-        missing = [c for c in listed or () if c not in {*r.ok, *r.failed, *r.unsupported}]
+        printed = {*r.ok, *r.failed, *r.unsupported}
+        missing = [c for c in listed or () if c not in printed]
         if not problem and missing:  # a split run must still cover the whole test set
             problem = (f"{len(missing)} case(s) of the test set printed no result, e.g. "
                        f"{missing[0]}; delete {a.cases} if the test set changed")
@@ -282,8 +283,8 @@ def read_cases(path: Path) -> list[str] | None:
         cases = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    return cases if isinstance(cases, list) and cases and all(isinstance(c, str) for c in cases) \
-        else None
+    usable = isinstance(cases, list) and cases and all(isinstance(c, str) for c in cases)
+    return cases if usable else None
 
 
 def write_cases(path: Path, names: list[str]) -> None:
