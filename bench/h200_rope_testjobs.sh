@@ -43,14 +43,19 @@ one() {  # one LABEL JOBS [OP]: a test run: wall, user and system seconds (CPU-b
 # the product's own check (python -m kernelopt_llamacpp.tbo check), three seeds' runs at once:
 # whole (-o ROPE, which writes the case list), then each run split over 2, 3 and 4 processes by
 # that list; SHARDS_ONLY=1 skips the tool-alone timings below (measured in call 9)
-wrapper() {  # wrapper LABEL ARGS...: wall seconds and the wrapper's last line
+wrapper() {  # wrapper LABEL ARGS...: wall seconds and the wrapper's last line; this checkout's
+  # code, not a wheel a warm machine may have installed from an older commit
   local label=$1 s; shift; s=$(date +%s.%N)
-  python3 -m kernelopt_llamacpp.tbo check --tool "$B/bin/test-backend-ops" --op ROPE --runs 3 \
+  PYTHONPATH="$PWD/plugins/kernelopt_llamacpp:$PWD${PYTHONPATH:+:$PYTHONPATH}" \
+    python3 -m kernelopt_llamacpp.tbo check --tool "$B/bin/test-backend-ops" --op ROPE --runs 3 \
     --cases "$OUT/rope.cases.json" "$@" > "$OUT/$label.txt" 2>&1; local rc=$?
   echo "$label $* rc $rc $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$s" "$(date +%s.%N)") s: $(tail -1 "$OUT/$label.txt")"
 }
 rm -f "$OUT/rope.cases.json"
-wrapper wrap-whole --shards 1 --jobs 5 | tee -a "$OUT/rope-testjobs.txt"
+one warmup16 16 | tee -a "$OUT/rope-testjobs.txt"  # the first GPU work after the build
+wrapper wrap-whole --shards 1 --jobs 4 | tee -a "$OUT/rope-testjobs.txt"  # writes the list
+[ -s "$OUT/rope.cases.json" ] || { echo "no case list: see $OUT/wrap-whole.txt" | tee -a "$OUT/rope-testjobs.txt"; exit 1; }
+wrapper wrap-whole-again --shards 1 --jobs 4 | tee -a "$OUT/rope-testjobs.txt"
 for shards in 2 3 4; do
   wrapper "wrap-shards$shards" --shards "$shards" --jobs 4 | tee -a "$OUT/rope-testjobs.txt"
 done

@@ -10,7 +10,11 @@ adds one JSON line (``bench_line``, what the core parses) made from the real too
 The wrapper exists for what the bare tool does not do:
 
 * ``check``: ``test -o OP -b CUDA0`` exits 0 even when no case ran ("0/0 tests passed"); the
-  wrapper demands at least one case OK and none FAIL.
+  wrapper demands at least one case OK and none FAIL, and case lines that add up to the tool's
+  own count. ``--runs N`` runs the seeds' checks at once; with ``--cases FILE`` the first check
+  that passes whole writes the op's case list there, and later ones split each run over
+  ``--shards`` processes by it (``-o`` a list of full case strings) and fail when a listed case
+  printed nothing.
 * ``bench``: the **pinned case**. Unless ``--case`` names one, the first bench runs
   ``perf -o OP -b CUDA0`` once and chooses. With the harness (``--harness``: the tree's
   test-backend-ops also runs the perf cases in test mode, harness.py) it takes the largest
@@ -255,7 +259,8 @@ def cmd_check(a: argparse.Namespace) -> int:
         text = "".join(out for _, out in parts)
         sys.stdout.write(text)
         r = parse_test(text)
-        problem = _check_problem(a, next((code for code, _ in parts if code != 0), 0), r)
+        problem = _check_problem(a, next((code for code, _ in parts if code != 0), 0), r) \
+            or _count_problem([out for _, out in parts], r)
         printed = {*r.ok, *r.failed, *r.unsupported}
         missing = [c for c in listed or () if c not in printed]
         if not problem and missing:  # a split run must still cover the whole test set
@@ -265,7 +270,11 @@ def cmd_check(a: argparse.Namespace) -> int:
             return _say(problem + (f" (run {n} of {a.runs})" if a.runs > 1 else ""), 1)
         results.append(r)
     if a.cases and listed is None:
-        write_cases(Path(a.cases), [*results[0].ok, *results[0].failed, *results[0].unsupported])
+        try:
+            write_cases(Path(a.cases), [*results[0].ok, *results[0].failed, *results[0].unsupported])
+        except OSError as exc:  # the check passed; only later checks lose the split
+            print(f"kernelopt-llamacpp: could not write the case list {a.cases}: {exc}",
+                  file=sys.stderr)
     oks = sorted({len(r.ok) for r in results})
     count = f"{oks[0]}" if len(oks) == 1 else f"{oks[0]}-{oks[-1]}"
     each = f", in each of {a.runs} runs with fresh inputs" if a.runs > 1 else ""
@@ -289,7 +298,9 @@ def read_cases(path: Path) -> list[str] | None:
 
 def write_cases(path: Path, names: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(list(dict.fromkeys(names)), indent=0))
+    partial = path.with_name(path.name + ".part")  # a reader never sees half a list
+    partial.write_text(json.dumps(list(dict.fromkeys(names)), indent=0))
+    partial.replace(path)
 
 
 def shard_filters(cases: list[str], shards: int) -> list[str]:
@@ -298,10 +309,30 @@ def shard_filters(cases: list[str], shards: int) -> list[str]:
     The op alone, one process, when a case's params hold parentheses (they would break that
     split) or a filter would be too long for one argument."""
     whole = [cases[0].split("(", 1)[0]]
-    if shards < 2 or any(c.count("(") != 1 or not c.endswith(")") for c in cases):
+    shards = min(shards, len(cases))
+    if shards < 2 or any(c.count("(") != 1 or c.count(")") != 1 or not c.endswith(")")
+                         for c in cases):
         return whole
     filters = [",".join(cases[i::shards]) for i in range(shards)]
     return filters if max(map(len, filters)) <= MAX_FILTER else whole
+
+
+SUMMARY = re.compile(r"^\s*(\d+)/(\d+) tests passed", re.MULTILINE)
+
+
+def _count_problem(outputs: list[str], r: TestResults) -> str | None:
+    """The tool's own counts (``N/M tests passed``, one line a process) against the case lines
+    read: a case the wrapper did not read would otherwise drop out of the case list and so out
+    of every later split check. Tools that print no such line are not compared."""
+    counts = [SUMMARY.findall(strip(out)) for out in outputs]
+    if not all(counts):
+        return None
+    passed = sum(int(n) for found in counts for n, _ in found)
+    total = sum(int(m) for found in counts for _, m in found)
+    if (passed, total) != (len(r.ok), len(r.ok) + len(r.failed)):
+        return (f"the tool counted {passed}/{total} tests passed, but {len(r.ok)} OK and "
+                f"{len(r.failed)} FAIL case lines were read")
+    return None
 
 
 def _check_problem(a: argparse.Namespace, code: int, r: TestResults) -> str | None:

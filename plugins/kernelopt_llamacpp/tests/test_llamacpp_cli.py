@@ -62,7 +62,7 @@ def test_whole_loop_on_the_fixture_ends_with_a_verdict(repo: Path, tmp_path: Pat
     [tool] = (tmp_path / ".kernelopt").glob("work/*/base-build/bin/test-backend-ops")
     split = subprocess.run([sys.executable, "-m", "kernelopt_llamacpp.tbo", "check", "--tool", str(tool),
                             "--op", "SOFT_MAX", "--runs", "2", "--shards", "2",
-                            "--cases", str(cases)], capture_output=True, text=True)
+                            "--cases", str(cases)], capture_output=True, text=True, timeout=300)
     assert split.returncode == 0, split.stdout + split.stderr
     assert "in each of 2 runs with fresh inputs, each split over 2 processes" in split.stdout
 

@@ -259,20 +259,32 @@ def test_check_runs_the_seeds_at_once_and_each_must_pass(tmp_path: Path, capsys)
 ROPE_CASES = [f"ROPE(type={t},ne_a=[128,{h},2,1],mode=0)" for t in ("f32", "f16") for h in (32, 64)]
 
 
-def _filtering_tool(folder: Path, drops: str = "") -> str:
-    """A test-backend-ops that honours -o as the real one does (an op name, or full case
-    strings separated by commas outside the parentheses), logs each -o it got, and leaves out
-    the case ``drops`` as if it had not run."""
+def _filtering_tool(folder: Path, drops: str = "", fails: str = "", summary: str = "") -> str:
+    """A test-backend-ops that splits -o as the real one does (op_filter_entries: at commas,
+    but from a '(' on only at the first comma after the first ')'; an entry with '(' is a full
+    case string, else an op name), logs each -o it got, prints ``drops`` as if it had not run,
+    FAILs ``fails``, and ends with ``summary`` (e.g. '  3/4 tests passed') when given."""
     folder.mkdir(parents=True)
     tool = folder / "test-backend-ops"
     tool.write_text(
-        f"#!{sys.executable}\nimport re, sys\nfrom pathlib import Path\n"
-        f"cases = {ROPE_CASES!r}\nfilt = sys.argv[sys.argv.index('-o') + 1]\n"
-        f"with open({str(folder / 'filters.log')!r}, 'a') as log:\n    log.write(filt + '\\n')\n"
-        "entries = re.findall(r'[A-Z_]+\\([^)]*\\)|[A-Z_]+', filt)\n"
+        f"#!{sys.executable}\nimport sys\n"
+        f"cases = {ROPE_CASES!r}\nrest = sys.argv[sys.argv.index('-o') + 1]\n"
+        f"with open({str(folder / 'filters.log')!r}, 'a') as log:\n    log.write(rest + '\\n')\n"
+        "entries = []\n"
+        "while rest:\n"
+        "    comma, lparen = rest.find(','), rest.find('(')\n"
+        "    comma = len(rest) if comma < 0 else comma\n"
+        "    if 0 <= lparen < comma:\n"
+        "        comma = rest.find(',', rest.find(')'))\n"
+        "        comma = len(rest) if comma < 0 else comma\n"
+        "    entries.append(rest[:comma])\n"
+        "    rest = rest[comma + 1:]\n"
+        "def selected(c):\n"
+        "    return any(e == c if '(' in e else e == c.split('(')[0] for e in entries)\n"
         "for c in cases:\n"
-        f"    if c != {drops!r} and (c in entries or c.split('(')[0] in entries):\n"
-        "        print('  ' + c + ': OK')\n")
+        "    if c != " + repr(drops) + " and selected(c):\n"
+        "        print('  ' + c + ': ' + ('FAIL' if c == " + repr(fails) + " else 'OK'))\n"
+        + (f"print({summary!r})\n" if summary else ""))
     tool.chmod(0o755)
     return str(tool)
 
@@ -283,6 +295,9 @@ def test_check_splits_each_run_by_the_case_list_and_demands_every_case(tmp_path:
     tool, cases = _filtering_tool(tmp_path / "t"), tmp_path / "ROPE.cases.json"
     args = ["check", "--tool", tool, "--op", "ROPE", "--runs", "2", "--shards", "2",
             "--cases", str(cases)]
+    # a first check that fails writes no list: the next one runs whole again
+    failing = _filtering_tool(tmp_path / "f", fails=ROPE_CASES[0])
+    assert tbo.main([*args[:2], failing, *args[3:]]) == 1 and not cases.exists()
     assert tbo.main(args) == 0
     assert json.loads(cases.read_text()) == ROPE_CASES
     assert (tmp_path / "t" / "filters.log").read_text().split() == ["ROPE", "ROPE"]
@@ -296,6 +311,21 @@ def test_check_splits_each_run_by_the_case_list_and_demands_every_case(tmp_path:
     assert tbo.main([*args[:2], dropping, *args[3:]]) == 1
     err = capsys.readouterr().err
     assert f"1 case(s) of the test set printed no result, e.g. {ROPE_CASES[3]}" in err
+    # a list that cannot be read is no list: the check runs whole and writes it again
+    cases.write_text("[")
+    assert tbo.main(args) == 0 and json.loads(cases.read_text()) == ROPE_CASES
+
+
+def test_check_demands_the_tools_own_count(tmp_path: Path, capsys):
+    """A case line the wrapper could not read would drop out of the case list and so out of
+    every split check: the case lines read must add up to the tool's 'N/M tests passed'."""
+    agreeing = _filtering_tool(tmp_path / "a", summary="  4/4 tests passed")
+    assert tbo.main(["check", "--tool", agreeing, "--op", "ROPE"]) == 0
+    disagreeing = _filtering_tool(tmp_path / "b", summary="  5/5 tests passed")
+    cases = tmp_path / "ROPE.cases.json"
+    assert tbo.main(["check", "--tool", disagreeing, "--op", "ROPE", "--cases", str(cases)]) == 1
+    assert "the tool counted 5/5 tests passed, but 4 OK and 0 FAIL" in capsys.readouterr().err
+    assert not cases.exists()
 
 
 def test_shard_filters_fall_back_to_the_whole_op():
@@ -303,5 +333,7 @@ def test_shard_filters_fall_back_to_the_whole_op():
     assert tbo.shard_filters(ROPE_CASES, 3) == [",".join(ROPE_CASES[i::3]) for i in range(3)]
     nested = [*ROPE_CASES, "ROPE(type=f32,op=f(x))"]  # a ')' inside the params: no split
     assert tbo.shard_filters(nested, 2) == ["ROPE"]
+    assert tbo.shard_filters([*ROPE_CASES, "ROPE(a=x),b=1)"], 2) == ["ROPE"]  # a lone ')'
+    assert tbo.shard_filters(ROPE_CASES[:2], 4) == ROPE_CASES[:2]  # no process without a case
     many = [f"ROPE(type=f32,n={n:06d},{'x' * 200})" for n in range(2000)]  # ~420 kB in 2 halves
     assert tbo.shard_filters(many, 2) == ["ROPE"] and len(tbo.shard_filters(many, 8)) == 8
