@@ -34,6 +34,7 @@ else
 fi
 [ -x "$B/bin/test-backend-ops" ] || { echo "build failed: $OUT/build.log" | tee -a "$OUT/rope-testjobs.txt"; exit 1; }
 echo "$B: ready after $(( $(date +%s) - t0 )) s" | tee -a "$OUT/rope-testjobs.txt"
+elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$(date +%s.%N)"; }
 one() {  # one LABEL JOBS [OP]: a test run: wall, user and system seconds (CPU-bound when
   # user + sys is near nproc x wall), OK count
   TIMEFORMAT="%R s wall %U s user %S s sys"
@@ -49,7 +50,7 @@ wrapper() {  # wrapper LABEL ARGS...: wall seconds and the wrapper's last line; 
   PYTHONPATH="$PWD/plugins/kernelopt_llamacpp:$PWD${PYTHONPATH:+:$PYTHONPATH}" \
     python3 -m kernelopt_llamacpp.tbo check --tool "$B/bin/test-backend-ops" --op ROPE --runs 3 \
     --cases "$OUT/rope.cases.json" "$@" > "$OUT/$label.txt" 2>&1; local rc=$?
-  echo "$label $* rc $rc $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$s" "$(date +%s.%N)") s: $(tail -1 "$OUT/$label.txt")"
+  echo "$label $* rc $rc $(elapsed "$s") s: $(tail -1 "$OUT/$label.txt")"
 }
 rm -f "$OUT/rope.cases.json"
 one warmup16 16 | tee -a "$OUT/rope-testjobs.txt"  # the first GPU work after the build
@@ -71,7 +72,7 @@ for j in 16 5; do
   one "three${j}-a" "$j" > "$OUT/three$j-a.line" & one "three${j}-b" "$j" > "$OUT/three$j-b.line" &
   one "three${j}-c" "$j" > "$OUT/three$j-c.line" & wait
   cat "$OUT"/three$j-?.line >> "$OUT/rope-testjobs.txt"
-  echo "three at once -j $j: $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$s" "$(date +%s.%N)") s" | tee -a "$OUT/rope-testjobs.txt"
+  echo "three at once -j $j: $(elapsed "$s") s" | tee -a "$OUT/rope-testjobs.txt"
 done
 one single32 32 | tee -a "$OUT/rope-testjobs.txt"
 nproc >> "$OUT/rope-testjobs.txt"

@@ -78,24 +78,19 @@ def fixture_marker(root: Path) -> dict[str, Any] | None:
     return fixture if fixture.get("standins") is True else None
 
 
-def _has_test_jobs(source: Path) -> bool:
-    """Whether this test-backend-ops takes ``-j N`` (parallel test workers; upstream since
-    late 2025): ROPE's test set, one case at a time, took 163 s for the three seeds' runs on
-    an H200."""
-    try:
-        return 'strcmp(argv[i], "-j")' in source.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
+def _has_test_jobs(source: bytes) -> bool:
+    """Whether this test-backend-ops (its source) takes ``-j N`` (parallel test workers;
+    upstream since late 2025): ROPE's test set, one case at a time, took 163 s for the three
+    seeds' runs on an H200."""
+    return b'strcmp(argv[i], "-j")' in source
 
 
-def _cases_file(folder: Path, digest: str, op: str, source: Path) -> Path | None:
+def _cases_file(folder: Path, digest: str, op: str, source: bytes) -> Path | None:
     """Where the check keeps the op's test-set case list: named by the test source's content,
     so that a changed test set (another llama.cpp version at the same path) starts a new list."""
-    try:
-        content = hashlib.sha1(source.read_bytes()).hexdigest()[:12]
-    except OSError:
+    if not source:
         return None
-    return folder / f"{digest}-{op}-{content}.cases.json"
+    return folder / f"{digest}-{op}-{hashlib.sha1(source).hexdigest()[:12]}.cases.json"
 
 
 CORES_PER_RUN = 4  # one test-backend-ops run kept 3.4-3.8 cores busy, whatever its -j (H200)
@@ -196,14 +191,18 @@ class LlamaCppBackend:
         if e2e and not e2e_model:
             e2e_model = str(self._random_model(root, settings.state_root / "llamacpp"))
         files = {f: (root / f).read_bytes() for f in route.files}
+        try:  # read once: whether the tool takes -j, and the case list's name
+            test_source = (root / harness.FILE).read_bytes()
+        except OSError:
+            test_source = b""
         data = OpData(
             pin=pin, case=case,
             device_backend=str(options.device_backend or (marker or {}).get("backend", "CUDA0")),
             standins=marker is not None, cuda_arch="native" if marker else cuda_arch(),
             e2e_model=str(Path(e2e_model).resolve()) if e2e_model else None,
             harness=patched is not None,
-            test_jobs=_test_jobs() if _has_test_jobs(root / harness.FILE) else 1,
-            cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, root / harness.FILE),
+            test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
+            cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
         )
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else
