@@ -1,7 +1,7 @@
 """verdicts.json for issue 12, from the runs bench/h200_llamacpp.sh saved (each part's folder:
 journal.jsonl, summary.json and the op's pin):
 
-    python3 bench/llamacpp_verdicts.py OUT.json PART_DIR [PART_DIR ...] [--builds DIR[:WORD] ...]
+    python3 bench/llamacpp_verdicts.py OUT.json PART_DIR[:WORD] [...] [--builds DIR[:WORD] ...]
 
 One object per run: op, case, checkable, status, speedup, candidates_built, clean_build_s (the
 baseline's build step: configure + clean build), candidate_cycle_s (median over the built
@@ -15,7 +15,8 @@ already built) has no clean build of its own: its clean_build_s is null, unless 
 ``--builds`` runs built that same workspace (the journal's workspace folder) before it; the
 latest such run's time is then used, ``clean_build_from`` names its folder, and
 ``clean_build_cache`` says what ``DIR:WORD`` said of it (e.g. ``cold``: ccache empty; ``warm``:
-another op's build had filled it), since the journal does not record the cache's state.
+another op's build had filled it), since the journal does not record the cache's state. A
+run that built its own baseline gets ``clean_build_cache`` from its own ``PART_DIR:WORD``.
 """
 
 from __future__ import annotations
@@ -95,13 +96,20 @@ def main(argv: list[str]) -> int:
     if split < 2 or argv.count("--builds") > 1:
         print(__doc__, file=sys.stderr)
         return 2
-    out, parts = Path(argv[0]), [Path(p) for p in argv[1:split]]
+    out = Path(argv[0])
+    parts = [(Path(folder), cache or None)
+             for folder, _, cache in (spec.partition(":") for spec in argv[1:split])]
     builds: list[tuple[str, str | None, dict[str, Any]]] = []  # (folder, its cache, its row)
     for spec in argv[split + 1:]:
         folder, _, cache = spec.partition(":")
         if (Path(folder) / "journal.jsonl").is_file():
             builds.append((folder, cache or None, verdict(Path(folder))))
-    rows = [verdict(p) for p in parts if (p / "journal.jsonl").is_file()]
+    rows = []
+    for part, cache in parts:
+        if (part / "journal.jsonl").is_file():
+            rows.append(verdict(part))
+            if cache and not rows[-1]["workspace_reused"]:
+                rows[-1]["clean_build_cache"] = cache
     for row in rows:
         if not row["workspace_reused"]:
             continue
