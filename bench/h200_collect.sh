@@ -11,5 +11,6 @@ echo "exit ${PIPESTATUS[0]}" | tee -a "$work/console.txt"
 for home in /tmp/kstate-triton "${KERNELOPT_HOME:-}"; do
   [ -d "$home/runs" ] && cp -r "$home/runs" "$work/kernelopt-runs-$(basename "$home")"
 done
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$work/gpu.txt" 2>&1
+# its own name: a bench script may write gpu.txt itself (h200_llamacpp.sh adds nvcc --version)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$work/device.txt" 2>&1
 tar -czf "${OUT:-bench/results/out}/$name.tar.gz" -C "$work" .
