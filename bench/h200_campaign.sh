@@ -3,7 +3,7 @@
 # examples on one GPU, then on both (the local executor), then on a local Dask cluster of two
 # workers (one per GPU; needs kernelopt-dask and distributed in .whl/). Each mode has its own
 # state root and Triton cache, so none starts warm from another. From the repository root:
-#   bash bench/h200_campaign.sh MODE...    MODE: one | two | dask
+#   bash bench/h200_campaign.sh MODE...    MODE: one | two | dask | dask1 (dask on GPU 0 only)
 # Results go to $OUT: MODE.log, MODE-summary.json, MODE-campaign.jsonl, throughput.jsonl.
 set -uo pipefail
 OUT=${OUT:-bench/results/out}
@@ -20,6 +20,7 @@ for mode in "$@"; do
     one) args=(--gpus 0) ;;
     two) args=(--gpus 0,1) ;;
     dask) args=(--gpus 0,1 --executor dask) ;;
+    dask1) args=(--gpus 0 --executor dask) ;;  # one worker: Dask's cost against "one"
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac
   state=/tmp/kstate-campaign-$mode

@@ -190,11 +190,12 @@ class Executor(Protocol):
 
     ``name``: unique, used by ``kernelopt campaign --executor NAME``.
 
-    ``run(jobs, gpus, on_result, log_dir)``: run every job to its end, at most one job per GPU
-    slot at a time (``gpus``: the slots of this host, for an executor that uses them; a
-    cluster executor has its own), the job's process seeing only its GPU
-    (``CUDA_VISIBLE_DEVICES``), and call ``on_result`` once per job, from any thread. A job
-    whose worker is lost is run again, whole: its command resumes its run from the journal.
+    ``run(jobs, gpus, on_result, log_dir)``: run every job to its end, starting them in the
+    order given (the campaign's priority, highest first), at most one job per GPU slot at a
+    time (``gpus``: the slots of this host, for an executor that uses them; a cluster executor
+    has its own), the job's process seeing only its GPU (``CUDA_VISIBLE_DEVICES``), and call
+    ``on_result`` once per job, from any thread. A job whose worker is lost is run again,
+    whole: its command resumes its run from the journal.
 
     Optional: ``configure(settings) -> Executor``, called once before ``run`` with the first
     PATH's resolved settings (the executor's own option table: ``settings.section(...)``).

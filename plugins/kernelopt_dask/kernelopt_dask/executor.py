@@ -172,10 +172,12 @@ class DaskExecutor:
         from distributed import as_completed
 
         submitted = time.monotonic()
+        # Dask's own order among equal priorities is not submission order (on an H200 a
+        # one-worker campaign ran its targets 1, 4, 3, 2): the campaign's order is the priority
         futures: dict[Future, Job] = {
             client.submit(run_job, job, str(log_dir), token, key=f"kernelopt-{job.key}-{token}",
-                          resources={"GPU": 1}, pure=False): job
-            for job in jobs}
+                          resources={"GPU": 1}, pure=False, priority=len(jobs) - rank): job
+            for rank, job in enumerate(jobs)}
         done: set[str] = set()
         try:
             for future in as_completed(list(futures), loop=client.loop):

@@ -55,7 +55,7 @@ if mode == "hang-first" and attempt == 1:
                   "os.replace(t, p); time.sleep(300)")
     run_process(Command((sys.executable, "-c", grandchild, str(out / f"{name}.grandchild")),
                         out, timeout_s=600))
-time.sleep(0.2 if mode == "sleep" else 0)
+time.sleep({"sleep": 0.2, "hold": 1.0}.get(mode, 0))
 info["end"] = time.monotonic()
 write(out / f"{name}.done.{attempt}", info)
 print(f"{name} done on {info['gpu']}")
@@ -147,6 +147,18 @@ def test_local_jobs_each_see_their_workers_slot_one_at_a_time(out: Path, tmp_pat
     assert {r.gpu for r in results} == {"0", "1"}
     assert_no_overlap(out)
     assert (tmp_path / "logs" / "j0.log").exists()
+
+
+def test_local_jobs_start_in_the_campaigns_order(out: Path, tmp_path: Path) -> None:
+    """One slot: the jobs run one after another in the order given, the campaign's priority
+    (Dask's own order among equal priorities is not submission order). The first job holds
+    the slot for a second, so the other five, submitted within milliseconds, all wait behind it."""
+    jobs = [job(out, "p0", "hold")] + [job(out, f"p{i}", "instant") for i in range(1, 6)]
+    results = collect(DaskExecutor(), jobs, ["0"], tmp_path / "logs")
+
+    assert [r.key for r in results] == [j.key for j in jobs]
+    starts = [read(next(out.glob(f"{j.key}.done.*")))["start"] for j in jobs]
+    assert starts == sorted(starts)
 
 
 def test_local_failing_jobs_return_their_codes(out: Path, tmp_path: Path) -> None:
