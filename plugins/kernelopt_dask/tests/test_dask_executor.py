@@ -9,6 +9,7 @@ needed: the slots are names, and what is checked is the environment each child w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -55,7 +56,11 @@ if mode == "hang-first" and attempt == 1:
                   "os.replace(t, p); time.sleep(300)")
     run_process(Command((sys.executable, "-c", grandchild, str(out / f"{name}.grandchild")),
                         out, timeout_s=600))
-time.sleep({"sleep": 0.2, "hold": 1.0}.get(mode, 0))
+if mode == "hold":  # until the test releases it; the deadline only ends a broken test
+    deadline = time.monotonic() + 120
+    while not (out / f"{name}.release").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+time.sleep(0.2 if mode == "sleep" else 0)
 info["end"] = time.monotonic()
 write(out / f"{name}.done.{attempt}", info)
 print(f"{name} done on {info['gpu']}")
@@ -147,18 +152,6 @@ def test_local_jobs_each_see_their_workers_slot_one_at_a_time(out: Path, tmp_pat
     assert {r.gpu for r in results} == {"0", "1"}
     assert_no_overlap(out)
     assert (tmp_path / "logs" / "j0.log").exists()
-
-
-def test_local_jobs_start_in_the_campaigns_order(out: Path, tmp_path: Path) -> None:
-    """One slot: the jobs run one after another in the order given, the campaign's priority
-    (Dask's own order among equal priorities is not submission order). The first job holds
-    the slot for a second, so the other five, submitted within milliseconds, all wait behind it."""
-    jobs = [job(out, "p0", "hold")] + [job(out, f"p{i}", "instant") for i in range(1, 6)]
-    results = collect(DaskExecutor(), jobs, ["0"], tmp_path / "logs")
-
-    assert [r.key for r in results] == [j.key for j in jobs]
-    starts = [read(next(out.glob(f"{j.key}.done.*")))["start"] for j in jobs]
-    assert starts == sorted(starts)
 
 
 def test_local_failing_jobs_return_their_codes(out: Path, tmp_path: Path) -> None:
@@ -261,9 +254,9 @@ def start_worker(address: str, name: str, gpu: str, log: Path) -> subprocess.Pop
             env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-@pytest.fixture
-def remote(tmp_path: Path) -> Iterator[Remote]:
-    """`dask scheduler` and two `dask worker`s (GPU slots 0 and 1), as on a real cluster."""
+@contextlib.contextmanager
+def dask_cluster(tmp_path: Path, gpus: tuple[str, ...]) -> Iterator[Remote]:
+    """`dask scheduler` and a `dask worker` per GPU slot, as on a real cluster."""
     info = tmp_path / "scheduler.json"
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -274,7 +267,7 @@ def remote(tmp_path: Path) -> Iterator[Remote]:
                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True))
         address = wait_for(info)["address"]
         workers = {f"w{gpu}": start_worker(address, f"w{gpu}", gpu, tmp_path / f"w{gpu}.log")
-                   for gpu in ("0", "1")}
+                   for gpu in gpus}
         procs += workers.values()
         yield Remote(address, workers)
     finally:
@@ -282,6 +275,43 @@ def remote(tmp_path: Path) -> Iterator[Remote]:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Iterator[Remote]:
+    """Two workers, GPU slots 0 and 1."""
+    with dask_cluster(tmp_path, ("0", "1")) as cluster:
+        yield cluster
+
+
+def test_jobs_start_in_the_campaigns_order(out: Path, tmp_path: Path) -> None:
+    """One slot: after the first job, the rest run in the order given, the campaign's
+    priority (Dask's own order among equal priorities is not submission order: without the
+    priority they ran p0, p5, p4, ...). The first job holds the slot until the worker holds
+    all six tasks, so every later one is chosen among all that wait."""
+    from distributed import Client
+
+    jobs = [job(out, "p0", "hold")] + [job(out, f"p{i}", "instant") for i in range(1, 6)]
+    with dask_cluster(tmp_path, ("0",)) as cluster:
+        def release_when_all_wait() -> None:
+            with Client(cluster.address, timeout=SAFETY_S) as watcher:
+                deadline = time.monotonic() + SAFETY_S
+                while sum(watcher.run(lambda dask_worker: sum(
+                        key.startswith("kernelopt-") for key in dask_worker.state.tasks)
+                                      ).values()) < len(jobs):
+                    assert time.monotonic() < deadline, "the tasks never reached the worker"
+                    time.sleep(0.05)
+            (out / "p0.release").touch()
+
+        releaser = threading.Thread(target=release_when_all_wait)
+        releaser.start()
+        results = collect(DaskExecutor(DaskOptions(scheduler=cluster.address)), jobs,
+                          ["ignored"], tmp_path / "logs")
+        releaser.join()
+
+    assert [r.key for r in results] == [j.key for j in jobs]
+    starts = [read(next(out.glob(f"{j.key}.done.*")))["start"] for j in jobs]
+    assert starts == sorted(starts)
 
 
 def test_remote_lost_worker_host_job_runs_again_on_the_other(
