@@ -91,24 +91,30 @@ def verdict(part: Path) -> dict[str, Any]:
     }
 
 
+def _spec(spec: str) -> tuple[str, str | None]:
+    """DIR[:WORD] as (DIR, WORD or None)."""
+    folder, _, cache = spec.partition(":")
+    return folder, cache or None
+
+
 def main(argv: list[str]) -> int:
     split = argv.index("--builds") if "--builds" in argv else len(argv)
     if split < 2 or argv.count("--builds") > 1:
         print(__doc__, file=sys.stderr)
         return 2
     out = Path(argv[0])
-    parts = [(Path(folder), cache or None)
-             for folder, _, cache in (spec.partition(":") for spec in argv[1:split])]
     builds: list[tuple[str, str | None, dict[str, Any]]] = []  # (folder, its cache, its row)
-    for spec in argv[split + 1:]:
-        folder, _, cache = spec.partition(":")
+    for folder, cache in map(_spec, argv[split + 1:]):
         if (Path(folder) / "journal.jsonl").is_file():
-            builds.append((folder, cache or None, verdict(Path(folder))))
+            builds.append((folder, cache, verdict(Path(folder))))
     rows = []
-    for part, cache in parts:
-        if (part / "journal.jsonl").is_file():
-            rows.append(verdict(part))
-            if cache and not rows[-1]["workspace_reused"]:
+    for folder, cache in map(_spec, argv[1:split]):
+        if (Path(folder) / "journal.jsonl").is_file():
+            rows.append(verdict(Path(folder)))
+            if cache and rows[-1]["workspace_reused"]:
+                print(f"{folder}: ':{cache}' ignored, the run built no baseline of its own",
+                      file=sys.stderr)
+            elif cache:
                 rows[-1]["clean_build_cache"] = cache
     for row in rows:
         if not row["workspace_reused"]:

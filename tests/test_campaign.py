@@ -100,3 +100,19 @@ def test_summary_ranks_by_time_saved_and_sums_a_model_by_amdahl(tmp_path: Path) 
     # the model: a's half of the time halves, b unchanged -> 1 / (1 - 0.25)
     assert s["models"]["/model"]["amdahl_speedup"] == pytest.approx(1 / 0.75)
     assert "/dir" not in s["models"]  # a directory of kernels is not one program
+
+
+def test_local_executor_starts_jobs_in_the_order_given(tmp_path: Path) -> None:
+    """The Executor contract: jobs start in the order given (the campaign's priority). One
+    slot, so each job starts only after the one before it has ended."""
+    import sys
+
+    from kernelopt_core.executors import Job, LocalExecutor
+
+    log = tmp_path / "order.txt"
+    append = "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + '\\n')"
+    keys = ["j3", "j1", "j5", "j0", "j4", "j2"]  # not sorted: the given order, not the names'
+    jobs = [Job(k, (sys.executable, "-c", append, str(log), k), str(tmp_path)) for k in keys]
+    results: list[str] = []
+    LocalExecutor().run(jobs, ["0"], lambda r: results.append(r.key), tmp_path / "logs")
+    assert log.read_text().split() == keys and results == keys

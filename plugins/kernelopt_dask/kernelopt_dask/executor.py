@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 LOCAL = "local"
 QUIET = logging.ERROR  # Dask's own log lines (a restarted worker...) stay off the campaign's UI
 STOP_TIMEOUT_S = 30.0  # restarting remote workers on Ctrl-C
+POLL_S = 0.5  # how soon a job's end or a joining GPU worker is acted on
 
 
 class DaskExecutor:
@@ -150,43 +151,65 @@ class DaskExecutor:
             client.close()
 
     @staticmethod
-    def _wait_for_gpu_worker(client: Client, address: str, wait_s: float) -> None:
+    def _gpu_workers(client: Client) -> int:
+        """The cluster's workers that offer the resource GPU, now (workers come and go)."""
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        return sum(1 for w in workers.values() if w.get("resources", {}).get("GPU", 0) >= 1)
+
+    def _wait_for_gpu_worker(self, client: Client, address: str, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
-        while True:
-            workers = client.scheduler_info(n_workers=-1).get("workers", {})
-            if any(w.get("resources", {}).get("GPU", 0) >= 1 for w in workers.values()):
-                return
+        while not self._gpu_workers(client):
             if time.monotonic() >= deadline:
-                break
+                count = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+                raise UsageError(
+                    f"no worker of the Dask scheduler {address} offers the resource GPU after "
+                    f"{wait_s:g} s ({count} worker(s), none started with --resources GPU=1)",
+                    hint=f"on each GPU host start one worker per GPU: `{GPU_ENV}=N dask worker "
+                    f"{address} --nthreads 1 --resources GPU=1`, or raise [dask] worker_wait_s")
             time.sleep(0.5)
-        raise UsageError(
-            f"no worker of the Dask scheduler {address} offers the resource GPU after "
-            f"{wait_s:g} s ({len(workers)} worker(s), none started with --resources GPU=1)",
-            hint=f"on each GPU host start one worker per GPU: `{GPU_ENV}=N dask worker "
-            f"{address} --nthreads 1 --resources GPU=1`, or raise [dask] worker_wait_s")
 
     # ------------------------------------------------------------------ jobs
 
     def _submit_all(self, client: Client, jobs: Sequence[Job], log_dir: Path, token: str,
                     on_result: Callable[[JobResult], None]) -> None:
+        """No more jobs out than the cluster has GPU workers, the next one submitted when one
+        ends or a GPU worker joins: so the jobs start in the campaign's order, each on the next
+        free GPU. (Dask would hand every job to a worker at submission, ahead of time and in an
+        order of its own, so jobs could wait behind a long one while another GPU sat idle; on
+        an H200 a one-worker campaign ran its targets 1, 4, 3, 2.)"""
         from distributed import as_completed
 
-        submitted = time.monotonic()
-        # Dask's own order among equal priorities is not submission order (on an H200 a
-        # one-worker campaign ran its targets 1, 4, 3, 2): the campaign's order is the priority
-        futures: dict[Future, Job] = {
-            client.submit(run_job, job, str(log_dir), token, key=f"kernelopt-{job.key}-{token}",
-                          resources={"GPU": 1}, pure=False, priority=len(jobs) - rank): job
-            for rank, job in enumerate(jobs)}
+        waiting = list(jobs)  # the campaign's order: highest priority first
+        futures: dict[Future, tuple[Job, float]] = {}  # each with its submission time
         done: set[str] = set()
+
+        def top_up() -> list[Future]:
+            added: list[Future] = []
+            out = len(futures) - len(done)
+            while waiting and out + len(added) < max(1, self._gpu_workers(client)):
+                job = waiting.pop(0)
+                future = client.submit(run_job, job, str(log_dir), token,
+                                       key=f"kernelopt-{job.key}-{token}",
+                                       resources={"GPU": 1}, pure=False)
+                futures[future] = (job, time.monotonic())
+                added.append(future)
+            return added
+
         try:
-            for future in as_completed(list(futures), loop=client.loop):
-                job = futures[future]
-                if job.key in done:  # once per job, whatever Dask reports twice
+            pending = as_completed(top_up(), loop=client.loop)
+            while not pending.is_empty():
+                if not pending.has_ready():
+                    time.sleep(POLL_S)
+                    pending.update(top_up())
                     continue
-                done.add(job.key)
-                on_result(self._result(future, job, log_dir, token, submitted))
-                future.release()
+                for future in pending.next_batch(block=False):
+                    job, submitted = futures[future]
+                    if job.key in done:  # once per job, whatever Dask reports twice
+                        continue
+                    done.add(job.key)
+                    on_result(self._result(future, job, log_dir, token, submitted))
+                    future.release()
+                pending.update(top_up())
         except BaseException:  # Ctrl-C, or on_result raised: no job may keep its GPU
             self._stop(client, list(futures))
             raise

@@ -284,34 +284,37 @@ def remote(tmp_path: Path) -> Iterator[Remote]:
         yield cluster
 
 
-def test_jobs_start_in_the_campaigns_order(out: Path, tmp_path: Path) -> None:
-    """One slot: after the first job, the rest run in the order given, the campaign's
-    priority (Dask's own order among equal priorities is not submission order: without the
-    priority they ran p0, p5, p4, ...). The first job holds the slot until the worker holds
-    all six tasks, so every later one is chosen among all that wait."""
-    from distributed import Client
-
+def test_jobs_start_in_the_campaigns_order_each_on_the_next_free_gpu(
+        remote: Remote, out: Path, tmp_path: Path) -> None:
+    """Two GPU workers, the first job holding one until the other five are done: those five
+    run on the other GPU one after another in the order given (the campaign's priority),
+    none waits behind the held one. (Dask alone hands every task to a worker at submission,
+    in an order of its own: on an H200 a one-worker campaign ran its targets 1, 4, 3, 2.)"""
     jobs = [job(out, "p0", "hold")] + [job(out, f"p{i}", "instant") for i in range(1, 6)]
-    with dask_cluster(tmp_path, ("0",)) as cluster:
-        def release_when_all_wait() -> None:
-            with Client(cluster.address, timeout=SAFETY_S) as watcher:
-                deadline = time.monotonic() + SAFETY_S
-                while sum(watcher.run(lambda dask_worker: sum(
-                        key.startswith("kernelopt-") for key in dask_worker.state.tasks)
-                                      ).values()) < len(jobs):
-                    assert time.monotonic() < deadline, "the tasks never reached the worker"
-                    time.sleep(0.05)
+    failed: list[BaseException] = []
+
+    def release_when_the_rest_are_done() -> None:
+        try:
+            for j in jobs[1:]:
+                wait_for(out / f"{j.key}.done.1")
+        except BaseException as exc:  # the test fails below, not in this thread
+            failed.append(exc)
+        finally:
             (out / "p0.release").touch()
 
-        releaser = threading.Thread(target=release_when_all_wait)
-        releaser.start()
-        results = collect(DaskExecutor(DaskOptions(scheduler=cluster.address)), jobs,
-                          ["ignored"], tmp_path / "logs")
-        releaser.join()
+    releaser = threading.Thread(target=release_when_the_rest_are_done)
+    releaser.start()
+    results = collect(DaskExecutor(DaskOptions(scheduler=remote.address)), jobs, ["ignored"],
+                      tmp_path / "logs")
+    releaser.join()
 
-    assert [r.key for r in results] == [j.key for j in jobs]
-    starts = [read(next(out.glob(f"{j.key}.done.*")))["start"] for j in jobs]
-    assert starts == sorted(starts)
+    assert not failed, f"the other jobs did not all end while p0 held its GPU: {failed}"
+    assert sorted(r.key for r in results) == sorted(j.key for j in jobs)
+    rest = [read(out / f"{j.key}.done.1") for j in jobs[1:]]
+    assert len({info["gpu"] for info in rest}) == 1  # all on the GPU p0 did not hold
+    assert read(out / "p0.done.1")["gpu"] != rest[0]["gpu"]
+    assert [info["start"] for info in rest] == sorted(info["start"] for info in rest)
+    assert_no_overlap(out)
 
 
 def test_remote_lost_worker_host_job_runs_again_on_the_other(
