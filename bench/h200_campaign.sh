@@ -10,7 +10,7 @@ OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
 SITE_MARKER=kernelopt_triton source bench/h200_site.sh
 { date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
-  echo "$(nproc) CPUs, $(python3 --version)"
+  echo "$(nproc) CPUs, $(python3 --version), host $(hostname), commit $(git rev-parse HEAD 2>/dev/null)"
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
 } > "$OUT/env.txt" 2>&1
 KERNELS=(examples/triton/softmax.py examples/triton/layernorm.py examples/triton/vecadd.py

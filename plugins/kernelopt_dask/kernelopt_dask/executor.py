@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelopt_core.api import EXIT_INTERNAL, Job, JobResult, Settings, UsageError
 from kernelopt_dask.options import DaskOptions
-from kernelopt_dask.task import GPU_ENV, PROBE, count_attempts, run_job
+from kernelopt_dask.task import GPU_ENV, PROBE, WorkerSetupError, count_attempts, run_job
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -151,22 +152,27 @@ class DaskExecutor:
             client.close()
 
     @staticmethod
-    def _gpu_workers(client: Client) -> int:
-        """The cluster's workers that offer the resource GPU, now (workers come and go)."""
-        workers = client.scheduler_info(n_workers=-1).get("workers", {})
-        return sum(1 for w in workers.values() if w.get("resources", {}).get("GPU", 0) >= 1)
+    def _gpu_workers(client: Client) -> list[str]:
+        """The running workers that offer the resource GPU, now (workers come and go; Dask
+        gives no task to one still starting, paused or closing)."""
+        # the scheduler's answer itself: scheduler_info() returns an attribute that the
+        # client's own periodic refresh overwrites with an empty worker list
+        identity = client.sync(client.scheduler.identity, n_workers=-1)
+        return [address for address, w in identity.get("workers", {}).items()
+                if w.get("status") == "running" and w.get("resources", {}).get("GPU", 0) >= 1]
 
     def _wait_for_gpu_worker(self, client: Client, address: str, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
         while not self._gpu_workers(client):
             if time.monotonic() >= deadline:
-                count = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+                count = len(client.sync(client.scheduler.identity, n_workers=-1)
+                            .get("workers", {}))
                 raise UsageError(
                     f"no worker of the Dask scheduler {address} offers the resource GPU after "
                     f"{wait_s:g} s ({count} worker(s), none started with --resources GPU=1)",
                     hint=f"on each GPU host start one worker per GPU: `{GPU_ENV}=N dask worker "
                     f"{address} --nthreads 1 --resources GPU=1`, or raise [dask] worker_wait_s")
-            time.sleep(0.5)
+            time.sleep(POLL_S)
 
     # ------------------------------------------------------------------ jobs
 
@@ -176,22 +182,28 @@ class DaskExecutor:
         ends or a GPU worker joins: so the jobs start in the campaign's order, each on the next
         free GPU. (Dask would hand every job to a worker at submission, ahead of time and in an
         order of its own, so jobs could wait behind a long one while another GPU sat idle; on
-        an H200 a one-worker campaign ran its targets 1, 4, 3, 2.)"""
+        an H200 a one-worker campaign ran its targets 1, 4, 3, 2.) A worker whose setup failed
+        a job (no GPU of its own, no shared state root) is given no more: being always free,
+        it would otherwise fail most of the campaign."""
         from distributed import as_completed
 
         waiting = list(jobs)  # the campaign's order: highest priority first
         futures: dict[Future, tuple[Job, float]] = {}  # each with its submission time
         done: set[str] = set()
+        unfit: set[str] = set()
+        wake = threading.Event()  # set as any job ends
 
         def top_up() -> list[Future]:
             added: list[Future] = []
-            out = len(futures) - len(done)
-            while waiting and out + len(added) < max(1, self._gpu_workers(client)):
+            usable = [w for w in self._gpu_workers(client) if w not in unfit]
+            while waiting and len(futures) - len(done) + len(added) < max(1, len(usable)):
                 job = waiting.pop(0)
                 future = client.submit(run_job, job, str(log_dir), token,
                                        key=f"kernelopt-{job.key}-{token}",
-                                       resources={"GPU": 1}, pure=False)
+                                       resources={"GPU": 1}, pure=False,
+                                       workers=usable if unfit and usable else None)
                 futures[future] = (job, time.monotonic())
+                future.add_done_callback(lambda _: wake.set())
                 added.append(future)
             return added
 
@@ -199,7 +211,8 @@ class DaskExecutor:
             pending = as_completed(top_up(), loop=client.loop)
             while not pending.is_empty():
                 if not pending.has_ready():
-                    time.sleep(POLL_S)
+                    wake.wait(POLL_S)  # a job ended, or look again whether a worker joined
+                    wake.clear()
                     pending.update(top_up())
                     continue
                 for future in pending.next_batch(block=False):
@@ -207,9 +220,10 @@ class DaskExecutor:
                     if job.key in done:  # once per job, whatever Dask reports twice
                         continue
                     done.add(job.key)
+                    unfit.update(_unfit_worker(future))
+                    pending.update(top_up())  # the GPU gets its next job before the journal
                     on_result(self._result(future, job, log_dir, token, submitted))
                     future.release()
-                pending.update(top_up())
         except BaseException:  # Ctrl-C, or on_result raised: no job may keep its GPU
             self._stop(client, list(futures))
             raise
@@ -244,6 +258,15 @@ class DaskExecutor:
         if self.remote and busy:
             with contextlib.suppress(Exception):
                 client.restart_workers(busy, timeout=STOP_TIMEOUT_S, raise_for_error=False)
+
+
+def _unfit_worker(future: Any) -> set[str]:
+    """The worker whose setup failed this job, if that is how it failed."""
+    if future.status == "error":
+        exc = future.exception()
+        if isinstance(exc, WorkerSetupError) and len(exc.args) > 1:
+            return {str(exc.args[1])}
+    return set()
 
 
 def _describe(future: Any) -> str:

@@ -22,7 +22,11 @@ PROBE = ".kernelopt-dask-{token}"  # written by the campaign in log_dir; a worke
 
 class WorkerSetupError(RuntimeError):
     """The worker cannot run a job as kernelopt needs (no GPU of its own, no shared state
-    root): the job's failure, reported with the worker's name."""
+    root): the job's failure, reported with the worker's name. ``args``: the message and the
+    worker's address, by which the campaign gives that worker no more jobs."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def attempts_path(log_dir: Path, key: str) -> Path:
@@ -58,27 +62,29 @@ def _record_attempt(log_dir: Path, key: str, token: str, worker: str, gpu: str) 
     return count_attempts(log_dir, key, token)
 
 
-def _worker_name() -> str:
+def _worker() -> tuple[str, str]:
+    """This worker's name (its address when it has none) and its address."""
     from distributed import get_worker
 
     worker = get_worker()
-    return str(worker.name) if worker.name is not None else str(worker.address)
+    name = str(worker.name) if worker.name is not None else str(worker.address)
+    return name, str(worker.address)
 
 
 def run_job(job: Job, log_dir: str, token: str) -> JobResult:
     """The task: run ``job`` with ``CUDA_VISIBLE_DEVICES`` set to this worker's own."""
-    name = _worker_name()
+    name, address = _worker()
     gpu = os.environ.get(GPU_ENV, "").strip()
     if not gpu or "," in gpu:
         raise WorkerSetupError(
             f"worker {name} has {GPU_ENV}={gpu!r}: a kernelopt worker owns exactly one GPU; "
-            f"start each `dask worker` with {GPU_ENV}=<one GPU> and --resources GPU=1")
+            f"start each `dask worker` with {GPU_ENV}=<one GPU> and --resources GPU=1", address)
     logs = Path(log_dir)
     if not (logs / PROBE.format(token=token)).exists():
         raise WorkerSetupError(
             f"worker {name} on {socket.gethostname()} does not see the campaign's log folder "
             f"{log_dir}: the kernelopt state root must be on a filesystem shared by the "
-            "campaign's host and every worker, at the same path")
+            "campaign's host and every worker, at the same path", address)
     attempts = _record_attempt(logs, job.key, token, name, gpu)
     started = time.monotonic()
     result = run_process(Command(job.argv, Path(job.cwd), env={**job.env, GPU_ENV: gpu},

@@ -269,6 +269,10 @@ def dask_cluster(tmp_path: Path, gpus: tuple[str, ...]) -> Iterator[Remote]:
         workers = {f"w{gpu}": start_worker(address, f"w{gpu}", gpu, tmp_path / f"w{gpu}.log")
                    for gpu in gpus}
         procs += workers.values()
+        from distributed import Client
+
+        with Client(address, timeout=SAFETY_S) as client:  # every test starts from all of them
+            client.wait_for_workers(len(gpus), timeout=SAFETY_S)
         yield Remote(address, workers)
     finally:
         for proc in procs:
@@ -315,6 +319,42 @@ def test_jobs_start_in_the_campaigns_order_each_on_the_next_free_gpu(
     assert read(out / "p0.done.1")["gpu"] != rest[0]["gpu"]
     assert [info["start"] for info in rest] == sorted(info["start"] for info in rest)
     assert_no_overlap(out)
+
+
+def test_a_worker_whose_setup_fails_is_given_no_more_jobs(out: Path, tmp_path: Path) -> None:
+    """A worker without a GPU of its own (CUDA_VISIBLE_DEVICES empty) joins while the good
+    one's first job holds its GPU: it fails the one job it is given, and every later job goes
+    to the good one (an always-free broken worker would otherwise take most of the campaign).
+    The held job is released only once that failure has been reported."""
+    jobs = [job(out, f"s{i}", "hold") for i in range(6)]
+    broken: list[subprocess.Popen[bytes]] = []
+
+    def release_all_on_the_failure(result: JobResult) -> None:
+        if result.returncode == EXIT_INTERNAL:
+            for j in jobs:
+                (out / f"{j.key}.release").touch()
+
+    with dask_cluster(tmp_path, ("0",)) as cluster:
+        def join_when_s0_holds_the_gpu() -> None:
+            wait_for(out / "s0.started.1")
+            broken.append(start_worker(cluster.address, "wbroken", "", tmp_path / "wb.log"))
+
+        joiner = threading.Thread(target=join_when_s0_holds_the_gpu)
+        joiner.start()
+        try:
+            results = collect(DaskExecutor(DaskOptions(scheduler=cluster.address)), jobs,
+                              ["ignored"], tmp_path / "logs", on_each=release_all_on_the_failure)
+        finally:
+            joiner.join()
+            for proc in broken:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    failed = [r for r in results if r.returncode != 0]
+    assert [r.key for r in failed] == ["s1"], results
+    assert "worker wbroken has CUDA_VISIBLE_DEVICES=''" in failed[0].output_tail
+    ran = [read(done) for done in out.glob("*.done.*")]
+    assert len(ran) == 5 and {info["gpu"] for info in ran} == {"0"}
 
 
 def test_remote_lost_worker_host_job_runs_again_on_the_other(
