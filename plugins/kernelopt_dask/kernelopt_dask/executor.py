@@ -17,15 +17,15 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelopt_core.api import EXIT_INTERNAL, Job, JobResult, Settings, UsageError
+from kernelopt_dask.dispatch import Dispatch, gpu_workers
 from kernelopt_dask.options import DaskOptions
-from kernelopt_dask.task import GPU_ENV, PROBE, WorkerSetupError, count_attempts, run_job
+from kernelopt_dask.task import GPU_ENV, PROBE, count_attempts
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 LOCAL = "local"
 QUIET = logging.ERROR  # Dask's own log lines (a restarted worker...) stay off the campaign's UI
 STOP_TIMEOUT_S = 30.0  # restarting remote workers on Ctrl-C
-POLL_S = 0.5  # how soon a job's end or a joining GPU worker is acted on
+POLL_S = 0.5  # a job's end wakes the loop at once; this is how often it looks for new workers
 
 
 class DaskExecutor:
@@ -151,19 +151,9 @@ class DaskExecutor:
         finally:
             client.close()
 
-    @staticmethod
-    def _gpu_workers(client: Client) -> list[str]:
-        """The running workers that offer the resource GPU, now (workers come and go; Dask
-        gives no task to one still starting, paused or closing)."""
-        # the scheduler's answer itself: scheduler_info() returns an attribute that the
-        # client's own periodic refresh overwrites with an empty worker list
-        identity = client.sync(client.scheduler.identity, n_workers=-1)
-        return [address for address, w in identity.get("workers", {}).items()
-                if w.get("status") == "running" and w.get("resources", {}).get("GPU", 0) >= 1]
-
     def _wait_for_gpu_worker(self, client: Client, address: str, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
-        while not self._gpu_workers(client):
+        while not gpu_workers(client):
             if time.monotonic() >= deadline:
                 count = len(client.sync(client.scheduler.identity, n_workers=-1)
                             .get("workers", {}))
@@ -178,54 +168,29 @@ class DaskExecutor:
 
     def _submit_all(self, client: Client, jobs: Sequence[Job], log_dir: Path, token: str,
                     on_result: Callable[[JobResult], None]) -> None:
-        """No more jobs out than the cluster has GPU workers, the next one submitted when one
-        ends or a GPU worker joins: so the jobs start in the campaign's order, each on the next
-        free GPU. (Dask would hand every job to a worker at submission, ahead of time and in an
-        order of its own, so jobs could wait behind a long one while another GPU sat idle; on
-        an H200 a one-worker campaign ran its targets 1, 4, 3, 2.) A worker whose setup failed
-        a job (no GPU of its own, no shared state root) is given no more: being always free,
-        it would otherwise fail most of the campaign."""
+        """Each job out in the campaign's order on the next free GPU (kernelopt_dask.dispatch),
+        its result handed on as it ends."""
         from distributed import as_completed
 
-        waiting = list(jobs)  # the campaign's order: highest priority first
-        futures: dict[Future, tuple[Job, float]] = {}  # each with its submission time
-        done: set[str] = set()
-        unfit: set[str] = set()
-        wake = threading.Event()  # set as any job ends
-
-        def top_up() -> list[Future]:
-            added: list[Future] = []
-            usable = [w for w in self._gpu_workers(client) if w not in unfit]
-            while waiting and len(futures) - len(done) + len(added) < max(1, len(usable)):
-                job = waiting.pop(0)
-                future = client.submit(run_job, job, str(log_dir), token,
-                                       key=f"kernelopt-{job.key}-{token}",
-                                       resources={"GPU": 1}, pure=False,
-                                       workers=usable if unfit and usable else None)
-                futures[future] = (job, time.monotonic())
-                future.add_done_callback(lambda _: wake.set())
-                added.append(future)
-            return added
-
+        dispatch = Dispatch(client, list(jobs), str(log_dir), token)
         try:
-            pending = as_completed(top_up(), loop=client.loop)
+            pending = as_completed(dispatch.top_up(), loop=client.loop)
             while not pending.is_empty():
                 if not pending.has_ready():
-                    wake.wait(POLL_S)  # a job ended, or look again whether a worker joined
-                    wake.clear()
-                    pending.update(top_up())
+                    dispatch.wake.wait(POLL_S)  # a job ended, or look for joined workers
+                    dispatch.wake.clear()
+                    pending.update(dispatch.top_up())
                     continue
                 for future in pending.next_batch(block=False):
-                    job, submitted = futures[future]
-                    if job.key in done:  # once per job, whatever Dask reports twice
+                    taken = dispatch.take(future)
+                    if taken is None:
                         continue
-                    done.add(job.key)
-                    unfit.update(_unfit_worker(future))
-                    pending.update(top_up())  # the GPU gets its next job before the journal
+                    job, submitted = taken
+                    pending.update(dispatch.top_up())  # the GPU's next job before the journal
                     on_result(self._result(future, job, log_dir, token, submitted))
                     future.release()
         except BaseException:  # Ctrl-C, or on_result raised: no job may keep its GPU
-            self._stop(client, list(futures))
+            self._stop(client, dispatch.submitted)
             raise
 
     @staticmethod
@@ -258,15 +223,6 @@ class DaskExecutor:
         if self.remote and busy:
             with contextlib.suppress(Exception):
                 client.restart_workers(busy, timeout=STOP_TIMEOUT_S, raise_for_error=False)
-
-
-def _unfit_worker(future: Any) -> set[str]:
-    """The worker whose setup failed this job, if that is how it failed."""
-    if future.status == "error":
-        exc = future.exception()
-        if isinstance(exc, WorkerSetupError) and len(exc.args) > 1:
-            return {str(exc.args[1])}
-    return set()
 
 
 def _describe(future: Any) -> str:

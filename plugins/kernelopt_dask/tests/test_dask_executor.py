@@ -357,6 +357,57 @@ def test_a_worker_whose_setup_fails_is_given_no_more_jobs(out: Path, tmp_path: P
     assert len(ran) == 5 and {info["gpu"] for info in ran} == {"0"}
 
 
+def test_a_pinned_job_whose_workers_are_all_gone_is_pinned_afresh(
+        out: Path, tmp_path: Path) -> None:
+    """After a setup failure later jobs are pinned to the good workers. When the only one a
+    job was pinned to dies mid-job, Dask's rerun could never run (a restarted worker has a
+    new address): the campaign takes the job back and pins it to the worker that has joined
+    since, where it runs again."""
+    jobs = [job(out, "s0", "hold"), job(out, "s1"), job(out, "s2", "hang-first"),
+            job(out, "s3"), job(out, "s4")]
+    extra: list[subprocess.Popen[bytes]] = []
+    failed: list[BaseException] = []
+
+    def on_each(result: JobResult) -> None:
+        if result.returncode == EXIT_INTERNAL:  # s1 on the broken worker: s0 may end
+            (out / "s0.release").touch()
+
+    with dask_cluster(tmp_path, ("0",)) as cluster:
+        def break_and_replace() -> None:
+            try:
+                wait_for(out / "s0.started.1")
+                extra.append(start_worker(cluster.address, "wbroken", "", tmp_path / "wb.log"))
+                wait_for(out / "s2.started.1")  # pinned to w0, holding its GPU
+                extra.append(start_worker(cluster.address, "w2", "2", tmp_path / "w2.log"))
+                from distributed import Client
+
+                with Client(cluster.address, timeout=SAFETY_S) as watcher:
+                    watcher.wait_for_workers(3, timeout=SAFETY_S)
+                os.killpg(cluster.workers["w0"].pid, signal.SIGKILL)
+            except BaseException as exc:  # the test fails below, not in this thread
+                failed.append(exc)
+                (out / "s0.release").touch()
+
+        breaker = threading.Thread(target=break_and_replace)
+        breaker.start()
+        try:
+            results = collect(DaskExecutor(DaskOptions(scheduler=cluster.address)), jobs,
+                              ["ignored"], tmp_path / "logs", on_each=on_each)
+        finally:
+            breaker.join()
+            for proc in extra:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    assert not failed, failed
+    by_key = {r.key: r for r in results}
+    assert sorted(by_key) == ["s0", "s1", "s2", "s3", "s4"]
+    assert by_key["s1"].returncode == EXIT_INTERNAL and "wbroken" in by_key["s1"].output_tail
+    assert all(by_key[k].returncode == 0 for k in ("s0", "s2", "s3", "s4")), results
+    assert read(out / "s2.done.2")["gpu"] == "2"  # run again, on the worker that joined
+    assert by_key["s2"].gpu == "2"
+
+
 def test_remote_lost_worker_host_job_runs_again_on_the_other(
         remote: Remote, out: Path, tmp_path: Path) -> None:
     executor = DaskExecutor(DaskOptions(scheduler=remote.address))
