@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -321,34 +321,56 @@ def test_jobs_start_in_the_campaigns_order_each_on_the_next_free_gpu(
     assert_no_overlap(out)
 
 
+def collect_while(cluster: Remote, jobs: list[Job], tmp_path: Path,
+                  meanwhile: Callable[[list[subprocess.Popen[bytes]]], None],
+                  on_each: Callable[[JobResult], None], release: Callable[[], None]
+                  ) -> list[JobResult]:
+    """The jobs on ``cluster`` while ``meanwhile(started)`` changes the cluster in a thread
+    (the `dask worker`s it adds to ``started`` are killed after). An error there fails the
+    test after the campaign, whose held jobs ``release`` lets go so that it ends."""
+    started: list[subprocess.Popen[bytes]] = []
+    failed: list[BaseException] = []
+
+    def side() -> None:
+        try:
+            meanwhile(started)
+        except BaseException as exc:
+            failed.append(exc)
+            release()
+
+    thread = threading.Thread(target=side)
+    thread.start()
+    try:
+        results = collect(DaskExecutor(DaskOptions(scheduler=cluster.address)), jobs,
+                          ["ignored"], tmp_path / "logs", on_each=on_each)
+    finally:
+        thread.join()
+        for proc in started:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert not failed, failed
+    return results
+
+
 def test_a_worker_whose_setup_fails_is_given_no_more_jobs(out: Path, tmp_path: Path) -> None:
     """A worker without a GPU of its own (CUDA_VISIBLE_DEVICES empty) joins while the good
     one's first job holds its GPU: it fails the one job it is given, and every later job goes
     to the good one (an always-free broken worker would otherwise take most of the campaign).
     The held job is released only once that failure has been reported."""
     jobs = [job(out, f"s{i}", "hold") for i in range(6)]
-    broken: list[subprocess.Popen[bytes]] = []
 
-    def release_all_on_the_failure(result: JobResult) -> None:
-        if result.returncode == EXIT_INTERNAL:
-            for j in jobs:
-                (out / f"{j.key}.release").touch()
+    def release_all() -> None:
+        for j in jobs:
+            (out / f"{j.key}.release").touch()
 
     with dask_cluster(tmp_path, ("0",)) as cluster:
-        def join_when_s0_holds_the_gpu() -> None:
+        def join_when_s0_holds_the_gpu(started: list[subprocess.Popen[bytes]]) -> None:
             wait_for(out / "s0.started.1")
-            broken.append(start_worker(cluster.address, "wbroken", "", tmp_path / "wb.log"))
+            started.append(start_worker(cluster.address, "wbroken", "", tmp_path / "wb.log"))
 
-        joiner = threading.Thread(target=join_when_s0_holds_the_gpu)
-        joiner.start()
-        try:
-            results = collect(DaskExecutor(DaskOptions(scheduler=cluster.address)), jobs,
-                              ["ignored"], tmp_path / "logs", on_each=release_all_on_the_failure)
-        finally:
-            joiner.join()
-            for proc in broken:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        results = collect_while(
+            cluster, jobs, tmp_path, join_when_s0_holds_the_gpu, release=release_all,
+            on_each=lambda r: release_all() if r.returncode == EXIT_INTERNAL else None)
 
     failed = [r for r in results if r.returncode != 0]
     assert [r.key for r in failed] == ["s1"], results
@@ -365,41 +387,26 @@ def test_a_pinned_job_whose_workers_are_all_gone_is_pinned_afresh(
     since, where it runs again."""
     jobs = [job(out, "s0", "hold"), job(out, "s1"), job(out, "s2", "hang-first"),
             job(out, "s3"), job(out, "s4")]
-    extra: list[subprocess.Popen[bytes]] = []
-    failed: list[BaseException] = []
 
-    def on_each(result: JobResult) -> None:
-        if result.returncode == EXIT_INTERNAL:  # s1 on the broken worker: s0 may end
-            (out / "s0.release").touch()
+    def release_s0() -> None:
+        (out / "s0.release").touch()
 
     with dask_cluster(tmp_path, ("0",)) as cluster:
-        def break_and_replace() -> None:
-            try:
-                wait_for(out / "s0.started.1")
-                extra.append(start_worker(cluster.address, "wbroken", "", tmp_path / "wb.log"))
-                wait_for(out / "s2.started.1")  # pinned to w0, holding its GPU
-                extra.append(start_worker(cluster.address, "w2", "2", tmp_path / "w2.log"))
-                from distributed import Client
+        def break_and_replace(started: list[subprocess.Popen[bytes]]) -> None:
+            from distributed import Client
 
-                with Client(cluster.address, timeout=SAFETY_S) as watcher:
-                    watcher.wait_for_workers(3, timeout=SAFETY_S)
-                os.killpg(cluster.workers["w0"].pid, signal.SIGKILL)
-            except BaseException as exc:  # the test fails below, not in this thread
-                failed.append(exc)
-                (out / "s0.release").touch()
+            wait_for(out / "s0.started.1")
+            started.append(start_worker(cluster.address, "wbroken", "", tmp_path / "wb.log"))
+            wait_for(out / "s2.started.1")  # pinned to w0, holding its GPU
+            started.append(start_worker(cluster.address, "w2", "2", tmp_path / "w2.log"))
+            with Client(cluster.address, timeout=SAFETY_S) as watcher:
+                watcher.wait_for_workers(3, timeout=SAFETY_S)
+            os.killpg(cluster.workers["w0"].pid, signal.SIGKILL)
 
-        breaker = threading.Thread(target=break_and_replace)
-        breaker.start()
-        try:
-            results = collect(DaskExecutor(DaskOptions(scheduler=cluster.address)), jobs,
-                              ["ignored"], tmp_path / "logs", on_each=on_each)
-        finally:
-            breaker.join()
-            for proc in extra:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        results = collect_while(  # s1, on the broken worker, fails: then s0 may end
+            cluster, jobs, tmp_path, break_and_replace, release=release_s0,
+            on_each=lambda r: release_s0() if r.returncode == EXIT_INTERNAL else None)
 
-    assert not failed, failed
     by_key = {r.key: r for r in results}
     assert sorted(by_key) == ["s0", "s1", "s2", "s3", "s4"]
     assert by_key["s1"].returncode == EXIT_INTERNAL and "wbroken" in by_key["s1"].output_tail
