@@ -151,7 +151,8 @@ class DaskExecutor:
         finally:
             client.close()
 
-    def _wait_for_gpu_worker(self, client: Client, address: str, wait_s: float) -> None:
+    @staticmethod
+    def _wait_for_gpu_worker(client: Client, address: str, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
         while not gpu_workers(client):
             if time.monotonic() >= deadline:

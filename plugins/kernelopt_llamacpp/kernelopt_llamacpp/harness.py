@@ -16,7 +16,6 @@ state for 512 tokens (a 7B-class model's prompt), f32, eps 1e-6."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 FILE = "tests/test-backend-ops.cpp"
 ENV = "KERNELOPT_TBO_PERF_IN_TEST"
@@ -71,10 +70,10 @@ def patched(text: str) -> str | None:
     return _with_extra_perf(text[:match.end()] + addition + text[match.end():])
 
 
-def patched_file(path: Path) -> str | None:
-    """The patched text of ``path``; None without the file, or when it is not UTF-8 (the
-    harness must change nothing but its addition)."""
+def patched_source(source: bytes) -> str | None:
+    """The patched text of test-backend-ops.cpp's bytes; None when it is empty (no file) or
+    not UTF-8 (the harness must change nothing but its addition)."""
     try:
-        return patched(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError):
+        return patched(source.decode("utf-8"))
+    except UnicodeDecodeError:
         return None

@@ -184,17 +184,17 @@ class LlamaCppBackend:
         digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
         pin = settings.state_root / "llamacpp" / f"{digest}-{route.op}.pin.json"
         case = options.case
-        patched = harness.patched_file(root / harness.FILE)
+        try:  # read once: the harness's patch, whether the tool takes -j, the case list's name
+            test_source = (root / harness.FILE).read_bytes()
+        except OSError:
+            test_source = b""
+        patched = harness.patched_source(test_source)
         pinned = tbo.usable_pin(pin, route.op, case, patched is not None)
         e2e = options.e2e
         e2e_model = options.e2e_model or ((marker or {}).get("e2e_model") if e2e else None)
         if e2e and not e2e_model:
             e2e_model = str(self._random_model(root, settings.state_root / "llamacpp"))
         files = {f: (root / f).read_bytes() for f in route.files}
-        try:  # read once: whether the tool takes -j, and the case list's name
-            test_source = (root / harness.FILE).read_bytes()
-        except OSError:
-            test_source = b""
         data = OpData(
             pin=pin, case=case,
             device_backend=str(options.device_backend or (marker or {}).get("backend", "CUDA0")),
