@@ -1,7 +1,6 @@
-"""Build, check and bench one tree through its backend: the services gates use.
-
-Commands come from the backend; they are spawned only through :mod:`kernelopt_core.process`.
-Check, bench and engine steps hold the GPU lock, and every timed window is journaled.
+"""Build, check and bench one tree through its backend: the services gates use. Commands come
+from the backend, spawned only through :mod:`kernelopt_core.process`; check, bench and engine
+steps hold the GPU lock, and every timed window is journaled.
 
 A backend offering ``bench_worker`` gets one persistent worker per tree role, replaced when the
 tree's editable files change (the baseline and each candidate, never one process for two
@@ -57,8 +56,7 @@ class Runner:
     # worker pid -> the optional requests its load reply listed ("ops": ["compile"])
     worker_ops: dict[int, frozenset[str]] = attrs.field(factory=dict)
 
-    def _with_timeout(self, command: Command, timeout_s: float) -> Command:
-        # the descriptor's own timeout wins when it is tighter
+    def _with_timeout(self, command: Command, timeout_s: float) -> Command:  # the tighter wins
         return attrs.evolve(command, timeout_s=min(command.timeout_s, timeout_s))
 
     def spawn(self, command: Command, log: Path) -> ProcessResult:
@@ -211,8 +209,7 @@ class Runner:
         return reply
 
     def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:
-        """A served check's failure as the ProcessResult a check command would give (only
-        reached for served trees: the backend has a worker command)."""
+        """A served check's failure as the ProcessResult a check command would give."""
         command = self.backend.bench_worker(self.target, tree)  # type: ignore[attr-defined]
         return ProcessResult(command, code, "", detail, 0.0)
 
@@ -381,20 +378,23 @@ class Runner:
         """The backend's check of the exact timed shape and launch path, if it has one."""
         method = getattr(self.backend, "shape_check", None)
         command = method(self.target, tree, seed) if method is not None else None
-        if command is None:
-            return None
-        command = self._with_timeout(command, self.settings.test_timeout_s)
-        return self.spawn_locked(command, log)[0]
+        return None if command is None else self.spawn_locked(
+            self._with_timeout(command, self.settings.test_timeout_s), log)[0]
 
     def has_engine(self, tree: Tree) -> bool:
         return self.backend.engine(self.target, tree) is not None
 
-    def engine(self, tree: Tree, log: Path, env: dict[str, str] | None = None) -> ProcessResult | None:
-        """One run of the whole program (model, app) with ``env`` added (the engine contract:
-        KERNELOPT_ENGINE_OUT, KERNELOPT_ENGINE_REFERENCE; docs/plugins.md)."""
-        command = self.backend.engine(self.target, tree)
+    def engine_pairs(self) -> bool:  # the backend runs both versions in one engine process
+        return callable(getattr(self.backend, "engine_pair", None))
+
+    def engine(self, tree: Tree, log: Path, env: dict[str, str] | None = None,
+               baseline: Tree | None = None) -> ProcessResult | None:
+        """One whole-program run with ``env`` added (KERNELOPT_ENGINE_OUT/_REFERENCE); with
+        ``baseline``, the backend's one run of both versions (``engine_pair``; docs/plugins.md)."""
+        command = (self.backend.engine_pair(self.target, baseline, tree)  # type: ignore[attr-defined]
+                   if baseline is not None else self.backend.engine(self.target, tree))
         if command is None:
             return None
-        command = attrs.evolve(command, env={**command.env, **(env or {})})
-        command = self._with_timeout(command, self.settings.bench_timeout_s)
+        command = attrs.evolve(command, env={**command.env, **(env or {})},
+                               timeout_s=min(command.timeout_s, self.settings.bench_timeout_s))
         return self.spawn_locked(command, log)[0]

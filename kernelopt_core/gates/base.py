@@ -49,8 +49,12 @@ class GateServices(Protocol):
 
     def has_engine(self, tree: Tree) -> bool: ...
 
-    def engine(self, tree: Tree, log: Path,
-               env: dict[str, str] | None = None) -> ProcessResult | None: ...
+    def engine_pairs(self) -> bool:
+        """True when one engine run holds both versions (``engine(..., baseline=tree)``)."""
+        ...
+
+    def engine(self, tree: Tree, log: Path, env: dict[str, str] | None = None,
+               baseline: Tree | None = None) -> ProcessResult | None: ...
 
 
 @attrs.frozen

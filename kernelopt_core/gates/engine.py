@@ -7,6 +7,13 @@ that runs the whole program once and prints one JSON line
 ``KERNELOPT_ENGINE_OUT`` (a file the command writes its outputs to) on every run and, on the
 candidate's runs, ``KERNELOPT_ENGINE_REFERENCE`` (the baseline's output file); the command
 compares its outputs with the reference itself, since only it knows their format and tolerance.
+
+A backend may also offer ``engine_pair(target, baseline, candidate)``: one command that runs the
+whole program once with both versions in it and prints one JSON line ``{"baseline_ms": [...],
+"candidate_ms": [...], "match": bool, "detail": str}`` (interleaved rounds of its own), or
+``{"engine_error": str, "side": "baseline" | "candidate"}``. The gate then spends one program
+start and one compile instead of ``2 × ROUNDS`` (a torch.compile'd model's compile is most of
+an engine run).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import math
 from typing import Any
 
 from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
-from kernelopt_core.measure.parsers import json_time_lines
+from kernelopt_core.measure.parsers import json_objects, json_time_lines
 from kernelopt_core.measure.stats import median
 from kernelopt_core.target import Tree
 
@@ -41,6 +48,11 @@ def parse_engine_line(stdout: str) -> tuple[dict[str, Any] | None, str]:
     return found[0], ""
 
 
+def _positive(value: Any) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            and value > 0)
+
+
 def amdahl(share: float, kernel_speedup: float) -> float:
     """Whole-program speedup when a fraction ``share`` of its time gets ``kernel_speedup``×."""
     return 1.0 / ((1.0 - share) + share / kernel_speedup)
@@ -64,10 +76,52 @@ class EngineGate:
             return None, f"{result.describe()}: {result.tail(600)}"
         return parse_engine_line(result.stdout)
 
+    def _pair(self, ctx: GateContext) -> tuple[list[float], list[float], str, dict[str, Any]] | GateResult:
+        """Both versions in one engine run: the times, or the gate's failure."""
+        log = ctx.log_dir / "engine.log"
+        env = {OUT_ENV: str(ctx.log_dir / "engine-candidate.out")}
+        result = ctx.runner.engine(ctx.candidate_tree, log, env, baseline=ctx.baseline_tree)
+        assert result is not None
+        found = [obj for obj, _line in json_objects(result.stdout)
+                 if "baseline_ms" in obj or "engine_error" in obj or "match" in obj]
+        if len(found) != 1:
+            why = (f"{len(found)} result lines: the engine prints exactly one" if found else
+                   f"{result.describe()}: {result.tail(600)}")
+            # a run that hangs or dies unattributed: the candidate is what changed
+            return GateResult(self.name, False, f"the engine run with the candidate failed: {why}",
+                              failed_verdict=FALLBACK)
+        line = found[0]
+        if "engine_error" in line:
+            side = "baseline" if line.get("side") == "baseline" else "candidate"
+            return GateResult(self.name, False, f"the engine fails with the {side}'s kernel: "
+                              f"{str(line['engine_error'])[-600:]}",
+                              failed_verdict=MATCHED if side == "baseline" else FALLBACK)
+        if line.get("match") is not True:
+            return GateResult(self.name, False, "whole-program outputs differ from the baseline's: "
+                              f"{line.get('detail', '')}".rstrip(": "), {"detail": line.get("detail")},
+                              failed_verdict=FALLBACK)
+        base, cand = line.get("baseline_ms"), line.get("candidate_ms")
+        if not (isinstance(base, list) and isinstance(cand, list) and base and cand
+                and all(_positive(v) for v in base + cand)):
+            return GateResult(self.name, False, "the engine's line has no positive baseline_ms and "
+                              "candidate_ms lists (docs/plugins.md, engine_pair)", failed_verdict=MATCHED)
+        extra = {k: v for k, v in line.items()
+                 if k not in ("baseline_ms", "candidate_ms", "match", "detail", "time_ms")}
+        return [float(v) for v in base], [float(v) for v in cand], str(line.get("detail", "")), extra
+
     def evaluate(self, ctx: GateContext) -> GateResult:
         if not ctx.runner.has_engine(ctx.baseline_tree):
             return GateResult(self.name, True, "no engine declared: whole-program check skipped",
                               skipped=True)
+        if ctx.runner.engine_pairs():
+            paired = self._pair(ctx)
+            if isinstance(paired, GateResult):
+                return paired
+            return self._decide(ctx, *paired)
+        return self._separate(ctx)
+
+    def _separate(self, ctx: GateContext) -> GateResult:
+        """ROUNDS interleaved pairs of runs, each a whole program start (the plain contract)."""
         reference = str(ctx.log_dir / "engine-baseline.out")
         base_times: list[float] = []
         cand_times: list[float] = []
@@ -96,6 +150,10 @@ class EngineGate:
                 cand_times.append(float(parsed["time_ms"]))
                 detail = str(parsed.get("detail", ""))
                 extra = {k: v for k, v in parsed.items() if k not in ("time_ms", "match", "detail")}
+        return self._decide(ctx, base_times, cand_times, detail, extra)
+
+    def _decide(self, ctx: GateContext, base_times: list[float], cand_times: list[float],
+                detail: str, extra: dict[str, Any]) -> GateResult:
         b, c = median(base_times), median(cand_times)
         noise = max(abs(t / b - 1.0) for t in base_times) if len(base_times) > 1 else 0.0
         noise = max(noise, ctx.settings.min_noise_pct / 100.0)

@@ -49,6 +49,21 @@ def _positive(value: float, command: str, line: str) -> float:
     return value
 
 
+def json_objects(text: str) -> list[tuple[dict[str, Any], str]]:
+    """Every line of ``text`` that is one JSON object, parsed, with the line."""
+    found: list[tuple[dict[str, Any], str]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("{"):
+            try:
+                obj = json.loads(stripped)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                found.append((obj, stripped))
+    return found
+
+
 def json_time_lines(text: str) -> tuple[list[tuple[dict[str, Any], str]], list[tuple[str, str]]]:
     """The JSON object lines of ``text`` holding ``time_ms``, and the lines that mention
     ``time_ms`` but are not valid JSON (with the decoder's message). Shared by the bench parser

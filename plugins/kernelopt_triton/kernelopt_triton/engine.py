@@ -16,6 +16,19 @@ TOLERANCE. Then the model is timed (time_calls: warm-up, then the median of N wi
 back-to-back calls) and ONE JSON line is printed: {"time_ms": float, "match": true|false|null,
 "detail": "...", "windows", "calls_per_window", "spread_pct"}. Exit 0 unless the
 engine itself failed (3: no GPU; 4: the swap or the model failed).
+
+    python -m kernelopt_triton.engine MODEL_FILE --kernel NAME --source CANDIDATE_FILE \
+        --baseline-source BASELINE_FILE
+
+The pair mode the engine gate uses (``InductorBackend.engine_pair``): ONE process compiles the
+model once with both versions of kernel NAME side by side (engine_switch.py), runs the
+baseline's version on two fixed input sets, the candidate's on the same, compares them in
+float64 under TOLERANCE, then times ROUNDS interleaved rounds (baseline, candidate, candidate,
+baseline, ...), each the median of a few windows. It prints ONE JSON line
+``{"baseline_ms": [...], "candidate_ms": [...], "match": bool, "detail": str, "compile_s",
+"engine_s", ...}``; when one side cannot run, ``{"engine_error": why, "side": "baseline" |
+"candidate"}`` and exit 4. Compiling once instead of six times is what keeps the gate within a
+minute on real models (docs/triton-models.md).
 """
 
 from __future__ import annotations
@@ -42,6 +55,10 @@ ENGINE_SEED = 20240917  # fixed inputs: baseline and candidate see the same data
 # after a compile or idle the H200's clocks ramp for ~0.2 s (FACTS.md); a window of ~20 ms of
 # work makes one event pair's resolution and one synchronization negligible
 WARMUP_S, WINDOW_MS = 0.5, 20.0
+# pair mode: rounds of interleaved baseline/candidate timing, windows per round, and the
+# warm-up after each switch (the first launches of a version pay its first-call costs)
+PAIR_ROUNDS, PAIR_WINDOWS, SWITCH_WARMUP_S = 12, 5, 0.05
+PAIR_SEEDS = (ENGINE_SEED, ENGINE_SEED + 1)
 
 
 # --------------------------------------------------------------------------- the swap (pure)
@@ -153,8 +170,9 @@ def _install_swap(name: str, candidate_text: str, swapped: list[str]) -> None:
     AsyncCompile.triton = triton  # type: ignore[method-assign]
 
 
-def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
-               cache_dir: str) -> dict:
+def prepare_process(device: str, cache_dir: str) -> Any:
+    """Inductor's caches for this process (FX graph and autograd caches off: every kernel goes
+    through AsyncCompile.triton, where the swap happens); torch, imported."""
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
@@ -165,6 +183,12 @@ def run_engine(model_file: Path, name: str, source: Path, device: str, iters: in
 
         os.environ["TRITON_INTERPRET"] = "1"
         _prepare_cpu_triton()
+    return torch
+
+
+def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
+               cache_dir: str) -> dict:
+    torch = prepare_process(device, cache_dir)
     swapped: list[str] = []
     _install_swap(name, source.read_text(), swapped)
     module = load_model_file(model_file)
@@ -184,12 +208,14 @@ def run_engine(model_file: Path, name: str, source: Path, device: str, iters: in
             tol = model_tolerance(module)
             match, detail = compare(out, torch.load(ref), tol["atol"], tol["rtol"])
         timing = time_calls(torch, lambda: compiled(*args), cuda, iters, warmup)
+    timing.pop("window_ms")
     return {**timing, "match": match, "detail": detail}
 
 
-def time_calls(torch: Any, call: Any, cuda: bool, windows: int, warmup: int) -> dict[str, Any]:
+def time_calls(torch: Any, call: Any, cuda: bool, windows: int, warmup: int,
+               warmup_s: float = WARMUP_S) -> dict[str, Any]:
     """The model's time per call: warm-up until the clocks settle (at least ``warmup`` calls
-    and WARMUP_S), then the median of ``windows`` windows of back-to-back calls (about
+    and ``warmup_s``), then the median of ``windows`` windows of back-to-back calls (about
     WINDOW_MS of work each, one synchronization per window, so the CPU's dispatch overlaps the
     GPU's work as it does in a serving loop)."""
     def sync() -> None:
@@ -197,7 +223,7 @@ def time_calls(torch: Any, call: Any, cuda: bool, windows: int, warmup: int) -> 
             torch.cuda.synchronize()
 
     start, calls = time.perf_counter(), 0
-    while calls < warmup or time.perf_counter() - start < WARMUP_S:
+    while calls < warmup or time.perf_counter() - start < warmup_s:
         call()
         calls += 1
         if calls % 8 == 0:
@@ -223,7 +249,82 @@ def time_calls(torch: Any, call: Any, cuda: bool, windows: int, warmup: int) -> 
     middle = statistics.median(times)
     quartiles = statistics.quantiles(times, n=4) if len(times) > 1 else [middle] * 3
     return {"time_ms": middle, "windows": windows, "calls_per_window": per_window,
-            "spread_pct": round(100.0 * (quartiles[2] - quartiles[0]) / middle, 2)}
+            "spread_pct": round(100.0 * (quartiles[2] - quartiles[0]) / middle, 2),
+            "window_ms": times}
+
+
+class SideFailed(Exception):
+    """The baseline's or the candidate's side of a pair run could not run."""
+
+    def __init__(self, side: str, why: str) -> None:
+        super().__init__(why)
+        self.side = side
+
+
+def interleaved(torch: Any, calls: dict[str, Any], select: Any, cuda: bool, rounds: int,
+                windows: int) -> dict[str, list[float]]:
+    """Per label, the median time of each round; the labels take turns within a round and the
+    order reverses every round (A B, B A, ...) so that drift favours neither."""
+    labels = list(calls)
+    for label in labels:  # the clocks settle once, each version's first calls are paid
+        select(label)
+        time_calls(torch, calls[label], cuda, 1, 3)
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    for r in range(rounds):
+        for label in (labels if r % 2 == 0 else labels[::-1]):
+            select(label)
+            reading = time_calls(torch, calls[label], cuda, windows, 2, SWITCH_WARMUP_S)
+            times[label].append(reading["time_ms"])
+    return times
+
+
+def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, device: str,
+             rounds: int, cache_dir: str) -> dict[str, Any]:
+    """Compile once with both versions of kernel ``name``; compare, then interleave (module doc)."""
+    from kernelopt_triton.engine_switch import KernelSwitch, VersionFailed
+
+    begin = time.perf_counter()
+    torch = prepare_process(device, cache_dir)
+    switch = KernelSwitch({name: {"baseline": baseline.read_text(),
+                                  "candidate": candidate.read_text()}}, swap_kernel_source)
+    switch.install()
+    module = load_model_file(model_file)
+    compiled = torch.compile(build_model(module, device))
+    inputs = [module.inputs(seed, device) for seed in PAIR_SEEDS]
+    cuda = device.startswith("cuda")
+
+    def outputs(label: str) -> list[list[Any]]:
+        switch.select(label)
+        try:
+            return [flatten_outputs(compiled(*args)) for args in inputs]
+        except VersionFailed as exc:
+            raise SideFailed(exc.label, str(exc)) from exc
+        except Exception as exc:  # the model raised with this side's kernel in it
+            raise SideFailed(label, f"the model raised: {type(exc).__name__}: {exc}") from exc
+
+    with torch.no_grad():
+        reference = outputs("baseline")  # compiles the model (and both versions' kernels)
+        if switch.missing():
+            raise SideFailed("baseline", f"kernel {name} was not compiled for this model "
+                             "(capture again?)")
+        compile_s = time.perf_counter() - begin
+        got = outputs("candidate")
+        tol = model_tolerance(module)
+        verdicts = [compare(g, r, tol["atol"], tol["rtol"]) for g, r in zip(got, reference, strict=True)]
+        match = all(ok for ok, _ in verdicts)
+        detail = "; ".join(f"seed {seed}: {why}" for seed, (_, why) in zip(PAIR_SEEDS, verdicts, strict=True))
+        if path := os.environ.get("KERNELOPT_ENGINE_OUT"):
+            torch.save(got[0], path)
+        result: dict[str, Any] = {"match": match, "detail": detail, "compile_s": round(compile_s, 2)}
+        if match:  # a wrong candidate is not timed
+            times = interleaved(torch, {"baseline": lambda: compiled(*inputs[0]),
+                                        "candidate": lambda: compiled(*inputs[0])},
+                                switch.select, cuda, rounds, PAIR_WINDOWS)
+            result.update(baseline_ms=times["baseline"], candidate_ms=times["candidate"],
+                          time_ms=statistics.median(times["candidate"]), rounds=rounds,
+                          windows_per_round=PAIR_WINDOWS)
+    result["engine_s"] = round(time.perf_counter() - begin, 2)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,14 +335,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--iters", type=int, default=int(os.environ.get("KERNELOPT_ENGINE_ITERS", "30")))
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--baseline-source", type=Path,
+                        help="pair mode: the baseline's kernel file, compiled beside the candidate's")
+    parser.add_argument("--rounds", type=int, default=PAIR_ROUNDS, help="pair mode: timed rounds")
+    parser.add_argument("--cache-dir", type=Path,
+                        help="Inductor's cache (kept between runs: Triton binaries and autotune "
+                        "results of unchanged kernels are reused); default: a fresh one")
     ns = parser.parse_args(argv)
     if ns.device.startswith("cuda") and (err := model_prerequisite_error()):
         print(f"kernelopt-triton engine: {err}", file=sys.stderr)
         return 3
     try:
-        with tempfile.TemporaryDirectory(prefix="kernelopt-engine-") as cache_dir:  # fresh compile
-            result = run_engine(ns.model_file, ns.kernel, ns.source, ns.device, ns.iters,
-                                ns.warmup, cache_dir)
+        with tempfile.TemporaryDirectory(prefix="kernelopt-engine-") as fresh:
+            cache_dir = str(ns.cache_dir) if ns.cache_dir else fresh
+            if ns.baseline_source is not None:
+                result = run_pair(ns.model_file, ns.kernel, ns.baseline_source, ns.source,
+                                  ns.device, ns.rounds, cache_dir)
+            else:
+                result = run_engine(ns.model_file, ns.kernel, ns.source, ns.device, ns.iters,
+                                    ns.warmup, cache_dir)
+    except SideFailed as exc:
+        print(f"kernelopt-triton engine: the {exc.side}'s side failed: {exc}", file=sys.stderr)
+        print(json.dumps({"engine_error": str(exc)[-2000:], "side": exc.side}), flush=True)
+        return 4
     except Exception as exc:  # the engine itself failed: say why on stderr, exit 4
         import traceback
 

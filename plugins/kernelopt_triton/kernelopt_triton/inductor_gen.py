@@ -97,7 +97,9 @@ def _launch_def(ks: KernelSource, launch: dict[str, int], tensor_params: list[st
 def _make_args_def(args: tuple[ArgSpec, ...]) -> str:
     lines = ["def make_args(seed, device):",
              "    # Inductor's get_args() shapes and strides; seeded random values, never zeros.",
-             "    gen = torch.Generator().manual_seed(seed)",
+             "    # drawn on the device: a CPU generator takes seconds for the large inputs of a",
+             "    # model's kernel, and every check and bench worker draws several input sets",
+             "    gen = torch.Generator(device=device).manual_seed(seed)",
              "    args = []"]
     for a in args:
         if a.kind == "int":
@@ -106,15 +108,16 @@ def _make_args_def(args: tuple[ArgSpec, ...]) -> str:
         if a.kind == "workspace":  # scratch that the kernel expects zeroed (semaphores, partials)
             lines.append(f"    args.append(torch.zeros({a.size[0]}, dtype={dtype}, device=device))")
         elif a.dtype in ("bool",):
-            lines.append(f"    flat = torch.rand({a.numel_storage}, generator=gen) < 0.5")
-            lines.append(f"    args.append(flat.to(device).as_strided({a.size}, {a.stride}))")
+            lines.append(f"    flat = torch.rand({a.numel_storage}, generator=gen, device=device) < 0.5")
+            lines.append(f"    args.append(flat.as_strided({a.size}, {a.stride}))")
         elif a.dtype.startswith(("int", "uint")):  # 0/1: valid as indices into any axis >= 2
             lines.append(f"    flat = torch.randint(0, 2, ({a.numel_storage},), generator=gen, "
-                         f"dtype={dtype})")
-            lines.append(f"    args.append(flat.to(device).as_strided({a.size}, {a.stride}))")
+                         f"dtype={dtype}, device=device)")
+            lines.append(f"    args.append(flat.as_strided({a.size}, {a.stride}))")
         else:
-            lines.append(f"    flat = torch.randn({a.numel_storage}, generator=gen).to({dtype})")
-            lines.append(f"    args.append(flat.to(device).as_strided({a.size}, {a.stride}))")
+            lines.append(f"    flat = torch.randn({a.numel_storage}, generator=gen, "
+                         f"device=device).to({dtype})")
+            lines.append(f"    args.append(flat.as_strided({a.size}, {a.stride}))")
     lines.append("    return args")
     return "\n".join(lines) + "\n"
 

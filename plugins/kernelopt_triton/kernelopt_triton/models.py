@@ -126,7 +126,8 @@ class InductorBackend(TritonBackend):
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         context = tuple(c for c in meta.get("context", [f"{file.stem}_orig.py"])
                         if (file.parent / c).is_file())
-        data = {**(target.data or {}), "model": model, "kernel": kernel["name"]}
+        data = {**(target.data or {}), "model": model, "kernel": kernel["name"],
+                "capture_dir": str(file.parent.parent)}
         source = file.parent.parent / kernel.get("file", "")
         if source.is_file():  # Inductor's own limits on the launch knobs (inductor_rules.py)
             ks = parse_kernel_source(source.read_text(encoding="utf-8"), kernel["name"])
@@ -144,6 +145,19 @@ class InductorBackend(TritonBackend):
         return Command((sys.executable, "-m", "kernelopt_triton.engine", str(data["model"]),
                         "--kernel", data["kernel"], "--source", str(tree.src / target.editable[0])),
                        tree.src, env=self._env(target), timeout_s=600.0, label="engine")
+
+    def engine_pair(self, target: Target, baseline: Tree, candidate: Tree) -> Command | None:
+        """Both versions of the kernel in one engine process: the model compiled once
+        (engine.py, pair mode), with the capture's own engine cache, so Triton binaries and
+        Inductor's autotuning of the kernels not swapped are reused between runs."""
+        command = self.engine(target, candidate)
+        if command is None:
+            return None
+        cache = Path(str((target.data or {}).get("capture_dir", ""))) / "engine-cache"
+        extra: tuple[str, ...] = ("--baseline-source", str(baseline.src / target.editable[0]))
+        if cache.parent.is_dir() and str(cache.parent) != ".":
+            extra += ("--cache-dir", str(cache))
+        return attrs.evolve(command, argv=(*command.argv, *extra))
 
 
 def backends() -> list[object]:

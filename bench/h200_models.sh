@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Real torch.compile architectures on the H200 (examples/models/: a Llama-style decoder prefill,
+# GPT-2 small, a timm ViT-B/16; random weights from a config, nothing downloaded).
+#   bash bench/h200_models.sh probe [MODEL ...]   capture + ranking, the top kernel's check
+#        (wall of a 3-seed check process), the engine gate's pair mode on baseline vs itself
+#        (A/A: its wall and noise), and the model four ways (bench/model_compare.py modes
+#        eager, default, max-autotune)
+#   bash bench/h200_models.sh run [MODEL ...]     `kernelopt run MODEL --top $TOP` with defaults
+#        (its wall, verdicts, engine gate seconds, correctness seconds per candidate from the
+#        journal), then the model four ways with every accepted kernel swapped in at once,
+#        and Inductor's max-autotune time for each tuned kernel; summary.json via
+#        bench/models_summary.py
+# From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
+# Results go to $OUT (default bench/results/models). Progress lines start with "==".
+set -uo pipefail
+OUT=${OUT:-bench/results/models}
+TOP=${TOP:-1}
+mkdir -p "$OUT"
+source bench/h200_site.sh
+export KERNELOPT_HOME=${KERNELOPT_HOME:-/tmp/kstate-models}
+part=$1; shift
+models=("$@"); [ ${#models[@]} -eq 0 ] && models=(examples/models/llama_prefill.py \
+  examples/models/gpt2.py examples/models/vit.py)
+t0=$(date +%s)
+say() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
+timed() {  # timed LABEL LIMIT CMD...: run, print the wall, keep the log
+  local label=$1 limit=$2; shift 2
+  local s; s=$(date +%s.%N)
+  timeout --signal=INT --kill-after=15 "$limit" "$@" > "$OUT/$label.log" 2>&1
+  local rc=$?
+  say "$label: exit $rc, $(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$s") s"
+  [ $rc -eq 0 ] || tail -15 "$OUT/$label.log"
+  return $rc
+}
+python3 -c 'import torch, transformers, timm, triton; print("torch", torch.__version__, "transformers", transformers.__version__, "timm", timm.__version__, "triton", triton.__version__)' | tee "$OUT/versions.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> "$OUT/versions.txt"
+
+case "$part" in
+  probe)
+    for model in "${models[@]}"; do
+      m=$(basename "$model" .py); cap=/tmp/cap-$m
+      rm -rf "$cap"
+      timed "$m-capture" 300 python3 -m kernelopt_triton.inductor capture "$model" --out "$cap" --steps 5 || continue
+      cp "$cap/ranking.txt" "$OUT/$m-ranking.txt"; cat "$cap/ranking.txt"
+      tar -czf "$OUT/$m-capture.tar.gz" -C "$cap" kernels.json profile.txt ranking.txt \
+        device_events.json output_code kernels 2>/dev/null
+      timed "$m-generate" 120 python3 -m kernelopt_triton.inductor generate "$cap" --top 3
+      k=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernels"][0]["name"])' "$cap/kernels.json")
+      t=$cap/targets
+      timed "$m-check" 120 python3 -m kernelopt_triton.harness check "$t/$k.py" --seeds 1,2,3 --oracle "$t/${k}_orig.py"
+      timed "$m-check-again" 120 python3 -m kernelopt_triton.harness check "$t/$k.py" --seeds 1,2,3 --oracle "$t/${k}_orig.py"
+      timed "$m-engine-pair" 300 python3 -m kernelopt_triton.engine "$model" --kernel "$k" \
+        --source "$t/$k.py" --baseline-source "$t/$k.py" --cache-dir "$cap/engine-cache"
+      tail -1 "$OUT/$m-engine-pair.log"
+      timed "$m-engine-pair-warm" 300 python3 -m kernelopt_triton.engine "$model" --kernel "$k" \
+        --source "$t/$k.py" --baseline-source "$t/$k.py" --cache-dir "$cap/engine-cache"
+      tail -1 "$OUT/$m-engine-pair-warm.log"
+      timed "$m-compare" 420 python3 -m kernelopt_triton.model_compare "$model" \
+        --modes eager,default,max-autotune --out "$OUT/$m-compare.json"
+      python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print({k: (round(v["ms"],3), v["match_eager"], v.get("compile_s")) for k, v in d["modes"].items()})' "$OUT/$m-compare.json"
+    done ;;
+  *) echo "usage: $0 probe|run [MODEL ...]" >&2; exit 2 ;;
+esac
+say "done"
