@@ -1,28 +1,23 @@
 """The plugin architecture with real packages: wheels, a virtual environment, entry points.
 
-One module-scoped venv (``--system-site-packages``, so third-party dependencies come from the
-system offline) gets real wheels of kernelopt, kernelopt-cmake and a third-party backend written
-here (kernelopt-echo); a package that raises at import (kernelopt-broken) comes and goes per test.
+One session-scoped venv (root conftest.py's ``packaging_venv``: tests/packaging_support.py
+says how it sees the outer environment's third-party dependencies, offline, inside an
+activated venv too) gets real wheels of kernelopt, kernelopt-cmake, kernelopt-ninfer and a
+third-party backend written there (kernelopt-echo); a package that raises at import
+(kernelopt-broken) comes and goes per test.
 
-Removing a backend cannot be proved in that venv: the system site also holds kernelopt-cmake as
+Removing a backend cannot be proved in that venv: the outer site also holds kernelopt-cmake as
 an *editable* install, whose dist-info and import finder stay visible there after
-``pip uninstall``. So the uninstall test uses a second venv *without* system site-packages whose
-site-packages links to each third-party distribution of the system site, kernelopt's own
+``pip uninstall``. So the uninstall test uses a second venv *without* the outer site whose
+site-packages links to each third-party distribution of the outer site, kernelopt's own
 (and every ``.pth`` file, editable finders included) left out: it sees exactly the wheels
 installed into it, and ``pip uninstall`` there removes the only copy it can see.
-
-Every command runs in a scratch directory (``python -c`` puts the working directory first on
-``sys.path``; run from the checkout it would import the source tree, not the wheel) with
-``PYTHONPATH`` and ``KERNELOPT_*`` removed from the environment. Nothing uses the network.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
-import shutil
-import site
 import subprocess
 import sys
 import zipfile
@@ -30,127 +25,25 @@ from pathlib import Path
 
 import pytest
 from kernelopt_tests_support import last_run, summary
+from packaging_support import (
+    BROKEN_TEXT,
+    CMAKE_PLUGIN,
+    bin_of,
+    clean_env,
+    ok,
+    outer_site_dirs,
+    pip,
+    py,
+    sh,
+    site_packages,
+)
 
 from kernelopt_core.testing import write_chunk_project
 
-pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[1]
-CMAKE_PLUGIN = REPO / "plugins" / "kernelopt_cmake"
-BROKEN_TEXT = "kernelopt-broken fails at import on purpose (token 7f3a91)"
-
-ECHO_MODULE = r'''"""kernelopt-echo: a third-party backend for a directory holding kernel.py, check.py and
-bench.py. It imports only the core and the standard library, as hookspecs.py asks."""
-
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-from kernelopt_core.errors import UsageError
-from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.target import BenchSpec, Command, Knob, Target
-
-FILES = ("kernel.py", "check.py", "bench.py")
-CHUNKS = ("1", "2", "4", "8", "16", "32", "64", "128", "256")
-COPY = "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])"
-
-
-def _is_project(path: Path) -> bool:
-    return path.is_dir() and all((path / name).is_file() for name in FILES)
-
-
-class EchoBackend:
-    name = "echo"
-
-    def detect(self, path: Path) -> float:
-        return 0.5 if _is_project(Path(path)) else 0.0
-
-    def discover(self, path: Path, settings: object) -> list[Target]:
-        root = Path(path).resolve()
-        if not _is_project(root):
-            raise UsageError(f"{root} is not an echo project", hint="it needs " + ", ".join(FILES))
-        knob = Knob("CHUNK", "kernel.py", CHUNKS, r"^CHUNK = (\d+)$")
-        return [Target(self.name, "echo-sum", root, ("kernel.py",),
-                       contract=("check.py", "bench.py"), shape="f64[20000]",
-                       bytes_moved=160000, knobs=(knob,), bench=BenchSpec(format="json"))]
-
-    def build(self, target: Target, tree) -> list[Command]:
-        return [Command((sys.executable, "-c", COPY, str(tree.src / "kernel.py"),
-                         str(tree.build / "kernel.py")), tree.src, timeout_s=120)]
-
-    def check(self, target: Target, tree, seed: int) -> Command:
-        return Command((sys.executable, str(tree.src / "check.py"), "--seed", str(seed),
-                        "--build", str(tree.build)), tree.src, timeout_s=120)
-
-    def bench(self, target: Target, tree) -> Command | None:
-        return Command((sys.executable, str(tree.src / "bench.py"), str(tree.build)), tree.src,
-                       timeout_s=120)
-
-    def engine(self, target: Target, tree) -> Command | None:
-        return None
-
-
-@hookimpl
-def kernelopt_register_backends() -> list[EchoBackend]:
-    return [EchoBackend()]
-'''
-
-BROKEN_MODULE = f'"""A kernelopt plugin that cannot be imported."""\n\nraise RuntimeError({BROKEN_TEXT!r})\n'
-
-
-def pyproject(dist: str, module: str, entry_point: str) -> str:
-    return f'''[build-system]
-requires = ["setuptools>=77", "wheel"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "{dist}"
-version = "0.2.0"
-description = "written by kernelopt's tests/test_packaging.py"
-requires-python = ">=3.10"
-dependencies = ["kernelopt>=0.1.0"]
-
-[project.entry-points.kernelopt]
-{entry_point} = "{module}"
-
-[tool.setuptools]
-packages = ["{module}"]
-'''
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("KERNELOPT_") and k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-    env.update(extra)
-    return env
-
-
-def sh(*argv: str | Path, cwd: Path, env: dict[str, str] | None = None,
-       timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(a) for a in argv], cwd=cwd, env=env or clean_env(),
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, f"{result.args}\n{result.stdout}\n{result.stderr}"
-    return result.stdout
-
-
-def bin_of(venv: Path, name: str) -> Path:
-    return venv / "bin" / name
-
-
-def pip(venv: Path, *args: str | Path, cwd: Path) -> str:
-    return ok(sh(bin_of(venv, "python"), "-m", "pip", *args, cwd=cwd))
-
-
-def py(venv: Path, code: str, cwd: Path, *args: str | Path) -> str:
-    return ok(sh(bin_of(venv, "python"), "-c", code, *args, cwd=cwd))
 
 
 def kernelopt(venv: Path, *args: str | Path, cwd: Path,
@@ -167,10 +60,6 @@ def plugin_rows(stdout: str) -> dict[str, list[str]]:
     return rows
 
 
-def site_packages(venv: Path, cwd: Path) -> Path:
-    return Path(py(venv, "import sysconfig; print(sysconfig.get_path('purelib'))", cwd).strip())
-
-
 def is_own(name: str) -> bool:
     """kernelopt's own distributions and import finders, and every .pth file."""
     lower = name.lower()
@@ -181,57 +70,19 @@ def is_own(name: str) -> bool:
 # --------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("packaging")
+@pytest.fixture
+def work(packaging_work: Path) -> Path:
+    return packaging_work
 
 
-@pytest.fixture(scope="module")
-def wheels(work: Path) -> dict[str, Path]:
-    """Wheels of kernelopt, kernelopt-cmake, kernelopt-echo and kernelopt-broken.
-
-    The two in-repo projects are built from clean copies: an in-tree build writes build/ and
-    *.egg-info into the checkout, and a stale build/lib would leak into the wheel.
-    """
-    src = work / "src"
-    core = src / "kernelopt"
-    core.mkdir(parents=True)
-    junk = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist", ".kernelopt")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(REPO / name, core / name)
-    for name in ("kernelopt_core", "prompts", "tests"):  # tests/ too: the wheel must leave it out
-        shutil.copytree(REPO / name, core / name, ignore=junk)
-    shutil.copytree(CMAKE_PLUGIN, src / "kernelopt_cmake", ignore=junk)
-    for dist, module, ep, text in (("kernelopt-echo", "kernelopt_echo", "echo", ECHO_MODULE),
-                                   ("kernelopt-broken", "kernelopt_broken", "broken",
-                                    BROKEN_MODULE)):
-        (src / dist / module).mkdir(parents=True)
-        (src / dist / "pyproject.toml").write_text(pyproject(dist, module, ep))
-        (src / dist / module / "__init__.py").write_text(text)
-    out = work / "wheels"
-    ok(sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-          "--no-cache-dir", "-w", out, core, src / "kernelopt_cmake", src / "kernelopt-echo",
-          src / "kernelopt-broken", cwd=work))
-    found = {}
-    for dist in ("kernelopt", "kernelopt_cmake", "kernelopt_echo", "kernelopt_broken"):
-        (wheel,) = out.glob(f"{dist}-*-py3-none-any.whl")
-        found[dist.replace("_", "-")] = wheel
-    return found
+@pytest.fixture
+def wheels(packaging_wheels: dict[str, Path]) -> dict[str, Path]:
+    return packaging_wheels
 
 
-@pytest.fixture(scope="module")
-def venv(work: Path, wheels: dict[str, Path]) -> Path:
-    """A venv over the system site, with kernelopt, kernelopt-cmake and kernelopt-echo wheels.
-
-    ``--without-pip`` saves seconds: ``<venv>/bin/python -m pip`` then runs the system's pip,
-    which installs into the venv it runs in (and never uninstalls outside it).
-    """
-    path = work / "venv"
-    ok(sh(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", path,
-          cwd=work))
-    pip(path, "install", "--no-deps", "--no-index", wheels["kernelopt"],
-        wheels["kernelopt-cmake"], wheels["kernelopt-echo"], cwd=work)
-    return path
+@pytest.fixture
+def venv(packaging_venv: Path) -> Path:
+    return packaging_venv
 
 
 @pytest.fixture
@@ -242,13 +93,14 @@ def broken_installed(venv: Path, wheels: dict[str, Path], work: Path):
 
 
 @pytest.fixture(scope="module")
-def isolated_venv(work: Path, wheels: dict[str, Path]) -> Path:
-    """A venv without system site-packages; third-party distributions linked in, not ours."""
+def isolated_venv(packaging_work: Path, packaging_wheels: dict[str, Path]) -> Path:
+    """A venv without the outer site; third-party distributions linked in, not ours."""
+    work, wheels = packaging_work, packaging_wheels
     path = work / "venv-isolated"
     ok(sh(sys.executable, "-m", "venv", "--without-pip", path, cwd=work))
     target = site_packages(path, work)
-    for directory in map(Path, site.getsitepackages()):
-        for entry in sorted(directory.iterdir()) if directory.is_dir() else ():
+    for directory in outer_site_dirs():
+        for entry in sorted(directory.iterdir()):
             if not is_own(entry.name) and not (target / entry.name).exists():
                 (target / entry.name).symlink_to(entry)
     pip(path, "install", "--no-deps", "--no-index", wheels["kernelopt"],
