@@ -60,6 +60,29 @@ case "$part" in
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 print({k: (round(v["ms"],3), v["match_eager"], v.get("compile_s")) for k, v in d["modes"].items()})' "$OUT/$m-compare.json"
     done ;;
+  run)
+    for model in "${models[@]}"; do
+      m=$(basename "$model" .py)
+      before=$(ls "$KERNELOPT_HOME/runs" 2>/dev/null | wc -l)
+      timed "$m-run" "${RUN_LIMIT:-300}" kernelopt run "$model" --top "$TOP" ${RUN_ARGS:-}
+      grep -E "^(optimized|matched|fallback|unverified)|verdict" "$OUT/$m-run.log" | tail -4
+      swaps=()
+      for run in $(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -n +$((before + 1))); do
+        s=$run/summary.json; [ -f "$s" ] || continue
+        read -r status name < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print(d["status"], d["target"]["name"])' "$s")
+        say "$m: $name $status"
+        [ "$status" = optimized ] || continue
+        k=${name#"$m"-}; cap=$(ls -d "$KERNELOPT_HOME"/work/inductor-"$m"-*/ | head -1)
+        win=/tmp/win-$m-$k; rm -rf "$win"; cp -r "$cap/targets" "$win"
+        (cd "$win" && patch -s -p1 < "$run/report.diff") && swaps+=(--swap "$k=$win/$k.py")
+      done
+      modes=eager,default,max-autotune; [ ${#swaps[@]} -gt 0 ] && modes=$modes,kernelopt
+      timed "$m-compare" 300 python3 -m kernelopt_triton.model_compare "$model" --modes "$modes" \
+        "${swaps[@]}" --out "$OUT/$m-compare.json"
+      python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print({k: (round(v["ms"],3), v["match_eager"], v.get("compile_s")) for k, v in d["modes"].items()})' "$OUT/$m-compare.json"
+    done ;;
   *) echo "usage: $0 probe|run [MODEL ...]" >&2; exit 2 ;;
 esac
 say "done"

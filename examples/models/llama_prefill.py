@@ -15,9 +15,11 @@ from torch import nn
 
 BATCH, SEQ, VOCAB = 4, 512, 32000
 DTYPE = torch.bfloat16
-# bf16 (8-bit mantissa, eps 7.8e-3) through four layers: a kernel with another reduction order
-# moves hidden states of magnitude ~1 by a few eps. Fixed before any run.
-TOLERANCE = {"atol": 5e-2, "rtol": 5e-2}
+# bf16 (8-bit mantissa, eps 7.8e-3) through four layers. Set from Inductor's own default compile
+# against eager (max abs err 0.086 on the H200, 2026-12-02), before any kernelopt candidate ran:
+# the first value, 5e-2, was below the model's own bf16 error, so a kernel with another
+# reduction order than Inductor's could fail on rounding alone.
+TOLERANCE = {"atol": 1.5e-1, "rtol": 5e-2}
 
 
 class Prefill(nn.Module):
