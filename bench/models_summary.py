@@ -1,0 +1,100 @@
+"""summary.json of a models results folder (bench/h200_models.sh run): one object per model.
+
+    python3 bench/models_summary.py RESULTS_DIR > RESULTS_DIR/summary.json
+
+Reads, under RESULTS_DIR: runs/<run_id>/{summary.json,journal.jsonl} (the kernelopt runs),
+runs/<model>-compare.json (kernelopt_triton.model_compare), runs/console-*.txt (the `timed`
+lines: each `kernelopt run`'s wall, capture included), kernel-times/<model>-maxautotune.json
+(bench/inductor_kernel_times.py: Inductor's max-autotune + coordinate descent per kernel,
+do_bench). Nothing is measured here: every number is copied or derived (Amdahl) from those.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _stage_seconds(events: list[dict[str, Any]], stage: str) -> list[float]:
+    """Seconds from each ``stage`` event to the next stage event (or the end)."""
+    out = []
+    stages = [e for e in events if e["event"] in ("stage", "end", "verdict")]
+    for here, after in zip(stages, stages[1:], strict=False):
+        if here.get("stage") == stage:
+            out.append(after["t"] - here["t"])
+    return out
+
+
+def _preface_share(run: Path, kernel: str) -> float | None:
+    """The kernel's share from the ranking the run printed first (preface.txt)."""
+    preface = run / "preface.txt"
+    found = re.search(rf"^\s*\d+\s+([\d.]+)%\s.*\s{re.escape(kernel)}$",
+                      preface.read_text() if preface.is_file() else "", re.M)
+    return float(found.group(1)) / 100.0 if found else None
+
+
+def _walls(results: Path) -> dict[str, float]:
+    walls: dict[str, float] = {}
+    for console in sorted(results.glob("runs/console-*.txt")):
+        for m in re.finditer(r"== \[\d+s\] (\S+)-run: exit \d+, ([\d.]+) s", console.read_text()):
+            walls[m.group(1)] = float(m.group(2))
+    return walls
+
+
+def summarize(results: Path) -> list[dict[str, Any]]:
+    walls = _walls(results)
+    models: dict[str, dict[str, Any]] = {}
+    for run in sorted(p for p in (results / "runs").iterdir() if (p / "summary.json").is_file()):
+        summary = json.loads((run / "summary.json").read_text())
+        events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
+        name = summary["target"]["name"]
+        model, _, kernel = name.partition("-")
+        entry = models.setdefault(model, {"model": model, "wall_s": walls.get(model),
+                                          "kernels": [], "runs": []})
+        entry["runs"].append(run.name)
+        times_file = results / "kernel-times" / f"{model}-maxautotune.json"
+        autotuned = json.loads(times_file.read_text())["ms"] if times_file.is_file() else {}
+        engine = summary.get("engine") or {}
+        correctness = _stage_seconds(events, "correctness")
+        entry["engine_gate_s"] = round(sum(_stage_seconds(events, "engine")), 1) or None
+        entry["correctness_s_per_candidate"] = [round(s, 1) for s in correctness]
+        entry["correctness_s_median"] = round(statistics.median(correctness), 1) if correctness else None
+        entry["kernels"].append({
+            "name": kernel, "share": engine.get("time_share") or _preface_share(run, kernel),
+            "baseline_us": round(1e3 * summary["baseline_ms"], 2),
+            "kernelopt_us": round(1e3 * summary["final_ms"], 2),
+            "inductor_max_autotune_us": (round(1e3 * autotuned[kernel], 2) if kernel in autotuned
+                                         else None),
+            "verdict": summary["status"], "speedup": summary["speedup"],
+            "rounds_won": summary.get("rounds_won"), "noise_pct": summary.get("noise_pct"),
+            "engine_gate": {k: engine.get(k) for k in ("passed", "speedup", "amdahl_speedup")},
+        })
+    for model, entry in models.items():
+        compare_file = results / "runs" / f"{model}-compare.json"
+        if not compare_file.is_file():
+            continue
+        modes = json.loads(compare_file.read_text())["modes"]
+        ms = {key: modes[mode]["ms"] if mode in modes else None for key, mode in
+              (("eager", "eager"), ("compile_default", "default"),
+               ("max_autotune", "max-autotune"), ("kernelopt", "kernelopt"))}
+        entry["model_ms"] = {k: round(v, 4) if v else None for k, v in ms.items()}
+        entry["model_spread_pct"] = {mode: info["spread_pct"] for mode, info in modes.items()}
+        entry["match"] = all(info["match_eager"] for info in modes.values())
+        # Amdahl from the verified kernel wins only (a fallback's kernel is unchanged)
+        share = sum(k["share"] or 0.0 for k in entry["kernels"] if k["verdict"] == "optimized")
+        new = sum((k["share"] or 0.0) / k["speedup"] for k in entry["kernels"]
+                  if k["verdict"] == "optimized")
+        entry["amdahl_predicted"] = round(1.0 / (1.0 - share + new), 4)
+        entry["measured_speedup"] = (round(ms["compile_default"] / ms["kernelopt"], 4)
+                                     if ms["kernelopt"] and ms["compile_default"] else None)
+        entry["measured_vs_max_autotune"] = (round(ms["max_autotune"] / ms["kernelopt"], 4)
+                                             if ms["kernelopt"] and ms["max_autotune"] else None)
+    return list(models.values())
+
+
+if __name__ == "__main__":
+    print(json.dumps(summarize(Path(sys.argv[1])), indent=1))
