@@ -1,0 +1,103 @@
+"""The engine's pair mode for real, on the CPU: Inductor emits Triton kernels for the CPU
+(``cpu_backend="triton"``), Triton's interpreter runs them, and one engine process compiles a
+small model once with two versions of its kernel (engine_switch.py). A candidate with another
+launch config matches and is timed beside the baseline; a candidate that computes something
+else is caught by the whole-model comparison; a candidate whose kernel does not compile is
+reported as the candidate's failure, with the baseline's side intact."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from kernelopt_triton import inductor  # noqa: E402
+
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [str(Path(inductor.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
+MODEL = '''import torch
+from torch import nn
+
+TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        return torch.sigmoid(x) * 2.0 + 1.0
+
+
+def model():
+    return Gate()
+
+
+def inputs(seed, device):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(64, 32, generator=gen).to(device),)
+'''
+
+
+def _child(args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=str(cwd), env=CHILD_ENV)
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """The model, its standalone kernel file (generated from a real CPU capture), its name."""
+    root = tmp_path_factory.mktemp("pair")
+    model = root / "gate_model.py"
+    model.write_text(MODEL)
+    cap = root / "cap"
+    for args in (["capture", str(model), "--out", str(cap), "--device", "cpu"],
+                 ["generate", str(cap), "--top", "1"]):
+        proc = _child(["kernelopt_triton.inductor", *args], root)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    name = json.loads((cap / "kernels.json").read_text())["kernels"][0]["name"]
+    return model, cap / "targets" / f"{name}.py", name
+
+
+def _pair(captured: tuple[Path, Path, str], candidate_text: str, tmp_path: Path
+          ) -> tuple[int, dict, str]:
+    model, baseline, name = captured
+    candidate = tmp_path / f"{name}.py"
+    candidate.write_text(candidate_text)
+    proc = _child(["kernelopt_triton.engine", str(model), "--kernel", name, "--source",
+                   str(candidate), "--baseline-source", str(baseline), "--device", "cpu",
+                   "--rounds", "2", "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 1, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.returncode, lines[0], proc.stderr
+
+
+@pytest.mark.slow
+def test_one_process_compares_and_times_both_versions(captured, tmp_path: Path) -> None:
+    _model, baseline, _name = captured
+    text = baseline.read_text()
+    other = re.sub(r"XBLOCK=\d+", "XBLOCK=256", text, count=1)
+    assert other != text
+    code, line, _ = _pair(captured, other, tmp_path)
+    assert code == 0 and line["match"] is True, line
+    assert len(line["baseline_ms"]) == len(line["candidate_ms"]) == 2
+    assert all(t > 0 for t in line["baseline_ms"] + line["candidate_ms"])
+    # what the switch ran is what it was asked to: a wrong body is caught
+    wrong = text.replace("2.0", "2.5")
+    assert wrong != text
+    code, line, _ = _pair(captured, wrong, tmp_path)
+    assert code == 0 and line["match"] is False and "baseline_ms" not in line
+    assert "max abs err" in line["detail"]
+
+
+@pytest.mark.slow
+def test_a_candidate_that_does_not_compile_fails_its_own_side(captured, tmp_path: Path) -> None:
+    _model, baseline, name = captured
+    broken = baseline.read_text().replace(f"def {name}(", f"def {name}(undefined_arg, ", 1)
+    code, line, stderr = _pair(captured, broken, tmp_path)
+    assert code == 4 and line["side"] == "candidate", (line, stderr[-2000:])
