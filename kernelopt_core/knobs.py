@@ -132,3 +132,24 @@ def apply(
         for path, text in texts.items()
         if text.encode("utf-8") != files[path]
     }
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """A long name cut in the middle, its start and its end kept (Inductor's kernel names end
+    in a distinguishing index: ``triton_poi_fused__scaled…_view_where_5``); the same name
+    always gives the same short form."""
+    if len(name) <= width:
+        return name
+    tail = max(8, width // 3)
+    return f"{name[:width - tail - 1]}…{name[-tail:]}"
+
+
+def describe_assignment(assignment: Mapping[str, str]) -> str:
+    """``k=v`` pairs, a knob by its own name and its scope (``BLOCK@kernel``: the kernel it
+    belongs to) named once per group: ``kernel: BLOCK=128, num_warps=4``."""
+    groups: dict[str, list[str]] = {}
+    for name, value in assignment.items():
+        knob, _, scope = name.partition("@")
+        groups.setdefault(scope, []).append(f"{knob}={value}")
+    return "; ".join((f"{short_name(scope)}: " if scope else "") + ", ".join(pairs)
+                     for scope, pairs in groups.items())

@@ -201,3 +201,17 @@ def test_a_build_directory_is_configured_once_and_again_after_a_failed_configure
     (build / "CMakeCache.txt").write_text("cache")
     (build / "Makefile").unlink()  # a configure that failed before generating
     assert needs_configure(build, [*argv, "-DX=1"])
+
+
+def test_a_proposal_names_each_knob_short_and_its_kernel_once() -> None:
+    """Issue 31: report rows repeated a 100-character Inductor kernel name after every knob."""
+    from kernelopt_core.knobs import describe_assignment, short_name
+
+    long = ("triton_red_fused__softmax_add_exp_gelu_mean_mul_native_layer_norm_prepare_softmax_"
+            "online_sigmoid_sub_0")
+    text = describe_assignment({f"R0_BLOCK@{long}": "512", f"num_warps@{long}": "2",
+                                "TILE": "32", "unroll@kernel.cu": "4"})
+    assert text == (f"{short_name(long)}: R0_BLOCK=512, num_warps=2; TILE=32; "
+                    "kernel.cu: unroll=4")
+    assert len(short_name(long)) == 40 and short_name(long).endswith("…sigmoid_sub_0")
+    assert short_name(long) == short_name(long) and short_name("softmax_kernel") == "softmax_kernel"

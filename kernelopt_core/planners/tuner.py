@@ -92,7 +92,7 @@ def knob_proposal(ctx: PlanContext, assignment: dict[str, str], planner: str) ->
     if not edits:
         return None
     changed = {k: v for k, v in assignment.items() if ctx.baseline_knobs.get(k) != v}
-    text = ", ".join(f"{k}={v}" for k, v in changed.items())
+    text = knob_edit.describe_assignment(changed)
     return Proposal(text or "baseline values", edits, assignment, planner)
 
 

@@ -189,8 +189,11 @@ def prepare_process(device: str, cache_dir: str) -> Any:
 def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
                cache_dir: str) -> dict:
     torch = prepare_process(device, cache_dir)
+    from kernelopt_triton.engine_switch import UniqueKernelNames
+
     swapped: list[str] = []
     _install_swap(name, source.read_text(), swapped)
+    UniqueKernelNames().install()  # outermost: the swap sees the capture's names
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(ENGINE_SEED, device)
@@ -281,13 +284,14 @@ def interleaved(torch: Any, calls: dict[str, Any], select: Any, cuda: bool, roun
 def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, device: str,
              rounds: int, cache_dir: str) -> dict[str, Any]:
     """Compile once with both versions of kernel ``name``; compare, then interleave (module doc)."""
-    from kernelopt_triton.engine_switch import KernelSwitch, VersionFailed
+    from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, VersionFailed
 
     begin = time.perf_counter()
     torch = prepare_process(device, cache_dir)
     switch = KernelSwitch({name: {"baseline": baseline.read_text(),
                                   "candidate": candidate.read_text()}}, swap_kernel_source)
     switch.install()
+    UniqueKernelNames().install()  # outermost: the switch sees the capture's names
     module = load_model_file(model_file)
     compiled = torch.compile(build_model(module, device))
     inputs = [module.inputs(seed, device) for seed in PAIR_SEEDS]

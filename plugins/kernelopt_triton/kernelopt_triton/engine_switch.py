@@ -11,6 +11,8 @@ in (``engine.swap_kernel_source``; ``None`` keeps Inductor's source and its own 
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -105,3 +107,47 @@ class KernelSwitch:
     def missing(self) -> list[str]:
         """Kernels asked for that the model never compiled (a stale capture, another model)."""
         return sorted(set(self.versions) - set(self.kernels))
+
+
+def renamed_source(source: str, name: str, new: str) -> str:
+    """Inductor's kernel source with kernel ``name`` called ``new`` (the function, its metadata)."""
+    return re.sub(rf"\b{re.escape(name)}\b", new, source)
+
+
+class UniqueKernelNames:
+    """One name per kernel across a model's compiled graphs.
+
+    Inductor numbers kernels per graph, so a model with graph breaks has a
+    ``triton_poi_fused_add_0`` in each graph: different code under one name, merged in the
+    profiler and in any swap by name. Installed (outermost) on ``AsyncCompile.triton``, this
+    keeps the name in the first graph that compiles it and calls it ``NAME_g{k}`` in the k-th
+    other graph (the function, its metadata and so what the profiler reports). Graphs compile in
+    the order the model runs them, so the capture and every later engine run of the same model
+    give the same names. ``renamed``: (wrapper module file, Inductor's name) -> the name given.
+    """
+
+    def __init__(self) -> None:
+        self.graphs: dict[str, list[str]] = {}  # Inductor's name -> wrapper modules, in order
+        self.renamed: dict[tuple[str, str], str] = {}
+
+    def install(self) -> None:
+        from torch._inductor.async_compile import AsyncCompile
+
+        original = AsyncCompile.triton
+        names = self
+
+        def triton(self: Any, kernel_name: str, source_code: str, *args: Any, **kwargs: Any) -> Any:
+            # called from the wrapper module's top level: its globals say which graph this is
+            scope = sys._getframe(1).f_globals
+            graph = str(scope.get("__file__") or id(scope))
+            owners = names.graphs.setdefault(kernel_name, [])
+            if graph not in owners:
+                owners.append(graph)
+            k = owners.index(graph)
+            if k:
+                new = f"{kernel_name}_g{k}"
+                names.renamed[(graph, kernel_name)] = new
+                source_code, kernel_name = renamed_source(source_code, kernel_name, new), new
+            return original(self, kernel_name, source_code, *args, **kwargs)
+
+        AsyncCompile.triton = triton  # type: ignore[method-assign]

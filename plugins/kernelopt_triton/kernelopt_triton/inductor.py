@@ -32,6 +32,7 @@ from typing import Any
 
 from kernelopt_triton.inductor_parse import (
     ProfileRow,
+    Ranked,
     is_annotation,
     is_wrapper_module,
     parse_call_sites,
@@ -224,6 +225,9 @@ def _chosen_configs() -> dict[str, dict[str, int]]:
             if not name.startswith("triton_") or not launchers:
                 continue
             cfg = launchers[0].config
+            # the kernel's own name (UniqueKernelNames may have renamed it; the global keeps
+            # Inductor's name, which another graph's kernel also has)
+            name = str((getattr(obj, "inductor_meta", None) or {}).get("kernel_name") or name)
             chosen[name] = {**{k: int(v) for k, v in cfg.kwargs.items()},
                             "num_warps": int(cfg.num_warps), "num_stages": int(cfg.num_stages)}
     return chosen
@@ -237,6 +241,10 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
 
     if device == "cpu":
         _prepare_cpu_triton()
+    from kernelopt_triton.engine_switch import UniqueKernelNames, renamed_source
+
+    names = UniqueKernelNames()  # one name per kernel across graph breaks
+    names.install()
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(0, device)
@@ -285,12 +293,15 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
         shutil.copyfile(wrapper, copy)
         sites = parse_call_sites(text)
         for kdef in parse_output_code(text):
-            (out / "kernels" / f"{kdef.name}.py").write_text(kdef.source)
-            ks = parse_kernel_source(kdef.source, kdef.name)
+            name = names.renamed.get((str(wrapper), kdef.name), kdef.name)
+            source = renamed_source(kdef.source, kdef.name, name) if name != kdef.name else kdef.source
+            (out / "kernels" / f"{name}.py").write_text(source)
+            ks = parse_kernel_source(source, name)
             kernels.append({
-                "name": kdef.name, "file": f"kernels/{kdef.name}.py", "wrapper": f"output_code/{copy.name}",
+                "name": name, "file": f"kernels/{name}.py", "wrapper": f"output_code/{copy.name}",
+                **({"inductor_name": kdef.name} if name != kdef.name else {}),
                 "device": kdef.device_str, "heuristic": ks.heuristic, "grid_type": ks.grid_type,
-                "launch": configs.get(kdef.name, {}), "static_calls": len(sites.get(kdef.name, [])),
+                "launch": configs.get(name, {}), "static_calls": len(sites.get(kdef.name, [])),
                 "args": [a.to_json() for a in ks.args], "num_gb": ks.num_gb,
             })
     ranked, total = rank_kernels([k["name"] for k in kernels], rows)
@@ -315,7 +326,10 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
     head = f"model {model_file} on {device} (torch {torch.__version__}), per step of {steps} profiled\n"
     if not rows:
         head += "no device profile on this device: kernels in order of definition, times unknown\n"
-    (out / "ranking.txt").write_text(head + ranking_table(ranked, total, steps))
+    libraries = [Ranked(r.name, r.device_us, r.calls, r.device_us / total if total > 0 else 0.0)
+                 for r in rows if r.name not in by_name and r.device_us > 0]
+    (out / "ranking.txt").write_text(head + ranking_table(ranked, total, steps, libraries,
+                                                          name_width=90))
     return record
 
 

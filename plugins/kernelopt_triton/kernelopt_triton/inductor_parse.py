@@ -359,12 +359,54 @@ def rank_kernels(kernel_names: list[str], rows: list[ProfileRow]) -> tuple[list[
     return ranked, total
 
 
-def ranking_table(ranked: list[Ranked], total_us: float, steps: int = 1) -> str:
-    """A readable table: rank, share, time per step, calls per step, kernel."""
+# What a non-Triton device kernel is, by its name: the libraries a model's time also goes to.
+LIBRARY_KINDS = (
+    (("Memcpy", "Memset", "memcpy", "memset"), "copy/set"),
+    (("flash", "fmha", "attention", "attn", "sdpa", "cudnn_generated_fort_native_sdpa"),
+     "attention library (cuDNN/flash)"),
+    (("conv", "fprop", "dgrad", "wgrad", "implicit_gemm", "cudnn"), "convolution (cuDNN)"),
+    (("gemm", "cutlass", "xmma", "nvjet", "cublas", "Kernel2", "splitKreduce", "sm90_", "sm80_"),
+     "GEMM (cuBLAS/CUTLASS)"),
+    (("at::native", "elementwise", "reduce_kernel", "vectorized", "index"), "ATen kernel"),
+)
+LIBRARY_ROW_MIN_SHARE = 0.005  # smaller library kernels are summed in one row
+
+
+def library_kind(name: str) -> str:
+    """The kind of a device kernel Inductor did not generate (not editable here)."""
+    for words, kind in LIBRARY_KINDS:
+        if any(w in name for w in words):
+            return kind
+    return "library"
+
+
+def ranking_table(ranked: list[Ranked], total_us: float, steps: int = 1,
+                  others: list[Ranked] | None = None, name_width: int = 0) -> str:
+    """A readable table: rank, share, time per step, calls per step, kernel. ``others`` (device
+    kernels that are not Inductor's Triton kernels) follow as library rows, each named with its
+    kind, so that the shares add up to the device time; the small ones are summed in one row."""
+    def cut(name: str) -> str:
+        return name if not name_width or len(name) <= name_width else name[:name_width - 1] + "…"
+
     out = [f"{'#':>3}  {'share':>6}  {'us/step':>9}  {'calls':>5}  kernel"]
     for i, r in enumerate(ranked, 1):
         out.append(f"{i:>3}  {100 * r.share:5.1f}%  {r.time_us / steps:9.1f}  "
                    f"{r.calls // max(steps, 1):>5}  {r.name}")
     triton_share = sum(r.share for r in ranked)
-    out.append(f"Triton kernels: {100 * triton_share:.1f}% of {total_us / steps:.1f} us device time per step")
+    libraries = sorted(others or [], key=lambda r: -r.time_us)
+    shown = [r for r in libraries if r.share >= LIBRARY_ROW_MIN_SHARE]
+    rest = libraries[len(shown):]
+    for r in shown:
+        out.append(f"{'lib':>3}  {100 * r.share:5.1f}%  {r.time_us / steps:9.1f}  "
+                   f"{r.calls // max(steps, 1):>5}  [{library_kind(r.name)}] {cut(r.name)}")
+    if rest:
+        out.append(f"{'lib':>3}  {100 * sum(r.share for r in rest):5.1f}%  "
+                   f"{sum(r.time_us for r in rest) / steps:9.1f}  "
+                   f"{sum(r.calls for r in rest) // max(steps, 1):>5}  "
+                   f"[library] {len(rest)} more kernels under {100 * LIBRARY_ROW_MIN_SHARE:g}% each")
+    line = f"Triton kernels: {100 * triton_share:.1f}% of {total_us / steps:.1f} us device time per step"
+    if libraries:
+        line += (f"; libraries and copies: {100 * sum(r.share for r in libraries):.1f}% "
+                 "(not editable here)")
+    out.append(line)
     return "\n".join(out) + "\n"

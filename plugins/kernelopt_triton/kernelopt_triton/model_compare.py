@@ -51,12 +51,13 @@ def parse_swaps(items: list[str]) -> dict[str, Path]:
 
 def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ...], device: str,
                   rounds: int, windows: int, cache_dir: str) -> dict[str, Any]:
-    from kernelopt_triton.engine_switch import KernelSwitch
+    from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames
 
     torch = prepare_process(device, cache_dir)
     switch = KernelSwitch({name: {"inductor": None, "kernelopt": file.read_text()}
                            for name, file in swaps.items()}, swap_kernel_source)
     switch.install()
+    UniqueKernelNames().install()  # outermost: the switch sees the capture's names
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(ENGINE_SEED, device)

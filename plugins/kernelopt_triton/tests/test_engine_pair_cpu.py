@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from kernelopt_triton import inductor  # noqa: E402
+from kernelopt_triton import inductor
 
 CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(Path(inductor.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
@@ -101,3 +101,32 @@ def test_a_candidate_that_does_not_compile_fails_its_own_side(captured, tmp_path
     broken = baseline.read_text().replace(f"def {name}(", f"def {name}(undefined_arg, ", 1)
     code, line, stderr = _pair(captured, broken, tmp_path)
     assert code == 4 and line["side"] == "candidate", (line, stderr[-2000:])
+
+
+BROKEN_GRAPH = MODEL.replace(
+    "        return torch.sigmoid(x) * 2.0 + 1.0",
+    "        y = torch.sigmoid(x) * 2.0 + 1.0\n"
+    "        torch._dynamo.graph_break()\n"
+    "        return torch.sigmoid(y) * 3.0 + 1.0")
+
+
+@pytest.mark.slow
+def test_a_graph_break_gives_each_graphs_kernel_its_own_name(tmp_path: Path) -> None:
+    """Inductor names the same-shaped kernel of each graph alike; the capture keeps the first
+    graph's name and calls the second's NAME_g1, and the engine, compiling the model again,
+    gives the same names: a wrong version of the second graph's kernel is caught there."""
+    model = tmp_path / "two_graphs.py"
+    model.write_text(BROKEN_GRAPH)
+    cap = tmp_path / "cap"
+    for args in (["capture", str(model), "--out", str(cap), "--device", "cpu"],
+                 ["generate", str(cap), "--top", "2"]):
+        proc = _child(["kernelopt_triton.inductor", *args], tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    kernels = json.loads((cap / "kernels.json").read_text())["kernels"]
+    names = sorted(k["name"] for k in kernels)
+    assert len(names) == 2 and names[1] == names[0] + "_g1", names
+    second = cap / "targets" / f"{names[1]}.py"
+    assert "3.0" in second.read_text() and "3.0" not in (cap / "targets" / f"{names[0]}.py").read_text()
+    wrong = second.read_text().replace("3.0", "3.5")
+    code, line, _ = _pair((model, second, names[1]), wrong, tmp_path)
+    assert code == 0 and line["match"] is False, line

@@ -27,6 +27,8 @@ from kernelopt_triton import engine, inductor  # noqa: E402
 from kernelopt_triton.inductor_gen import generate_files, render  # noqa: E402
 from kernelopt_triton.inductor_parse import (  # noqa: E402
     ProfileRow,
+    Ranked,
+    library_kind,
     is_annotation,
     is_wrapper_module,
     parse_call_sites,
@@ -143,6 +145,52 @@ def test_real_h200_mlp_profile_counts_each_cublas_kernel_once():
         assert [k.name for k in ranked[:3]] == names[:3]
         assert ranked[0].share == pytest.approx(930.394 / 15433.0, rel=0.01)
         assert sum(k.share for k in ranked) == pytest.approx(0.0925, abs=0.002)
+
+
+def test_real_llama_capture_ranks_library_kernels_so_the_shares_add_up(tmp_path):
+    """A transformers Llama prefill captured on the H200: cuBLAS GEMMs, cuDNN's SDPA and
+    memsets are most of the time; each big one is a library row named by its kind, the small
+    ones one summed row, and Triton plus library rows make the whole device time."""
+    fix = FIX / "h200-llama_prefill"
+    record = json.loads((fix / "kernels.json").read_text())
+    names = [k["name"] for k in record["kernels"]]
+    events = [ProfileRow(e["name"], e["device_us"], e["calls"])
+              for e in json.loads((fix / "device_events.json").read_text())]
+    ranked, total = rank_kernels(names, events)
+    libraries = [Ranked(r.name, r.device_us, r.calls, r.device_us / total)
+                 for r in events if r.name not in names and r.device_us > 0]
+    table = ranking_table(ranked, total, 5, libraries, name_width=90)
+    rows = table.splitlines()[1:-1]
+    shares = [float(line.split()[1].rstrip("%")) for line in rows]
+    assert sum(shares) == pytest.approx(100.0, abs=0.5)
+    assert ranked[0].name == "triton_poi_fused__unsafe_view_mul_silu_9"
+    lib = [line for line in rows if line.lstrip().startswith("lib")]
+    assert "[GEMM (cuBLAS/CUTLASS)] nvjet_sm90_tst_176x128" in lib[0] and " 33.5%" in lib[0]
+    assert any("[attention library (cuDNN/flash)] cudnn_generated_fort_native_sdpa" in line
+               for line in lib)
+    assert any("[copy/set] Memset (Device)" in line for line in lib)
+    assert "Triton kernels: 22.2%" in table and "libraries and copies: 77.8%" in table
+    assert library_kind("void at::native::vectorized_elementwise_kernel<4>") == "ATen kernel"
+
+
+def test_real_llama_output_code_stands_alone_for_its_top_kernels(tmp_path):
+    """Inductor's wrapper for a real transformers model parses; its top kernels (a pointwise
+    SiLU-gate, RoPE's cat/cos/sin pointwise with a 200-character name, an RMSNorm reduction)
+    become standalone kernel files with the launch knobs of Inductor's chosen config."""
+    fix = FIX / "h200-llama_prefill"
+    record = json.loads((fix / "kernels.json").read_text())
+    parsed = {k.name for k in parse_output_code((fix / "output_code" / "graph_0.py").read_text())}
+    assert {k["name"] for k in record["kernels"]} == parsed
+    chosen = [record["kernels"][i] for i in (0, 1, 4)]
+    for kernel in chosen:
+        main_file = generate_files(fix, record, kernel, tmp_path / "t")[0]
+        text = main_file.read_text()
+        ast.parse(text)
+        assert f"def {kernel['name']}(" in text and "def make_args(seed, device):" in text
+        assert "torch.Generator(device=device)" in text  # inputs drawn on the device
+        for knob, value in kernel["launch"].items():
+            if knob != "num_stages":
+                assert f"{knob}={value}" in text
 
 
 def test_device_events_leave_user_annotations_out():
