@@ -28,9 +28,9 @@ from kernelopt_triton.inductor_gen import generate_files, render  # noqa: E402
 from kernelopt_triton.inductor_parse import (  # noqa: E402
     ProfileRow,
     Ranked,
-    library_kind,
     is_annotation,
     is_wrapper_module,
+    library_kind,
     parse_call_sites,
     parse_kernel_source,
     parse_output_code,
