@@ -65,6 +65,11 @@ class Backend(Protocol):
       check (Python, CUDA) or whose one check leaves most CPUs idle; None: ``check`` per seed.
     * ``bench(target, tree, work=F)``: accepting ``work`` lets ``gate-selftest`` plant a truly
       faster candidate (the bench does the fraction F of its timed work).
+    * ``engine_pair(target, baseline, candidate) -> Command | None``: one whole-program run
+      holding both versions, compared and timed in interleaved rounds by the program itself,
+      printing ``{"baseline_ms": [...], "candidate_ms": [...], "match", "detail"}`` or
+      ``{"engine_error", "side"}`` (docs/plugins.md, the engine contract); the engine gate then
+      runs it once instead of ``engine`` six times.
     * ``compile_probe(target, tree, probe_dir) -> Command | None``: compiles, without writing
       the tree or its build, what each knob value's edited files (``probe_dir/<id>/``, listed in
       ``probe_dir/variants.json``) affect and prints ``{"kernelopt_probe": 1, "results": {id:
