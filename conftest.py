@@ -1,4 +1,10 @@
-"""Session fixtures shared by tests/ and plugins/*/tests (pytest reads this file for both).
+"""Session set-up shared by tests/ and plugins/*/tests (pytest reads this file for both).
+
+Device facts: KERNELOPT_DEVICE_CACHE names one directory for the whole session (its workers
+and every `kernelopt` child inherit it), so the roofline's peak bandwidth is measured once a
+session, not once per state root (each whole-loop test has its own; a measurement is ~7 s on
+two busy cores). tests/test_roofline_inputs.py, which tests that measurement and its cache,
+takes it out of its environment.
 
 The packaging tests' wheels and venv are built once a session (tests/packaging_support.py
 says how): the tests that use them carry ``xdist_group("packaging")``, so under pytest-xdist
@@ -7,9 +13,29 @@ they all run in one worker, which builds them once.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+_OWN_DEVICE_CACHE: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the controller (or the only process) sets it before pytest-xdist starts its workers
+    if not os.environ.get("KERNELOPT_DEVICE_CACHE"):
+        path = tempfile.mkdtemp(prefix="kernelopt-test-device-")
+        _OWN_DEVICE_CACHE.append(path)
+        os.environ["KERNELOPT_DEVICE_CACHE"] = path
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for path in _OWN_DEVICE_CACHE:
+        shutil.rmtree(path, ignore_errors=True)
+        if os.environ.get("KERNELOPT_DEVICE_CACHE") == path:
+            del os.environ["KERNELOPT_DEVICE_CACHE"]
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,13 @@
 """Developer sessions, in the current environment (README's test command installs it):
 
-    nox                    lint, typecheck, tests-fast
-    nox -s tests-all       every test, the whole-loop ones (marked slow) included
+    nox                    lint, typecheck, tests-fast: the quick loop, <= 2 min on 2 cores
+    nox -s tests-all       every test, those marked slow included (what `pytest` runs)
     nox -s lint typecheck  ruff (RUF100 on) and mypy (the core and the plugins)
 
-CI runs README's test command (.ci/run): lint, typecheck and every test.
+Tiers: `pytest` (README's test command, and CI's .ci/run: lint, typecheck and every test) runs
+everything, on every core (pytest-xdist, pyproject's addopts). Tests over ~3 s on the 2-core
+machine (whole-loop runs, wheels and venvs, Dask clusters, the Triton interpreter; every test
+over 20 s) are marked `slow`; tests-fast leaves them out.
 """
 
 from __future__ import annotations

@@ -32,3 +32,42 @@ def summary(run_dir: Path) -> dict:
 
 def events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+
+
+# A bench wrapper for a copy of the CPU example: the real transpose_bench runs (its checksum,
+# shape and bytes are kept) but its time_ms is replaced by a deterministic model of the knobs
+# in the tree's kernel.cpp (TILE, UNROLL) times --work. For tests whose subject is the loop's
+# logic (resume, revert, campaigns, plugins), not the timing: the build is real CMake, the
+# verdict does not depend on the machine's load. README's main-job test and the gate
+# self-tests keep the real clock.
+COUNTED_TRANSPOSE_BENCH = '''import json, math, re, subprocess, sys
+from pathlib import Path
+repo, build, work = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
+done = subprocess.run([str(build / "transpose_bench"), "--work", str(work)],
+                      capture_output=True, text=True)
+sys.stderr.write(done.stderr)
+if done.returncode != 0:
+    sys.exit(done.returncode)
+line = json.loads(done.stdout.strip().splitlines()[-1])
+source = (repo / "kernel.cpp").read_text()
+knob = {name: int(re.search(rf"^#define {name} (\\d+)", source, re.M).group(1))
+        for name in ("TILE", "UNROLL")}
+line["time_ms"] = (80.0 / math.sqrt(min(knob["TILE"], 16))
+                   * (1.0 - 0.02 * math.log2(max(knob["UNROLL"], 1))) * work)
+print(json.dumps(line))
+'''
+
+
+def counted_cpu_example(dest: Path) -> Path:
+    """A copy of examples/cmake-cpu at ``dest`` whose bench is COUNTED_TRANSPOSE_BENCH."""
+    import shutil
+
+    shutil.copytree(REPO / "examples" / "cmake-cpu", dest)
+    (dest / "counted_bench.py").write_text(COUNTED_TRANSPOSE_BENCH)
+    toml = dest / "kernelopt.toml"
+    text = toml.read_text()
+    real = 'bench = "{build}/transpose_bench --work {work}"'
+    assert real in text, "examples/cmake-cpu/kernelopt.toml's bench line changed"
+    toml.write_text(text.replace(
+        real, f'bench = "{sys.executable} {{repo}}/counted_bench.py {{repo}} {{build}} {{work}}"'))
+    return dest

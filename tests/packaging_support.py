@@ -111,8 +111,11 @@ packages = ["{module}"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
+    """The caller's environment without PYTHONPATH, PYTHONHOME and KERNELOPT_* (the session's
+    shared device cache, root conftest.py, kept)."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("KERNELOPT_") and k not in ("PYTHONPATH", "PYTHONHOME")}
+           if (not k.startswith("KERNELOPT_") or k == "KERNELOPT_DEVICE_CACHE")
+           and k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
     env.update(extra)
     return env

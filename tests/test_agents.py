@@ -94,6 +94,7 @@ def test_a_wrong_kernel_is_rejected_at_correctness_then_repaired(chunk_project: 
     assert f"rejected at correctness, —  ({failing}" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_hack_is_rejected_by_the_gate(chunk_project: Path) -> None:
     hack = fast_kernel(chunk_project) + "import threading\nthreading.Thread(target=print).start()\n"
     script = {"planner": planner_steps(),
@@ -127,6 +128,7 @@ def test_malformed_tool_calls_go_back_to_the_model(chunk_project: Path) -> None:
     assert "print(1)" not in (chunk_project / "check.py").read_text()
 
 
+@pytest.mark.slow
 def test_too_many_malformed_replies_fail_the_candidate_not_the_run(chunk_project: Path) -> None:
     script = {"planner": [say(""), say(""), say(""), say("")], "summarizer": []}
     with ScriptedLLMServer(script) as server:
@@ -226,6 +228,7 @@ def test_without_a_key_the_tuner_runs_and_says_why(chunk_project: Path, monkeypa
     assert forced.returncode == 3 and "OPENCODE_API_KEY" in forced.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--budget-llm-calls"])
 def test_llm_call_budget_stops_the_search(chunk_project: Path, flag: str) -> None:
     script = {"planner": planner_steps(), "executor": [], "summarizer": []}

@@ -18,6 +18,7 @@ def test_setup_lists_prerequisites_with_what_to_do(tmp_path: Path) -> None:
     assert "missing" in result.stdout or "found" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
 def test_setup_smoke_proves_the_toolchain(tmp_path: Path) -> None:
     result = kernelopt("setup", "--smoke", cwd=tmp_path)
@@ -39,6 +40,7 @@ def test_directory_no_backend_recognises(tmp_path: Path) -> None:
     assert "no installed backend recognises" in result.stderr and "kernelopt.toml" in result.stderr
 
 
+@pytest.mark.slow
 def test_named_backend_not_installed_exits_3_naming_the_package(chunk_project: Path) -> None:
     result = kernelopt("run", str(chunk_project), "--backend", "ninfer", cwd=chunk_project,
                        env={"KERNELOPT_DISABLE_PLUGINS": "ninfer"})
@@ -62,6 +64,7 @@ def test_plugins_lists_builtins_and_cmake(tmp_path: Path) -> None:
         assert text in result.stdout, text
 
 
+@pytest.mark.slow
 def test_bad_flag_values_exit_2(chunk_project: Path) -> None:
     result = kernelopt("run", str(chunk_project), "--gamma", "0.5", cwd=chunk_project)
     assert result.returncode == 2 and "`gamma` = 0.5" in result.stderr

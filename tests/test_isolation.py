@@ -156,6 +156,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "point", "inside"), CASES)
 def test_interrupt_leaves_user_repository_byte_identical(
     tmp_path: Path, sig: signal.Signals, point: tuple[str, str | None], inside: bool
@@ -220,6 +221,7 @@ RERUN_FLAGS = ["--iterations", "1", "--final-rounds", "2", "--screen-runs", "1",
                "--final-gates", "confirm"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_run_after_interrupted_run_of_same_target_works(tmp_path: Path, sig: signal.Signals) -> None:
     project = user_repo(tmp_path)

@@ -54,6 +54,7 @@ def test_cli_run_optimizes_and_writes_every_artifact(chunk_project: Path, fast_f
     assert rep.returncode == 0 and s["report_line"] in rep.stdout
 
 
+@pytest.mark.slow
 def test_gates_from_config_change_what_runs(kernelopt_host, chunk_project: Path, tmp_path) -> None:
     toml = chunk_project / "kernelopt.toml"
     toml.write_text(toml.read_text() + '\n[gates]\ncandidate = ["build", "correctness"]\n'
@@ -115,6 +116,7 @@ def test_bench_output_that_does_not_parse_names_command_and_line(chunk_project: 
     assert "offending line" in result.stderr and '"time_ms": "fast"' in result.stderr
 
 
+@pytest.mark.slow
 def test_no_win_possible_ends_fallback_with_exit_1(chunk_project: Path) -> None:
     kernel = chunk_project / "kernel.py"  # already at the best chunk: nothing to gain
     kernel.write_text(kernel.read_text().replace("CHUNK = 1", "CHUNK = 256"))

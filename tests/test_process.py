@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kernelopt_core import process
 from kernelopt_core.target import Command
 
@@ -57,6 +59,7 @@ except KeyboardInterrupt:
 """
 
 
+@pytest.mark.slow
 def test_no_child_survives_sigint_or_sigkill_at_any_moment(tmp_path: Path) -> None:
     """Signals land at random moments around the spawn; the child must never outlive us."""
     rng = random.Random(7)

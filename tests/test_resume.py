@@ -1,8 +1,14 @@
-"""Resume after SIGKILL (kernelopt_core.resume), on the CPU example with real builds and
-benches: the whole process tree is killed (as a lost machine would) when the journal reaches
-an event number drawn from a seeded generator, at 20 points; the same command then resumes the
-run. Every time: the user's tree is byte-identical, the resumed run reaches the verdict the
-uninterrupted run reached, and no candidate the killed attempt completed is evaluated again."""
+"""Resume after SIGKILL (kernelopt_core.resume): the whole process tree is killed (as a lost
+machine would) when the journal reaches an event number drawn from a seeded generator, at 20
+points (one test each, sharing the uninterrupted reference run); the same command then resumes
+the run. Every time: the user's tree is byte-identical, the resumed run reaches the verdict the
+uninterrupted run reached, and no candidate the killed attempt completed is evaluated again.
+
+The 20 points run on the chunk project, the rest on the CPU example with real CMake builds;
+both read a deterministic clock (the chunk project's counted one; the CPU example's bench
+through kernelopt_tests_support.COUNTED_TRANSPOSE_BENCH), so a resumed run's verdict never
+depends on the machine's load (a busy 2-core machine once turned a resumed verdict into
+`matched` at ±109 % noise)."""
 
 from __future__ import annotations
 
@@ -20,11 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kernelopt_tests_support import counted_cpu_example
 
 from kernelopt_core import journal as journal_mod
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "cmake-cpu"
 FLAGS = ["--iterations", "3", "--patience", "3", "--final-rounds", "2", "--screen-runs", "1",
          "--seeds", "1"]
 
@@ -91,46 +96,77 @@ def _summary(state: Path, run_id: str) -> dict:
     return json.loads((state / "runs" / run_id / "summary.json").read_text())
 
 
-@pytest.mark.slow
-def test_sigkill_at_20_points_then_resume(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    shutil.copytree(EXAMPLE, project)
-    state = tmp_path / "state"
+KILL_POINTS = 20
+
+
+@pytest.fixture(scope="module")
+def killable(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The uninterrupted reference run of a chunk project (its bench's clock is counted, so
+    its verdict is the same on a busy machine) and the 20 journal event numbers, drawn from a
+    seeded generator, at which the attempts below are killed; one state root for them all."""
+    from kernelopt_core.testing import write_chunk_project
+
+    root = tmp_path_factory.mktemp("sigkill")
+    project = write_chunk_project(root / "project")
+    state = root / "state"
     before = _tree_digest(project)
-    reference = subprocess.run(_command(project, state, "reference"), cwd=tmp_path,
+    reference = subprocess.run(_command(project, state, "reference"), cwd=root,
                                capture_output=True, text=True, timeout=300)
     assert reference.returncode == 0, reference.stdout + reference.stderr
     expected = _summary(state, "reference")["status"]
     assert expected == "optimized"
-    total = len(journal_mod.read(state / "runs" / "reference" / "journal.jsonl"))
+    raw = journal_mod.read(state / "runs" / "reference" / "journal.jsonl")
     rng = random.Random(16)
-    points = sorted(rng.randint(1, total - 1) for _ in range(20))
-    resumed_with_work = 0
-    for i, point in enumerate(points):
-        run_id = f"k{i}"
-        journal = state / "runs" / run_id / "journal.jsonl"
-        _kill_at(_command(project, state, run_id), tmp_path, journal, point)
-        assert _tree_digest(project) == before, f"killed at event {point}"
-        done_before = {e["candidate"] for e in journal_mod.read(journal)
-                       if e["event"] == "candidate_result"} if journal.is_file() else set()
-        again = subprocess.run(_command(project, state, run_id), cwd=tmp_path,
-                               capture_output=True, text=True, timeout=300)
-        assert again.returncode == 0, f"killed at event {point}:\n{again.stdout}{again.stderr}"
-        assert _tree_digest(project) == before, f"resumed after event {point}"
-        assert _summary(state, run_id)["status"] == expected, f"killed at event {point}"
-        raw = journal_mod.read(journal)
-        results = Counter(e["candidate"] for e in raw if e["event"] == "candidate_result")
-        assert all(n == 1 for n in results.values()), (point, results)  # none evaluated twice
-        resumed = [e for e in raw if e["event"] == "resumed"]
-        if resumed:
-            assert set(resumed[0]["completed"]) == done_before
-            resumed_with_work += bool(done_before)
-    assert resumed_with_work >= 5  # the points reached into the search, not only its start
+    points = sorted(rng.randint(1, len(raw) - 1) for _ in range(KILL_POINTS))
+    first_result = next(i for i, e in enumerate(raw) if e["event"] == "candidate_result") + 1
+    return {"root": root, "project": project, "state": state, "before": before,
+            "expected": expected, "points": points, "first_result": first_result,
+            "total": len(raw)}
 
 
+@pytest.mark.slow
+def test_the_kill_points_reach_into_the_search(killable: dict) -> None:
+    """At least 5 of the 20 points fall after the reference's first completed candidate and
+    well before its end: those attempts are resumed with recorded work to serve, not only from
+    the start (each point's test checks that its attempt had recorded that work)."""
+    assert len(killable["points"]) == KILL_POINTS
+    first, total = killable["first_result"], killable["total"]
+    assert sum(first < p < total - 5 for p in killable["points"]) >= 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(KILL_POINTS))
+def test_sigkill_at_20_points_then_resume(killable: dict, index: int) -> None:
+    """Killed (the whole process tree, as a lost machine would) at the index-th point, then
+    the same command again: the user's tree is byte-identical, the resumed run reaches the
+    reference's verdict, and no candidate the killed attempt completed is evaluated again."""
+    project, state, root = killable["project"], killable["state"], killable["root"]
+    point, before = killable["points"][index], killable["before"]
+    run_id = f"k{index}"
+    journal = state / "runs" / run_id / "journal.jsonl"
+    _kill_at(_command(project, state, run_id), root, journal, point)
+    assert _tree_digest(project) == before, f"killed at event {point}"
+    done_before = {e["candidate"] for e in journal_mod.read(journal)
+                   if e["event"] == "candidate_result"} if journal.is_file() else set()
+    again = subprocess.run(_command(project, state, run_id), cwd=root,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, f"killed at event {point}:\n{again.stdout}{again.stderr}"
+    assert _tree_digest(project) == before, f"resumed after event {point}"
+    assert _summary(state, run_id)["status"] == killable["expected"], f"killed at event {point}"
+    raw = journal_mod.read(journal)
+    results = Counter(e["candidate"] for e in raw if e["event"] == "candidate_result")
+    assert all(n == 1 for n in results.values()), (point, results)  # none evaluated twice
+    resumed = [e for e in raw if e["event"] == "resumed"]
+    if resumed:
+        assert set(resumed[0]["completed"]) == done_before
+    if point > killable["first_result"]:  # a later attempt logs no more events before it
+        assert done_before, f"killed at event {point}: no completed candidate recorded"
+
+
+@pytest.mark.slow
 def test_a_finished_run_is_not_run_again_and_a_changed_tree_is_refused(tmp_path: Path) -> None:
     project = tmp_path / "project"
-    shutil.copytree(EXAMPLE, project)
+    counted_cpu_example(project)
     state = tmp_path / "state"
     first = subprocess.run(_command(project, state, "once"), cwd=tmp_path, capture_output=True,
                            text=True, timeout=300)
@@ -154,9 +190,10 @@ def test_a_finished_run_is_not_run_again_and_a_changed_tree_is_refused(tmp_path:
     assert bad.returncode == 2 and "--run-id" in bad.stdout + bad.stderr
 
 
+@pytest.mark.slow
 def test_kernelopt_resume_runs_the_recorded_command_from_its_directory(tmp_path: Path) -> None:
     project = tmp_path / "project"
-    shutil.copytree(EXAMPLE, project)
+    counted_cpu_example(project)
     state = tmp_path / "state"
     # started without --run-id, from the project's parent, with a relative path
     command = [sys.executable, "-c", "from kernelopt_core.cli import main; main()", "run",
@@ -172,11 +209,12 @@ def test_kernelopt_resume_runs_the_recorded_command_from_its_directory(tmp_path:
     assert _summary(state, run_dir.name)["status"] == "optimized"
 
 
+@pytest.mark.slow
 def test_a_resume_past_its_time_budget_still_serves_the_recorded_search(tmp_path: Path) -> None:
     """Killed in its final phase, resumed with its time budget already spent: the recorded
     candidates are served all the same (they cost nothing) and the final phase runs again."""
     project = tmp_path / "project"
-    shutil.copytree(EXAMPLE, project)
+    counted_cpu_example(project)
     state = tmp_path / "state"
     journal = state / "runs" / "late" / "journal.jsonl"
     _kill_when(_command(project, state, "late"), tmp_path, journal,
@@ -195,10 +233,11 @@ def test_a_resume_past_its_time_budget_still_serves_the_recorded_search(tmp_path
     assert summary["status"] == "optimized" and summary["winner"] in recorded
 
 
+@pytest.mark.slow
 def test_one_process_per_run_and_a_run_id_belongs_to_its_target(tmp_path: Path) -> None:
     project, other = tmp_path / "project", tmp_path / "other"
-    shutil.copytree(EXAMPLE, project)
-    shutil.copytree(EXAMPLE, other)
+    counted_cpu_example(project)
+    counted_cpu_example(other)
     state = tmp_path / "state"
     journal = state / "runs" / "solo" / "journal.jsonl"
     first = subprocess.Popen(_command(project, state, "solo"), cwd=tmp_path,
@@ -228,6 +267,7 @@ def _chunk_command(project: Path, state: Path, run_id: str, *extra: str) -> list
             run_id, *extra]
 
 
+@pytest.mark.slow
 def test_the_gpu_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
     """A resumed attempt counts the GPU-lock seconds of the killed one: resumed with a GPU
     budget the killed attempt already spent, it serves what was recorded and evaluates
@@ -256,6 +296,7 @@ def test_the_gpu_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
     assert after[-1]["event"] == "end" and after[-1]["gpu_seconds"] >= round(spent, 3)
 
 
+@pytest.mark.slow
 def test_the_llm_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
     """Killed after its first agent candidate, resumed with the same call budget: the resumed
     attempt makes exactly the calls the killed one left (the server counts them)."""
@@ -374,6 +415,7 @@ def _stepper_run(tmp_path: Path, cut_after: str) -> tuple[Path, list, Stepper]:
     return journal, cut_events, planners[-1]
 
 
+@pytest.mark.slow
 def test_a_recorded_planner_failure_is_served_once_and_the_replay_goes_on(tmp_path: Path) -> None:
     """The stepper gives no proposal for c2 and is cut off after c3: resumed, c2's failure is
     the recorded one (not a second row), and c3 is served."""
@@ -384,6 +426,7 @@ def test_a_recorded_planner_failure_is_served_once_and_the_replay_goes_on(tmp_pa
     assert not [e for e in raw if e["event"] == "resume_diverged"]
 
 
+@pytest.mark.slow
 def test_a_planners_budgets_leave_the_earlier_attempts_out_until_the_replay_is_served(
         tmp_path: Path) -> None:
     """Cut after c3: while c1-c3 are replayed the planner's GPU seconds and time left leave

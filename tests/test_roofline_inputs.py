@@ -8,6 +8,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from kernelopt_core.gates.base import Confirmed, GateContext, GateResult
 from kernelopt_core.gates.perf import RooflineGate
 from kernelopt_core.journal import Journal
@@ -18,6 +20,14 @@ from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target, Tree
 
 
+@pytest.fixture(autouse=True)
+def per_state_root_device_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests measure the peak and read its cache under their own state root: the
+    session's shared device cache (root conftest.py) is not theirs."""
+    monkeypatch.delenv("KERNELOPT_DEVICE_CACHE", raising=False)
+
+
+@pytest.mark.slow
 def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(tmp_path: Path) -> None:
     info = device_info(tmp_path, "cpu")
     assert info.peak_gbps and info.peak_gbps > 0 and info.spread_pct is not None
@@ -54,6 +64,7 @@ def _roofline(tmp_path: Path, declared: int, baseline_ms: float, candidate_ms: f
         log.close()
 
 
+@pytest.mark.slow
 def test_disagreeing_byte_counts_are_said_and_the_smaller_bounds(tmp_path: Path) -> None:
     # declared 3.5x too many bytes: an honest kernel would look implausibly fast
     result = _roofline(tmp_path, 35_000_000_000, 1500.0, 1000.0, bench_bytes=10_000_000_000)
@@ -65,6 +76,7 @@ def test_disagreeing_byte_counts_are_said_and_the_smaller_bounds(tmp_path: Path)
     assert warnings and warnings[0]["gate"] == "roofline"
 
 
+@pytest.mark.slow
 def test_bytes_the_baseline_itself_cannot_move_bound_nothing(tmp_path: Path) -> None:
     """A declared byte count the unmodified baseline would move above κ × peak is wrong (as
     llama.cpp's kB/run is for some ROPE cases): the gate says so and applies no bound, rather
@@ -107,6 +119,7 @@ def test_a_timed_path_without_checksum_is_named_unverified(tmp_path: Path) -> No
     assert '"warning"' in (tmp_path / "journal.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) -> None:
     """The report reads the gate's own flag, not the words of its reason."""
     from kernelopt_core.report import summarize
@@ -134,6 +147,7 @@ def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) 
     assert "cache-resident" in summary["report_line"]
 
 
+@pytest.mark.slow
 def test_an_accusation_says_what_it_compared_and_how_to_check(tmp_path: Path) -> None:
     """An implausible reading names both byte counts, the peak with its method, date and
     spread, and the command that measures the peak again (issue 14 item 3)."""

@@ -3,7 +3,9 @@
 The peak is measured in a child process (the process module is the only spawner): five
 repetitions, each the best of several copies, their median the peak and their spread recorded;
 a spread over 10 % is measured again (three tries at most, the steadiest kept). It is cached
-under ``<state root>/device/<key>.json`` and measured again after seven days;
+under ``<state root>/device/<key>.json`` (or ``$KERNELOPT_DEVICE_CACHE/<key>.json``: one
+directory for every state root, as the test suite sets it so that a session measures each
+device once, not once per run) and measured again after seven days;
 ``--peak-gbps`` or ``peak_gbps`` in the descriptor override it. GPU: a large device-to-device
 copy through torch (bytes read + written). CPU: a large memory copy with numpy on every core.
 """
@@ -147,11 +149,18 @@ def _fresh(data: dict[str, Any]) -> bool:
     return "peak_gbps" in data and time.time() - float(data.get("measured_at", 0)) < STALE_S
 
 
+def device_cache_dir(state_root: Path) -> Path:
+    """Where the device facts are kept: ``<state root>/device``, unless KERNELOPT_DEVICE_CACHE
+    names a directory shared by every state root."""
+    shared = os.environ.get("KERNELOPT_DEVICE_CACHE")
+    return Path(shared) if shared else state_root / "device"
+
+
 def device_info(state_root: Path, kind: str, override_gbps: float | None = None,
                 remeasure: bool = False) -> DeviceInfo:
     """The device's peak bandwidth, measured once and cached (``remeasure``: measure now)."""
     key = device_key(kind)
-    cache = state_root / "device" / f"{key}.json"
+    cache = device_cache_dir(state_root) / f"{key}.json"
     from kernelopt_core.lock import gpu_lock
 
     data = json.loads(cache.read_text()) if cache.exists() and not remeasure else {}

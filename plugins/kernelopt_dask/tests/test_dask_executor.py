@@ -139,6 +139,7 @@ def out(tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------- local cluster
 
 
+@pytest.mark.slow
 def test_local_jobs_each_see_their_workers_slot_one_at_a_time(out: Path, tmp_path: Path) -> None:
     jobs = [job(out, f"j{i}") for i in range(6)]
     results = collect(DaskExecutor(), jobs, ["0", "1"], tmp_path / "logs")
@@ -154,6 +155,7 @@ def test_local_jobs_each_see_their_workers_slot_one_at_a_time(out: Path, tmp_pat
     assert (tmp_path / "logs" / "j0.log").exists()
 
 
+@pytest.mark.slow
 def test_local_failing_jobs_return_their_codes(out: Path, tmp_path: Path) -> None:
     jobs = [job(out, "bad", "fail"), job(out, "good"),
             Job("missing", ("/nonexistent/kernelopt",), str(out))]
@@ -166,6 +168,7 @@ def test_local_failing_jobs_return_their_codes(out: Path, tmp_path: Path) -> Non
     assert "program not found" in results["missing"].output_tail
 
 
+@pytest.mark.slow
 def test_local_killed_worker_reruns_the_job_and_takes_its_children_along(
         out: Path, tmp_path: Path) -> None:
     victim = job(out, "victim", "hang-first")
@@ -193,6 +196,7 @@ def test_local_killed_worker_reruns_the_job_and_takes_its_children_along(
     assert_no_overlap(out)
 
 
+@pytest.mark.slow
 def test_local_job_out_of_allowed_failures_is_a_failed_result(out: Path, tmp_path: Path) -> None:
     import dask
 
@@ -214,6 +218,7 @@ def test_local_job_out_of_allowed_failures_is_a_failed_result(out: Path, tmp_pat
     assert not list(out.glob("victim.started.2"))
 
 
+@pytest.mark.slow
 def test_local_interrupt_stops_the_running_jobs(out: Path, tmp_path: Path) -> None:
     def interrupt(_result: JobResult) -> None:
         wait_for(out / "hang.started.1")  # the other job is running now
@@ -288,6 +293,7 @@ def remote(tmp_path: Path) -> Iterator[Remote]:
         yield cluster
 
 
+@pytest.mark.slow
 def test_jobs_start_in_the_campaigns_order_each_on_the_next_free_gpu(
         remote: Remote, out: Path, tmp_path: Path) -> None:
     """Two GPU workers, the first job holding one until the other five are done: those five
@@ -352,6 +358,7 @@ def collect_while(cluster: Remote, jobs: list[Job], tmp_path: Path,
     return results
 
 
+@pytest.mark.slow
 def test_a_worker_whose_setup_fails_is_given_no_more_jobs(out: Path, tmp_path: Path) -> None:
     """A worker without a GPU of its own (CUDA_VISIBLE_DEVICES empty) joins while the good
     one's first job holds its GPU: it fails the one job it is given, and every later job goes
@@ -379,6 +386,7 @@ def test_a_worker_whose_setup_fails_is_given_no_more_jobs(out: Path, tmp_path: P
     assert len(ran) == 5 and {info["gpu"] for info in ran} == {"0"}
 
 
+@pytest.mark.slow
 def test_a_pinned_job_whose_workers_are_all_gone_is_pinned_afresh(
         out: Path, tmp_path: Path) -> None:
     """After a setup failure later jobs are pinned to the good workers. When the only one a
@@ -415,6 +423,7 @@ def test_a_pinned_job_whose_workers_are_all_gone_is_pinned_afresh(
     assert by_key["s2"].gpu == "2"
 
 
+@pytest.mark.slow
 def test_remote_lost_worker_host_job_runs_again_on_the_other(
         remote: Remote, out: Path, tmp_path: Path) -> None:
     executor = DaskExecutor(DaskOptions(scheduler=remote.address))
@@ -446,6 +455,7 @@ def test_remote_lost_worker_host_job_runs_again_on_the_other(
     assert_no_overlap(out)
 
 
+@pytest.mark.slow
 def test_remote_interrupt_restarts_the_workers_running_ours(
         remote: Remote, out: Path, tmp_path: Path) -> None:
     def interrupt(_result: JobResult) -> None:

@@ -83,6 +83,7 @@ def _objects(build: Path) -> dict[str, int]:
     return {p.name: p.stat().st_mtime_ns for p in build.rglob("*.o")}
 
 
+@pytest.mark.slow
 def test_configure_once_then_incremental(repo: Path, tmp_path: Path):
     backend = LlamaCppBackend()
     [target] = backend.discover(repo, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))

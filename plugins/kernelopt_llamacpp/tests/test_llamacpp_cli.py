@@ -108,6 +108,7 @@ def test_real_tree_without_gpu_exits_3(tmp_path: Path):
     assert "nvcc" in out or "GPU" in out
 
 
+@pytest.mark.slow
 def test_usage_errors_come_before_the_gpu_check(tmp_path: Path):
     """Without nvcc or a GPU (PATH holds an empty directory): a missing tree, an empty
     directory and an unknown op of a real tree are usage errors (exit 2), the op's list read
@@ -133,6 +134,7 @@ def test_usage_errors_come_before_the_gpu_check(tmp_path: Path):
     assert known.returncode == 3 and "needs nvcc and an NVIDIA GPU" in known.stderr
 
 
+@pytest.mark.slow
 def test_command_absent_when_the_plugin_is_not_loaded(tmp_path: Path):
     # KERNELOPT_DISABLE_PLUGINS keeps the entry point from loading: the host then sees exactly
     # what it sees with the distribution uninstalled (docs/llamacpp.md, "Tests").

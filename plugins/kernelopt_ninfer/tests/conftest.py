@@ -250,11 +250,13 @@ def only_path(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
 
 @pytest.fixture
 def clean_env() -> Callable[..., dict[str, str]]:
-    """The environment for a `kernelopt` child: no KERNELOPT_* or NINFER_REPO of the caller's,
-    plus ``extra`` (e.g. PATH)."""
+    """The environment for a `kernelopt` child: no KERNELOPT_* (but the session's shared
+    device cache, root conftest.py) or NINFER_REPO of the caller's, plus ``extra`` (e.g.
+    PATH)."""
     def make(**extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith("KERNELOPT_") and k != "NINFER_REPO"}
+               if (not k.startswith("KERNELOPT_") or k == "KERNELOPT_DEVICE_CACHE")
+               and k != "NINFER_REPO"}
         env.update(extra)
         return env
     return make

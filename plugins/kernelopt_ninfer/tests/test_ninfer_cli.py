@@ -27,7 +27,7 @@ def _fingerprint(root: Path) -> str:
     return digest.hexdigest()
 
 
-@pytest.mark.slow  # a whole-loop run, ~35 s on the 2-core VM (.ci/run runs it; nox's fast set not)
+@pytest.mark.slow  # a whole-loop run (.ci/run runs it; nox's fast set not)
 @pytest.mark.skipif(not all(shutil.which(t) for t in ("cmake", "ninja", "c++", "git")),
                     reason="needs cmake, ninja, a C++ compiler and git")
 def test_run_ninfer_on_the_cpu_fixture_ends_optimized(fixture_copy: Path, tmp_path: Path,
@@ -39,7 +39,7 @@ def test_run_ninfer_on_the_cpu_fixture_ends_optimized(fixture_copy: Path, tmp_pa
     # one is DRAM-bound and swings with the host's load); a short search finds RMSNORM_VEC=2
     result = _run(["run-ninfer", "--op", "rmsnorm", "--repo", str(fixture_copy), "--device", "cpu",
                    "--case", "rmsnorm rows=64 cols=4096", "--iterations", "3", "--patience", "3",
-                   "--screen-runs", "1", "--final-rounds", "4", "--seeds", "1,2"], work, clean_env())
+                   "--screen-runs", "1", "--final-rounds", "2", "--seeds", "1,2"], work, clean_env())
     out = result.stdout + result.stderr
     [run_dir] = (work / ".kernelopt" / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -53,7 +53,7 @@ def test_run_ninfer_on_the_cpu_fixture_ends_optimized(fixture_copy: Path, tmp_pa
     else:
         assert summary["status"] == "matched" and summary["median_ratio"] > 1.0, summary
         assert summary["noise_pct"] >= (summary["median_ratio"] - 1.0) * 100 or \
-            summary["rounds_won"] < 4, summary  # not proven faster, for a measured reason
+            summary["rounds_won"] < 2, summary  # not proven faster, for a measured reason
     assert summary["target"]["backend"] == "ninfer" and summary["target"]["name"] == "rmsnorm"
     assert "src/ops/kernel/rmsnorm.cuh" in summary["target"]["files"]
     # the shape gate ran the test and found the timed case among its compared cases
@@ -81,6 +81,7 @@ def test_run_ninfer_on_the_cpu_fixture_ends_optimized(fixture_copy: Path, tmp_pa
     assert _fingerprint(fixture_copy) == before
 
 
+@pytest.mark.slow
 def test_unknown_op_exits_2_before_any_prerequisite_check(fixture_copy: Path, upstream_tree: Path,
                                                          tmp_path: Path, clean_env) -> None:
     empty = tmp_path / "bin"
@@ -94,6 +95,7 @@ def test_unknown_op_exits_2_before_any_prerequisite_check(fixture_copy: Path, up
         assert "unknown op 'nope'" in out and ops in out
 
 
+@pytest.mark.slow
 def test_repo_from_dotenv_and_without_one(fixture_copy: Path, tmp_path: Path, clean_env) -> None:
     missing = _run(["run-ninfer", "--op", "rmsnorm"], tmp_path, clean_env())
     assert missing.returncode == 2 and "NINFER_REPO" in missing.stderr
@@ -102,6 +104,7 @@ def test_repo_from_dotenv_and_without_one(fixture_copy: Path, tmp_path: Path, cl
     assert from_env.returncode == 2 and str(fixture_copy) in from_env.stderr
 
 
+@pytest.mark.slow
 def test_command_absent_when_the_plugin_is_not_loaded(tmp_path: Path, clean_env) -> None:
     env = clean_env(KERNELOPT_DISABLE_PLUGINS="ninfer")
     listed = _run(["plugins"], tmp_path, env)

@@ -1,8 +1,10 @@
 """Shared fixtures of the kernelopt-triton tests.
 
 The whole-loop test is slow only because every check and bench is a fresh process that
-imports torch; it is started in the background as soon as collection ends, so the rest of
-the suite runs on the other core meanwhile.
+imports torch; in a plain pytest process it is started in the background as soon as
+collection ends, so the rest of the suite runs on the other core meanwhile. Under
+pytest-xdist every worker collects every test but runs only some: the run starts when its
+test asks for it, and the other workers go on meanwhile.
 """
 
 from __future__ import annotations
@@ -34,8 +36,14 @@ def kernelopt_command() -> list[str]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # this worker may never run it: whole_run starts it if it does
     if not any(item.name == WHOLE_RUN_TEST for item in session.items):
         return
+    _start_whole_run()
+
+
+def _start_whole_run() -> None:
     work = Path(tempfile.mkdtemp(prefix="kernelopt-triton-run-"))
     shutil.copy(EXAMPLES / "vecadd.py", work / "vecadd.py")
     env = {**os.environ, "KERNELOPT_SMALL": "1"}
@@ -59,6 +67,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def whole_run() -> tuple[int, Path, str]:
     """(exit code, state root, output) of `kernelopt run vecadd.py` under the interpreter."""
+    if "proc" not in _background:
+        _start_whole_run()
     proc = _background["proc"]
     assert isinstance(proc, subprocess.Popen)
     code = proc.wait(timeout=600)

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from kernelopt_tests_support import events as journal_events
 from kernelopt_tests_support import kernelopt
 from kernelopt_triton_testpaths import EXAMPLES
@@ -17,6 +18,7 @@ from kernelopt_core.testing import ScriptedLLMServer, say, tool_call
 KEY = "sk-test-tuner-bar"
 
 
+@pytest.mark.slow
 def test_the_tuner_sets_the_bar_in_an_agents_run(tmp_path: Path) -> None:
     shutil.copy(EXAMPLES / "vecadd.py", tmp_path / "vecadd.py")
     llm_edit = (tmp_path / "vecadd.py").read_text().replace("BLOCK_SIZE=64", "BLOCK_SIZE=128")
@@ -55,6 +57,7 @@ def test_the_tuner_sets_the_bar_in_an_agents_run(tmp_path: Path) -> None:
     assert "best by planner" in (run_dir / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_an_unreachable_llm_does_not_throw_away_the_tuners_accepted_candidate(
         tmp_path: Path) -> None:
     import socket

@@ -21,6 +21,7 @@ from kernelopt_core.target import Tree
 pytestmark = pytest.mark.usefixtures("small")
 
 
+@pytest.mark.slow
 def test_the_compile_request_goes_first_and_outside_the_gpu_lock(tmp_path: Path) -> None:
     tree = Tree("baseline", tmp_path / "tree", tmp_path / "build")
     tree.src.mkdir()
@@ -71,6 +72,7 @@ def test_kernels_are_compiled_without_a_launch_and_the_sweep_uses_them(tmp_path:
     assert session.ahead is None  # the sweep took them; the files are gone
 
 
+@pytest.mark.slow
 def test_nothing_runs_on_the_device_while_compiling_ahead() -> None:
     """The guard, on torch's meta device (a device that is not the CPU, on any machine):
     allocation and views pass; a fill, a copy or an autotuner is refused, so that

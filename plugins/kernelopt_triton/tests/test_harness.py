@@ -150,6 +150,7 @@ def test_a_candidate_cannot_loosen_the_originals_tolerance() -> None:
         harness.run_check(HACKS / "tolerance_tamper.py", 1, EXAMPLES / "softmax.py")
 
 
+@pytest.mark.slow
 def test_a_forged_second_time_line_is_not_believed(tmp_path: Path) -> None:
     """Past the policy gate: the candidate prints a line at import, the harness its own; the
     core's parser refuses the output, so the candidate's bench fails."""

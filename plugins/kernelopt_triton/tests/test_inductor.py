@@ -261,6 +261,7 @@ def test_a_kernel_that_cannot_stand_alone_is_skipped_not_the_others(tmp_path, ou
     assert inductor.main(["generate", str(cap), "--kernel", RED]) == 2  # nothing left: an error
 
 
+@pytest.mark.slow
 def test_generated_pointwise_file_runs_under_the_interpreter_and_matches(tmp_path, output_code):
     cap = _capture_dir(tmp_path, output_code)
     record = json.loads((cap / "kernels.json").read_text())
@@ -341,6 +342,7 @@ def test_model_files_are_recognised_by_ast():
     assert not inductor.is_model_file(Path(engine.__file__))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
 def test_without_a_gpu_capture_and_engine_exit_3_with_the_message(tmp_path):
     msg = inductor.model_prerequisite_error()
@@ -356,6 +358,7 @@ def test_without_a_gpu_capture_and_engine_exit_3_with_the_message(tmp_path):
         assert "needs a CUDA GPU" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_model_that_raises_is_the_users_error_exit_2(tmp_path):
     model = tmp_path / "broken_model.py"
     model.write_text("import torch\n\n\ndef model():\n    raise ValueError('no weights here')\n\n\n"

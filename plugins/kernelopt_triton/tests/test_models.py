@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from kernelopt_triton.models import InductorBackend
 from kernelopt_triton.plugin import TritonBackend
 
@@ -24,6 +25,7 @@ def test_model_files_go_to_the_inductor_backend_kernel_files_to_triton() -> None
     assert TritonBackend().detect(kernel) > InductorBackend().detect(kernel)
 
 
+@pytest.mark.slow
 def test_run_a_model_without_a_gpu_exits_3_saying_what_is_needed(tmp_path: Path) -> None:
     for name in ("mlp.py", "pointwise_fused.py"):
         result = kernelopt("run", str(REPO / "examples" / name), "--top", "2", cwd=tmp_path)
@@ -37,6 +39,7 @@ def test_model_flags_are_on_run() -> None:
     assert "--top" in text and "--kernel" in text
 
 
+@pytest.mark.slow
 def test_a_bad_top_is_a_usage_error_before_anything_runs(tmp_path: Path) -> None:
     model = str(REPO / "examples" / "mlp.py")
     for args in (("--top", "0"), ("--top", "-2"), ("-o", "top=abc")):

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_whole_run_under_the_interpreter_is_never_optimized(whole_run: tuple[int, Path, str]) -> None:
     code, state, output = whole_run
     [run_dir] = sorted((state / "runs").iterdir())

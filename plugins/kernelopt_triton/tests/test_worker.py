@@ -35,6 +35,7 @@ def served(tmp_path: Path):
     runner.close_workers()
 
 
+@pytest.mark.slow
 def test_check_and_bench_are_served_by_one_worker_per_tree(served, tmp_path: Path) -> None:
     runner, baseline, candidate = served
     assert runner.served(baseline) and runner.served(candidate)
@@ -55,6 +56,7 @@ def test_check_and_bench_are_served_by_one_worker_per_tree(served, tmp_path: Pat
     assert len(pids) == 2
 
 
+@pytest.mark.slow
 def test_sweep_screens_configurations_in_one_process(served, tmp_path: Path) -> None:
     runner, _baseline, candidate = served
     knob = next(k.name for k in runner.target.knobs if k.name.startswith("BLOCK_SIZE"))
@@ -75,6 +77,7 @@ def test_sweep_refuses_unknown_knobs(served, tmp_path: Path) -> None:
         runner.sweep(candidate, [{"NOT_A_KNOB": "1"}], tmp_path / "log")
 
 
+@pytest.mark.slow
 def test_a_configuration_past_its_deadline_fails_alone(served, tmp_path: Path) -> None:
     """A configuration that takes too long (here: its module sleeps on import, as a huge tile
     can compile for minutes) fails on its own; the worker screens the next one."""
