@@ -198,6 +198,7 @@ class Worker:
     pending: bytes = b""
     closed: bool = False
     stdout_read: int = 0  # bytes of stdout already handed out by new_stdout()
+    awaiting: tuple[int, dict[str, Any], float] | None = None  # hello sent, reply not yet read
 
     @property
     def pid(self) -> int:
@@ -282,7 +283,24 @@ class Worker:
             self._terminate()
             raise
 
+    def ready(self) -> None:
+        """Wait for the reply to ``hello`` when the worker was started without waiting."""
+        if self.awaiting is not None:
+            ident, payload, timeout_s = self.awaiting
+            self.awaiting = None
+            try:
+                self._receive(ident, payload, timeout_s)
+            except WorkerError:
+                raise
+            except BaseException:
+                self._terminate()
+                raise
+
     def _request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        self.ready()
+        return self._receive(self._send(payload), payload, timeout_s)
+
+    def _send(self, payload: dict[str, Any]) -> int:
         if self._unexpected_bytes():
             raise self._fail(f"wrote to the reply channel unasked: {self.pending[:200]!r} (a "
                              "second or forged reply)")
@@ -294,6 +312,9 @@ class Worker:
             os.write(self.to_child, line.encode())
         except (BrokenPipeError, OSError):
             raise self._fail(f"exited {self.proc.poll()} before request {ident}") from None
+        return ident
+
+    def _receive(self, ident: int, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         deadline = time.perf_counter() + timeout_s
         buffer = b""
         while b"\n" not in buffer:
@@ -330,6 +351,10 @@ class Worker:
         """Ask the worker to exit; kill its process group if it does not (idempotent)."""
         if self.closed:
             return
+        if self.awaiting is not None:  # never finished starting (a spare): nothing to wait for
+            self._log(f"# worker {self.pid} closed before its start-up was used")
+            self._terminate()
+            return
         try:
             self.resume()
             if self._unexpected_bytes():  # a reply nobody asked for, after the last request
@@ -358,9 +383,11 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
 
 
 def start_worker(command: Command, log_path: Path | None = None,
-                 hello_timeout_s: float = 300.0) -> Worker:
+                 hello_timeout_s: float = 300.0, wait: bool = True) -> Worker:
     """Spawn ``command`` as a bench worker and exchange the first request (``hello``, carrying
     a fresh random token) so the channel is bound before any code under test is loaded.
+    ``wait=False`` sends hello and returns at once (the worker does its start-up meanwhile);
+    its first request, or ``ready()``, reads the reply.
 
     Raises WorkerError when it does not answer; WorkerMissing when the program is not found."""
     req_r, req_w = os.pipe()  # core -> child
@@ -385,7 +412,10 @@ def start_worker(command: Command, log_path: Path | None = None,
         os.close(rep_w)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         worker._log(f"$ {command.display()}  # worker {proc.pid}\n# cwd: {command.cwd}")
-        worker.request({"op": "hello", "token": worker.token}, hello_timeout_s)
+        hello = {"op": "hello", "token": worker.token}
+        worker.awaiting = (worker._send(hello), hello, hello_timeout_s)
+        if wait:
+            worker.ready()
     except BaseException:
         worker._terminate()
         raise

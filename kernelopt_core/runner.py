@@ -30,6 +30,7 @@ from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Knob, Target, Tree
 from kernelopt_core.worker_replies import LoadFailed, exit_code, how_timed
 from kernelopt_core.worker_replies import bench_seeds as draw_bench_seeds
+from kernelopt_core.worker_spare import Spares
 
 
 @attrs.define
@@ -41,8 +42,7 @@ class Runner:
     gpu_seconds: float = 0.0  # time holding the GPU lock
     child_seconds: float = 0.0  # time inside child processes
     interpreted: bool = False  # some bench reading came from an interpreter (e.g. Triton's)
-    # tree role -> (content digest, worker): at most one live worker per role
-    workers: dict[str, tuple[str, Worker]] = attrs.field(factory=dict)
+    workers: dict[str, tuple[str, Worker]] = attrs.field(factory=dict)  # role -> (digest, live one)
     # tree role -> the content digest to keep a worker of (keep()), and that kept worker once
     # its tree has moved on: paused, one per role
     kept: dict[str, str] = attrs.field(factory=dict)
@@ -53,8 +53,8 @@ class Runner:
     # the bench's two input sets for served readings: drawn per run, unknown to code under
     # test at import, distinct from the check seeds, the same for every tree of the run
     bench_seeds: tuple[int, int] = attrs.field(factory=draw_bench_seeds)
-    # worker pid -> the optional requests its load reply listed ("ops": ["compile"])
-    worker_ops: dict[int, frozenset[str]] = attrs.field(factory=dict)
+    worker_ops: dict[int, frozenset[str]] = attrs.field(factory=dict)  # pid -> its load's "ops"
+    spares: Spares = attrs.field(factory=Spares)  # per tree role, a worker started ahead
 
     def _with_timeout(self, command: Command, timeout_s: float) -> Command:  # the tighter wins
         return attrs.evolve(command, timeout_s=min(command.timeout_s, timeout_s))
@@ -94,9 +94,7 @@ class Runner:
 
     def check_all(self, tree: Tree, log: Path) -> tuple[str, ProcessResult] | None:
         """Every configured seed; None when all pass, else (which seeds, the failing result).
-
-        One command for all seeds when the backend offers ``check_seeds`` (each seed with its
-        own fresh inputs, in one process or in processes at once), else one per seed."""
+        One command for all seeds when the backend offers ``check_seeds``, else one per seed."""
         seeds = tuple(self.settings.seeds)
         if self.served(tree):
             digest = self._digest(tree)
@@ -146,9 +144,8 @@ class Runner:
         return self._request(worker, payload, timeout_s, held_out), worker
 
     def _worker(self, tree: Tree, digest: str, log: Path) -> Worker:
-        """The live worker of ``tree``'s current content: started (outside the GPU lock) and
-        loaded (inside it) on first use; a worker of older content is closed first. Between
-        its requests a worker is stopped (SIGSTOP)."""
+        """The live worker of ``tree``'s content: started outside the GPU lock, loaded inside it,
+        an older content's closed first, stopped (SIGSTOP) between its requests."""
         slot = self.workers.get(tree.role)
         if slot is not None and slot[0] == digest and slot[1].alive():
             return slot[1]
@@ -169,16 +166,19 @@ class Runner:
             return kept[1]
         command = self.backend.bench_worker(self.target, tree)  # type: ignore[attr-defined]
         started = time.perf_counter()
+        spare = self.spares.take(tree.role, command)  # started ahead (worker_spare.py)
         try:
-            worker = process.start_worker(command, log, self.settings.test_timeout_s)
+            worker = spare or process.start_worker(command, log, self.settings.test_timeout_s)
         except WorkerMissing as exc:
             raise PrerequisiteError(f"{exc} (needed by the {self.target.backend} backend)",
                                     hint=f"install `{command.argv[0]}` or put it on PATH") from exc
         worker.pause()
         self.child_seconds += time.perf_counter() - started
         self.workers[tree.role] = (digest, worker)
-        self.journal.write("worker_start", tree=tree.role, pid=worker.pid,
+        self.journal.write("worker_start", tree=tree.role, pid=worker.pid, spare=spare is not None,
                            seconds=round(time.perf_counter() - started, 3))
+        if tree.role == "candidate":  # the next candidate's, while this one loads and runs
+            self.spares.prepare(tree.role, command, log, self.settings.test_timeout_s)
         reply = self._request(worker, {"op": "load", "seeds": list(self.settings.seeds),
                                        "bench_seeds": list(self.bench_seeds)},
                               self.settings.test_timeout_s)
@@ -192,6 +192,8 @@ class Runner:
     def _request(self, worker: Worker, payload: dict[str, Any], timeout_s: float,
                  held_out: list[Held] | None = None, locked: bool = True) -> dict[str, Any]:
         """One request; under the GPU lock unless ``locked`` is False (CPU work only)."""
+        if payload.get("op") in ("bench", "sweep"):
+            self.spares.settle()  # a spare's start-up never overlaps a timed reading
         reply: dict[str, Any] = {}
         with gpu_lock(self.settings.state_root) if locked else unlocked() as held:
             try:
@@ -210,8 +212,7 @@ class Runner:
 
     def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:
         """A served check's failure as the ProcessResult a check command would give."""
-        command = self.backend.bench_worker(self.target, tree)  # type: ignore[attr-defined]
-        return ProcessResult(command, code, "", detail, 0.0)
+        return ProcessResult(self.backend.bench_worker(self.target, tree), code, "", detail, 0.0)  # type: ignore[attr-defined]
 
     def keep(self, tree: Tree) -> None:
         """Keep the worker of ``tree``'s current content when the tree moves on (the loop's
@@ -230,6 +231,7 @@ class Runner:
     def close_workers(self) -> None:
         """Stop every worker (end of a run, a self-test or a target)."""
         try:
+            self.spares.close()
             for role in list(self.retained):
                 self._close_retained(role)
         finally:
@@ -259,11 +261,9 @@ class Runner:
         reading = reply.get("reading")
         time_ms = reading.get("time_ms") if isinstance(reading, dict) else None
         if not isinstance(time_ms, (int, float)) or not time_ms > 0 or time_ms == float("inf"):
-            raise BenchFailed(f"bench worker: reply without a positive finite time_ms: "
-                              f"{str(reply)[:300]}")
+            raise BenchFailed(f"bench worker: reply without a positive finite time_ms: {str(reply)[:300]}")
         assert isinstance(reading, dict)
-        extra = {k: v for k, v in reading.items() if k != "time_ms"}
-        return BenchReading(float(time_ms), extra), held[-1]
+        return BenchReading(float(time_ms), {k: v for k, v in reading.items() if k != "time_ms"}), held[-1]
 
     def sweep(self, tree: Tree, configs: list[dict[str, str]], log: Path,
               knobs: tuple[Knob, ...] | None = None) -> list[dict[str, Any]] | None:

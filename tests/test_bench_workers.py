@@ -246,3 +246,33 @@ def test_compile_goes_only_to_a_worker_that_offers_it_and_without_the_lock(
         assert ahead and ahead[0]["compiled"] == 2
     else:
         assert "compile" not in [op for op, _locked in requests] and not ahead
+
+
+def test_the_next_candidate_gets_a_worker_started_ahead_never_a_used_one(tmp_path: Path) -> None:
+    """Issue 31: a candidate's correctness began with its worker's start-up (3.8 s on an H200).
+    The candidate tree keeps its path, so a spare started with the same command while one
+    candidate is checked serves the next: a fresh process (it has loaded nothing), already
+    started. A spare started for a command that is no longer asked for is closed, not used."""
+    runner, _baseline, candidate = make_runner(tmp_path, "ok")
+    pids = []
+    try:
+        for content in ("first", "second", "third"):
+            (candidate.src / "kernel.txt").write_text(content)
+            assert runner.check_all(candidate, tmp_path / "log") is None
+            pids.append(runner.workers["candidate"][1].pid)
+        _command, spare = runner.spares.by_role["candidate"]
+        assert spare.alive() and spare.pid not in pids
+        # a timed reading waits until the spare has started: its start-up never overlaps one
+        assert runner.bench(candidate, tmp_path / "log", "screen").time_ms == 1.0
+        assert spare.awaiting is None
+        assert len(set(pids)) == 3  # every content its own process
+        runner.backend.modes["candidate"] = "forge"  # type: ignore[attr-defined]
+        (candidate.src / "kernel.txt").write_text("fourth")  # another command: the spare goes
+        assert runner.check_all(candidate, tmp_path / "log") is None
+        assert not spare.alive() and runner.workers["candidate"][1].pid != spare.pid
+    finally:
+        runner.close_workers()
+    assert not runner.spares.by_role
+    starts = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    spares = [e["spare"] for e in starts if e["event"] == "worker_start" and e["tree"] == "candidate"]
+    assert spares == [False, True, True, False]
