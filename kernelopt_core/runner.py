@@ -58,7 +58,6 @@ class Runner:
 
     def _with_timeout(self, command: Command, timeout_s: float) -> Command:  # the tighter wins
         return attrs.evolve(command, timeout_s=min(command.timeout_s, timeout_s))
-
     def spawn(self, command: Command, log: Path) -> ProcessResult:
         result = process.run(command, log)
         self.child_seconds += result.seconds
@@ -80,7 +79,8 @@ class Runner:
         return result
 
     def spawn_locked(self, command: Command, log: Path) -> tuple[ProcessResult, Held]:
-        """Spawn under the GPU lock (verify, bench, profile and engine steps)."""
+        """Spawn under the GPU lock (verify, bench, profile and engine steps); spares settled."""
+        self.spares.settle()
         with gpu_lock(self.settings.state_root) as held:
             result = self.spawn(command, log)
         self.gpu_seconds += held.released - held.acquired

@@ -23,7 +23,7 @@ from kernelopt_core.target import Command, Target, Tree
 
 
 def _line(**fields: Any) -> str:
-    return f"print({json.dumps(json.dumps(fields))})"
+    return f"print({json.dumps(json.dumps({'kernelopt_engine': 1, **fields}))})"
 
 
 STEADY = [2.0, 2.01, 1.99, 2.0, 2.02, 1.98, 2.0, 2.01, 1.99, 2.0, 2.0, 2.0]
@@ -32,6 +32,13 @@ SCRIPTS = {
     "slower": _line(baseline_ms=STEADY, candidate_ms=[2.3] * 12, match=True, detail="err 0"),
     # one stalled baseline round (+50 %) must not widen the band to let a 15 % loss through
     "stalled": _line(baseline_ms=[*STEADY[:11], 3.0], candidate_ms=[2.3] * 12, match=True),
+    # a third of the rounds stalled on either side: too noisy to tell, never a pass
+    "noisy": _line(baseline_ms=[2.0, 2.9, 2.0, 2.0, 2.8, 2.0, 2.0, 2.0, 2.9, 2.0, 2.0, 2.0],
+                   candidate_ms=[2.0, 2.0, 2.0, 2.9, 2.0, 2.0, 2.8, 2.0, 2.0, 2.0, 2.9, 2.0],
+                   match=True),
+    # a model that logs JSON of its own with a "match" key: not the result line
+    "chatty": 'print(\'{"match": false, "step": 1}\')\n'
+    + _line(baseline_ms=STEADY, candidate_ms=[1.8] * 12, match=True, detail="err 0"),
     "mismatch": _line(match=False, detail="seed 1: max abs err 0.5 (atol 0.01, rtol 0.01)"),
     "candidate_fails": _line(engine_error="Triton compile error in the candidate", side="candidate")
     + "\nraise SystemExit(4)",
@@ -98,6 +105,17 @@ def test_one_stalled_baseline_round_does_not_widen_the_band(tmp_path: Path) -> N
     result, _ = judge(tmp_path, "stalled")
     assert not result.passed and "whole program slower" in result.reason
     assert result.metrics["noise_pct"] < 5.0
+
+
+def test_rounds_too_noisy_to_tell_do_not_pass(tmp_path: Path) -> None:
+    result, _ = judge(tmp_path, "noisy")
+    assert not result.passed and result.failed_verdict == MATCHED
+    assert "too noisy to tell" in result.reason
+
+
+def test_other_json_the_program_logs_is_not_the_result_line(tmp_path: Path) -> None:
+    result, _ = judge(tmp_path, "chatty")
+    assert result.passed, result.reason
 
 
 @pytest.mark.parametrize("case, verdict, words", [

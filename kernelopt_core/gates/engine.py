@@ -9,9 +9,10 @@ candidate's runs, ``KERNELOPT_ENGINE_REFERENCE`` (the baseline's output file); t
 compares its outputs with the reference itself, since only it knows their format and tolerance.
 
 A backend may also offer ``engine_pair(target, baseline, candidate)``: one command that runs the
-whole program once with both versions in it and prints one JSON line ``{"baseline_ms": [...],
-"candidate_ms": [...], "match": bool, "detail": str}`` (interleaved rounds of its own), or
-``{"engine_error": str, "side": "baseline" | "candidate"}``. The gate then spends one program
+whole program once with both versions in it and prints one JSON line ``{"kernelopt_engine": 1,
+"baseline_ms": [...], "candidate_ms": [...], "match": bool, "detail": str}`` (interleaved
+rounds of its own), or ``{"kernelopt_engine": 1, "engine_error": str, "side": "baseline" |
+"candidate"}``. The gate then spends one program
 start and one compile instead of ``2 × ROUNDS`` (a torch.compile'd model's compile is most of
 an engine run).
 """
@@ -30,7 +31,9 @@ from kernelopt_core.target import Tree
 OUT_ENV = "KERNELOPT_ENGINE_OUT"
 REFERENCE_ENV = "KERNELOPT_ENGINE_REFERENCE"
 ROUNDS = 3  # interleaved baseline/candidate pairs; the engine is slow, the kernel gates came first
-PAIR_MIN_ROUNDS = 8  # from this many rounds on, the noise band is the interquartile range
+PAIR_MIN_ROUNDS = 8  # from this many paired rounds on, the band comes from the rounds' ratios
+PAIR_MARKER = "kernelopt_engine"  # the pair line's own key: other JSON the program logs is not it
+PAIR_MAX_BAND = 0.05  # a wider band cannot show "not slower": the gate does not pass
 
 
 def parse_engine_line(stdout: str) -> tuple[dict[str, Any] | None, str]:
@@ -84,8 +87,7 @@ class EngineGate:
         env = {OUT_ENV: str(ctx.log_dir / "engine-candidate.out")}
         result = ctx.runner.engine(ctx.candidate_tree, log, env, baseline=ctx.baseline_tree)
         assert result is not None
-        found = [obj for obj, _line in json_objects(result.stdout)
-                 if "baseline_ms" in obj or "engine_error" in obj or "match" in obj]
+        found = [obj for obj, _line in json_objects(result.stdout) if obj.get(PAIR_MARKER) == 1]
         if len(found) != 1:
             why = (f"{len(found)} result lines: the engine prints exactly one" if found else
                    f"{result.describe()}: {result.tail(600)}")
@@ -157,27 +159,39 @@ class EngineGate:
     def _decide(self, ctx: GateContext, base_times: list[float], cand_times: list[float],
                 detail: str, extra: dict[str, Any]) -> GateResult:
         b, c = median(base_times), median(cand_times)
-        if len(base_times) >= PAIR_MIN_ROUNDS:
-            # many rounds in one process (engine_pair): the baseline's interquartile range, so
-            # one stalled round (the host's jitter, seen at +36 % on an H200) cannot widen the band
-            q1, _, q3 = statistics.quantiles(base_times, n=4)
-            noise = (q3 - q1) / b
+        floor = ctx.settings.min_noise_pct / 100.0
+        paired = len(base_times) >= PAIR_MIN_ROUNDS and len(cand_times) == len(base_times)
+        if paired:
+            # many interleaved rounds in one process (engine_pair): each round's candidate/
+            # baseline ratio (neighbours in time, so drift cancels); its median against half
+            # the ratios' interquartile range: stalled rounds (+36 % seen on an H200) move
+            # neither. Too wide a band proves nothing: not passed.
+            ratios = [ct / bt for bt, ct in zip(base_times, cand_times, strict=True)]
+            q1, _, q3 = statistics.quantiles(ratios, n=4)
+            slowdown = median(ratios)
+            noise = max((q3 - q1) / 2.0, floor)
         else:  # a few whole-program starts: the largest deviation
-            noise = max(abs(t / b - 1.0) for t in base_times) if len(base_times) > 1 else 0.0
-        noise = max(noise, ctx.settings.min_noise_pct / 100.0)
+            slowdown = c / b
+            noise = max(max(abs(t / b - 1.0) for t in base_times) if len(base_times) > 1 else 0.0,
+                        floor)
         metrics: dict[str, Any] = {
-            "baseline_ms": base_times, "candidate_ms": cand_times, "speedup": b / c,
+            "baseline_ms": base_times, "candidate_ms": cand_times, "speedup": 1.0 / slowdown,
             "noise_pct": 100.0 * noise, "detail": detail, **extra,
         }
         text = (f"outputs match ({metrics['detail'] or 'per the engine'}); whole program "
-                f"{b:.4g} → {c:.4g} ms ({b / c:.3f}×, noise ±{100 * noise:.1f} %)")
+                f"{b:.4g} → {c:.4g} ms ({1.0 / slowdown:.3f}×{' median of paired rounds' if paired else ''}"
+                f", noise ±{100 * noise:.1f} %)")
         kernel = ctx.confirmed.median_ratio if ctx.confirmed else None
         share = ctx.target.time_share
         if share is not None and kernel:
             metrics["time_share"] = share
             metrics["amdahl_speedup"] = amdahl(share, kernel)
             text += f"; Amdahl from a {share:.0%} share at {kernel:.2f}×: {metrics['amdahl_speedup']:.3f}×"
-        if c > b * (1.0 + noise):
+        if paired and noise > PAIR_MAX_BAND:
+            return GateResult(self.name, False, f"whole-program times too noisy to tell whether it "
+                              f"is slower (band ±{100 * noise:.1f} % > ±{100 * PAIR_MAX_BAND:g} %): "
+                              f"{text}", metrics, failed_verdict=MATCHED)
+        if slowdown > 1.0 + noise:
             return GateResult(self.name, False, f"whole program slower: {text}", metrics,
                               failed_verdict=MATCHED)
         return GateResult(self.name, True, text, metrics)

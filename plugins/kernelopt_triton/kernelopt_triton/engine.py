@@ -25,10 +25,10 @@ model once with both versions of kernel NAME side by side (engine_switch.py), ru
 baseline's version on two fixed input sets, the candidate's on the same, compares them in
 float64 under TOLERANCE, then times ROUNDS interleaved rounds (baseline, candidate, candidate,
 baseline, ...), each the median of a few windows. It prints ONE JSON line
-``{"baseline_ms": [...], "candidate_ms": [...], "match": bool, "detail": str, "compile_s",
-"engine_s", ...}``; when one side cannot run, ``{"engine_error": why, "side": "baseline" |
-"candidate"}`` and exit 4. Compiling once instead of six times is what keeps the gate within a
-minute on real models (docs/triton-models.md).
+``{"kernelopt_engine": 1, "baseline_ms": [...], "candidate_ms": [...], "match": bool, "detail":
+str, "compile_s", "engine_s", ...}``; when one side cannot run, ``{"kernelopt_engine": 1,
+"engine_error": why, "side": "baseline" | "candidate"}`` and exit 4. Compiling once instead of
+six times is what keeps the gate within a minute on real models (docs/triton-models.md).
 """
 
 from __future__ import annotations
@@ -156,20 +156,6 @@ def compare(outputs: list[Any], reference: list[Any], atol: float, rtol: float) 
 # --------------------------------------------------------------------------- the run
 
 
-def _install_swap(name: str, candidate_text: str, swapped: list[str]) -> None:
-    from torch._inductor.async_compile import AsyncCompile
-
-    original = AsyncCompile.triton
-
-    def triton(self: Any, kernel_name: str, source_code: str, *args: Any, **kwargs: Any) -> Any:
-        if kernel_name == name:
-            source_code = swap_kernel_source(source_code, candidate_text, name)
-            swapped.append(kernel_name)
-        return original(self, kernel_name, source_code, *args, **kwargs)
-
-    AsyncCompile.triton = triton  # type: ignore[method-assign]
-
-
 def prepare_process(device: str, cache_dir: str) -> Any:
     """Inductor's caches for this process (FX graph and autograd caches off: every kernel goes
     through AsyncCompile.triton, where the swap happens); torch, imported."""
@@ -189,11 +175,10 @@ def prepare_process(device: str, cache_dir: str) -> Any:
 def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
                cache_dir: str) -> dict:
     torch = prepare_process(device, cache_dir)
-    from kernelopt_triton.engine_switch import UniqueKernelNames
+    from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, install
 
-    swapped: list[str] = []
-    _install_swap(name, source.read_text(), swapped)
-    UniqueKernelNames().install()  # outermost: the swap sees the capture's names
+    switch = KernelSwitch({name: {"candidate": source.read_text()}}, swap_kernel_source)
+    install(UniqueKernelNames(), switch)  # the capture's names, then the swap
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(ENGINE_SEED, device)
@@ -201,7 +186,7 @@ def run_engine(model_file: Path, name: str, source: Path, device: str, iters: in
     cuda = device.startswith("cuda")
     with torch.no_grad():
         out = flatten_outputs(compiled(*args))
-        if not swapped:
+        if switch.missing():
             raise RuntimeError(f"kernel {name} was not compiled for this model (capture again?)")
         if path := os.environ.get("KERNELOPT_ENGINE_OUT"):
             torch.save(out, path)
@@ -284,14 +269,18 @@ def interleaved(torch: Any, calls: dict[str, Any], select: Any, cuda: bool, roun
 def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, device: str,
              rounds: int, cache_dir: str) -> dict[str, Any]:
     """Compile once with both versions of kernel ``name``; compare, then interleave (module doc)."""
-    from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, VersionFailed
+    from kernelopt_triton.engine_switch import (
+        KernelSwitch,
+        UniqueKernelNames,
+        VersionFailed,
+        install,
+    )
 
     begin = time.perf_counter()
     torch = prepare_process(device, cache_dir)
     switch = KernelSwitch({name: {"baseline": baseline.read_text(),
                                   "candidate": candidate.read_text()}}, swap_kernel_source)
-    switch.install()
-    UniqueKernelNames().install()  # outermost: the switch sees the capture's names
+    install(UniqueKernelNames(), switch)  # the capture's names, then both versions
     module = load_model_file(model_file)
     compiled = torch.compile(build_model(module, device))
     inputs = [module.inputs(seed, device) for seed in PAIR_SEEDS]
@@ -319,7 +308,8 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
         detail = "; ".join(f"seed {seed}: {why}" for seed, (_, why) in zip(PAIR_SEEDS, verdicts, strict=True))
         if path := os.environ.get("KERNELOPT_ENGINE_OUT"):
             torch.save(got[0], path)
-        result: dict[str, Any] = {"match": match, "detail": detail, "compile_s": round(compile_s, 2)}
+        result: dict[str, Any] = {"kernelopt_engine": 1, "match": match, "detail": detail,
+                                  "compile_s": round(compile_s, 2)}
         if match:  # a wrong candidate is not timed
             times = interleaved(torch, {"baseline": lambda: compiled(*inputs[0]),
                                         "candidate": lambda: compiled(*inputs[0])},
@@ -360,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
                                     ns.warmup, cache_dir)
     except SideFailed as exc:
         print(f"kernelopt-triton engine: the {exc.side}'s side failed: {exc}", file=sys.stderr)
-        print(json.dumps({"engine_error": str(exc)[-2000:], "side": exc.side}), flush=True)
+        print(json.dumps({"kernelopt_engine": 1, "engine_error": str(exc)[-2000:],
+                          "side": exc.side}), flush=True)
         return 4
     except Exception as exc:  # the engine itself failed: say why on stderr, exit 4
         import traceback

@@ -235,16 +235,17 @@ def _chosen_configs() -> dict[str, dict[str, int]]:
 
 def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -> dict[str, Any]:
     """Compile, run and profile the model; write kernels.json and friends under ``out``."""
+    out = out.resolve()  # Inductor's module paths are absolute; the rename lookup compares them
     out.mkdir(parents=True, exist_ok=True)
     _configure_env(out, device)
     import torch
 
     if device == "cpu":
         _prepare_cpu_triton()
-    from kernelopt_triton.engine_switch import UniqueKernelNames, renamed_source
+    from kernelopt_triton.engine_switch import UniqueKernelNames, install, renamed_source
 
     names = UniqueKernelNames()  # one name per kernel across graph breaks
-    names.install()
+    install(names)
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(0, device)
@@ -293,7 +294,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
         shutil.copyfile(wrapper, copy)
         sites = parse_call_sites(text)
         for kdef in parse_output_code(text):
-            name = names.renamed.get((str(wrapper), kdef.name), kdef.name)
+            name = names.renamed.get((str(wrapper.resolve()), kdef.name), kdef.name)
             source = renamed_source(kdef.source, kdef.name, name) if name != kdef.name else kdef.source
             (out / "kernels" / f"{name}.py").write_text(source)
             ks = parse_kernel_source(source, name)

@@ -364,7 +364,8 @@ LIBRARY_KINDS = (
     (("Memcpy", "Memset", "memcpy", "memset"), "copy/set"),
     (("flash", "fmha", "attention", "attn", "sdpa", "cudnn_generated_fort_native_sdpa"),
      "attention library (cuDNN/flash)"),
-    (("conv", "fprop", "dgrad", "wgrad", "implicit_gemm", "cudnn"), "convolution (cuDNN)"),
+    (("convolve", "conv2d", "conv3d", "fprop", "dgrad", "wgrad", "implicit_gemm", "cudnn"),
+     "convolution (cuDNN)"),
     (("gemm", "cutlass", "xmma", "nvjet", "cublas", "Kernel2", "splitKreduce", "sm90_", "sm80_"),
      "GEMM (cuBLAS/CUTLASS)"),
     (("at::native", "elementwise", "reduce_kernel", "vectorized", "index"), "ATen kernel"),
@@ -373,7 +374,9 @@ LIBRARY_ROW_MIN_SHARE = 0.005  # smaller library kernels are summed in one row
 
 
 def library_kind(name: str) -> str:
-    """The kind of a device kernel Inductor did not generate (not editable here)."""
+    """The kind of a device kernel that is not one of the captured Triton kernels."""
+    if name.startswith("triton_"):  # a Triton kernel of Inductor's not in the wrappers (a template)
+        return "Triton, not captured"
     for words, kind in LIBRARY_KINDS:
         if any(w in name for w in words):
             return kind

@@ -51,13 +51,13 @@ def parse_swaps(items: list[str]) -> dict[str, Path]:
 
 def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ...], device: str,
                   rounds: int, windows: int, cache_dir: str) -> dict[str, Any]:
-    from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames
+    from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, install
 
     torch = prepare_process(device, cache_dir)
     switch = KernelSwitch({name: {"inductor": None, "kernelopt": file.read_text()}
                            for name, file in swaps.items()}, swap_kernel_source)
-    switch.install()
-    UniqueKernelNames().install()  # outermost: the switch sees the capture's names
+    names = UniqueKernelNames()
+    install(names, switch)  # the capture's names, then Inductor's and the winners' versions
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(ENGINE_SEED, device)
@@ -71,13 +71,15 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         outputs["eager"] = flatten_outputs(model(*args))
         calls["eager"] = lambda: model(*args)
         if "max-autotune" in modes:  # its own model instance (same weights) and kernels
-            switch.enabled = False
+            # neither switched nor named: its kernels must not take the names the capture
+            # gave the default compile's
+            switch.enabled = names.enabled = False
             t0 = time.perf_counter()
             tuned = torch.compile(build_model(module, device), mode="max-autotune")
             outputs["max-autotune"] = flatten_outputs(tuned(*args))
             compile_s["max-autotune"] = time.perf_counter() - t0
             calls["max-autotune"] = lambda: tuned(*args)
-            switch.enabled = True
+            switch.enabled = names.enabled = True
         if {"default", "kernelopt"} & set(modes):
             t0 = time.perf_counter()
             default = torch.compile(model)

@@ -153,10 +153,10 @@ class InductorBackend(TritonBackend):
         command = self.engine(target, candidate)
         if command is None:
             return None
-        cache = Path(str((target.data or {}).get("capture_dir", ""))) / "engine-cache"
+        capture_dir = (target.data or {}).get("capture_dir")
         extra: tuple[str, ...] = ("--baseline-source", str(baseline.src / target.editable[0]))
-        if cache.parent.is_dir() and str(cache.parent) != ".":
-            extra += ("--cache-dir", str(cache))
+        if capture_dir and Path(capture_dir).is_dir():
+            extra += ("--cache-dir", str(Path(capture_dir) / "engine-cache"))
         return attrs.evolve(command, argv=(*command.argv, *extra))
 
 

@@ -81,12 +81,14 @@ def _pair(captured: tuple[Path, Path, str], candidate_text: str, tmp_path: Path
 def test_one_process_compares_and_times_both_versions(captured, tmp_path: Path) -> None:
     _model, baseline, _name = captured
     text = baseline.read_text()
-    other = re.sub(r"XBLOCK=\d+", "XBLOCK=256", text, count=1)
+    # 16 elements a program instead of 1024: 64 times the interpreted programs, far slower
+    other = re.sub(r"XBLOCK=\d+", "XBLOCK=16", text, count=1)
     assert other != text
     code, line, _ = _pair(captured, other, tmp_path)
-    assert code == 0 and line["match"] is True, line
+    assert code == 0 and line["match"] is True and line["kernelopt_engine"] == 1, line
     assert len(line["baseline_ms"]) == len(line["candidate_ms"]) == 2
-    assert all(t > 0 for t in line["baseline_ms"] + line["candidate_ms"])
+    # the timed rounds ran each version: the candidate's reads slower in every round
+    assert all(c > 2 * b for b, c in zip(line["baseline_ms"], line["candidate_ms"], strict=True))
     # what the switch ran is what it was asked to: a wrong body is caught
     wrong = text.replace("2.0", "2.5")
     assert wrong != text
@@ -130,3 +132,20 @@ def test_a_graph_break_gives_each_graphs_kernel_its_own_name(tmp_path: Path) -> 
     wrong = second.read_text().replace("3.0", "3.5")
     code, line, _ = _pair((model, second, names[1]), wrong, tmp_path)
     assert code == 0 and line["match"] is False, line
+
+
+@pytest.mark.slow
+def test_the_model_four_ways_with_the_winner_swapped_in(captured, tmp_path: Path) -> None:
+    """model_compare: max-autotune compiles first, in the same process, and must not take the
+    kernel names the default compile's switch looks for (a review found it did)."""
+    model, baseline, name = captured
+    winner = tmp_path / "winner.py"
+    winner.write_text(re.sub(r"XBLOCK=\d+", "XBLOCK=16", baseline.read_text(), count=1))
+    proc = _child(["kernelopt_triton.model_compare", str(model), "--device", "cpu", "--modes",
+                   "eager,max-autotune,default,kernelopt", "--swap", f"{name}={winner}",
+                   "--rounds", "1", "--windows", "2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    modes = json.loads(proc.stdout.strip().splitlines()[-1])["modes"]
+    assert set(modes) == {"eager", "max-autotune", "default", "kernelopt"}
+    assert all(m["match_eager"] for m in modes.values()), modes
+    assert modes["kernelopt"]["ms"] > 2 * modes["default"]["ms"]  # the winner really ran
