@@ -205,8 +205,8 @@ def test_recorded_h200_layernorm_grid_is_searched_in_under_a_quarter_of_its_gpu_
     bottom (4096/16, 4096/4 and 2048/8 within 1.1 %), so the descent keeps two minima going; the
     second minimum's moves share a batch with the first's, so fewer batches pay the tree's own
     reading (0.03 s each, as on the H200)."""
-    data = json.loads((Path(__file__).parent.parent / "bench/results/2026-12-01-h200-inductor"
-                       / "session6/call2-grid-layernorm.json").read_text())
+    data = json.loads((Path(__file__).parent / "fixtures" / "h200" / "layernorm-grid.json")
+                      .read_text())
     table = {tuple(sorted(r["config"].items())): r for r in data["grid_results"]}
     block, warps = "BLOCK_SIZE@layernorm_kernel", "num_warps@layernorm_kernel"
     values = {n: tuple(sorted({r["config"][n] for r in data["grid_results"]}, key=int))

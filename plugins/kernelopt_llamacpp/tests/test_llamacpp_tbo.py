@@ -198,13 +198,13 @@ def test_the_added_perf_case_lands_in_the_perf_function_only() -> None:
 
 
 def test_six_h200_readings_of_ropes_perf_cases_pin_the_same_case():
-    """ROPE's perf cases as six H200 runs read them (bench/results/2026-12-02-h200-llamacpp,
-    each run's pin file): 11-13 cases within 5 % of the heaviest, whose order the readings
-    swap (two of these runs pinned an f32 case by the largest reading alone, before the tie
-    rule). Whatever the reading, the tie rule pins one case."""
-    results = Path(__file__).parents[3] / "bench/results/2026-12-02-h200-llamacpp"
+    """ROPE's perf cases as six H200 runs read them (fixtures/h200-rope-pins: each run's pin
+    file, from bench/results/2026-12-02-h200-llamacpp): 11-13 cases within 5 % of the heaviest,
+    whose order the readings swap (two of these runs pinned an f32 case by the largest reading
+    alone, before the tie rule). Whatever the reading, the tie rule pins one case."""
+    pins = Path(__file__).parent / "fixtures" / "h200-rope-pins"
     chosen = set()
-    for pin in sorted(results.glob("call*/rope/*-ROPE.pin.json")):
+    for pin in sorted(pins.glob("*-ROPE.pin.json")):
         recorded = json.loads(pin.read_text())["candidates"]
         cases = [tbo.PerfCase("ROPE", c["case"][len("ROPE("):-1], 100, c["us"], None)
                  for c in recorded]
@@ -212,7 +212,7 @@ def test_six_h200_readings_of_ropes_perf_cases_pin_the_same_case():
         assert sum(c.us >= heaviest.us * (1 - tbo.TIE) for c in cases) >= 11
         chosen.add(tbo.choose(cases, "ROPE").name)
         assert tbo.choose(cases[::-1], "ROPE").name in chosen  # the listing order is no rule
-    assert len(list(results.glob("call*/rope/*-ROPE.pin.json"))) == 6
+    assert len(list(pins.glob("*-ROPE.pin.json"))) == 6
     assert chosen == {"ROPE(type=f16,ne_a=[128,64,512,1],n_dims=128,mode=0,n_ctx=512,"
                       "fs=1.000000,ef=0.000000,af=1.000000,ff=0,v=0,inplace=0,n_offs=0)"}
     slower = tbo.PerfCase("ROPE", "type=f32,ne_a=[256,64,512,1]", 100, 30.0, None)
