@@ -50,7 +50,8 @@ SUITES = (
     Suite("triton-standalone", "the standalone Triton examples through `kernelopt run` "
           "(verdicts, times)", ("bash", "bench/h200_triton_standalone.sh")),
     Suite("models", "real torch.compile architectures (Llama-style prefill, GPT-2, ViT): probe, "
-          "runs, the model four ways (bench/model_compare.py) (ARGS: probe|run [MODEL ...])",
+          "runs, the model four ways (python -m kernelopt_triton.model_compare), summary.json "
+          "(bench/models_summary.py) (ARGS: probe|run [MODEL ...])",
           ("bash", "bench/h200_models.sh")),
     Suite("llamacpp", "kernelopt-llamacpp on a GPU: clean and incremental build, run-llamacpp "
           "SOFT_MAX / ROPE / RMS_NORM, the engine gate (PART: build testjobs detune softmax rope "

@@ -3,7 +3,7 @@
 # GPT-2 small, a timm ViT-B/16; random weights from a config, nothing downloaded).
 #   bash bench/h200_models.sh probe [MODEL ...]   capture + ranking, the top kernel's check
 #        (wall of a 3-seed check process), the engine gate's pair mode on baseline vs itself
-#        (A/A: its wall and noise), and the model four ways (bench/model_compare.py modes
+#        (A/A: its wall and noise), and the model four ways (python -m kernelopt_triton.model_compare, modes
 #        eager, default, max-autotune)
 #   bash bench/h200_models.sh run [MODEL ...]     `kernelopt run MODEL --top $TOP` with defaults
 #        (its wall, verdicts, engine gate seconds, correctness seconds per candidate from the
