@@ -47,8 +47,7 @@ def parse_engine_line(stdout: str) -> tuple[dict[str, Any] | None, str]:
     if len(found) > 1:
         return None, f'{len(found)} JSON lines with "time_ms": the engine prints exactly one'
     value = found[0]["time_ms"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value) or value <= 0:
+    if not _positive(value):
         return None, f'"time_ms" {value!r} is not a positive finite number'
     return found[0], ""
 

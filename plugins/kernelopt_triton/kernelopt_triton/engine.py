@@ -250,9 +250,10 @@ class SideFailed(Exception):
 
 
 def interleaved(torch: Any, calls: dict[str, Any], select: Any, cuda: bool, rounds: int,
-                windows: int) -> dict[str, list[float]]:
-    """Per label, the median time of each round; the labels take turns within a round and the
-    order reverses every round (A B, B A, ...) so that drift favours neither."""
+                windows: int, each_window: bool = False) -> dict[str, list[float]]:
+    """Per label, the median time of each round (``each_window``: every window's time); the
+    labels take turns within a round and the order reverses every round (A B, B A, ...) so
+    that drift favours neither."""
     labels = list(calls)
     for label in labels:  # the clocks settle once, each version's first calls are paid
         select(label)
@@ -262,7 +263,7 @@ def interleaved(torch: Any, calls: dict[str, Any], select: Any, cuda: bool, roun
         for label in (labels if r % 2 == 0 else labels[::-1]):
             select(label)
             reading = time_calls(torch, calls[label], cuda, windows, 2, SWITCH_WARMUP_S)
-            times[label].append(reading["time_ms"])
+            times[label] += reading["window_ms"] if each_window else [reading["time_ms"]]
     return times
 
 

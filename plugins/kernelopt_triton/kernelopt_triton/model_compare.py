@@ -30,9 +30,9 @@ from kernelopt_triton.engine import (
     ENGINE_SEED,
     compare,
     flatten_outputs,
+    interleaved,
     prepare_process,
     swap_kernel_source,
-    time_calls,
 )
 from kernelopt_triton.inductor import build_model, load_model_file, model_tolerance
 
@@ -98,15 +98,9 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                                   "windows_per_round": windows, "tolerance": tol,
                                   "swaps": {k: str(v) for k, v in swaps.items()}, "modes": {}}
         labels = [m for m in MODES if m in outputs and m in modes]
-        times: dict[str, list[float]] = {m: [] for m in labels}
-        for label in labels:  # each mode's first calls and the clocks' ramp, untimed
-            selects.get(label, lambda: None)()
-            time_calls(torch, calls[label], cuda, 1, 3)
-        for r in range(rounds):
-            for label in (labels if r % 2 == 0 else labels[::-1]):
-                selects.get(label, lambda: None)()
-                reading = time_calls(torch, calls[label], cuda, windows, 2, 0.05)
-                times[label].extend(reading["window_ms"])
+        times = interleaved(torch, {m: calls[m] for m in labels},
+                            lambda m: selects.get(m, lambda: None)(), cuda, rounds, windows,
+                            each_window=True)
     for label in labels:
         ok, detail = compare(outputs[label], outputs["eager"], tol["atol"], tol["rtol"])
         result["modes"][label] = {
