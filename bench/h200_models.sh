@@ -9,7 +9,7 @@
 #        (its wall, verdicts, engine gate seconds, correctness seconds per candidate from the
 #        journal), then the model four ways with every accepted kernel swapped in at once,
 #        and Inductor's max-autotune time for each tuned kernel; summary.json via
-#        bench/models_summary.py
+#        bench/models_summary.py (COMPARE=0: the runs alone)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
 # Results go to $OUT (default bench/results/models). Progress lines start with "==".
 set -uo pipefail
@@ -77,6 +77,7 @@ print(d["status"], d["target"]["name"])' "$s")
         win=/tmp/win-$m-$k; rm -rf "$win"; cp -r "$cap/targets" "$win"
         (cd "$win" && patch -s -p1 < "$run/report.diff") && swaps+=(--swap "$k=$win/$k.py")
       done
+      [ "${COMPARE:-1}" = 1 ] || continue  # COMPARE=0: the runs alone
       modes=eager,default,max-autotune; [ ${#swaps[@]} -gt 0 ] && modes=$modes,kernelopt
       timed "$m-compare" 300 python3 -m kernelopt_triton.model_compare "$model" --modes "$modes" \
         "${swaps[@]}" --out "$OUT/$m-compare.json"

@@ -43,8 +43,7 @@ class Runner:
     child_seconds: float = 0.0  # time inside child processes
     interpreted: bool = False  # some bench reading came from an interpreter (e.g. Triton's)
     workers: dict[str, tuple[str, Worker]] = attrs.field(factory=dict)  # role -> (digest, live one)
-    # tree role -> the content digest to keep a worker of (keep()), and that kept worker once
-    # its tree has moved on: paused, one per role
+    # role -> the content to keep a worker of (keep()); that worker, paused, once its tree moves on
     kept: dict[str, str] = attrs.field(factory=dict)
     retained: dict[str, tuple[str, Worker]] = attrs.field(factory=dict)
     # (role, digest) of every tree content whose served check passed: a served reading of any
@@ -206,8 +205,9 @@ class Runner:
             held_out.append(held)
         if payload.get("op") != "bench":  # a bench request is journaled as its reading
             self.journal.write("worker_request", op=payload.get("op"), pid=worker.pid,
-                               ok=bool(reply.get("ok")), asked=held.asked,
-                               acquired=held.acquired, released=held.released, gpu_lock=locked)
+                               ok=bool(reply.get("ok")), asked=held.asked, gpu_lock=locked,
+                               acquired=held.acquired, released=held.released,
+                               **{k: reply[k] for k in ("stages",) if k in reply})  # load's parts
         return reply
 
     def _failed(self, tree: Tree, detail: str, code: int) -> ProcessResult:

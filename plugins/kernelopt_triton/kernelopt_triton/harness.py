@@ -267,12 +267,22 @@ class Session:
                  bench_seeds: tuple[int, int] | None = (0, 1)) -> None:
         torch, device, interpreted = setup_device()
         self.torch, self.device, self.interpreted, self.path = torch, device, interpreted, path
+        self.stages: dict[str, float] = {}  # seconds of each part of the load (journaled)
+        mark = _perf_counter()
+
+        def lap(stage: str) -> None:
+            nonlocal mark
+            now = _perf_counter()
+            self.stages[stage] = round(now - mark, 3)
+            mark = now
+
         self.timer = Timer(torch, device, interpreted)  # bound before any kernel file
         # no original given: the file is its own oracle (loaded once: Triton's interpreter does
         # not take the same file loaded as two modules)
         self.oracle_module = load(oracle if oracle is not None else path, "oracle")
         self.oracle = oracle if oracle is not None else path
         self.spec = spec = contract(self.oracle_module, self.oracle)
+        lap("import_original")
         # one make_args and one reference per seed: the "new values in the same buffers" of a
         # seed's third launch are the next seed's (a single seed: seed + 7919's), so the load
         # a worker does under the GPU lock makes each input set once (make_args is often a
@@ -281,7 +291,9 @@ class Session:
         if len(seeds) == 1:
             values.append(make_args(torch, spec, seeds[0] + 7919, device))
         originals = [self._clones(v) for v in values]
+        lap("inputs")
         expected = [self._expected(o) for o in originals]
+        lap("expected")
         self.cases = []
         for n, seed in enumerate(seeds):
             k = (n + 1) % len(values)
@@ -305,10 +317,12 @@ class Session:
                 self.oracle_module.launch(*base_args)
             _sync(torch, device)
             self.base_calls = recorder.calls
+        lap("bench_inputs_and_calls")
         # only now: the expectations above are fixed
         self.candidate = load(path, "candidate") if self.oracle != path else self.oracle_module
         if not callable(getattr(self.candidate, "launch", None)):
             raise ConventionError(f"{path.name} does not define launch(*args)")
+        lap("import_candidate")
         self.checksums: list[float] | None = None
 
     def _clones(self, values: list[Any]) -> list[Any]:
@@ -660,7 +674,8 @@ def serve_requests(path: Path, oracle: Path | None) -> int:
                 session = Session(path, oracle, tuple(int(s) for s in request.get("seeds", ())),
                                   bench_seeds if len(bench_seeds) == 2 else (0, 1))
                 channel.reply(request, ok=True, device=session.device,
-                              interpreted=session.interpreted, ops=["compile"])
+                              interpreted=session.interpreted, ops=["compile"],
+                              stages=session.stages)
                 continue
             if session is None:
                 raise ConventionError(f"request {op!r} before load")
