@@ -104,8 +104,10 @@ def budgets(entries: Sequence[Entry], slots: int, gpu_minutes: float | None,
 def jobs(entries: Sequence[Entry], state_root: Path, run_args: Sequence[str],
          budget_flags: dict[str, list[str]], cwd: Path) -> list[Job]:
     kernelopt = (sys.executable, "-c", "from kernelopt_core.cli import main; main()")
+    # each job one kernel: the model check with every winner comes once, after all of them
     return [Job(e.key, (*kernelopt, "run", e.path, "--target", e.target, "--run-id", e.key,
-                        "--state-root", str(state_root), *budget_flags[e.key], *run_args),
+                        "--state-root", str(state_root), "--no-model-check",
+                        *budget_flags[e.key], *run_args),
                 str(cwd)) for e in entries]
 
 
@@ -134,6 +136,11 @@ def run(name: str, entries: Sequence[Entry], job_list: Sequence[Job], executor: 
         executor.run(job_list, gpus, done, directory / "logs")
     finally:
         journal.close()
+    return write_summary(directory)
+
+
+def write_summary(directory: Path) -> dict[str, Any]:
+    """summary.json from the campaign's journal (again after a model check)."""
     outcome = summarize(directory / "campaign.jsonl")
     (directory / "summary.json").write_text(json.dumps(outcome, indent=2) + "\n")
     return outcome
@@ -197,6 +204,11 @@ def summarize(journal_path: Path) -> dict[str, Any]:
         m["share_optimized"] += row["share"] if row["speedup"] > 1 else 0.0
     for m in models.values():
         m["amdahl_speedup"] = 1.0 / m["time_after"] if m["time_after"] > 0 else None
+    for event in events:  # the whole model measured with its winners (model_check.py): newest
+        if event["event"] == "model_check" and event.get("runs", [None])[0] in entries:
+            path = entries[event["runs"][0]]["path"]
+            models.setdefault(path, {"amdahl_speedup": None})["measured"] = {
+                k: v for k, v in event.items() if k not in ("event", "t")}
     return {"name": header.get("name"), "executor": header.get("executor"),
             "gpus": header.get("gpus"), "results": rows, "models": models,
             "verified": sum(1 for r in rows if r["status"] == "optimized")}

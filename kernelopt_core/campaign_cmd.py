@@ -47,12 +47,14 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     extra = shlex.split(run_args)
     slots = _slots(gpus, visible_gpus)
     found = []
+    checks: list[tuple[Any, bool]] = []  # each PATH's backend, and whether to check its model
     first: Any = None  # the first PATH's settings: the executor's options come from them
     for path in paths:  # each PATH's targets, as `kernelopt run PATH <run-args>` finds them
         run_ctx = cli.run.make_context("run", [str(path), *extra], parent=ctx)
         flags = {k: v for k, v in run_ctx.params.items() if k != "path"}
-        _host, _backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
+        _host, backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
         found.append((str(path.resolve()), targets))
+        checks.append((backend, settings.model_check))
         first = first or settings
     state = (state_root or first.state_root).resolve()
     chosen = executors[executor]
@@ -81,6 +83,8 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
                 f"{summary.get('report_line') or f'exit {result.returncode}'}")
 
     outcome = campaign.run(name, entries, jobs, chosen, slots, state, arrived)
+    if _check_models(name, found, checks, outcome, state):
+        outcome = campaign.write_summary(state / "campaigns" / name)
     ui.table([[r["run"], r["target"], r["status"], f"{r['speedup']:.2f}×", f"{r['share']:.3f}",
                f"{r['saved']:.3f}"] for r in outcome["results"]],
              ["run", "target", "status", "speedup", "share", "time saved (of its model)"])
@@ -91,6 +95,30 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     ui.note(f"campaign {name}: {outcome['verified']} of {len(entries)} targets optimized; "
             f"{state / 'campaigns' / name / 'summary.json'}")
     ctx.exit(0 if outcome["verified"] else 1)
+
+
+def _check_models(name: str, found: list[tuple[str, Any]], checks: list[tuple[Any, bool]],
+                  outcome: dict[str, Any], state: Path) -> bool:
+    """Each model PATH: the whole model with its runs' winners in place (model_check.py),
+    journaled in the campaign too. True when one ran."""
+    from kernelopt_core import cli, model_check
+    from kernelopt_core.journal import Journal
+
+    directory = state / "campaigns" / name
+    ledger = Journal(directory / "campaign.jsonl")
+    ran = False
+    try:
+        for n, ((path, targets), (backend, wanted)) in enumerate(zip(found, checks, strict=True)):
+            runs = {r["target"]: r["run"] for r in outcome["results"] if r["path"] == path
+                    and r["status"] in ("optimized", "matched", "fallback", "unverified")}
+            done = [model_check.Finished(t, state / "runs" / runs[t.name])
+                    for t in targets if t.name in runs]
+            if wanted and done and model_check.offered(backend):
+                cli.check_model(backend, done, state, directory / f"model-{n + 1}", ledger)
+                ran = True
+    finally:
+        ledger.close()
+    return ran
 
 
 def _slots(gpus: str | None, visible: Any) -> list[str]:

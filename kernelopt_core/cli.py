@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from kernelopt_core import __version__, discovery, history, ui
+from kernelopt_core import __version__, discovery, history, model_check, model_view, ui
 from kernelopt_core import settings as settings_mod
 from kernelopt_core.errors import (
     EXIT_INTERNAL,
@@ -151,6 +151,7 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
                          hint="pick one with --target, or leave --run-id out")
     codes: list[int] = []
     rows: list[list[Any]] = []
+    finished: list[model_check.Finished] = []  # runs that reached a verdict
     for preface in dict.fromkeys(t.preface for t in targets if t.preface):
         ui.echo(preface.rstrip("\n"))
     for i, target in enumerate(targets, 1):
@@ -165,16 +166,34 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
             if outcome.exit_code == EXIT_INTERNAL:
                 ui.note(f"this is a bug in kernelopt; the traceback is in {outcome.run_dir}/error.log")
         codes.append(outcome.exit_code)
+        if outcome.exit_code in (0, 1):
+            finished.append(model_check.Finished(target, outcome.run_dir))
         rows.append([target.name, outcome.summary["status"], outcome.summary["report_line"],
                      outcome.run_id])
         if outcome.exit_code in (EXIT_INTERRUPTED, EXIT_PREREQUISITE):
             break  # interrupted, or a missing prerequisite the next target would hit too
     if len(targets) > 1:
         ui.table(rows, ["target", "status", "report line", "run"])
+    if settings.model_check and EXIT_INTERRUPTED not in codes and model_check.offered(backend):
+        check_model(backend, finished, settings.state_root,
+                    settings.state_root / "models" / finished[0].run_dir.name if finished else None)
     severe = [c for c in codes if c not in (0, 1)]
     if severe:
         return max(severe)
     return 0 if 0 in codes else 1
+
+
+def check_model(backend: Any, finished: list[Any], state_root: Path, out_dir: Path | None,
+                ledger: Any = None) -> None:
+    """The whole model, every winner in place (model_check.py), reported; campaign's too."""
+    if finished and out_dir is not None:
+        ui.note(f"model check: the whole model every way, {len(finished)} run(s)' winners in")
+        record = model_check.run(backend, finished, state_root, out_dir, ledger)
+        if record is not None and record.get("error"):
+            ui.note(f"model check failed ({record['seconds']} s): {record['error'][:600]}")
+        elif record is not None:
+            ui.table(*model_view.rows(record))
+            ui.note(model_view.verdict_line(record))
 
 
 @cli.command()

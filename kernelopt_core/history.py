@@ -103,7 +103,7 @@ def tags(run_dir: Path, events: list[dict[str, Any]]) -> list[str]:
     return sorted(r[len(prefix):].decode() for r in repo.refs.allkeys() if r.startswith(prefix))
 
 
-def _blob(repo: Repo, commit: bytes, rel: str) -> bytes | None:
+def blob(repo: Repo, commit: bytes, rel: str) -> bytes | None:
     from dulwich.object_store import tree_lookup_path
 
     try:
@@ -141,9 +141,9 @@ def revert(run_dir: Path) -> list[str]:
     for rel in paths:
         path = root / rel
         current = path.read_bytes() if path.exists() else None
-        if current == _blob(repo, winner, rel):
+        if current == blob(repo, winner, rel):
             applied.append(rel)
-        elif current != _blob(repo, baseline, rel):
+        elif current != blob(repo, baseline, rel):
             diverged.append(rel)
     if diverged:
         raise UsageError(
@@ -155,7 +155,7 @@ def revert(run_dir: Path) -> list[str]:
         raise UsageError(f"nothing to revert: the winner of {run_dir.name} is not applied in "
                          f"{root}")
     for rel in applied:
-        old = _blob(repo, baseline, rel)
+        old = blob(repo, baseline, rel)
         path = root / rel
         if old is None:
             path.unlink()

@@ -61,7 +61,7 @@ def gpu_lock_span(event: dict[str, Any]) -> tuple[float, float] | None:
 # a resumed run's earlier attempts: what it ends with is decided again, not kept; so are the
 # profiles (each attempt profiles its baseline again: a report would list it twice)
 _SUPERSEDED = {"verdict", "end", "error", "interrupted", "search_end", "confirm_round",
-               "profile"}
+               "profile", "model_check"}
 
 
 def effective(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core import evidence, profile_view
+from kernelopt_core import evidence, model_view, profile_view
 from kernelopt_core import journal as journal_mod
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
 from kernelopt_core.report_html import candidate_rows, render_html
@@ -140,6 +140,10 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         summary["error"] = (f"interrupted during {stopped['stage'] or 'start-up'}; {best}; the "
                             "target's files are unchanged: run again to search again")
     summary["caught_by"] = verdict.get("caught_by", []) if verdict else []
+    # the whole model with every winner of its runs in place (model_check.py): the newest
+    checks = [e for e in events if e["event"] == "model_check"]
+    summary["model"] = {k: v for k, v in checks[-1].items() if k not in ("event", "t")} \
+        if checks else None
     summary["report_line"] = report_line(summary, n_rounds)
     return summary
 
@@ -330,6 +334,7 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
             reason = str(e["reason"]).replace("\n", " ").replace("|", "\\|")[:300]
             lines.append(f"| {e['candidate']} | {e['gate']} | {result} | {reason} |")
         lines.append("")
+    lines += model_view.markdown(s.get("model"))
     lines += _evidence(events, s.get("winner"))
     if s["rounds"]["baseline_ms"]:
         lines += ["## Confirmation rounds (candidate bracketed by two baselines)", "",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from kernelopt_core import svg_plots
+from kernelopt_core import model_view, svg_plots
 from kernelopt_core.measure.stats import median
 
 STYLE = ("body{font-family:sans-serif;margin:24px;max-width:1180px;color:#222}"
@@ -115,6 +115,7 @@ def render_html(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     rows = "".join("<tr>" + "".join(f"<td>{escape(c[:160])}</td>" for c in row) + "</tr>"
                    for row in candidate_rows(events))
     colour = STATUS_COLOUR.get(str(s.get("status")), "#d62728")
+    whole = model_view.html(s.get("model"))
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>kernelopt {escape(str(s.get('run_id')))}</title><style>{STYLE}</style></head>"
@@ -125,6 +126,6 @@ def render_html(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         f"{s.get('gpu_seconds')} GPU-s · {s.get('wall_seconds')} s · the evidence: "
         "<a href='report.md'>report.md</a>"
         + (" · the change: <a href='report.diff'>report.diff</a>" if s.get("diff") else "")
-        + f"</p><div class='plots'>{''.join(plots)}</div>"
+        + f"</p><div class='plots'>{''.join(plots)}</div>{whole}"
         "<table><tr><th>id</th><th>proposal</th><th>result</th><th>screen speedup</th>"
         f"<th>reason</th></tr>{rows}</table></body></html>\n")

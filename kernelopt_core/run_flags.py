@@ -80,6 +80,12 @@ def run_options(fn: Any) -> Any:
             help="Profile the baseline and the winner (ncu, nsys, rocprof, ...): report.md's table.",
         ),
         click.option(
+            "--model-check/--no-model-check",
+            default=None,
+            help="After a model's kernels: time the whole model every way (eager, compile, "
+            "max-autotune, kernelopt's winners in place) in one process [on].",
+        ),
+        click.option(
             "--candidate",
             "candidates",
             multiple=True,

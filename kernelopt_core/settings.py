@@ -65,6 +65,7 @@ class Settings:
     candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES
     final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES
     profiler: str | None = None
+    model_check: bool = True  # after a model's kernels: the whole model every way (model_check.py)
     candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
     run_id: str | None = None  # names the run; an existing run of that name is resumed
     # LLM agents (docs/agents.md, docs/providers.md)

@@ -2,6 +2,7 @@
 
     python -m kernelopt_triton.model_compare MODEL_FILE [--swap NAME=FILE ...] [--out result.json]
         [--modes eager,default,max-autotune,kernelopt] [--rounds 10] [--windows 3]
+        [--cache-dir DIR]
 
 In ONE process, the same model and inputs four ways: eager; torch.compile default;
 torch.compile mode="max-autotune" (GEMM autotuning, coordinate descent off as shipped, CUDA
@@ -12,7 +13,11 @@ of the model is the same code); max-autotune is a second compile with the switch
 mode's outputs are compared with eager's in float64 under the model's TOLERANCE. Times:
 ``--rounds`` rounds, the modes taking turns in an order that reverses every round, each turn
 ``--windows`` windows of back-to-back calls (engine.time_calls); a mode's time is the median of
-its rounds × windows windows. Prints one JSON object (also written to ``--out``).
+its rounds × windows windows. Prints one JSON object (also written to ``--out``), marked
+``"kernelopt_model": 1`` with ``baseline`` (default) and ``kernelopt`` (the mode with the
+winners; default when there is none): the model check's line (kernelopt_core.model_check).
+``--cache-dir``: Inductor's cache kept between runs (the capture's: max-autotune's GEMM
+choices and the Triton binaries are reused; the FX graph cache stays off, see engine.py).
 """
 
 from __future__ import annotations
@@ -105,8 +110,11 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         ok, detail = compare(outputs[label], outputs["eager"], tol["atol"], tol["rtol"])
         result["modes"][label] = {
             "ms": statistics.median(times[label]), "windows": len(times[label]),
-            "spread_pct": _spread(times[label]), "match_eager": ok, "detail": detail,
+            "spread_pct": _spread(times[label]), "match_eager": ok, "match": ok, "detail": detail,
             **({"compile_s": round(compile_s[label], 2)} if label in compile_s else {})}
+    result["kernelopt_model"] = 1
+    result["baseline"] = "default"
+    result["kernelopt"] = "kernelopt" if "kernelopt" in result["modes"] else "default"
     if "default" in result["modes"] and "kernelopt" in result["modes"]:
         result["kernelopt_vs_default"] = (result["modes"]["default"]["ms"]
                                           / result["modes"]["kernelopt"]["ms"])
@@ -132,13 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--windows", type=int, default=3)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--cache-dir", type=Path, help="Inductor's cache, kept between runs "
+                        "(default: a fresh one)")
     ns = parser.parse_args(argv)
     modes = tuple(m.strip() for m in ns.modes.split(",") if m.strip())
     if unknown := set(modes) - set(MODES):
         raise SystemExit(f"--modes: unknown {sorted(unknown)}; choose from {', '.join(MODES)}")
-    with tempfile.TemporaryDirectory(prefix="kernelopt-compare-") as cache_dir:
+    with tempfile.TemporaryDirectory(prefix="kernelopt-compare-") as fresh:
         result = compare_modes(ns.model_file, parse_swaps(ns.swap), modes, ns.device, ns.rounds,
-                               ns.windows, cache_dir)
+                               ns.windows, str(ns.cache_dir) if ns.cache_dir else fresh)
     text = json.dumps(result, indent=1)
     if ns.out:
         ns.out.write_text(text + "\n")

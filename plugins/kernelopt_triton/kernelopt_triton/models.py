@@ -159,6 +159,33 @@ class InductorBackend(TritonBackend):
             extra += ("--cache-dir", str(Path(capture_dir) / "engine-cache"))
         return attrs.evolve(command, argv=(*command.argv, *extra))
 
+    def model_compare(self, targets: list[Target], winners: dict[str, Path],
+                      out_dir: Path) -> Command | None:
+        """The model four ways in one process (model_compare.py): eager, torch.compile default,
+        mode="max-autotune", and default with every winner in place; the capture's own
+        Inductor cache (compare-cache), so a second check of the model reuses max-autotune's
+        choices."""
+        models = {str((t.data or {}).get("model")) for t in targets}
+        if len(models) != 1 or "None" in models:
+            return None  # not one model's kernels
+        first = targets[0].data or {}
+        argv: list[str] = [sys.executable, "-m", "kernelopt_triton.model_compare", models.pop(),
+                           "--out", str(out_dir / "model_compare.json")]
+        modes = "eager,default,max-autotune"
+        for target in targets:
+            if target.name in winners:
+                kernel = (target.data or {})["kernel"]
+                argv += ["--swap", f"{kernel}={winners[target.name] / target.editable[0]}"]
+                modes = "eager,default,max-autotune,kernelopt"
+        argv += ["--modes", modes]
+        if first.get("device") == "cpu":
+            argv += ["--device", "cpu"]
+        capture_dir = first.get("capture_dir")
+        if capture_dir and Path(capture_dir).is_dir():
+            argv += ["--cache-dir", str(Path(capture_dir) / "compare-cache")]
+        return Command(tuple(argv), out_dir, env=self._env(targets[0]), timeout_s=1200.0,
+                       label="model check")
+
 
 def backends() -> list[object]:
     return [InductorBackend()]
