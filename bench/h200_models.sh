@@ -7,9 +7,10 @@
 #        eager, default, max-autotune)
 #   bash bench/h200_models.sh run [MODEL ...]     `kernelopt run MODEL --top $TOP` with defaults
 #        (its wall, verdicts, engine gate seconds, correctness seconds per candidate from the
-#        journal), then the model four ways with every accepted kernel swapped in at once,
-#        and Inductor's max-autotune time for each tuned kernel; summary.json via
-#        bench/models_summary.py (COMPARE=0: the runs alone)
+#        journal; the model four ways with every winner in place: the run's model check);
+#        KTIMES=1: Inductor's max-autotune time of each kernel (bench/inductor_kernel_times.py);
+#        COMPARE=1: the model four ways again by the bench's own model_compare call;
+#        summary.json via bench/models_summary.py
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
 # Results go to $OUT (default bench/results/models). Progress lines start with "==".
 set -uo pipefail
@@ -77,7 +78,12 @@ print(d["status"], d["target"]["name"])' "$s")
         win=/tmp/win-$m-$k; rm -rf "$win"; cp -r "$cap/targets" "$win"
         (cd "$win" && patch -s -p1 < "$run/report.diff") && swaps+=(--swap "$k=$win/$k.py")
       done
-      [ "${COMPARE:-1}" = 1 ] || continue  # COMPARE=0: the runs alone
+      if [ "${KTIMES:-0}" = 1 ]; then  # Inductor's max-autotune time of each kernel (do_bench)
+        mkdir -p "$OUT/kernel-times"
+        timed "$m-kernel-times" 400 python3 bench/inductor_kernel_times.py "$model" \
+          --mode max-autotune --out "$OUT/kernel-times/$m-maxautotune.json"
+      fi
+      [ "${COMPARE:-0}" = 1 ] || continue  # the run's own model check has the model four ways
       modes=eager,default,max-autotune; [ ${#swaps[@]} -gt 0 ] && modes=$modes,kernelopt
       timed "$m-compare" 300 python3 -m kernelopt_triton.model_compare "$model" --modes "$modes" \
         "${swaps[@]}" --out "$OUT/$m-compare.json"

@@ -2,8 +2,9 @@
 
     python3 bench/models_summary.py RESULTS_DIR > RESULTS_DIR/summary.json
 
-Reads, under RESULTS_DIR: runs/<run_id>/{summary.json,journal.jsonl} (the kernelopt runs),
-runs/<model>-compare.json (kernelopt_triton.model_compare), runs/console-*.txt (the `timed`
+Reads, under RESULTS_DIR: runs/<run_id>/{summary.json,journal.jsonl} (the kernelopt runs; the
+model four ways from their model check, `model` in summary.json, else from
+runs/<model>-compare.json: kernelopt_triton.model_compare run by the bench), runs/console-*.txt (the `timed`
 lines: each `kernelopt run`'s wall, capture included), kernel-times/<model>-maxautotune.json
 (bench/inductor_kernel_times.py: Inductor's max-autotune + coordinate descent per kernel,
 do_bench). Nothing is measured here: every number is copied or derived (Amdahl) from those.
@@ -73,11 +74,18 @@ def summarize(results: Path) -> list[dict[str, Any]]:
             "rounds_won": summary.get("rounds_won"), "noise_pct": summary.get("noise_pct"),
             "engine_gate": {k: engine.get(k) for k in ("passed", "speedup", "amdahl_speedup")},
         })
+        if summary.get("model") and summary["model"].get("modes"):  # the product's model check
+            entry["model_check"] = summary["model"]
     for model, entry in models.items():
+        checked = entry.pop("model_check", None)
         compare_file = results / "runs" / f"{model}-compare.json"
-        if not compare_file.is_file():
+        if checked is not None:
+            modes = {label: {**m, "match_eager": m["match"]} for label, m in checked["modes"].items()}
+            entry["model_check_s"] = checked.get("seconds")
+        elif compare_file.is_file():  # the bench's own four-way compare (results before it)
+            modes = json.loads(compare_file.read_text())["modes"]
+        else:
             continue
-        modes = json.loads(compare_file.read_text())["modes"]
         ms = {key: modes[mode]["ms"] if mode in modes else None for key, mode in
               (("eager", "eager"), ("compile_default", "default"),
                ("max_autotune", "max-autotune"), ("kernelopt", "kernelopt"))}

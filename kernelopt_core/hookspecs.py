@@ -70,6 +70,11 @@ class Backend(Protocol):
       printing ``{"baseline_ms": [...], "candidate_ms": [...], "match", "detail"}`` or
       ``{"engine_error", "side"}`` (docs/plugins.md, the engine contract); the engine gate then
       runs it once instead of ``engine`` six times.
+    * ``model_compare(targets, winners, out_dir) -> Command | None``: after the runs of one
+      program's kernels, the program in one process every way (``winners``: target name → a
+      directory with its editable files as the winner has them), printing ``{"kernelopt_model":
+      1, "modes": {label: {"ms", "spread_pct", "match", "windows"}}, "baseline", "kernelopt"}``
+      (docs/plugins.md, the model check contract; kernelopt_core/model_check.py).
     * ``compile_probe(target, tree, probe_dir) -> Command | None``: compiles, without writing
       the tree or its build, what each knob value's edited files (``probe_dir/<id>/``, listed in
       ``probe_dir/variants.json``) affect and prints ``{"kernelopt_probe": 1, "results": {id:
