@@ -1,6 +1,6 @@
 """summary.json of a models results folder (bench/h200_models.sh run): one object per model.
 
-    python3 bench/models_summary.py RESULTS_DIR > RESULTS_DIR/summary.json
+    python3 bench/models_summary.py RESULTS_DIR [MORE_DIR ...] [--kernel-times DIR] > summary.json
 
 Reads, under RESULTS_DIR: runs/<run_id>/{summary.json,journal.jsonl} (the kernelopt runs; the
 model four ways from their model check, `model` in summary.json, else from
@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +39,23 @@ def _preface_share(run: Path, kernel: str) -> float | None:
 
 def _walls(results: Path) -> dict[str, float]:
     walls: dict[str, float] = {}
-    for console in sorted(results.glob("runs/console-*.txt")):
+    for console in sorted([*results.glob("runs/console-*.txt"), *results.glob("console*.txt")]):
         for m in re.finditer(r"== \[\d+s\] (\S+)-run: exit \d+, ([\d.]+) s", console.read_text()):
             walls[m.group(1)] = float(m.group(2))
     return walls
 
 
-def summarize(results: Path) -> list[dict[str, Any]]:
-    walls = _walls(results)
+def summarize(results: Path, more: tuple[Path, ...] = (),
+              times_dir: Path | None = None) -> list[dict[str, Any]]:
+    """``results`` and ``more``: folders with runs/ (and console*.txt); kernel-times/ from
+    ``times_dir`` (default: ``results``)."""
+    walls: dict[str, float] = {}
+    for folder in (results, *more):
+        walls.update(_walls(folder))
     models: dict[str, dict[str, Any]] = {}
-    for run in sorted(p for p in (results / "runs").iterdir() if (p / "summary.json").is_file()):
+    runs = sorted(p for folder in (results, *more) for p in (folder / "runs").iterdir()
+                  if (p / "summary.json").is_file())
+    for run in runs:
         summary = json.loads((run / "summary.json").read_text())
         events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
         name = summary["target"]["name"]
@@ -57,13 +63,17 @@ def summarize(results: Path) -> list[dict[str, Any]]:
         entry = models.setdefault(model, {"model": model, "wall_s": walls.get(model),
                                           "kernels": [], "runs": []})
         entry["runs"].append(run.name)
-        times_file = results / "kernel-times" / f"{model}-maxautotune.json"
+        times_file = (times_dir or results) / "kernel-times" / f"{model}-maxautotune.json"
         autotuned = json.loads(times_file.read_text())["ms"] if times_file.is_file() else {}
         engine = summary.get("engine") or {}
         correctness = _stage_seconds(events, "correctness")
-        entry["engine_gate_s"] = round(sum(_stage_seconds(events, "engine")), 1) or None
-        entry["correctness_s_per_candidate"] = [round(s, 1) for s in correctness]
-        entry["correctness_s_median"] = round(statistics.median(correctness), 1) if correctness else None
+        gate_s = round(sum(_stage_seconds(events, "engine")), 1) or None
+        if gate_s is not None:  # the slowest gate of the model's runs
+            entry["engine_gate_s"] = max(gate_s, entry.get("engine_gate_s") or 0.0)
+        entry.setdefault("engine_gate_s", None)
+        entry.setdefault("correctness_s_per_candidate", []).extend(round(s, 1) for s in correctness)
+        every = entry["correctness_s_per_candidate"]
+        entry["correctness_s_median"] = round(statistics.median(every), 1) if every else None
         entry["kernels"].append({
             "name": kernel, "share": engine.get("time_share") or _preface_share(run, kernel),
             "baseline_us": round(1e3 * summary["baseline_ms"], 2),
@@ -73,12 +83,15 @@ def summarize(results: Path) -> list[dict[str, Any]]:
             "verdict": summary["status"], "speedup": summary["speedup"],
             "rounds_won": summary.get("rounds_won"), "noise_pct": summary.get("noise_pct"),
             "engine_gate": {k: engine.get(k) for k in ("passed", "speedup", "amdahl_speedup")},
+            "engine_gate_s": gate_s,
         })
         if summary.get("model") and summary["model"].get("modes"):  # the product's model check
             entry["model_check"] = summary["model"]
     for model, entry in models.items():
         checked = entry.pop("model_check", None)
-        compare_file = results / "runs" / f"{model}-compare.json"
+        compare_file = next((f / "runs" / f"{model}-compare.json" for f in (results, *more)
+                             if (f / "runs" / f"{model}-compare.json").is_file()),
+                            results / "runs" / f"{model}-compare.json")
         if checked is not None:
             modes = {label: {**m, "match_eager": m["match"]} for label, m in checked["modes"].items()}
             entry["model_check_s"] = checked.get("seconds")
@@ -105,4 +118,10 @@ def summarize(results: Path) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(summarize(Path(sys.argv[1])), indent=1))
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python3 bench/models_summary.py")
+    parser.add_argument("results", type=Path, nargs="+", help="folders with runs/ in them")
+    parser.add_argument("--kernel-times", type=Path, help="the folder with kernel-times/")
+    ns = parser.parse_args()
+    print(json.dumps(summarize(ns.results[0], tuple(ns.results[1:]), ns.kernel_times), indent=1))

@@ -103,6 +103,7 @@ def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: P
     method = getattr(backend, "model_compare", None)
     if method is None or not finished:
         return None
+    out_dir.mkdir(parents=True, exist_ok=True)  # the command's working directory
     summaries = [history.summary(f.run_dir) for f in finished]
     winners: dict[str, Path] = {}
     for item in finished:

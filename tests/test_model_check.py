@@ -66,7 +66,7 @@ class ModelBackend(ScriptedBackend):
 
     def model_compare(self, targets: list[Target], winners: dict[str, Path],
                       out_dir: Path) -> Command | None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        assert out_dir.is_dir()  # the core made it: the command runs there (an H200 run found it missing)
         (out_dir / "program.py").write_text(self.program)
         argv = [sys.executable, str(out_dir / "program.py"), str(targets[0].root / "kernel.py")]
         argv += [str(winners[t.name] / "kernel.py") for t in targets if t.name in winners]
