@@ -15,17 +15,13 @@ def markdown(model: dict[str, Any] | None) -> list[str]:
     runs = ", ".join(model.get("runs", []))
     if model.get("error"):
         return [*lines, f"Not measured (runs {runs}): {model['error']}", ""]
-    ours = model["kernelopt"]
     winners = ", ".join(f"`{w}`" for w in model.get("winners", [])) or "none (nothing optimized)"
     lines += [f"Measured in one process ({model.get('seconds')} s), every way at once; "
               f"kernelopt's winners in place: {winners} (runs {runs}).", "",
               "| mode | ms (median) | spread (IQR) | windows | outputs match | vs kernelopt |",
               "|---|---|---|---|---|---|"]
-    for label, m in model["modes"].items():
-        versus = model["versus"][label]
-        lines.append(f"| {label}{' (kernelopt)' if label == ours else ''} | {m['ms']:.4f} | "
-                     f"±{m.get('spread_pct', 0):.1f} % | {m.get('windows', '?')} | "
-                     f"{'yes' if m.get('match') else 'NO'} | {versus:.3f}× |")
+    table, _ = rows(model, windows=True)
+    lines += ["| " + " | ".join(row) + " |" for row in table]
     predicted = model.get("amdahl_predicted")
     lines += ["", f"Measured: {model['measured_speedup']:.3f}× over {model['baseline']}; "
               "predicted from the kernels' results (Amdahl): "
@@ -38,25 +34,26 @@ def markdown(model: dict[str, Any] | None) -> list[str]:
 def html(model: dict[str, Any] | None) -> str:
     """report.html's table of the modes ("" when the model was not measured)."""
     model = model or {}
-    rows = "".join(f"<tr><td>{escape(label)}</td><td>{m['ms']:.4f}</td>"
-                   f"<td>±{m.get('spread_pct', 0):.1f} %</td>"
-                   f"<td>{'yes' if m.get('match') else 'NO'}</td>"
-                   f"<td>{model['versus'][label]:.3f}×</td></tr>"
-                   for label, m in (model.get("modes") or {}).items())
-    if not rows:
+    if not model.get("modes"):
         return ""
+    cells = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
+                    for row in rows(model)[0])
     return ("<h2>The whole model (kernelopt's winners in place: "
             f"{escape(', '.join(model.get('winners', [])) or 'none')})</h2><table><tr>"
             "<th>mode</th><th>ms</th><th>spread</th><th>match</th><th>vs kernelopt</th></tr>"
-            f"{rows}</table>")
+            f"{cells}</table>")
 
 
-def rows(model: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
-    """The console's table of the modes (the ui prints it)."""
+def rows(model: dict[str, Any], windows: bool = False) -> tuple[list[list[str]], list[str]]:
+    """The table of the modes: the console's (the ui prints it), report.md's (with windows)
+    and report.html's."""
     table = [[label + (" (kernelopt)" if label == model["kernelopt"] else ""), f"{m['ms']:.4f}",
-              f"±{m.get('spread_pct', 0):.1f} %", "yes" if m.get("match") else "NO",
-              f"{model['versus'][label]:.3f}×"] for label, m in model["modes"].items()]
-    return table, ["mode", "ms (median)", "spread", "outputs match", "vs kernelopt"]
+              f"±{m.get('spread_pct', 0):.1f} %",
+              *([str(m.get("windows", "?"))] if windows else []),
+              "yes" if m.get("match") else "NO", f"{model['versus'][label]:.3f}×"]
+             for label, m in model["modes"].items()]
+    return table, ["mode", "ms (median)", "spread", *(["windows"] if windows else []),
+                   "outputs match", "vs kernelopt"]
 
 
 def verdict_line(model: dict[str, Any]) -> str:
