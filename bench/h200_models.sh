@@ -11,6 +11,12 @@
 #        KTIMES=1: Inductor's max-autotune time of each kernel (bench/inductor_kernel_times.py);
 #        COMPARE=1: the model four ways again by the bench's own model_compare call;
 #        summary.json via bench/models_summary.py
+#   bash bench/h200_models.sh campaign [MODEL ...]   `kernelopt campaign MODEL --top $TOP`
+#        (jobs, verdicts, the campaign's one model check; its folder copied to $OUT)
+#   bash bench/h200_models.sh gap [MODEL ...]     the top $TOP kernels as default and as
+#        max-autotune tuned them: do_bench of each (bench/inductor_kernel_times.py, sources and
+#        configs kept) and kernelopt's harness on the standalone file with each config
+#        (bench/inductor_mode_gap.py)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
 # Results go to $OUT (default bench/results/models). Progress lines start with "==".
 set -uo pipefail
@@ -78,10 +84,13 @@ print(d["status"], d["target"]["name"])' "$s")
         win=/tmp/win-$m-$k; rm -rf "$win"; cp -r "$cap/targets" "$win"
         (cd "$win" && patch -s -p1 < "$run/report.diff") && swaps+=(--swap "$k=$win/$k.py")
       done
-      if [ "${KTIMES:-0}" = 1 ]; then  # Inductor's max-autotune time of each kernel (do_bench)
+      if [ "${KTIMES:-0}" = 1 ]; then  # each kernel as default and max-autotune tuned it (do_bench)
         mkdir -p "$OUT/kernel-times"
-        timed "$m-kernel-times" 400 python3 bench/inductor_kernel_times.py "$model" \
-          --mode max-autotune --out "$OUT/kernel-times/$m-maxautotune.json"
+        for mode in default max-autotune; do
+          timed "$m-kernel-times-$mode" 400 python3 bench/inductor_kernel_times.py "$model" \
+            --mode "$mode" --out "$OUT/kernel-times/$m-${mode/-/}.json" \
+            --sources "$OUT/kernel-times/$m-${mode/-/}"
+        done
       fi
       [ "${COMPARE:-0}" = 1 ] || continue  # the run's own model check has the model four ways
       modes=eager,default,max-autotune; [ ${#swaps[@]} -gt 0 ] && modes=$modes,kernelopt
@@ -90,6 +99,27 @@ print(d["status"], d["target"]["name"])' "$s")
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 print({k: (round(v["ms"],3), v["match_eager"], v.get("compile_s")) for k, v in d["modes"].items()})' "$OUT/$m-compare.json"
     done ;;
-  *) echo "usage: $0 probe|run [MODEL ...]" >&2; exit 2 ;;
+  campaign)  # kernelopt campaign MODEL --top $TOP: its kernels under one budget, one model check
+    for model in "${models[@]}"; do
+      m=$(basename "$model" .py); name=$m-top$TOP-$(date +%H%M%S)
+      timed "$m-campaign" "${RUN_LIMIT:-560}" kernelopt campaign "$model" --top "$TOP" \
+        --name "$name" ${RUN_ARGS:-}
+      tail -25 "$OUT/$m-campaign.log"
+      cp -r "$KERNELOPT_HOME/campaigns/$name" "$OUT/$m-campaign" 2>/dev/null
+    done ;;
+  gap)  # each top kernel: default vs max-autotune config, by do_bench and by kernelopt's harness
+    for model in "${models[@]}"; do
+      m=$(basename "$model" .py); cap=/tmp/cap-$m; kt=$OUT/kernel-times
+      rm -rf "$cap"; mkdir -p "$kt"
+      timed "$m-capture" 300 python3 -m kernelopt_triton.inductor capture "$model" --out "$cap" --steps 5 || continue
+      timed "$m-generate" 120 python3 -m kernelopt_triton.inductor generate "$cap" --top "$TOP"
+      for mode in default max-autotune; do
+        timed "$m-kernel-times-$mode" 400 python3 bench/inductor_kernel_times.py "$model" \
+          --mode "$mode" --out "$kt/$m-${mode/-/}.json" --sources "$kt/$m-${mode/-/}"
+      done
+      timed "$m-gap" 400 python3 bench/inductor_mode_gap.py "$cap/targets" "$kt/$m-maxautotune.json"
+      cat "$OUT/$m-gap.log"; cp -r "$cap/targets" "$OUT/$m-targets"
+    done ;;
+  *) echo "usage: $0 probe|run|campaign|gap [MODEL ...]" >&2; exit 2 ;;
 esac
 say "done"

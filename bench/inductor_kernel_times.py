@@ -1,6 +1,10 @@
 """Time each Triton kernel Inductor generates for a model, as a given compile mode tuned it.
 
     python3 bench/inductor_kernel_times.py MODEL_FILE --mode default|max-autotune --out times.json
+        [--sources DIR]
+
+``--sources DIR`` keeps each kernel module as DIR/<kernel>.py; times.json's ``configs`` names
+the launch configuration the mode chose (what a default-vs-max-autotune difference is made of).
 
 The model is compiled in this process with its own TORCHINDUCTOR_CACHE_DIR and
 benchmark_kernel on (each kernel module then carries get_args()/call()); every kernel module is
@@ -25,6 +29,7 @@ def main() -> int:
     ap.add_argument("model_file", type=Path)
     ap.add_argument("--mode", default="default", choices=["default", "max-autotune"])
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--sources", type=Path, default=None)
     ns = ap.parse_args()
     cache = Path(tempfile.mkdtemp(prefix=f"ind-{ns.mode}-"))
     os.environ.update(TORCHINDUCTOR_CACHE_DIR=str(cache), TORCHINDUCTOR_FX_GRAPH_CACHE="0",
@@ -45,6 +50,9 @@ def main() -> int:
         compiled(*args)
         torch.cuda.synchronize()
     times: dict[str, float] = {}
+    configs: dict[str, str] = {}
+    if ns.sources is not None:
+        ns.sources.mkdir(parents=True, exist_ok=True)
     for path in sorted(cache.rglob("*.py")):
         text = path.read_text(errors="replace")
         if "@triton.jit" not in text or "def get_args()" not in text or "AsyncCompile()" in text:
@@ -57,8 +65,13 @@ def main() -> int:
         mod.call(kargs)  # autotunes as the mode's metadata says
         times[name] = float(triton.testing.do_bench(lambda m=mod, a=kargs: m.call(a), rep=200,
                                                     return_mode="median"))
-        print(f"{ns.mode:>12}  {times[name] * 1e3:9.1f} us  {name}", flush=True)
-    ns.out.write_text(json.dumps({"mode": ns.mode, "model": str(ns.model_file), "ms": times}, indent=1))
+        launchers = getattr(getattr(mod, name), "launchers", None) or []
+        configs[name] = str(launchers[0].config) if launchers else "?"
+        if ns.sources is not None:
+            (ns.sources / f"{name}.py").write_text(text)
+        print(f"{ns.mode:>12}  {times[name] * 1e3:9.1f} us  {name}  {configs[name]}", flush=True)
+    ns.out.write_text(json.dumps({"mode": ns.mode, "model": str(ns.model_file), "ms": times,
+                                  "configs": configs}, indent=1))
     return 0
 
 

@@ -30,8 +30,10 @@ from kernelopt_core.hookspecs import hookimpl
 def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | None,
                      executor: str, gpus: str | None, budget_gpu_minutes: float | None,
                      budget_usd: float | None, budget_minutes: float | None, run_args: str,
-                     state_root: Path | None) -> None:
-    """Optimize every target of PATHS under one budget, on every GPU (docs/scaling.md)."""
+                     state_root: Path | None, **plugin_flags: Any) -> None:
+    """Optimize every target of PATHS under one budget, on every GPU (docs/scaling.md).
+
+    The plugins' run flags (e.g. --top K for a model file) go to every target's run."""
     from kernelopt_core import campaign, cli, ui
     from kernelopt_core.errors import UsageError
     from kernelopt_core.executors import visible_gpus
@@ -44,13 +46,15 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
                          hint=f"installed: {', '.join(sorted(executors))} (pip install "
                               "kernelopt-dask for dask)")
     name = check_run_id(name or time.strftime("campaign-%Y%m%dT%H%M%SZ", time.gmtime()))
-    extra = shlex.split(run_args)
+    extra = shlex.split(run_args) + _as_run_args(ctx.command, plugin_flags, run_args)
     slots = _slots(gpus, visible_gpus)
     found = []
     checks: list[tuple[Any, bool]] = []  # each PATH's backend, and whether to check its model
     first: Any = None  # the first PATH's settings: the executor's options come from them
+    # `run` as the group gives it: with the plugins' flags (--top), which <run-args> may use
+    run_command = ctx.find_root().command.get_command(ctx, "run")  # type: ignore[attr-defined]
     for path in paths:  # each PATH's targets, as `kernelopt run PATH <run-args>` finds them
-        run_ctx = cli.run.make_context("run", [str(path), *extra], parent=ctx)
+        run_ctx = run_command.make_context("run", [str(path), *extra], parent=ctx)
         flags = {k: v for k, v in run_ctx.params.items() if k != "path"}
         _host, backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
         found.append((str(path.resolve()), targets))
@@ -121,6 +125,25 @@ def _check_models(name: str, found: list[tuple[str, Any]], checks: list[tuple[An
     return ran
 
 
+def _as_run_args(command: click.Command, given: dict[str, Any], run_args: str) -> list[str]:
+    """The plugin flags given to the campaign, as `kernelopt run` arguments."""
+    from kernelopt_core.errors import UsageError
+
+    args: list[str] = []
+    for param in command.params:
+        value = given.get(param.name or "")
+        if value is None or not isinstance(param, click.Option):
+            continue
+        if any(opt in shlex.split(run_args) for opt in (*param.opts, *param.secondary_opts)):
+            raise UsageError(f"{param.opts[0]} is given twice: as a campaign flag and in "
+                             f"--run-args {run_args!r}", hint="give it once")
+        if param.is_flag:
+            args.append(param.opts[0] if value else param.secondary_opts[0])
+        else:
+            args += [param.opts[0], str(value)]
+    return args
+
+
 def _slots(gpus: str | None, visible: Any) -> list[str]:
     """--gpus: the GPU indices (or UUIDs) to use, comma-separated; each is one slot."""
     from kernelopt_core.errors import UsageError
@@ -132,6 +155,9 @@ def _slots(gpus: str | None, visible: Any) -> list[str]:
         raise UsageError(f"--gpus {gpus!r}: give each GPU once, comma-separated",
                          hint="e.g. --gpus 0 or --gpus 0,1")
     return slots
+
+
+campaign_command.plugin_flags = True  # type: ignore[attr-defined]  # cli adds the plugins' flags
 
 
 @hookimpl

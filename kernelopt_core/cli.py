@@ -48,15 +48,15 @@ class KerneloptGroup(click.Group):
         if name not in self.commands or name in ("run", "gate-selftest"):
             self.get_host()
         command = super().get_command(ctx, name)
-        if command is not None and self.host is not None and (
-                name in ("run", "gate-selftest") or getattr(command, "runs_loop", False)):
+        if command is not None and self.host is not None and (name in ("run", "gate-selftest")
+                or getattr(command, "runs_loop", False) or getattr(command, "plugin_flags", False)):
             self._add_plugin_options(command)
         return command
 
     def _add_plugin_options(self, command: click.Command) -> None:
-        """Plugin flags (``kernelopt_option_tables``) go on ``run``, ``gate-selftest`` and the
-        plugin commands made by run_command, once per plugin host (a new host, as in tests,
-        replaces the previous host's flags)."""
+        """Plugin flags (``kernelopt_option_tables``) go on ``run``, ``gate-selftest``, the
+        plugin commands made by run_command and ``campaign`` (which hands them to its jobs),
+        once per plugin host (a new host, as in tests, replaces the previous host's flags)."""
         added: tuple[PluginHost, list[click.Parameter]] | None = getattr(command, "_plugin_options",
                                                                           None)
         if added is not None and added[0] is self.host:

@@ -30,7 +30,7 @@ def test_two_targets_on_two_slots_then_the_same_campaign_resumes(tmp_path: Path)
     state = tmp_path / "state"
     command = [*KERNELOPT, "campaign", "a", "b", "--gpus", "0,1", "--name", "cpu",
                "--budget-minutes", "4", "--budget-gpu-minutes", "2", "--run-args", RUN_ARGS,
-               "--state-root", str(state)]
+               "--top", "2", "--state-root", str(state)]  # a plugin's run flag, for every job
     first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     # two runs timed side by side on a 2-core machine: each reaches a verdict; whether the
     # noise let each prove its win is the runs' business, not the campaign's
@@ -46,7 +46,7 @@ def test_two_targets_on_two_slots_then_the_same_campaign_resumes(tmp_path: Path)
     for argv in plan["jobs"]:  # each job its share of the budgets, then the run arguments
         assert argv[argv.index("--budget-minutes") + 1] == "4.00"  # 4 × 2 slots × 1/2
         assert argv[argv.index("--budget-gpu-seconds") + 1] == "60.0"
-        assert argv[-len(RUN_ARGS.split()):] == RUN_ARGS.split()
+        assert argv[-len(RUN_ARGS.split()) - 2:] == [*RUN_ARGS.split(), "--top", "2"]
     lines = {r: (state / "runs" / r / "journal.jsonl").read_text().count("\n")
              for r in ("cpu-01", "cpu-02")}
     # the same campaign again: every run is finished, so nothing runs again
@@ -61,6 +61,13 @@ def test_two_targets_on_two_slots_then_the_same_campaign_resumes(tmp_path: Path)
     [plan] = [e for e in read(state / "campaigns" / "later" / "campaign.jsonl")
               if e["event"] == "campaign"]
     assert plan["entries"][0]["headroom_known"] is True, later.stdout + later.stderr
+
+
+def test_a_plugin_flag_given_to_the_campaign_and_in_run_args_is_refused(tmp_path: Path) -> None:
+    result = subprocess.run([*KERNELOPT, "campaign", str(tmp_path), "--top", "2", "--run-args",
+                             "--iterations 3 --top 3"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--top is given twice" in result.stderr and "give it once" in result.stderr
 
 
 def _target(name: str, share: float | None) -> Target:
