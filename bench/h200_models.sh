@@ -8,7 +8,9 @@
 #   bash bench/h200_models.sh run [MODEL ...]     `kernelopt run MODEL --top $TOP` with defaults
 #        (its wall, verdicts, engine gate seconds, correctness seconds per candidate from the
 #        journal; the model four ways with every winner in place: the run's model check);
-#        KTIMES=1: Inductor's max-autotune time of each kernel (bench/inductor_kernel_times.py);
+#        KTIMES=1: each kernel as Inductor's default and max-autotune tuned it, by do_bench
+#        (bench/inductor_kernel_times.py), then its captured, max-autotune and kernelopt
+#        configs by kernelopt's harness and do_bench alike (bench/inductor_mode_gap.py);
 #        COMPARE=1: the model four ways again by the bench's own model_compare call;
 #        summary.json via bench/models_summary.py
 #   bash bench/h200_models.sh campaign [MODEL ...]   `kernelopt campaign MODEL --top $TOP`
@@ -16,7 +18,7 @@
 #   bash bench/h200_models.sh gap [MODEL ...]     the top $TOP kernels as default and as
 #        max-autotune tuned them: do_bench of each (bench/inductor_kernel_times.py, sources and
 #        configs kept) and kernelopt's harness on the standalone file with each config
-#        (bench/inductor_mode_gap.py)
+#        (bench/inductor_mode_gap.py; WINNERS=FILE: kernelopt's configs from earlier runs)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
 # Results go to $OUT (default bench/results/models). Progress lines start with "==".
 set -uo pipefail
@@ -73,7 +75,7 @@ print({k: (round(v["ms"],3), v["match_eager"], v.get("compile_s")) for k, v in d
       before=$(ls "$KERNELOPT_HOME/runs" 2>/dev/null | wc -l)
       timed "$m-run" "${RUN_LIMIT:-300}" kernelopt run "$model" --top "$TOP" ${RUN_ARGS:-}
       grep -E "^(optimized|matched|fallback|unverified)|verdict" "$OUT/$m-run.log" | tail -4
-      swaps=()
+      swaps=(); wins=()
       for run in $(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -n +$((before + 1))); do
         s=$run/summary.json; [ -f "$s" ] || continue
         read -r status name < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
@@ -82,7 +84,8 @@ print(d["status"], d["target"]["name"])' "$s")
         [ "$status" = optimized ] || continue
         k=${name#"$m"-}; cap=$(ls -d "$KERNELOPT_HOME"/work/inductor-"$m"-*/ | head -1)
         win=/tmp/win-$m-$k; rm -rf "$win"; cp -r "$cap/targets" "$win"
-        (cd "$win" && patch -s -p1 < "$run/report.diff") && swaps+=(--swap "$k=$win/$k.py")
+        (cd "$win" && patch -s -p1 < "$run/report.diff") && swaps+=(--swap "$k=$win/$k.py") \
+          && wins+=(--winner "$k=$win/$k.py")
       done
       if [ "${KTIMES:-0}" = 1 ]; then  # each kernel as default and max-autotune tuned it (do_bench)
         mkdir -p "$OUT/kernel-times"
@@ -91,6 +94,10 @@ print(d["status"], d["target"]["name"])' "$s")
             --mode "$mode" --out "$OUT/kernel-times/$m-${mode/-/}.json" \
             --sources "$OUT/kernel-times/$m-${mode/-/}"
         done
+        # the captured, max-autotune's and kernelopt's configs of each kernel, by both timers
+        cap=$(ls -d "$KERNELOPT_HOME"/work/inductor-"$m"-*/ | head -1)
+        timed "$m-gap" 400 python3 bench/inductor_mode_gap.py "$cap/targets" \
+          "$OUT/kernel-times/$m-maxautotune.json" "${wins[@]}"
       fi
       [ "${COMPARE:-0}" = 1 ] || continue  # the run's own model check has the model four ways
       modes=eager,default,max-autotune; [ ${#swaps[@]} -gt 0 ] && modes=$modes,kernelopt
@@ -117,7 +124,8 @@ print({k: (round(v["ms"],3), v["match_eager"], v.get("compile_s")) for k, v in d
         timed "$m-kernel-times-$mode" 400 python3 bench/inductor_kernel_times.py "$model" \
           --mode "$mode" --out "$kt/$m-${mode/-/}.json" --sources "$kt/$m-${mode/-/}"
       done
-      timed "$m-gap" 400 python3 bench/inductor_mode_gap.py "$cap/targets" "$kt/$m-maxautotune.json"
+      timed "$m-gap" 400 python3 bench/inductor_mode_gap.py "$cap/targets" "$kt/$m-maxautotune.json" \
+        ${WINNERS:+--winners-json "$WINNERS"}
       cat "$OUT/$m-gap.log"; cp -r "$cap/targets" "$OUT/$m-targets"
     done ;;
   *) echo "usage: $0 probe|run|campaign|gap [MODEL ...]" >&2; exit 2 ;;

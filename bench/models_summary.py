@@ -2,12 +2,15 @@
 
     python3 bench/models_summary.py RESULTS_DIR [MORE_DIR ...] [--kernel-times DIR] > summary.json
 
-Reads, under RESULTS_DIR: runs/<run_id>/{summary.json,journal.jsonl} (the kernelopt runs; the
+Reads, under RESULTS_DIR: runs/<run_id>/ or kernelopt-runs-*/<run_id>/ {summary.json,
+journal.jsonl} (the kernelopt runs; a campaign's model check from <model>-campaign/summary.json; the
 model four ways from their model check, `model` in summary.json, else from
 runs/<model>-compare.json: kernelopt_triton.model_compare run by the bench), runs/console-*.txt (the `timed`
 lines: each `kernelopt run`'s wall, capture included), kernel-times/<model>-maxautotune.json
 (bench/inductor_kernel_times.py: Inductor's max-autotune + coordinate descent per kernel,
-do_bench). Nothing is measured here: every number is copied or derived (Amdahl) from those.
+do_bench), and with --gap DIR: DIR/<model>-gap.log (bench/inductor_mode_gap.py: each kernel's
+captured, max-autotune and kernelopt configs by one timer, then the other, in one process: a
+kernel's "same_timer"). Nothing is measured here: every number is copied or derived (Amdahl) from those.
 """
 
 from __future__ import annotations
@@ -40,21 +43,44 @@ def _preface_share(run: Path, kernel: str) -> float | None:
 def _walls(results: Path) -> dict[str, float]:
     walls: dict[str, float] = {}
     for console in sorted([*results.glob("runs/console-*.txt"), *results.glob("console*.txt")]):
-        for m in re.finditer(r"== \[\d+s\] (\S+)-run: exit \d+, ([\d.]+) s", console.read_text()):
+        for m in re.finditer(r"== \[\d+s\] (\S+)-(?:run|campaign): exit \d+, ([\d.]+) s",
+                             console.read_text()):
             walls[m.group(1)] = float(m.group(2))
     return walls
 
 
-def summarize(results: Path, more: tuple[Path, ...] = (),
-              times_dir: Path | None = None) -> list[dict[str, Any]]:
-    """``results`` and ``more``: folders with runs/ (and console*.txt); kernel-times/ from
-    ``times_dir`` (default: ``results``)."""
+def _gaps(folder: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """model -> kernel -> {role: {config, harness_us, do_bench_us, ...}} from <model>-gap.log
+    (bench/inductor_mode_gap.py: the captured, max-autotune and kernelopt configs, both timers)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for log in sorted(folder.glob("*-gap.log")):
+        model = log.name[: -len("-gap.log")]
+        for line in log.read_text().splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                out.setdefault(model, {})[row["kernel"]] = {
+                    k: v for k, v in row.items() if isinstance(v, dict)}
+    return out
+
+
+def summarize(results: Path, more: tuple[Path, ...] = (), times_dir: Path | None = None,
+              gap_dir: Path | None = None) -> list[dict[str, Any]]:
+    """``results`` and ``more``: folders with runs/ or kernelopt-runs-*/ (and console*.txt,
+    a campaign's <model>-campaign/summary.json); kernel-times/ from ``times_dir`` (default:
+    ``results``); <model>-gap.log from ``gap_dir``."""
     walls: dict[str, float] = {}
     for folder in (results, *more):
         walls.update(_walls(folder))
     models: dict[str, dict[str, Any]] = {}
-    runs = sorted(p for folder in (results, *more) for p in (folder / "runs").iterdir()
-                  if (p / "summary.json").is_file())
+    # runs/ (h200_models.sh run) or kernelopt-runs-*/ (h200_collect.sh's copy of a state root)
+    runs = sorted(p for folder in (results, *more)
+                  for runs_dir in [folder / "runs", *folder.glob("kernelopt-runs-*")]
+                  if runs_dir.is_dir() for p in runs_dir.iterdir() if (p / "summary.json").is_file())
+    campaign_checks = {Path(path).stem: model["measured"] for folder in (results, *more)
+                       for campaign_summary in folder.glob("*-campaign/summary.json")
+                       for path, model in json.loads(campaign_summary.read_text())["models"].items()
+                       if model.get("measured")}
+    gaps = _gaps(gap_dir) if gap_dir else {}
     for run in runs:
         summary = json.loads((run / "summary.json").read_text())
         events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
@@ -85,10 +111,12 @@ def summarize(results: Path, more: tuple[Path, ...] = (),
             "engine_gate": {k: engine.get(k) for k in ("passed", "speedup", "amdahl_speedup")},
             "engine_gate_s": gate_s,
         })
+        if kernel in gaps.get(model, {}):  # one timer's readings of each config, one process
+            entry["kernels"][-1]["same_timer"] = gaps[model][kernel]
         if summary.get("model") and summary["model"].get("modes"):  # the product's model check
             entry["model_check"] = summary["model"]
     for model, entry in models.items():
-        checked = entry.pop("model_check", None)
+        checked = entry.pop("model_check", None) or campaign_checks.get(model)
         compare_file = next((f / "runs" / f"{model}-compare.json" for f in (results, *more)
                              if (f / "runs" / f"{model}-compare.json").is_file()),
                             results / "runs" / f"{model}-compare.json")
@@ -123,5 +151,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python3 bench/models_summary.py")
     parser.add_argument("results", type=Path, nargs="+", help="folders with runs/ in them")
     parser.add_argument("--kernel-times", type=Path, help="the folder with kernel-times/")
+    parser.add_argument("--gap", type=Path, help="the folder with <model>-gap.log")
     ns = parser.parse_args()
-    print(json.dumps(summarize(ns.results[0], tuple(ns.results[1:]), ns.kernel_times), indent=1))
+    print(json.dumps(summarize(ns.results[0], tuple(ns.results[1:]), ns.kernel_times, ns.gap),
+                     indent=1))
