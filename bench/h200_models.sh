@@ -97,7 +97,7 @@ print(d["status"], d["target"]["name"])' "$s")
         # the captured, max-autotune's and kernelopt's configs of each kernel, by both timers
         cap=$(ls -d "$KERNELOPT_HOME"/work/inductor-"$m"-*/ | head -1)
         timed "$m-gap" 400 python3 bench/inductor_mode_gap.py "$cap/targets" \
-          "$OUT/kernel-times/$m-maxautotune.json" "${wins[@]}"
+          "$OUT/kernel-times/$m-maxautotune.json" ${wins[@]+"${wins[@]}"}
       fi
       [ "${COMPARE:-0}" = 1 ] || continue  # the run's own model check has the model four ways
       modes=eager,default,max-autotune; [ ${#swaps[@]} -gt 0 ] && modes=$modes,kernelopt

@@ -8,7 +8,8 @@ For each standalone kernel file TARGETS_DIR/<kernel>.py (``kernelopt_triton.indu
 generate``: the launch config the capture's compile chose) whose kernel max-autotune tuned
 (MAX_AUTOTUNE_JSON from bench/inductor_kernel_times.py, with ``configs``), a copy with
 max-autotune's XBLOCK/YBLOCK/R0_BLOCK/num_warps/num_stages written into its launch is made
-(<kernel>_ma_config.py); kernelopt's winner is a file (``--winner``) or, from an earlier run
+(<kernel>_ma_config.py, in a temporary folder: TARGETS_DIR may be kernelopt's own capture);
+kernelopt's winner is a file (``--winner``) or, from an earlier run
 whose capture may have chosen another starting config, its config written the same way
 (``--winners-json``: {kernel: {"config": {knob: value}}}). Each file is loaded once as a harness
 Session (the code a bench worker runs); ``--rounds`` times, in turn, each file gets one
@@ -24,6 +25,7 @@ import json
 import re
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -81,17 +83,18 @@ def main() -> int:
     winners = dict(w.split("=", 1) for w in ns.winner)
     configs = json.loads(ns.winners_json.read_text()) if ns.winners_json else {}
     tuned = json.loads(ns.max_autotune.read_text())
+    work = Path(tempfile.mkdtemp(prefix="mode-gap-"))
     for name, cfg_text in sorted(tuned.get("configs", {}).items()):
         captured = ns.targets / f"{name}.py"
         if not captured.exists():
             continue
-        variant = ns.targets / f"{name}_ma_config.py"
+        variant = work / f"{name}_ma_config.py"
         variant.write_text(with_config(captured.read_text(), ma_config(cfg_text)))
         files = {"captured": captured, "max_autotune": variant}
         if name in winners:
             files["kernelopt"] = Path(winners[name])
         elif name in configs:
-            files["kernelopt"] = ns.targets / f"{name}_kernelopt_config.py"
+            files["kernelopt"] = work / f"{name}_kernelopt_config.py"
             files["kernelopt"].write_text(with_config(captured.read_text(), configs[name]["config"]))
         print(json.dumps({"kernel": name, "rounds": ns.rounds, **compare(files, ns.rounds),
                           "inductor_do_bench_max_autotune_us": round(tuned["ms"][name] * 1e3, 2)}),

@@ -71,6 +71,12 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
             raise UsageError(f"campaign {name} was started with other PATHs: "
                              f"{', '.join(sorted({e.path for e in entries}))}",
                              hint="give the same PATHs to resume it, or another --name")
+        # the model check after the jobs puts in the targets found now: they must be the jobs'
+        if {(e.path, e.target) for e in entries} != {(p, t.name) for p, ts in found for t in ts}:
+            raise UsageError(f"campaign {name} was started with other targets: "
+                             f"{', '.join(sorted(e.target for e in entries))}",
+                             hint="give the flags it was started with (e.g. the same --top) "
+                                  "to resume it, or another --name")
         ui.note(f"campaign {name} exists: its {len(jobs)} jobs run again, each resuming its run")
     else:
         entries = campaign.plan(name, found, state)
@@ -125,22 +131,36 @@ def _check_models(name: str, found: list[tuple[str, Any]], checks: list[tuple[An
     return ran
 
 
+# each job's share of the campaign's budgets (campaign.budgets): a flag for all jobs would
+# override it
+CAMPAIGN_WRITES = {"--budget-cost": "--budget-usd", "--budget-gpu-seconds": "--budget-gpu-minutes",
+                   "--budget-minutes": "--budget-minutes"}
+
+
 def _as_run_args(command: click.Command, given: dict[str, Any], run_args: str) -> list[str]:
     """The plugin flags given to the campaign, as `kernelopt run` arguments."""
     from kernelopt_core.errors import UsageError
 
+    in_run_args = {token.split("=", 1)[0] for token in shlex.split(run_args)}
     args: list[str] = []
     for param in command.params:
         value = given.get(param.name or "")
-        if value is None or not isinstance(param, click.Option):
+        if value is None or not isinstance(param, click.Option) or param.name not in given:
             continue
-        if any(opt in shlex.split(run_args) for opt in (*param.opts, *param.secondary_opts)):
+        opts = {*param.opts, *param.secondary_opts}
+        owned = sorted(opts & CAMPAIGN_WRITES.keys())
+        if owned:
+            raise UsageError(f"{owned[0]}: the campaign gives each job its share of the "
+                             f"campaign's budget", hint=f"give {CAMPAIGN_WRITES[owned[0]]} for "
+                             "the whole campaign")
+        if opts & in_run_args:
             raise UsageError(f"{param.opts[0]} is given twice: as a campaign flag and in "
                              f"--run-args {run_args!r}", hint="give it once")
         if param.is_flag:
-            args.append(param.opts[0] if value else param.secondary_opts[0])
+            args += [param.opts[0]] if value else param.secondary_opts[:1]
         else:
-            args += [param.opts[0], str(value)]
+            for item in value if param.multiple else (value,):
+                args += [param.opts[0], str(item)]
     return args
 
 

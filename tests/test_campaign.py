@@ -64,10 +64,16 @@ def test_two_targets_on_two_slots_then_the_same_campaign_resumes(tmp_path: Path)
 
 
 def test_a_plugin_flag_given_to_the_campaign_and_in_run_args_is_refused(tmp_path: Path) -> None:
-    result = subprocess.run([*KERNELOPT, "campaign", str(tmp_path), "--top", "2", "--run-args",
-                             "--iterations 3 --top 3"], capture_output=True, text=True, timeout=60)
+    for run_args in ("--iterations 3 --top 3", "--top=3"):
+        result = subprocess.run([*KERNELOPT, "campaign", str(tmp_path), "--top", "2", "--run-args",
+                                 run_args], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "--top is given twice" in result.stderr and "give it once" in result.stderr
+    # a job's share of a campaign budget is the campaign's to write
+    result = subprocess.run([*KERNELOPT, "campaign", str(tmp_path), "--budget-cost", "5"],
+                            capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "--top is given twice" in result.stderr and "give it once" in result.stderr
+    assert "--budget-cost" in result.stderr and "--budget-usd" in result.stderr
 
 
 def _target(name: str, share: float | None) -> Target:
