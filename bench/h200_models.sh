@@ -41,6 +41,13 @@ timed() {  # timed LABEL LIMIT CMD...: run, print the wall, keep the log
   [ $rc -eq 0 ] || tail -15 "$OUT/$label.log"
   return $rc
 }
+kernel_times() {  # kernel_times MODEL M DIR: each kernel as default and as max-autotune tuned it
+  local mode
+  for mode in default max-autotune; do
+    timed "$2-kernel-times-$mode" 400 python3 bench/inductor_kernel_times.py "$1" \
+      --mode "$mode" --out "$3/$2-${mode/-/}.json" --sources "$3/$2-${mode/-/}"
+  done
+}
 python3 -c 'import torch, transformers, timm, triton; print("torch", torch.__version__, "transformers", transformers.__version__, "timm", timm.__version__, "triton", triton.__version__)' | tee "$OUT/versions.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> "$OUT/versions.txt"
 
@@ -89,11 +96,7 @@ print(d["status"], d["target"]["name"])' "$s")
       done
       if [ "${KTIMES:-0}" = 1 ]; then  # each kernel as default and max-autotune tuned it (do_bench)
         mkdir -p "$OUT/kernel-times"
-        for mode in default max-autotune; do
-          timed "$m-kernel-times-$mode" 400 python3 bench/inductor_kernel_times.py "$model" \
-            --mode "$mode" --out "$OUT/kernel-times/$m-${mode/-/}.json" \
-            --sources "$OUT/kernel-times/$m-${mode/-/}"
-        done
+        kernel_times "$model" "$m" "$OUT/kernel-times"
         # the captured, max-autotune's and kernelopt's configs of each kernel, by both timers
         cap=$(ls -d "$KERNELOPT_HOME"/work/inductor-"$m"-*/ | head -1)
         timed "$m-gap" 400 python3 bench/inductor_mode_gap.py "$cap/targets" \
@@ -120,10 +123,7 @@ print({k: (round(v["ms"],3), v["match_eager"], v.get("compile_s")) for k, v in d
       rm -rf "$cap"; mkdir -p "$kt"
       timed "$m-capture" 300 python3 -m kernelopt_triton.inductor capture "$model" --out "$cap" --steps 5 || continue
       timed "$m-generate" 120 python3 -m kernelopt_triton.inductor generate "$cap" --top "$TOP"
-      for mode in default max-autotune; do
-        timed "$m-kernel-times-$mode" 400 python3 bench/inductor_kernel_times.py "$model" \
-          --mode "$mode" --out "$kt/$m-${mode/-/}.json" --sources "$kt/$m-${mode/-/}"
-      done
+      kernel_times "$model" "$m" "$kt"
       timed "$m-gap" 400 python3 bench/inductor_mode_gap.py "$cap/targets" "$kt/$m-maxautotune.json" \
         ${WINNERS:+--winners-json "$WINNERS"}
       cat "$OUT/$m-gap.log"; cp -r "$cap/targets" "$OUT/$m-targets"

@@ -46,7 +46,8 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
                          hint=f"installed: {', '.join(sorted(executors))} (pip install "
                               "kernelopt-dask for dask)")
     name = check_run_id(name or time.strftime("campaign-%Y%m%dT%H%M%SZ", time.gmtime()))
-    extra = shlex.split(run_args) + _as_run_args(ctx.command, plugin_flags, run_args)
+    extra = shlex.split(run_args)
+    extra += _as_run_args(ctx.command, plugin_flags, extra)
     slots = _slots(gpus, visible_gpus)
     found = []
     checks: list[tuple[Any, bool]] = []  # each PATH's backend, and whether to check its model
@@ -137,15 +138,16 @@ CAMPAIGN_WRITES = {"--budget-cost": "--budget-usd", "--budget-gpu-seconds": "--b
                    "--budget-minutes": "--budget-minutes"}
 
 
-def _as_run_args(command: click.Command, given: dict[str, Any], run_args: str) -> list[str]:
-    """The plugin flags given to the campaign, as `kernelopt run` arguments."""
+def _as_run_args(command: click.Command, given: dict[str, Any], run_args: list[str]) -> list[str]:
+    """The plugin flags given to the campaign (unset ones are None), as `kernelopt run`
+    arguments after ``run_args``."""
     from kernelopt_core.errors import UsageError
 
-    in_run_args = {token.split("=", 1)[0] for token in shlex.split(run_args)}
+    in_run_args = {token.split("=", 1)[0] for token in run_args}
     args: list[str] = []
     for param in command.params:
         value = given.get(param.name or "")
-        if value is None or not isinstance(param, click.Option) or param.name not in given:
+        if value is None or not isinstance(param, click.Option):
             continue
         opts = {*param.opts, *param.secondary_opts}
         owned = sorted(opts & CAMPAIGN_WRITES.keys())
@@ -155,7 +157,7 @@ def _as_run_args(command: click.Command, given: dict[str, Any], run_args: str) -
                              "the whole campaign")
         if opts & in_run_args:
             raise UsageError(f"{param.opts[0]} is given twice: as a campaign flag and in "
-                             f"--run-args {run_args!r}", hint="give it once")
+                             f"--run-args {shlex.join(run_args)!r}", hint="give it once")
         if param.is_flag:
             args += [param.opts[0]] if value else param.secondary_opts[:1]
         else:

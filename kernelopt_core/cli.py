@@ -48,8 +48,8 @@ class KerneloptGroup(click.Group):
         if name not in self.commands or name in ("run", "gate-selftest"):
             self.get_host()
         command = super().get_command(ctx, name)
-        if command is not None and self.host is not None and (name in ("run", "gate-selftest")
-                or getattr(command, "runs_loop", False) or getattr(command, "plugin_flags", False)):
+        if command is not None and self.host is not None and (
+                name in ("run", "gate-selftest") or getattr(command, "plugin_flags", False)):
             self._add_plugin_options(command)
         return command
 
@@ -97,7 +97,7 @@ def run_command(name: str, *, help: str, forced: dict[str, Any],
         ctx.exit(execute(ctx, path, flags, forced=forced))
 
     command = click.command(name, help=help)(run_options(callback))
-    command.runs_loop = True  # type: ignore[attr-defined]  # the plugins' flags go on it too
+    command.plugin_flags = True  # type: ignore[attr-defined]  # the plugins' flags go on it too
     taken = {n for p in command.params for n in (*p.opts, p.name or "")}
     for param in params:
         if param.name not in taken:
