@@ -1,0 +1,106 @@
+
+import triton
+import triton.language as tl
+
+from torch._inductor.runtime import triton_helpers, triton_heuristics
+from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math
+from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint, DeviceProperties
+triton_helpers.set_driver_to_gpu()
+
+from torch._dynamo.testing import rand_strided
+from torch._C import _cuda_getCurrentRawStream as get_raw_stream
+import torch
+
+@triton_heuristics.reduction(
+    size_hints={'x': 2048, 'r0_': 2048},
+    reduction_hint=ReductionHint.INNER,
+    filename=__file__,
+    triton_meta={'signature': {'in_ptr0': '*i64', 'in_ptr1': '*bf16', 'in_ptr2': '*bf16', 'out_ptr1': '*bf16', 'xnumel': 'i32', 'r0_numel': 'i32', 'XBLOCK': 'constexpr', 'R0_BLOCK': 'constexpr'}, 'device': DeviceProperties(type='cuda', index=0, multi_processor_count=132, cc=90, major=9, regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048, max_threads_per_block=1024, warp_size=32), 'constants': {}, 'native_matmul': False, 'enable_fp_fusion': True, 'launch_pdl': False, 'disable_ftz': False, 'configs': [{(0,): [['tt.divisibility', 16]], (1,): [['tt.divisibility', 16]], (2,): [['tt.divisibility', 16]], (3,): [['tt.divisibility', 16]], (4,): [['tt.divisibility', 16]], (5,): [['tt.divisibility', 16]]}]},
+    inductor_meta={'grid_type': 'Grid1D', 'autotune_hints': set(), 'kernel_name': 'triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0', 'mutated_arg_names': [], 'optimize_mem': True, 'no_x_dim': False, 'atomic_add_found': False, 'num_load': 2, 'num_store': 1, 'num_reduction': 1, 'backend_hash': '91D1D1166449D9E2EB66EB9770C9E2C3B0FEB787341F27FEB4D3F0338DA50336', 'assert_indirect_indexing': True, 'autotune_local_cache': True, 'autotune_pointwise': True, 'autotune_remote_cache': None, 'force_disable_caches': False, 'dynamic_scale_rblock': True, 'max_autotune': False, 'max_autotune_pointwise': False, 'min_split_scan_rblock': 256, 'spill_threshold': 16, 'store_cubin': False, 'deterministic': False, 'force_filter_reduction_configs': False, 'mix_order_reduction_allow_multi_stages': False, 'are_deterministic_algorithms_enabled': False, 'tiling_scores': {'x': 16384, 'r0_': 16781312}, 'kernel_num_gb': 0.016797696, 'kernel_flop': 0}
+)
+@triton.jit
+def triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0(in_ptr0, in_ptr1, in_ptr2, out_ptr1, xnumel, r0_numel, XBLOCK : tl.constexpr, R0_BLOCK : tl.constexpr):
+    xnumel = 2048
+    r0_numel = 2048
+    rnumel = r0_numel
+    RBLOCK: tl.constexpr = R0_BLOCK
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:, None]
+    xmask = xindex < xnumel
+    r0_base = tl.arange(0, R0_BLOCK)[None, :]
+    rbase = r0_base
+    x0 = xindex
+    tmp0 = tl.load(in_ptr0 + (x0), xmask, eviction_policy='evict_last')
+    _tmp10 = tl.full([XBLOCK, R0_BLOCK], 0, tl.float32)
+    for r0_offset in tl.range(0, r0_numel, R0_BLOCK):
+        r0_index = r0_offset + r0_base
+        r0_mask = r0_index < r0_numel
+        roffset = r0_offset
+        rindex = r0_index
+        r0_1 = r0_index
+        tmp1 = tl.full([1, 1], 32000, tl.int32)
+        tmp2 = tmp0 + tmp1
+        tmp3 = tmp0 < 0
+        tmp4 = tl.where(tmp3, tmp2, tmp0)
+        tl.device_assert(((0 <= tmp4) & (tmp4 < 32000)) | ~(xmask), "index out of bounds: 0 <= tmp4 < 32000")
+        tmp6 = tl.load(in_ptr1 + (r0_1 + 2048*tmp4), r0_mask & xmask, eviction_policy='evict_last', other=0.0).to(tl.float32)
+        tmp7 = tmp6.to(tl.float32)
+        tmp8 = tmp7 * tmp7
+        tmp9 = tl.broadcast_to(tmp8, [XBLOCK, R0_BLOCK])
+        tmp11 = _tmp10 + tmp9
+        _tmp10 = tl.where(r0_mask & xmask, tmp11, _tmp10)
+    tmp10 = tl.sum(_tmp10, 1)[:, None]
+    for r0_offset in tl.range(0, r0_numel, R0_BLOCK):
+        r0_index = r0_offset + r0_base
+        r0_mask = r0_index < r0_numel
+        roffset = r0_offset
+        rindex = r0_index
+        r0_1 = r0_index
+        tmp12 = tl.load(in_ptr2 + (r0_1), r0_mask, eviction_policy='evict_last', other=0.0).to(tl.float32)
+        tmp13 = tl.full([1, 1], 32000, tl.int32)
+        tmp14 = tmp0 + tmp13
+        tmp15 = tmp0 < 0
+        tmp16 = tl.where(tmp15, tmp14, tmp0)
+        tl.device_assert(((0 <= tmp16) & (tmp16 < 32000)) | ~(xmask), "index out of bounds: 0 <= tmp16 < 32000")
+        tmp18 = tl.load(in_ptr1 + (r0_1 + 2048*tmp16), r0_mask & xmask, eviction_policy='evict_first', other=0.0).to(tl.float32)
+        tmp19 = tmp18.to(tl.float32)
+        tmp20 = tl.full([1, 1], 2048.0, tl.float32)
+        tmp21 = (tmp10 / tmp20)
+        tmp22 = tl.full([1, 1], 1e-06, tl.float32)
+        tmp23 = tmp21 + tmp22
+        tmp24 = libdevice.rsqrt(tmp23)
+        tmp25 = tmp19 * tmp24
+        tmp26 = tmp25.to(tl.float32)
+        tmp27 = tmp12 * tmp26
+        tl.store(out_ptr1 + (r0_1 + 2048*x0), tmp27, r0_mask & xmask)
+
+
+def get_args():
+    arg_0 = rand_strided((4, 512), (512, 1), device='cuda:0', dtype=torch.int64)
+    arg_1 = rand_strided((32000, 2048), (2048, 1), device='cuda:0', dtype=torch.bfloat16)
+    arg_2 = rand_strided((2048,), (1,), device='cuda:0', dtype=torch.bfloat16)
+    arg_3 = rand_strided((4, 512, 2048), (1048576, 2048, 1), device='cuda:0', dtype=torch.bfloat16)
+    return arg_0, arg_1, arg_2, arg_3, 2048, 2048,
+
+
+def call(args):
+    with torch.cuda._DeviceGuard(0):
+        torch.cuda.set_device(0)
+        stream0 = get_raw_stream(0)
+        triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0.run(*args, stream=stream0)
+
+
+def benchmark_all_configs(args):
+    with torch.cuda._DeviceGuard(0):
+        torch.cuda.set_device(0)
+        return triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0.benchmark_all_configs(*args)
+
+
+if __name__ == '__main__':
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    args = get_args()
+    ms = benchmarker.benchmark(lambda: call(args), device='cuda', rep=40)
+    num_gb = 0.016797696
+    gb_per_s = num_gb / (ms / 1e3)
+    print(f"{ms:.3f}ms    {num_gb:.3f}GB    {gb_per_s:.2f}GB/s")
