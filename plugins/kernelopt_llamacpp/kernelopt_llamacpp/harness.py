@@ -9,9 +9,8 @@ full string (``test -o 'OP(params)'``) and compares it with the CPU backend like
 Without the variable the tool behaves as upstream's. A test-backend-ops whose case selection
 reads differently gets no harness: the pin then says whether the eval set covers the case.
 
-Ops the perf set has no case for get one (``EXTRA_PERF``), appended to ``make_test_cases_perf()``
-where the tool has the op's test struct and no perf case of it: RMS_NORM over a 4096-wide hidden
-state for 512 tokens (a 7B-class model's prompt), f32, eps 1e-6."""
+Cases the perf set lacks (perfcases.py: written from the op's own test struct, e.g. NORM's
+at a 7B-class prompt's 4096 × 512, f32) are appended to ``make_test_cases_perf()``."""
 
 from __future__ import annotations
 
@@ -24,37 +23,31 @@ ENV = "KERNELOPT_TBO_PERF_IN_TEST"
 _SELECTION = re.compile(r"^([ \t]*)test_cases = make_test_cases_eval\(\);[ \t]*$", re.M)
 
 
-# op: (its test struct, the cases added to the perf set when it has none)
-EXTRA_PERF = {
-    "RMS_NORM": ("test_rms_norm", ("new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f)",)),
-}
 _PERF_START = re.compile(r"make_test_cases_perf\(\)\s*\{")
 _RETURN = re.compile(r"^([ \t]*)return test_cases;[ \t]*$", re.M)
 
 
-def _with_extra_perf(text: str) -> str:
-    """``EXTRA_PERF``'s cases before the last ``return test_cases;`` of make_test_cases_perf's
-    body (which ends at the first ``}`` in column 0); the text as it is when that is not
-    found."""
+def _with_extra_perf(text: str, cases: tuple[str, ...]) -> str | None:
+    """``cases`` (C++ ``new test_X(...)`` expressions) before the last ``return test_cases;``
+    of make_test_cases_perf's body (which ends at the first ``}`` in column 0); None when that
+    is not found."""
     start = _PERF_START.search(text)
     end = text.find("\n}\n", start.end()) if start else -1
     if start is None or end < 0:
-        return text
-    body = text[start.end():end]
-    returns = list(_RETURN.finditer(body))
-    added = [case for struct, cases in EXTRA_PERF.values()
-             if f"struct {struct} " in text and f"new {struct}(" not in body for case in cases]
-    if not returns or not added:
-        return text
+        return None
+    returns = list(_RETURN.finditer(text[start.end():end]))
+    if not returns:
+        return None
     pad, at = returns[-1].group(1), start.end() + returns[-1].start()
     lines = "".join(f"{pad}test_cases.emplace_back({case});  // kernelopt-llamacpp's harness\n"
-                    for case in added)
+                    for case in cases)
     return text[:at] + lines + text[at:]
 
 
-def patched(text: str) -> str | None:
-    """``text`` (test-backend-ops.cpp) with the perf cases added to test mode under ``ENV``;
-    None when the selection is not found exactly once (another version: no harness)."""
+def patched(text: str, extra_perf: tuple[str, ...] = ()) -> str | None:
+    """``text`` (test-backend-ops.cpp) with the perf cases added to test mode under ``ENV``,
+    and ``extra_perf`` added to the perf set; None when the selection is not found exactly
+    once, or the perf set's end when there are cases to add (another version: no harness)."""
     found = list(_SELECTION.finditer(text))
     if len(found) != 1 or ENV in text:
         return None
@@ -67,13 +60,14 @@ def patched(text: str) -> str | None:
         f"{pad}        test_cases.push_back(std::move(tc));\n"
         f"{pad}    }}\n"
         f"{pad}}}")
-    return _with_extra_perf(text[:match.end()] + addition + text[match.end():])
+    text = text[:match.end()] + addition + text[match.end():]
+    return _with_extra_perf(text, extra_perf) if extra_perf else text
 
 
-def patched_source(source: bytes) -> str | None:
+def patched_source(source: bytes, extra_perf: tuple[str, ...] = ()) -> str | None:
     """The patched text of test-backend-ops.cpp's bytes; None when it is empty (no file) or
     not UTF-8 (the harness must change nothing but its addition)."""
     try:
-        return patched(source.decode("utf-8"))
+        return patched(source.decode("utf-8"), extra_perf)
     except UnicodeDecodeError:
         return None

@@ -43,7 +43,7 @@ from kernelopt_core.api import (
     run_command,
     run_process,
 )
-from kernelopt_llamacpp.ops import DISPATCH
+from kernelopt_llamacpp.ops import DISPATCH, Route
 
 MARKER = "kernelopt-fixture.toml"
 TOOL = "test-backend-ops"
@@ -171,6 +171,11 @@ class LlamaCppBackend:
         if route.kind == "none":
             raise UsageError(f"{route.op} has no kernel file kernelopt edits ({route.note})",
                              hint=f"ops with editable kernels: {', '.join(known)}")
+        try:  # read once: timing, the harness's patch, whether the tool takes -j, the case list
+            test_source = (root / harness.FILE).read_bytes()
+        except OSError:
+            test_source = b""
+        extra_perf = self._timing(route, test_source, options.case)
         marker = fixture_marker(root)
         if marker is None:
             problem = gpu_problem()
@@ -184,11 +189,7 @@ class LlamaCppBackend:
         digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
         pin = settings.state_root / "llamacpp" / f"{digest}-{route.op}.pin.json"
         case = options.case
-        try:  # read once: the harness's patch, whether the tool takes -j, the case list's name
-            test_source = (root / harness.FILE).read_bytes()
-        except OSError:
-            test_source = b""
-        patched = harness.patched_source(test_source)
+        patched = harness.patched_source(test_source, extra_perf)
         pinned = tbo.usable_pin(pin, route.op, case, patched is not None)
         e2e = options.e2e
         e2e_model = options.e2e_model or ((marker or {}).get("e2e_model") if e2e else None)
@@ -221,6 +222,30 @@ class LlamaCppBackend:
             device="cpu" if marker else "cuda",
             data=data,
         )]
+
+    @staticmethod
+    def _timing(route: Route, test_source: bytes, case: str | None) -> tuple[str, ...]:
+        """The perf cases the harness must add for ``route.op`` to be timed (none when the
+        tool's perf set has the op, or --case names a case); refused before any build when
+        the op cannot be timed (perfcases.py reads that from test-backend-ops.cpp)."""
+        from kernelopt_llamacpp import harness, perfcases
+
+        text = test_source.decode("utf-8", errors="replace")
+        if case or not perfcases.structs(text):
+            return ()  # a --case, or a tool kernelopt cannot read: the bench says what it prints
+        timing = perfcases.timing(text, route.op, route.enum)
+        if timing.perf_set:
+            return ()
+        fix = (f"add a perf case of {route.op} to make_test_cases_perf() in {harness.FILE}, "
+               "or pick another op")
+        if timing.generated is None:
+            raise UsageError(f"{route.op} cannot be timed: {harness.FILE} has no perf case of it "
+                             f"and kernelopt cannot write one: {timing.why}", hint=fix)
+        if harness.patched_source(test_source, (timing.generated,)) is None:
+            raise UsageError(f"{route.op} cannot be timed: {harness.FILE} has no perf case of it, "
+                             "and its case selection or perf set is not the one kernelopt's "
+                             "harness adds a case to", hint=fix)
+        return (timing.generated,)
 
     def _random_model(self, root: Path, out_dir: Path) -> Path:
         """--e2e without --e2e-model: a random-weight llama with the tree's llama-spm vocab."""

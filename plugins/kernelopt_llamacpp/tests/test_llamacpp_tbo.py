@@ -158,7 +158,7 @@ def test_the_harness_lets_test_mode_check_the_pinned_perf_case(tmp_path: Path):
     assert tbo.usable_pin(pin, "SOFT_MAX", None, False) is None
 
 
-def test_the_harness_gives_rms_norm_a_perf_case_where_the_tool_has_none() -> None:
+def test_the_harness_adds_the_generated_perf_case_to_the_perf_set() -> None:
     from kernelopt_llamacpp import harness
 
     tool = ("struct test_rms_norm : public test_case {};\n"
@@ -172,17 +172,16 @@ def test_the_harness_gives_rms_norm_a_perf_case_where_the_tool_has_none() -> Non
             "    return test_cases;\n}\n"
             "static bool test_backend(test_mode mode) {\n"
             "        test_cases = make_test_cases_eval();\n}\n")
-    patched = harness.patched(tool)
+    case = "new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)"
+    patched = harness.patched(tool, (case,))
     assert patched is not None
     perf = patched[patched.index("make_test_cases_perf() {"):patched.index("test_backend(")]
-    assert "new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f)" in perf
+    assert f"test_cases.emplace_back({case});" in perf
     assert perf.index("test_rms_norm") < perf.index("return test_cases;")
-    # a perf set that already times RMS_NORM is left as it is
-    timed = tool.replace("new test_soft_max(", "new test_rms_norm(")
-    assert "{4096, 512, 1, 1}" not in (harness.patched(timed) or "")
+    assert "{4096, 512, 1, 1}" not in (harness.patched(tool) or "")  # nothing asked: nothing added
 
 
-def test_the_added_perf_case_lands_in_the_perf_function_only() -> None:
+def test_a_perf_set_the_harness_cannot_extend_gets_no_harness() -> None:
     from kernelopt_llamacpp import harness
 
     perf_braced = ("static std::vector<test_case> make_test_cases_perf() {\n"
@@ -192,9 +191,9 @@ def test_the_added_perf_case_lands_in_the_perf_function_only() -> None:
               "        test_cases = make_test_cases_eval();\n"
               "    return test_cases;\n}\n")
     tool = "struct test_rms_norm : test_case {};\n" + perf_braced + select
-    patched = harness.patched(tool) or ""
-    assert harness.ENV in patched  # the selection is patched
-    assert "{4096, 512, 1, 1}" not in patched  # the perf function has no `return test_cases;`
+    assert harness.ENV in (harness.patched(tool) or "")  # the selection alone is patched
+    # the perf function has no `return test_cases;` to add the case before
+    assert harness.patched(tool, ("new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1})",)) is None
 
 
 def test_six_h200_readings_of_ropes_perf_cases_pin_the_same_case():

@@ -1,0 +1,128 @@
+"""Perf cases written from test-backend-ops' own test structs (perfcases.py), on the real
+tool's source (llama.cpp vendored in llama_cpp_python 0.3.36), and discover's refusal of an
+op that cannot be timed, in seconds and before any build."""
+
+from __future__ import annotations
+
+import gzip
+import time
+from pathlib import Path
+
+import pytest
+from kernelopt_llamacpp import harness, perfcases
+from kernelopt_llamacpp.plugin import LlamaCppBackend
+from llamacpp_fixture import copy_fixture, settings_with
+
+from kernelopt_core.errors import UsageError
+
+REAL = Path(__file__).parent / "fixtures" / "real-tbo" / "test-backend-ops.cpp.gz"
+
+
+@pytest.fixture(scope="module")
+def source() -> str:
+    return gzip.decompress(REAL.read_bytes()).decode("utf-8")
+
+
+def test_the_real_tools_structs_and_constructors_are_read(source: str) -> None:
+    found = perfcases.structs(source)
+    assert len(found) > 100
+    norm = found["test_norm"]
+    assert [(p.type, p.name, p.default) for p in norm.params] == [
+        ("ggml_type", "type", "GGML_TYPE_F32"), ("std::array<int64_t, 4>", "ne", "{64, 5, 4, 3}"),
+        ("bool", "v", "false"), ("float", "eps", "1e-6f"), ("bool", "noncontig_rows", "false")]
+    assert found["test_bin_bcast"].params[0].type == "op_t"
+
+
+@pytest.mark.parametrize(("op", "enum", "expected"), [
+    # no perf case in this version: written from the op's struct, at a 7B-class prompt's shape
+    ("NORM", "GGML_OP_NORM", "new test_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)"),
+    ("RMS_NORM", "GGML_OP_RMS_NORM",
+     "new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)"),
+    # a unary op the tool never spells out (it loops over the enum): the dispatch case names it
+    ("GELU_ERF", "GGML_UNARY_OP_GELU_ERF",
+     "new test_unary(GGML_UNARY_OP_GELU_ERF, GGML_TYPE_F32, {4096, 512, 1, 1}, 0)"),
+    ("REGLU", "GGML_GLU_OP_REGLU",
+     "new test_glu(GGML_GLU_OP_REGLU, GGML_TYPE_F32, {4096, 512, 1, 1}, 0, false)"),
+    # a binary op: the struct that takes its function, with no broadcast
+    ("MUL", "GGML_OP_MUL", "new test_bin_bcast(ggml_mul, GGML_TYPE_F32, {4096, 512, 1, 1}, "
+                           "{1, 1, 1, 1}, 1, false, false, GGML_TYPE_COUNT)"),
+    ("SCALE", "GGML_OP_SCALE", "new test_scale(GGML_TYPE_F32, {4096, 512, 1, 1}, 2.0f, 0.0f, false)"),
+])
+def test_a_perf_case_is_written_for_an_op_the_perf_set_lacks(source: str, op: str, enum: str,
+                                                             expected: str) -> None:
+    timing = perfcases.timing(source, op, enum)
+    assert (timing.perf_set, timing.generated, timing.timable) == (False, expected, True)
+
+
+@pytest.mark.parametrize("op", ["SOFT_MAX", "ROPE", "CPY", "SWIGLU", "MUL_MAT", "ADD"])
+def test_an_op_the_perf_set_times_keeps_the_tools_cases(source: str, op: str) -> None:
+    timing = perfcases.timing(source, op, f"GGML_OP_{op}" if op != "SWIGLU" else "GGML_GLU_OP_SWIGLU")
+    assert timing.perf_set and timing.generated is None
+
+
+def test_a_models_shape_adds_a_case_even_where_the_perf_set_has_some(source: str) -> None:
+    timing = perfcases.timing(source, "SOFT_MAX", "GGML_OP_SOFT_MAX", ne=(512, 512, 32, 1))
+    assert timing.perf_set and timing.generated is not None
+    assert timing.generated.startswith("new test_soft_max(GGML_TYPE_F32, {512, 512, 32, 1}")
+
+
+@pytest.mark.parametrize(("op", "enum", "why"), [
+    ("GET_ROWS", "GGML_OP_GET_ROWS", "test_get_rows takes no `std::array<int64_t, 4>` shape"),
+    ("FILL", "GGML_OP_FILL", "test_fill's parameter `float c` has no default"),
+    ("ADD1", "GGML_OP_ADD1", "no test struct that computes ADD1"),
+])
+def test_an_op_that_cannot_be_timed_says_why(source: str, op: str, enum: str, why: str) -> None:
+    timing = perfcases.timing(source, op, enum)
+    assert not timing.timable and why in timing.why
+
+
+def test_the_harness_adds_the_generated_case_to_the_real_tools_perf_set(source: str) -> None:
+    case = perfcases.generate(source, "NORM")
+    patched = harness.patched(source, (case,))
+    assert patched is not None and patched.count(harness.ENV) == 1
+    start = patched.index("make_test_cases_perf() {")
+    body = patched[start:patched.index("\n}\n", start)]
+    assert body.count(case) == 1 and body.rindex(case) < body.rindex("return test_cases;")
+    # nothing else changed: removing the two additions gives the tool's source back
+    added = [line for line in patched.splitlines() if "kernelopt-llamacpp's harness" in line]
+    assert len(added) == 2
+
+
+def _tree_with_real_tool(tmp_path: Path, marker: bool) -> Path:
+    repo = copy_fixture(tmp_path / "repo", marker=marker)
+    (repo / harness.FILE).write_bytes(gzip.decompress(REAL.read_bytes()))
+    return repo
+
+
+def test_discover_refuses_an_op_that_cannot_be_timed_before_anything_else(tmp_path: Path) -> None:
+    """A real tree (no stand-in marker) whose dispatch has FILL: the real tool has no perf case
+    of it and its struct's `float c` has no default. Refused with exit 2 and why, in seconds,
+    before the GPU prerequisites (this machine has none: that would be exit 3)."""
+    repo = _tree_with_real_tool(tmp_path, marker=False)
+    cuda = repo / "ggml/src/ggml-cuda/ggml-cuda.cu"
+    cuda.write_text(cuda.read_text().replace("case GGML_OP_RMS_NORM:", "case GGML_OP_FILL:"))
+    started = time.monotonic()
+    with pytest.raises(UsageError) as refused:
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "state", op="FILL"))
+    assert time.monotonic() - started < 5
+    assert "FILL cannot be timed" in str(refused.value) and "float c" in str(refused.value)
+    assert refused.value.hint and "make_test_cases_perf()" in refused.value.hint
+
+
+def test_an_op_without_perf_cases_is_timed_on_the_written_case(tmp_path: Path) -> None:
+    """RMS_NORM has no perf case in the real tool: the target's harness (the same file in every
+    tree) carries the written one in the perf set; SOFT_MAX's perf set is left as it is."""
+    repo = _tree_with_real_tool(tmp_path, marker=True)
+    settings = settings_with(tmp_path / "state", op="RMS_NORM")
+    [target] = LlamaCppBackend().discover(repo, settings)
+    tool = target.harness[harness.FILE].decode()
+    written = "new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)"
+    assert f"test_cases.emplace_back({written});" in tool and target.data.harness
+    [softmax] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "state", op="SOFT_MAX"))
+    # only the test-mode addition (one marked line), no perf case added
+    assert softmax.harness[harness.FILE].decode().count("kernelopt-llamacpp's harness") == 1
+    assert tool.count("kernelopt-llamacpp's harness") == 2
+    # --case names the case to time: nothing is written
+    [named] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "state", op="RMS_NORM",
+                                                             case="type=f32,ne=[64,5,4,3]"))
+    assert written not in named.harness[harness.FILE].decode()
