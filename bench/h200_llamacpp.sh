@@ -7,7 +7,7 @@
 # Run from the repository root on the GPU machine, with wheels of this repo's packages in
 # .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
 # there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
-#   bash bench/h200_llamacpp.sh [PART...]   PART: build | testjobs | detune | softmax | rope | rmsnorm | engine
+#   bash bench/h200_llamacpp.sh [PART...]   PART: build | testjobs | detune | softmax | rope | norm | rmsnorm | engine
 # (default: all, one after another; PARALLEL=1: at once; PARALLEL=stagger: the first part alone
 # until its baseline is built, then the others at once, so that their baseline builds hit the
 # ccache the first filled). E2E=1 adds the engine gate (a random-weight GGUF, E2E_WIDTH
@@ -124,6 +124,12 @@ PY
     kernelopt run-llamacpp --op ROPE "${E2E_ARGS[@]}" --iterations 6 --patience 3 --final-rounds 4 \
       --budget-minutes ${BUDGET_ROPE:-${BUDGET:-3}} > "$OUT/rope.log" 2>&1 || echo "exit $?" >> "$OUT/rope.log"
     save_llamacpp_run rope ROPE "$REPO"
+    ;;
+  norm)  # layer norm (GPT-2-style models): no perf case in the vendored tool, so the one
+    # written from test_norm (perfcases.py: f32 [4096,512]); the launch knobs of norm.cu
+    kernelopt run-llamacpp --op NORM "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
+      --budget-minutes ${BUDGET_NORM:-${BUDGET:-4}} > "$OUT/norm.log" 2>&1 || echo "exit $?" >> "$OUT/norm.log"
+    save_llamacpp_run norm NORM "$REPO"
     ;;
   rmsnorm)  # the harness's perf case (f32 [4096,512]); the two launch knobs of rms_norm_f32_cuda
     kernelopt run-llamacpp --op RMS_NORM "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \

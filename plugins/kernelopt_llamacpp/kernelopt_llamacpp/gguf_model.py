@@ -42,7 +42,10 @@ def _copy_tokenizer(writer, vocab: Path) -> int:
 
 
 def write_model(out: Path, vocab: Path | None, *, n_embd: int = 256, n_layer: int = 2, n_head: int = 4,
-                n_ff: int = 512, n_vocab: int = 0, seed: int = 0) -> Path:
+                n_ff: int = 512, n_vocab: int = 0, seed: int = 0, f16: bool = False) -> Path:
+    """A random-weight Llama-style GGUF. ``f16``: the matrices in f16 (a real model's usual
+    type, so MUL_MAT takes the f16 paths: cuBLAS for prompts, mmvf for generation); the norm
+    weights stay f32 as in converted models."""
     import gguf
     import numpy as np
 
@@ -61,11 +64,12 @@ def write_model(out: Path, vocab: Path | None, *, n_embd: int = 256, n_layer: in
     writer.add_head_count_kv(n_head)
     writer.add_rope_dimension_count(n_embd // n_head)
     writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32)
+    matrix_type = np.float16 if f16 else np.float32
 
     def tensor(name: str, *shape: int, scale: float = 0.02) -> None:
         # numpy shape is (rows, cols): GGUF's ne is reversed, so (n_out, n_in) gives ne=[n_in, n_out]
-        writer.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
+        writer.add_tensor(name, (rng.standard_normal(shape) * scale).astype(matrix_type))
 
     tensor("token_embd.weight", n_vocab, n_embd)
     for i in range(n_layer):
@@ -96,10 +100,13 @@ def main(argv: list[str] | None = None) -> int:
                              "launch from 1024 columns on)")
     parser.add_argument("--n-ff", type=int, default=0, help="feed-forward width (default 2 × width)")
     parser.add_argument("--n-head", type=int, default=0, help="heads (default width / 64, at least 4)")
+    parser.add_argument("--n-layer", type=int, default=2, help="blocks (default 2)")
+    parser.add_argument("--f16", action="store_true", help="matrices in f16 (default f32)")
     a = parser.parse_args(argv)
     try:
         write_model(a.out, a.vocab, n_vocab=a.n_vocab, seed=a.seed, n_embd=a.n_embd,
-                    n_ff=a.n_ff or 2 * a.n_embd, n_head=a.n_head or max(4, a.n_embd // 64))
+                    n_ff=a.n_ff or 2 * a.n_embd, n_head=a.n_head or max(4, a.n_embd // 64),
+                    n_layer=a.n_layer, f16=a.f16)
     except ValueError as exc:
         print(f"kernelopt-llamacpp: {exc}", file=sys.stderr)
         return 2

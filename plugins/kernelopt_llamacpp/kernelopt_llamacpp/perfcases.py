@@ -10,7 +10,8 @@ Whether an op can be timed is read from the source before anything is built:
   ``build_graph`` computes its ``out`` with ``ggml_<op>(``. Its constructor's parameters are
   read with their defaults, and a case is written with the op's enum or function where a
   parameter takes one, the shape's type in the first ``ggml_type``, the shape in the first
-  ``std::array<int64_t, 4>``, no broadcast in ``nr``, and every other parameter at its default
+  ``std::array<int64_t, 4>``, no broadcast in ``nr`` (a model's second source's broadcast,
+  when given), and every other parameter at its default
   (``generate``). A parameter without a default that none of these fills means the case
   cannot be written: the op cannot be timed, and discover says so before any build.
 
@@ -155,14 +156,28 @@ class CannotGenerate(ValueError):
     """The op's perf case cannot be written from its struct (the message says why)."""
 
 
+def _broadcast(ne: tuple[int, ...], ne_b: tuple[int, ...] | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shape, repeats) of a binary op whose second source ``ne_b`` is broadcast over ``ne``
+    (test_bin_bcast's ``ne`` and ``nr``: a = ne × nr, b = ne); no broadcast when it does not
+    divide."""
+    if ne_b is None or len(ne_b) != len(ne) or any(b <= 0 or a % b for a, b in zip(ne, ne_b, strict=True)):
+        return ne, (1,) * len(ne)
+    return ne_b, tuple(a // b for a, b in zip(ne, ne_b, strict=True))
+
+
 def generate(source: str, op: str, ne: tuple[int, ...] = DEFAULT_NE, type_: str = DEFAULT_TYPE,
-             struct: TestStruct | None = None, enum: str = "") -> str:
+             struct: TestStruct | None = None, enum: str = "",
+             ne_b: tuple[int, ...] | None = None) -> str:
     """The C++ expression of a perf case of ``op`` at ``ne``/``type_``:
-    ``new test_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)``."""
+    ``new test_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)``. ``ne_b``: a
+    binary op's second source, broadcast over ``ne`` where the struct takes repeats (``nr``)."""
     struct = struct or struct_for(source, op, enum)
     if struct is None:
         raise CannotGenerate(f"test-backend-ops.cpp has no test struct that computes {op} "
                              f"(no test_{op.lower()}, no struct whose out is ggml_{op.lower()}(...))")
+    repeats = (1,) * len(ne)
+    if any(p.name == "nr" for p in struct.params):
+        ne, repeats = _broadcast(ne, ne_b)
     args: list[str] = []
     filled_type = filled_ne = False
     for param in struct.params:
@@ -177,7 +192,7 @@ def generate(source: str, op: str, ne: tuple[int, ...] = DEFAULT_NE, type_: str 
         elif re.fullmatch(r"std::array<int64_t,\s*4>", kind) and not filled_ne:
             value, filled_ne = "{" + ", ".join(str(n) for n in ne) + "}", True
         elif param.name == "nr" and re.fullmatch(r"std::array<int,\s*4>", kind):
-            value = "{1, 1, 1, 1}"  # no broadcast: a model's residual add or scale
+            value = "{" + ", ".join(str(n) for n in repeats) + "}"
         else:
             value = param.default
         if value is None:
@@ -206,15 +221,22 @@ class Timing:
 
 
 def timing(source: str, op: str, enum: str = "", ne: tuple[int, ...] | None = None,
-           type_: str = DEFAULT_TYPE) -> Timing:
-    """How ``op`` can be timed in this test-backend-ops.cpp. ``ne`` (a model's shape) adds a
-    generated case even where the perf set has cases of the op."""
+           type_: str = DEFAULT_TYPE, ne_b: tuple[int, ...] | None = None) -> Timing:
+    """How ``op`` can be timed in this test-backend-ops.cpp. ``ne`` (a model's shape; ``ne_b``
+    its second source's) adds a generated case even where the perf set has cases of the op."""
     struct = struct_for(source, op, enum)
     in_perf_set = timed_by_perf_set(source, op, struct)
     if in_perf_set and ne is None:
         return Timing(op, True)
     try:
-        case = generate(source, op, ne or DEFAULT_NE, type_, struct, enum)
+        case = generate(source, op, ne or DEFAULT_NE, type_, struct, enum, ne_b)
     except CannotGenerate as exc:
         return Timing(op, in_perf_set, why=str(exc))
     return Timing(op, in_perf_set, case)
+
+
+def written_shape(case: str) -> tuple[int, ...] | None:
+    """The shape a written case times (its first ``{a, b, c, d}`` of four integers): what the
+    pin looks for among the tool's printed cases."""
+    m = re.search(r"\{(\d+), (\d+), (\d+), (\d+)\}", case)
+    return tuple(int(n) for n in m.groups()) if m else None

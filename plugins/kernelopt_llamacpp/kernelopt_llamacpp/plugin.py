@@ -43,6 +43,7 @@ from kernelopt_core.api import (
     run_command,
     run_process,
 )
+from kernelopt_llamacpp.nodes import Node
 from kernelopt_llamacpp.ops import DISPATCH, Route
 
 MARKER = "kernelopt-fixture.toml"
@@ -64,6 +65,7 @@ class OpData:
     harness: bool = False  # tests/test-backend-ops.cpp carries harness.py's patch
     test_jobs: int = 1  # test mode's parallel workers (-j), where the tool has them
     cases: Path | None = None  # the test set's case list (tbo check --cases), per test source
+    shape: tuple[int, ...] | None = None  # the model's shape to time (--nodes), else the tool's pick
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -175,7 +177,8 @@ class LlamaCppBackend:
             test_source = (root / harness.FILE).read_bytes()
         except OSError:
             test_source = b""
-        extra_perf = self._timing(route, test_source, options.case)
+        node = self._model_node(route, options)
+        extra_perf, shape_ne = self._timing(route, test_source, options.case, node)
         marker = fixture_marker(root)
         if marker is None:
             problem = gpu_problem()
@@ -190,7 +193,7 @@ class LlamaCppBackend:
         pin = settings.state_root / "llamacpp" / f"{digest}-{route.op}.pin.json"
         case = options.case
         patched = harness.patched_source(test_source, extra_perf)
-        pinned = tbo.usable_pin(pin, route.op, case, patched is not None)
+        pinned = tbo.usable_pin(pin, route.op, case, patched is not None, shape_ne)
         e2e = options.e2e
         e2e_model = options.e2e_model or ((marker or {}).get("e2e_model") if e2e else None)
         if e2e and not e2e_model:
@@ -204,9 +207,12 @@ class LlamaCppBackend:
             harness=patched is not None,
             test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
             cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
+            shape=shape_ne,
         )
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else
+            f"{route.op} at the model's shape {tbo.shape_text(shape_ne)} (its node "
+            f"{node.name if node else '?'}; pinned at the first bench)" if shape_ne else
             f"{route.op}: the largest-us/run case of `test-backend-ops perf -o {route.op}` "
             "(ties within 5 %: the first by name; pinned at the first bench)")
         context = tuple(f for f in ("ggml/src/ggml-cuda/common.cuh",) if (root / f).is_file())
@@ -224,18 +230,49 @@ class LlamaCppBackend:
         )]
 
     @staticmethod
-    def _timing(route: Route, test_source: bytes, case: str | None) -> tuple[str, ...]:
+    def _model_node(route: Route, options: LlamaCppOptions) -> Node | None:
+        """--nodes: the op's heaviest node in the model's graph (nodes.py); refused when the
+        file holds no nodes or the model runs no node of the op."""
+        from kernelopt_llamacpp import nodes
+
+        if not options.nodes:
+            return None
+        path = Path(options.nodes).expanduser()
+        try:
+            found = nodes.read(path)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--nodes {path}: {exc}",
+                             hint="give llama-eval-callback's output for the model: "
+                                  "llama-eval-callback -m MODEL.gguf -p PROMPT -ngl 99 > FILE") from exc
+        node = nodes.heaviest(found, route.op)
+        if node is None:
+            raise UsageError(f"the model in {path} runs no {route.op} node, so its shape cannot "
+                             f"come from it; the model's ops: {', '.join(nodes.ops(found))}",
+                             hint="pick one of the model's ops, or drop --nodes")
+        return node
+
+    @staticmethod
+    def _timing(route: Route, test_source: bytes, case: str | None,
+                node: Node | None) -> tuple[tuple[str, ...], tuple[int, ...] | None]:
         """The perf cases the harness must add for ``route.op`` to be timed (none when the
-        tool's perf set has the op, or --case names a case); refused before any build when
-        the op cannot be timed (perfcases.py reads that from test-backend-ops.cpp)."""
+        tool's perf set has the op and no model shape is asked for, or --case names a case)
+        and the shape the pin must take; refused before any build when the op cannot be timed
+        (perfcases.py reads that from test-backend-ops.cpp)."""
         from kernelopt_llamacpp import harness, perfcases
 
         text = test_source.decode("utf-8", errors="replace")
         if case or not perfcases.structs(text):
-            return ()  # a --case, or a tool kernelopt cannot read: the bench says what it prints
-        timing = perfcases.timing(text, route.op, route.enum)
-        if timing.perf_set:
-            return ()
+            if node is not None and not case:
+                raise UsageError(f"--nodes needs a test-backend-ops.cpp whose test structs "
+                                 f"kernelopt reads (a case at the model's shape is written from "
+                                 f"{route.op}'s); {harness.FILE} has none it can read",
+                                 hint="drop --nodes, or give --case")
+            return (), None  # a --case, or a tool kernelopt cannot read: the bench says
+        type_ = f"GGML_TYPE_{node.type.upper()}" if node else perfcases.DEFAULT_TYPE
+        timing = perfcases.timing(text, route.op, route.enum, node.src0 if node else None,
+                                  type_, node.src1 if node else None)
+        if timing.perf_set and timing.generated is None:
+            return (), None
         fix = (f"add a perf case of {route.op} to make_test_cases_perf() in {harness.FILE}, "
                "or pick another op")
         if timing.generated is None:
@@ -245,7 +282,7 @@ class LlamaCppBackend:
             raise UsageError(f"{route.op} cannot be timed: {harness.FILE} has no perf case of it, "
                              "and its case selection or perf set is not the one kernelopt's "
                              "harness adds a case to", hint=fix)
-        return (timing.generated,)
+        return (timing.generated,), perfcases.written_shape(timing.generated) if node else None
 
     def _random_model(self, root: Path, out_dir: Path) -> Path:
         """--e2e without --e2e-model: a random-weight llama with the tree's llama-spm vocab."""
@@ -332,6 +369,7 @@ class LlamaCppBackend:
     def bench(self, target: Target, tree: Tree) -> Command | None:
         data: OpData = target.data
         extra = ["--pin", str(data.pin)] + (["--case", data.case] if data.case else [])
+        extra += ["--ne", ",".join(map(str, data.shape))] if data.shape else []
         return self._tbo(target, tree, "bench", *extra, *(["--harness"] if data.harness else []))
 
     def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None:
@@ -367,7 +405,7 @@ def kernelopt_register_backends() -> list[object]:
 @attrs.frozen
 class LlamaCppOptions:
     """``[llamacpp]`` in kernelopt.toml; ``--op``, ``--case``, ``--e2e``, ``--e2e-model``,
-    ``--device-backend``."""
+    ``--device-backend``, ``--nodes``."""
 
     op: str | None = option(None, "The ggml op to optimize (e.g. SOFT_MAX).")
     case: str | None = option(None, "The test-backend-ops perf case to time; the op's largest "
@@ -377,6 +415,8 @@ class LlamaCppOptions:
     e2e: bool = option(False, "The engine gate with a generated random-weight GGUF.")
     device_backend: str | None = option(None, "The ggml backend test-backend-ops runs on; CUDA0 "
                                         "when unset.")
+    nodes: str | None = option(None, "The model's graph nodes (llama-eval-callback's output): "
+                               "time the op on its heaviest node's shape.")
 
 
 @hookimpl

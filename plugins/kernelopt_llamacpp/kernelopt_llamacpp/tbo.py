@@ -122,15 +122,23 @@ def case_name(op: str, case: str) -> str:
 TIE = 0.05  # us/run readings this close are not told apart by one perf run
 
 
+def shape_text(ne: tuple[int, ...]) -> str:
+    """How the tool prints a shape parameter's value: ``[4096,512,1,1]``."""
+    return "[" + ",".join(str(n) for n in ne) + "]"
+
+
 def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
-           checkable: tuple[str, ...] = ()) -> PerfCase | None:
+           checkable: tuple[str, ...] = (), ne: tuple[int, ...] | None = None) -> PerfCase | None:
     """The pinned case: ``wanted`` if given (full string or params), else the largest us/run
     among the cases in ``checkable`` (the test set's), else the largest us/run of all; of
-    cases within ``TIE`` of the largest, the first by name."""
+    cases within ``TIE`` of the largest, the first by name. ``ne``: only cases of that shape
+    (the model's: ``=[4096,512,1,1]`` among the params)."""
     mine = [c for c in cases if c.op == op]
     if wanted:
         name = case_name(op, wanted)
         return next((c for c in mine if c.name == name), None)
+    if ne is not None:
+        mine = [c for c in mine if f"={shape_text(ne)}" in c.params]
     pool = [c for c in mine if c.name in checkable] or mine
     if not pool:
         return None
@@ -169,7 +177,8 @@ def read_pin(path: Path, op: str) -> dict | None:
     return pin if pin.get("op") == op else None
 
 
-def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False) -> dict | None:
+def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False,
+               ne: tuple[int, ...] | None = None) -> dict | None:
     """The saved pin if it still answers the question: the ``--case`` asked for, or, without
     one, the default choice (never a pin an earlier ``--case`` left behind; never one chosen
     without the harness when this tree has it: the choice and its checkability differ)."""
@@ -178,12 +187,15 @@ def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False) -
         return None
     if wanted:
         return pin if pin["case"] == case_name(op, wanted) else None
-    # a pin made by another rule (an earlier --case, or before the tie rule) is made again
-    return pin if pin.get("chosen_by") == chosen_by(harness) else None
+    # a pin made by another rule (an earlier --case, before the tie rule, another model's
+    # shape) is made again
+    return pin if pin.get("chosen_by") == chosen_by(harness, ne) else None
 
 
-def chosen_by(harness: bool) -> str:
+def chosen_by(harness: bool, ne: tuple[int, ...] | None = None) -> str:
     """How the default pin is chosen, as the pin file records it."""
+    if ne is not None:
+        return f"the model's shape {shape_text(ne)} (its heaviest node of the op; --nodes)"
     if harness:
         return ("largest us/run of all perf cases (the harness lets test mode check any; "
                 "within 5 %: the first by name)")
@@ -192,18 +204,22 @@ def chosen_by(harness: bool) -> str:
 
 
 def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | None,
-             harness: bool = False) -> dict:
+             harness: bool = False, ne: tuple[int, ...] | None = None) -> dict:
     """Choose the case (module docstring), record whether the test set covers it, save it.
     With the harness every perf case can be tested: the heaviest is chosen, then tested."""
     code, out = _run([tool, "perf", "-o", op, "-b", backend])
     cases = parse_perf(out)
     if harness:  # every perf case can be tested: the heaviest, then it alone
-        chosen = choose(cases, op, wanted)
+        chosen = choose(cases, op, wanted, ne=ne)
         tested = parse_test(_run([tool, "test", "-o", chosen.name, "-b", backend], True)[1]
                             if chosen else "")
     else:
         tested = parse_test(_run([tool, "test", "-o", op, "-b", backend])[1])
-        chosen = choose(cases, op, wanted, tested.ok + tested.failed)
+        chosen = choose(cases, op, wanted, tested.ok + tested.failed, ne)
+    if chosen is None and ne is not None and not wanted:
+        raise SystemExit(_say(f"no perf case of {op} has the model's shape {shape_text(ne)} "
+                              "(the harness adds one: does this tree's test-backend-ops.cpp "
+                              "carry it?)", EXIT_CANNOT_TIME))
     if chosen is None:
         if wanted:
             known = "\n  ".join(c.name for c in cases if c.op == op) or "(none)"
@@ -221,7 +237,7 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
            # supported there would fail every candidate's shape gate for nothing)
            "kb": chosen.kb, "checkable": chosen.name in tested.ok,
            "harness": harness,
-           "chosen_by": "--case" if wanted else chosen_by(harness),
+           "chosen_by": "--case" if wanted else chosen_by(harness, ne),
            "candidates": [{"case": c.name, "us": c.us, "kb": c.kb} for c in cases if c.op == op]}
     pin_path.parent.mkdir(parents=True, exist_ok=True)
     pin_path.write_text(json.dumps(pin, indent=1))
@@ -347,8 +363,9 @@ def _check_problem(a: argparse.Namespace, code: int, r: TestResults) -> str | No
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
-    pin = usable_pin(Path(a.pin), a.op, a.case, a.harness) or \
-        pin_case(a.tool, a.op, a.backend, Path(a.pin), a.case, a.harness)
+    ne = tuple(int(n) for n in a.ne.split(",")) if a.ne else None
+    pin = usable_pin(Path(a.pin), a.op, a.case, a.harness, ne) or \
+        pin_case(a.tool, a.op, a.backend, Path(a.pin), a.case, a.harness, ne)
     code, out = _run([a.tool, "perf", "-o", pin["case"], "-b", a.backend])
     sys.stdout.write(out)
     timed = [c for c in parse_perf(out) if c.name == pin["case"]]
@@ -390,7 +407,11 @@ def main(argv: list[str] | None = None) -> int:
                         "check that passes whole and read by the later ones to split it")
     parser.add_argument("--harness", action="store_true",
                         help="the tree's test-backend-ops has kernelopt's harness (harness.py)")
+    parser.add_argument("--ne", help="bench: pin a case of this shape (the model's, from its "
+                        "nodes: 4096,512,1,1)")
     a = parser.parse_args(argv)
+    if a.ne and not re.fullmatch(r"\d+(,\d+)*", a.ne):
+        return _say(f"--ne takes integers separated by commas (got {a.ne!r})", 2)
     if min(a.runs, a.jobs, a.shards) < 1:
         return _say(f"--runs, --jobs and --shards must be at least 1 (got {a.runs}, {a.jobs}, "
                     f"{a.shards})", 2)

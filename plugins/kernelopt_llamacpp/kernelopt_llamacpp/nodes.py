@@ -1,0 +1,76 @@
+"""A model's graph nodes as llama.cpp's own ``llama-eval-callback`` prints them: the op each node
+computes, its result's type and shape, and its sources' shapes. One line per node::
+
+    common_debug_cb_eval:  kq_soft_max-0 = (f32)  SOFT_MAX(kq-0{512, 512, 32, 1}, mask{512, 512, 1,
+    1}}) = {512, 512, 32, 1}           (one line)
+
+``kernelopt run-llamacpp --op OP --nodes FILE`` times OP on the heaviest node of that op the
+model runs (its first source's shape, its result's type): the shape the model dispatches, not
+test-backend-ops' perf list. Record the file with
+``llama-eval-callback -m MODEL.gguf -p PROMPT -ngl 99 > FILE`` (bench/h200_llamacpp_model.sh).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+
+_NODE = re.compile(
+    r"^common_debug_cb_eval:\s+(?P<name>.+?) = \((?P<type>\w+)\)\s+(?P<op>[A-Z0-9_]+)\("
+    r"(?P<src0>.*?)\{(?P<ne0>[\d, ]+)\}, (?:(?P<src1>.*?)\{(?P<ne1>[\d, ]+)\})?\}\) = "
+    r"\{(?P<ne>[\d, ]+)\}\s*$")
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split(","))
+
+
+@attrs.frozen
+class Node:
+    name: str
+    op: str
+    type: str  # the result's ggml type name: f32, f16, ...
+    ne: tuple[int, ...]  # the result's shape
+    src0: tuple[int, ...]
+    src1: tuple[int, ...] | None = None
+
+    @property
+    def elements(self) -> int:
+        """Elements read and written (the sources' and the result's): the node's weight."""
+        total = 0
+        for shape in (self.ne, self.src0, self.src1 or ()):
+            size = 1
+            for n in shape:
+                size *= n
+            total += size if shape else 0
+        return total
+
+
+def parse(text: str) -> list[Node]:
+    out = []
+    for line in text.splitlines():
+        m = _NODE.match(line.strip("\r"))
+        if m:
+            out.append(Node(m["name"].strip(), m["op"], m["type"], _shape(m["ne"]), _shape(m["ne0"]),
+                            _shape(m["ne1"]) if m["ne1"] else None))
+    return out
+
+
+def read(path: Path) -> list[Node]:
+    """The nodes in ``path``; ValueError when it holds none (not llama-eval-callback's output)."""
+    found = parse(path.read_text(encoding="utf-8", errors="replace"))
+    if not found:
+        raise ValueError("no `common_debug_cb_eval: NAME = (TYPE) OP(...)` line in it")
+    return found
+
+
+def heaviest(found: list[Node], op: str) -> Node | None:
+    """The op's node that reads and writes the most elements (the first of equals)."""
+    mine = [n for n in found if n.op == op]
+    return max(mine, key=lambda n: n.elements) if mine else None
+
+
+def ops(found: list[Node]) -> list[str]:
+    return sorted({n.op for n in found})

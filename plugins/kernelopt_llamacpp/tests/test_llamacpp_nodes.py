@@ -1,0 +1,114 @@
+"""The shapes a real model dispatches (llama-eval-callback's nodes, recorded on the H200:
+fixtures/h200-llama-model) as the shape an op is timed on: ``--nodes FILE``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from kernelopt_llamacpp import harness, nodes, tbo
+from kernelopt_llamacpp.plugin import LlamaCppBackend
+from llamacpp_fixture import copy_fixture, settings_with
+
+from kernelopt_core.errors import UsageError
+from kernelopt_core.target import Tree
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REAL_TOOL = FIXTURES / "real-tbo" / "test-backend-ops.cpp.gz"
+
+
+def _nodes(tmp_path: Path, phase: str = "prefill") -> Path:
+    path = tmp_path / f"nodes-{phase}.txt"
+    path.write_bytes(gzip.decompress((FIXTURES / "h200-llama-model" / f"nodes-{phase}.txt.gz").read_bytes()))
+    return path
+
+
+def test_the_recorded_llama_graph_parses(tmp_path: Path) -> None:
+    found = nodes.read(_nodes(tmp_path))
+    assert len(found) == 300
+    assert nodes.ops(found) == ["ADD", "CONT", "GET_ROWS", "MUL", "MUL_MAT", "PERMUTE", "RESHAPE",
+                                "RMS_NORM", "ROPE", "SET_ROWS", "SOFT_MAX", "SWIGLU", "VIEW"]
+    softmax = nodes.heaviest(found, "SOFT_MAX")
+    assert softmax is not None and (softmax.name, softmax.type) == ("kq_soft_max-0", "f32")
+    assert (softmax.src0, softmax.src1, softmax.ne) == ((512, 512, 32, 1), (512, 512, 1, 1),
+                                                       (512, 512, 32, 1))
+    mul = nodes.heaviest(found, "MUL")  # the norm's weight, broadcast over 512 tokens
+    assert mul is not None and (mul.src0, mul.src1) == ((4096, 512, 1, 1), (4096, 1, 1, 1))
+    decode = nodes.heaviest(nodes.read(_nodes(tmp_path, "decode")), "ROPE")
+    assert decode is not None and decode.src0 == (128, 32, 2, 1)
+    with pytest.raises(ValueError, match="no `common_debug_cb_eval"):
+        nodes.read(Path(__file__))
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = copy_fixture(tmp_path / "repo")
+    (repo / harness.FILE).write_bytes(gzip.decompress(REAL_TOOL.read_bytes()))
+    return repo
+
+
+def test_an_op_is_timed_on_the_models_heaviest_node(tmp_path: Path) -> None:
+    repo, recorded = _repo(tmp_path), _nodes(tmp_path)
+    [target] = LlamaCppBackend().discover(
+        repo, settings_with(tmp_path / "state", op="SOFT_MAX", nodes=str(recorded)))
+    assert target.data.shape == (512, 512, 32, 1)
+    assert "model's shape [512,512,32,1] (its node kq_soft_max-0" in target.shape
+    # the written case is in the perf set although the tool has SOFT_MAX perf cases of its own
+    tool = target.harness[harness.FILE].decode()
+    assert "test_cases.emplace_back(new test_soft_max(GGML_TYPE_F32, {512, 512, 32, 1}," in tool
+    argv = LlamaCppBackend().bench(target, Tree("baseline", repo, tmp_path / "b")).argv
+    assert argv[argv.index("--ne") + 1] == "512,512,32,1"
+    [norm] = LlamaCppBackend().discover(
+        repo, settings_with(tmp_path / "state", op="RMS_NORM", nodes=str(recorded)))
+    assert norm.data.shape == (4096, 512, 1, 1)
+
+
+def test_an_op_the_model_does_not_run_is_refused_with_the_models_ops(tmp_path: Path) -> None:
+    repo, recorded = _repo(tmp_path), _nodes(tmp_path)
+    with pytest.raises(UsageError) as refused:  # a Llama's MLP gate is SWIGLU, not SILU
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="SILU", nodes=str(recorded)))
+    assert "runs no SILU node" in str(refused.value) and "SWIGLU" in str(refused.value)
+    with pytest.raises(UsageError, match="--nodes .*no `common_debug_cb_eval"):
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="SILU",
+                                                       nodes=str(repo / "CMakeLists.txt")))
+
+
+def test_a_broadcast_binary_op_is_written_with_its_repeats(tmp_path: Path) -> None:
+    from kernelopt_llamacpp import perfcases
+
+    mul = nodes.heaviest(nodes.read(_nodes(tmp_path)), "MUL")
+    assert mul is not None
+    timing = perfcases.timing(gzip.decompress(REAL_TOOL.read_bytes()).decode(), "MUL", "GGML_OP_MUL",
+                              mul.src0, "GGML_TYPE_F32", mul.src1)
+    assert timing.generated == ("new test_bin_bcast(ggml_mul, GGML_TYPE_F32, {4096, 1, 1, 1}, "
+                                "{1, 512, 1, 1}, 1, false, false, GGML_TYPE_COUNT)")
+    assert perfcases.written_shape(timing.generated) == (4096, 1, 1, 1)
+
+
+def test_the_pin_takes_the_models_shape(tmp_path: Path) -> None:
+    cases = tbo.parse_perf(
+        "  SOFT_MAX(type=f32,ne=[4096,4096,5,1],mask=0):  100 runs -  283.00 us/run - 655360 kB/run\n"
+        "  SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0):  900 runs -   30.00 us/run - 65536 kB/run\n")
+    assert tbo.choose(cases, "SOFT_MAX").params.startswith("type=f32,ne=[4096")  # type: ignore[union-attr]
+    chosen = tbo.choose(cases, "SOFT_MAX", ne=(512, 512, 32, 1))
+    assert chosen is not None and "ne=[512,512,32,1]" in chosen.params
+    assert tbo.choose(cases, "SOFT_MAX", ne=(1, 2, 3, 4)) is None
+    assert tbo.chosen_by(True, (512, 512, 32, 1)) != tbo.chosen_by(True)  # another pin
+    # the bench wrapper end to end on a stand-in tool: the model's case is pinned and timed
+    tool = tmp_path / "test-backend-ops"
+    perf = ("  SOFT_MAX(type=f32,ne=[4096,4096,5,1],mask=0):  100 runs -  283.00 us/run - 655360 kB/run\n"
+            "  SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0):  900 runs -   30.00 us/run - 65536 kB/run")
+    tool.write_text(f"#!{sys.executable}\nimport sys\nprint({perf!r})\n"
+                    "if sys.argv[1] == 'test': print('  SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0): OK')\n")
+    tool.chmod(0o755)
+    pin = tmp_path / "pin.json"
+    assert tbo.main(["bench", "--tool", str(tool), "--op", "SOFT_MAX", "--pin", str(pin),
+                     "--harness", "--ne", "512,512,32,1"]) == 0
+    saved = json.loads(pin.read_text())
+    assert saved["case"] == "SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0)" and saved["checkable"]
+    assert tbo.usable_pin(pin, "SOFT_MAX", None, True, (512, 512, 32, 1)) is not None
+    assert tbo.usable_pin(pin, "SOFT_MAX", None, True) is None  # without the shape: pinned again
+    assert tbo.main(["bench", "--tool", str(tool), "--op", "SOFT_MAX", "--pin", str(pin),
+                     "--ne", "4096,x"]) == 2
