@@ -54,8 +54,14 @@ SUITES = (
           "(bench/models_summary.py) (ARGS: probe|run [MODEL ...])",
           ("bash", "bench/h200_models.sh")),
     Suite("llamacpp", "kernelopt-llamacpp on a GPU: clean and incremental build, run-llamacpp "
-          "SOFT_MAX / ROPE / RMS_NORM, the engine gate (PART: build testjobs detune softmax rope "
-          "rmsnorm engine)", ("bash", "bench/h200_llamacpp.sh")),
+          "SOFT_MAX / ROPE / NORM / RMS_NORM, the engine gate (PART: build testjobs detune softmax "
+          "rope norm rmsnorm engine)", ("bash", "bench/h200_llamacpp.sh")),
+    Suite("llamacpp-model", "what a Llama-7B-wide model dispatches in llama.cpp: llama-bench "
+          "pp512/tg under ncu (every kernel), the graph's nodes (llama-eval-callback), each op's "
+          "perf-case kernels (env PARTS=\"bench nodes tbo\")", ("bash", "bench/h200_llamacpp_model.sh")),
+    Suite("llamacpp-perfcases", "perf cases written from test-backend-ops' own test structs, "
+          "compiled into the real tool and run in perf and test mode on the CPU backend",
+          ("bash", "bench/cpu_llamacpp_perfcases.sh"), device="CPU"),
     Suite("llamacpp-testjobs", "ROPE's correctness check, whole and split over processes, and "
           "test-backend-ops at several -j", ("bash", "bench/h200_rope_testjobs.sh")),
     Suite("llamacpp-cpu", "kernelopt-llamacpp's child programs against real llama.cpp tools on "

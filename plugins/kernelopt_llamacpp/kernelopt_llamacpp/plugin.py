@@ -333,8 +333,9 @@ class LlamaCppBackend:
         tus = [f for f in target.editable if f.endswith(".cu")]
         if not tus:
             return None
+        data: OpData = target.data
         argv = [sys.executable, "-m", "kernelopt_llamacpp.probe", "--build", str(tree.build),
-                "--src", str(tree.src), "--dir", str(probe_dir)]
+                "--src", str(tree.src), "--dir", str(probe_dir), "--pin", str(data.pin)]
         argv += [arg for tu in tus for arg in ("--tu", tu)]
         return Command(tuple(argv), tree.src, label="compile probe")
 

@@ -10,6 +10,11 @@ after the command's own); the object and dependency outputs go under ``D``, neve
 build. nvcc stops at a static_assert in a second or two; a whole candidate build of the tree
 takes minutes. Prints ``{"kernelopt_probe": 1, "results": {id: {"ok", "error"}}}``.
 
+With ``--pin`` (the pinned case, whose ``dispatched`` kernels ncu read when the pin was made:
+tbo.dispatch_profile), a variant that changes none of those kernels (reach.py: cpy.cu's
+``CUDA_CPY_BLOCK_SIZE`` where the pinned case launches ``cpy_scalar_transpose``) is rejected
+first, without compiling, with an error that names what it changes and what the case launches.
+
 Each translation unit is first compiled unedited, the same way: if that fails (a header the
 machine lacks, a command this rewrite cannot redirect) the probe exits 1 and judges nothing,
 so the core keeps every value. The compiles run at once, one per CPU, as the jobs of one
@@ -117,10 +122,47 @@ def _compile_all(jobs: dict[str, tuple[dict[str, Any], Path, Path]],
     return out
 
 
-def probe(build: Path, src: Path, probe_dir: Path, tus: list[str]) -> dict[str, Any]:
+def unreached(src: Path, probe_dir: Path, variants: list[dict[str, Any]], pin: Path | None,
+              tus: list[str]) -> dict[str, dict[str, Any]]:
+    """Variants whose edits change none of the kernels the pinned case launches (the pin's
+    ``dispatched``, reach.py): not candidates, so rejected without compiling."""
+    from kernelopt_llamacpp.reach import Reach
+
+    try:
+        dispatched = json.loads(pin.read_text()).get("dispatched") if pin else None
+    except (OSError, ValueError):
+        dispatched = None
+    if not dispatched:
+        return {}
+    launched = {k["function"] for k in dispatched}
+    # the edited files and the op's translation units (a header's define is used in the .cu)
+    files = sorted({rel for v in variants for rel in v["files"]} | set(tus))
+    reach = Reach({rel: (src / rel).read_text(encoding="utf-8", errors="replace") for rel in files
+                   if (src / rel).is_file()})
+    out: dict[str, dict[str, Any]] = {}
+    for variant in variants:
+        touched: set[str] = set()
+        for rel in variant["files"]:
+            changed = reach.touched(rel, (probe_dir / variant["id"] / rel).read_text(
+                encoding="utf-8", errors="replace"))
+            if changed is None:
+                break
+            touched |= changed
+        else:
+            if touched and not touched & launched:
+                out[variant["id"]] = {"ok": False, "error": (
+                    f"changes only {', '.join(sorted(touched))}; the pinned case launches "
+                    f"{', '.join(sorted(launched))} (not a candidate: it cannot change the time)")}
+    return out
+
+
+def probe(build: Path, src: Path, probe_dir: Path, tus: list[str],
+          pin: Path | None = None) -> dict[str, Any]:
     database = json.loads((build / "compile_commands.json").read_text())
     entries = {Path(e["directory"], e["file"]).resolve(): e for e in database}
     variants = json.loads((probe_dir / "variants.json").read_text())
+    rejected = unreached(src, probe_dir, variants, pin, tus)
+    variants = [v for v in variants if v["id"] not in rejected]
     missing = [tu for tu in tus if (src / tu).resolve() not in entries]
     if missing:
         raise SystemExit(f"probe: no compile command for {', '.join(missing)} in "
@@ -142,7 +184,7 @@ def probe(build: Path, src: Path, probe_dir: Path, tus: list[str]) -> dict[str, 
                              f"is judged: {error}")
     compiled = _compile_all({f"{v['id']}\t{tu}": job(probe_dir / v["id"], tu)
                              for v in variants for tu in tus}, probe_dir / "jobs")
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, Any]] = dict(rejected)
     for variant in variants:
         got = {tu: compiled[f"{variant['id']}\t{tu}"] for tu in tus}
         failed = [(tu, error) for tu, (ok, error) in got.items() if ok is False]
@@ -160,9 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", type=Path, required=True)
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--tu", action="append", default=[], help="an op .cu, relative to --src")
+    parser.add_argument("--pin", type=Path, help="the pin file: its `dispatched` kernels")
     a = parser.parse_args(argv)
     try:
-        results = probe(a.build, a.src, a.dir, a.tu)
+        results = probe(a.build, a.src, a.dir, a.tu, a.pin)
     except Unredirectable as exc:
         raise SystemExit(f"probe: {exc}: cannot compile a value without touching the build") \
             from exc

@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,7 +48,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.api import ANSI, Command, run_process
+from kernelopt_core.api import ANSI, Command, ncu_kernels, run_process
 
 CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
 PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
@@ -239,12 +240,51 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
            "harness": harness,
            "chosen_by": "--case" if wanted else chosen_by(harness, ne),
            "candidates": [{"case": c.name, "us": c.us, "kb": c.kb} for c in cases if c.op == op]}
+    pin.update(dispatch_profile(tool, chosen.name, backend, pin_path.parent))
     pin_path.parent.mkdir(parents=True, exist_ok=True)
     pin_path.write_text(json.dumps(pin, indent=1))
+    launched = ", ".join(sorted({k["function"] for k in pin["dispatched"] or ()})) or "not read"
     print(f"kernelopt-llamacpp: pinned {chosen.name} ({chosen.us} us/run, "
-          f"{len(pin['candidates'])} perf cases; test set covers it: {pin['checkable']}) "
-          f"in {pin_path}", file=sys.stderr)
+          f"{len(pin['candidates'])} perf cases; test set covers it: {pin['checkable']}; "
+          f"kernels it launches: {launched}) in {pin_path}", file=sys.stderr)
     return pin
+
+
+DISPATCH_METRICS = ("gpu__time_duration.sum,launch__grid_size,launch__block_size,"
+                    "launch__registers_per_thread")
+DISPATCH_LAUNCHES = 20  # the pinned case's first launches: its kernels, not their timing
+DISPATCH_TIMEOUT_S = 600.0
+
+
+def dispatch_profile(tool: str, case: str, backend: str, folder: Path) -> dict[str, Any]:
+    """The kernels the pinned case launches (``dispatched``: names, grid, block, registers), read
+    once by ncu when it is on PATH; the compile probe then drops knob values that reach none of
+    them (reach.py). ``dispatched`` None (with ``dispatch_note``): not known, every knob kept."""
+    from kernelopt_llamacpp.dispatch import function_name
+
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        return {"dispatched": None, "dispatch_note": "ncu is not on PATH: every knob is kept"}
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "dispatch-ncu.csv"
+    argv = (ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics",
+            DISPATCH_METRICS, "--launch-count", str(DISPATCH_LAUNCHES), "--log-file", str(log),
+            tool, "perf", "-o", case, "-b", backend)
+    result = run_process(Command(argv, Path.cwd(), timeout_s=DISPATCH_TIMEOUT_S, label="ncu"))
+    try:
+        kernels = ncu_kernels(log.read_text(errors="replace")) if result.ok else []
+    except OSError:
+        kernels = []
+    if not kernels:
+        return {"dispatched": None, "dispatch_note": f"ncu read no launch ({result.describe()}): "
+                f"every knob is kept; {result.tail(300)}"}
+    return {"dispatched": [
+        {"kernel": k.name, "function": function_name(k.name), "launches": k.launches,
+         "mean_us": round(k.mean_us, 3),
+         **{key: int(k.metrics[m]) for key, m in (("block", "launch__block_size"),
+                                                   ("grid", "launch__grid_size"),
+                                                   ("registers", "launch__registers_per_thread"))
+            if m in k.metrics}} for k in kernels]}
 
 
 def _say(message: str, code: int) -> int:

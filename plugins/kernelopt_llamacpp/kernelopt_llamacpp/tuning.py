@@ -24,6 +24,11 @@
   same V in that file too (the kernels' template block size, which must equal the launch's),
   through the core's ``Knob.also``. Nothing else is coupled; a wrong coupling fails the tests.
 
+* a file-scope integer constant that is a power of two (``const int CUDA_CPY_TILE_DIM_2D = 32;``,
+  cpy.cu's transposed copy's tile) and that a kernel of the op's files uses in its body or its
+  launch (reach.py): its values within a factor 4 of the current one (a tile or a row count
+  is less free than a block size).
+
 Values tried are the core's powers of two around the current value. Values that do not compile
 are dropped before the search by the compile probe (probe.py).
 """
@@ -39,6 +44,8 @@ BLOCK_DEFINE = re.compile(
     r"^[ \t]*#[ \t]*define[ \t]+(CUDA_([A-Z0-9_]+)_BLOCK_SIZE)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
 LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\(\s*(\d+)(?=\s*[,)])")
 PRAGMA_UNROLL = re.compile(r"^([ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+)(\d+)", re.M)
+CONST_INT = re.compile(r"^(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:int|int64_t|uint32_t|unsigned)"
+                       r"[ \t]+(\w+)[ \t]*=[ \t]*(\d+)[ \t]*;", re.M)
 
 
 def _squash(name: str) -> str:
@@ -111,6 +118,29 @@ def pinned_with(texts: Mapping[str, str], name: str, value: str) -> tuple[tuple[
     return tuple(sites)
 
 
+def constants(texts: Mapping[str, str]) -> list[Knob]:
+    """File-scope power-of-two integer constants a kernel of these files uses (docstring)."""
+    from kernelopt_llamacpp.reach import Reach
+
+    reach: Reach | None = None
+    knobs = []
+    for path, text in sorted(texts.items()):
+        for name, value in CONST_INT.findall(text):
+            number = int(value)
+            if number < 2 or number & (number - 1):
+                continue
+            reach = reach or Reach(texts)
+            if not reach.using(name):
+                continue
+            pattern = (rf"^(?:static[ \t]+)?(?:constexpr|const)[ \t]+\w+[ \t]+{re.escape(name)}"
+                       rf"[ \t]*=[ \t]*(\d+)[ \t]*;")
+            values = tuple(v for v in powers_around(number, 1, 1024)
+                           if number / 4 <= int(v) <= number * 4)
+            if len(re.findall(pattern, text, re.M)) == 1 and len(values) > 1:
+                knobs.append(Knob(name, path, values, pattern))
+    return knobs
+
+
 def scan(files: Mapping[str, bytes], op: str, function: str = "") -> list[Knob]:
     knobs: list[Knob] = []
     texts = {path: data.decode("utf-8", errors="replace") for path, data in files.items()}
@@ -131,4 +161,4 @@ def scan(files: Mapping[str, bytes], op: str, function: str = "") -> list[Knob]:
             if pattern:
                 knobs.append(Knob(f"unroll#{i}@{path}", path,
                                   powers_around(int(m.group(2)), 1, 32), pattern))
-    return knobs
+    return knobs + constants(texts)

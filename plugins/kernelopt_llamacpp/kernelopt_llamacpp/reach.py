@@ -1,0 +1,150 @@
+"""Which kernels an edit can change, read from the source: a knob value that changes none of the
+kernels the pinned case launches cannot change its time, so it is not a candidate.
+
+For each changed span of an edited file (against the tree's own):
+
+* inside a ``__global__`` function: that kernel;
+* inside a host function: the kernels launched (``k<<<…>>>``, ``k<T><<<…>>>``,
+  ``ggml_cuda_kernel_launch(k<T>, …)``, also through the functions of the op's files called) by
+  the innermost block around the change that launches any — a branch's or a lambda's own
+  launch, not the whole function's (cpy.cu's ``CUDA_CPY_BLOCK_SIZE`` sizes ``cpy_scalar``'s
+  launch; the transposed branch beside it launches ``cpy_scalar_transpose`` with its tiles);
+* at file scope (``#define CUDA_CPY_BLOCK_SIZE 64``, ``const int CUDA_CPY_TILE_DIM_2D = 32;``):
+  the kernels whose body uses the name defined there, and those launched next to its uses in
+  host code (as above).
+
+None means "cannot tell" (a span in a template helper the launches do not name, a name the
+files never use): the value is then judged as before, by compiling it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+
+_GLOBAL = re.compile(r"__global__\s+(?:[\w:]+\s+)*?(\w+)\s*\(")
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^()]*(?:\([^()]*\)[^()]*)*\)")
+_FUNCTION_HEAD = re.compile(r"(\w+)\s*\(")
+_DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)|^\s*(?:static\s+)?(?:constexpr|const)\s+[\w:]+\s+(\w+)\s*=",
+                      re.M)
+_CALLED = re.compile(r"\b(\w+)\s*[(<]")
+DEPTH = 4
+
+
+def _functions(text: str) -> list[tuple[int, int, str, bool]]:
+    """(start, end, name, is a kernel) of every top-level function body ``{...}`` in ``text``
+    (a brace at depth 0 preceded by a parameter list)."""
+    out = []
+    depth, i = 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "{" and depth == 0:
+            head = text[max(0, text.rfind(";", 0, i), text.rfind("}", 0, i)) + 1:i]
+            head_clean = _LAUNCH_BOUNDS.sub("", re.sub(r"//[^\n]*", "", head))
+            names = [m.group(1) for m in _FUNCTION_HEAD.finditer(head_clean)]
+            start, j, level = i, i, 0
+            while j < len(text):
+                level += {"{": 1, "}": -1}.get(text[j], 0)
+                j += 1
+                if level == 0:
+                    break
+            stripped = head_clean.rstrip()
+            if names and stripped.endswith(")") or stripped.endswith("const"):
+                name = next((n for n in names if n not in ("__launch_bounds__", "if", "for",
+                                                            "while", "switch")), "")
+                out.append((start, j, name, "__global__" in head_clean))
+            i = j
+            continue
+        i += 1
+    return out
+
+
+class Reach:
+    """The op's files (relative path → text) read once."""
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self.texts = dict(texts)
+        self.functions = {path: _functions(text) for path, text in self.texts.items()}
+        self.kernels = {name for spans in self.functions.values()
+                        for _, _, name, kernel in spans if kernel}
+        self.bodies: dict[str, list[str]] = {}
+        for path, spans in self.functions.items():
+            for start, end, name, _ in spans:
+                self.bodies.setdefault(name, []).append(self.texts[path][start:end])
+
+    def launched_in(self, code: str) -> set[str]:
+        """Kernels ``code`` launches, also through the functions of these files it calls."""
+        called = set(_CALLED.findall(code))
+        seen, found = set(called), called & self.kernels
+        frontier = sorted(called & set(self.bodies) - self.kernels)
+        for _ in range(DEPTH):
+            called = {c for name in frontier for body in self.bodies.get(name, [])
+                      for c in _CALLED.findall(body)}
+            found |= called & self.kernels
+            frontier = sorted((called - seen) & set(self.bodies) - self.kernels)
+            seen |= called
+        return found
+
+    def launched_near(self, path: str, function: tuple[int, int, str, bool], at: int) -> set[str]:
+        """Kernels launched by the innermost block of host ``function`` around offset ``at``
+        that launches any (a branch's or a lambda's own launch, not the whole function's)."""
+        text = self.texts[path]
+        start, end, _, _ = function
+        stack, blocks = [], []
+        for i in range(start, end):
+            if text[i] == "{":
+                stack.append(i)
+            elif text[i] == "}" and stack:
+                opened = stack.pop()
+                if opened <= at < i:
+                    blocks.append((opened, i + 1))  # closed innermost first
+        for block_start, block_end in blocks:
+            found = self.launched_in(text[block_start:block_end])
+            if found:
+                return found
+        return set()
+
+    def using(self, name: str) -> set[str]:
+        """Kernels whose body uses ``name``, and those launched next to its uses in host code."""
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        out: set[str] = set()
+        for path, spans in self.functions.items():
+            text = self.texts[path]
+            for span in spans:
+                start, end, function, kernel = span
+                for use in word.finditer(text, start, end):
+                    out |= {function} if kernel else self.launched_near(path, span, use.start())
+        return out
+
+    def touched(self, path: str, edited: str) -> set[str] | None:
+        """The kernels that ``edited`` (a new text of ``path``) can change; None: cannot tell."""
+        original = self.texts.get(path)
+        if original is None:
+            return None
+        out: set[str] = set()
+        lines = original.splitlines(keepends=True)
+        offsets = [0]
+        for line in lines:
+            offsets.append(offsets[-1] + len(line))
+        matcher = difflib.SequenceMatcher(None, lines, edited.splitlines(keepends=True),
+                                          autojunk=False)
+        for tag, l0, l1, _, _ in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            # the changed lines as offsets (an insertion: the line it goes before)
+            a0, a1 = offsets[l0], max(offsets[l0], offsets[l1] - 1)
+            inside = [(s, e, n, k) for s, e, n, k in self.functions[path] if s <= a0 and a1 <= e]
+            if inside:
+                _, _, name, kernel = inside[0]
+                reached = {name} if kernel else self.launched_near(path, inside[0], a0)
+            else:  # file scope: the name defined on the changed line
+                line_start = original.rfind("\n", 0, a0) + 1
+                line_end = original.find("\n", a1)
+                defined = _DEFINED.search(original[line_start:line_end if line_end >= 0 else None])
+                defined_name = (defined.group(1) or defined.group(2)) if defined else None
+                reached = self.using(defined_name) if defined_name else set()
+            if not reached:
+                return None
+            out |= reached
+        return out

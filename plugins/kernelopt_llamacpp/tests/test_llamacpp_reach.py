@@ -1,0 +1,114 @@
+"""Dispatch-aware knobs: a knob value that changes none of the kernels the pinned case launches
+is not a candidate (reach.py), read on the real ggml-cuda sources; the pin's dispatch profile
+(ncu, replayed from an H200 recording) and the compile probe's rejection."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import tarfile
+from pathlib import Path
+
+import pytest
+from kernelopt_llamacpp import ops, probe, tbo, tuning
+from kernelopt_llamacpp.reach import Reach
+
+RECORDED = Path(__file__).parent / "fixtures" / "h200-llama-model"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("llama.cpp")
+    with tarfile.open(RECORDED / "ggml-cuda-src.tgz") as sources:
+        sources.extractall(root, filter="data")
+    return root
+
+
+@pytest.fixture(scope="module")
+def table(tree: Path) -> dict[str, ops.Route]:
+    return ops.op_table(tree)  # ~1.5 s: read once
+
+
+def _knob_edit(tree: Path, op: str, function: str, files: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """knob name → (file, the file with the knob at another value)."""
+    texts = {f: (tree / f).read_text() for f in files}
+    out = {}
+    for knob in tuning.scan({f: t.encode() for f, t in texts.items()}, op, function):
+        text = texts[knob.file]
+        m = re.search(knob.pattern, text, re.M)
+        assert m is not None
+        other = "64" if m.group(1) != "64" else "128"
+        out[knob.name] = (knob.file, text[:m.start(1)] + other + text[m.end(1):])
+    return out
+
+
+@pytest.mark.parametrize(("op", "knob", "kernels"), [
+    # cpy.cu's block size sizes the scalar copies' launches, not the transposed copy's tiles
+    ("CPY", "CUDA_CPY_BLOCK_SIZE", {"cpy_f32_q", "cpy_q_f32", "cpy_scalar", "cpy_scalar_contiguous"}),
+    ("NORM", "norm_f32_block@ggml/src/ggml-cuda/norm.cu:292", {"norm_f32"}),
+    ("SOFT_MAX", "CUDA_SOFT_MAX_BLOCK_SIZE", {"soft_max_f32"}),
+    # unary.cu's SILU block size sizes only silu_back's launch: SILU's own kernel
+    # (unary_op_kernel) takes CUDA_NEG_BLOCK_SIZE like every unary op
+    ("SILU", "CUDA_SILU_BLOCK_SIZE", {"silu_back_kernel"}),
+])
+def test_the_kernels_a_knob_reaches(tree: Path, table: dict[str, ops.Route], op: str, knob: str,
+                                    kernels: set[str]) -> None:
+    route = table[op]
+    edits = _knob_edit(tree, op, route.function, route.files)
+    reach = Reach({f: (tree / f).read_text() for f in route.files})
+    path, edited = edits[knob]
+    assert reach.touched(path, edited) == kernels
+    if op == "CPY":  # the transposed copy's tile constants are knobs too, and reach it alone
+        for name in ("CUDA_CPY_TILE_DIM_2D", "CUDA_CPY_BLOCK_ROWS", "CUDA_CPY_BLOCK_NM"):
+            path, edited = edits[name]
+            assert reach.touched(path, edited) == {"cpy_scalar_transpose"}, name
+        knobs = {k.name: k for k in tuning.scan({f: (tree / f).read_bytes() for f in route.files},
+                                                op, route.function)}
+        assert knobs["CUDA_CPY_TILE_DIM_2D"].values == ("8", "16", "32", "64", "128")
+
+
+def test_the_probe_rejects_values_that_reach_no_dispatched_kernel(
+        tree: Path, table: dict[str, ops.Route], tmp_path: Path) -> None:
+    route = table["CPY"]
+    path, edited = _knob_edit(tree, "CPY", route.function, route.files)["CUDA_CPY_BLOCK_SIZE"]
+    (tmp_path / "v1" / path).parent.mkdir(parents=True)
+    (tmp_path / "v1" / path).write_text(edited)
+    variants = [{"id": "v1", "knob": "CUDA_CPY_BLOCK_SIZE", "value": "64", "files": [path]}]
+    tus = [f for f in route.files if f.endswith(".cu")]
+    pin = tmp_path / "pin.json"
+    pin.write_text(json.dumps({"dispatched": [{"kernel": "void cpy_scalar_transpose<float>(...)",
+                                               "function": "cpy_scalar_transpose"}]}))
+    [(vid, result)] = probe.unreached(tree, tmp_path, variants, pin, tus).items()
+    assert vid == "v1" and result["ok"] is False
+    assert "the pinned case launches cpy_scalar_transpose" in result["error"]
+    # the scalar copy is what the case launches: the value is a candidate (compiled as before)
+    pin.write_text(json.dumps({"dispatched": [{"kernel": "cpy_scalar", "function": "cpy_scalar"}]}))
+    assert probe.unreached(tree, tmp_path, variants, pin, tus) == {}
+    # no dispatch profile (no ncu where the pin was made): nothing is rejected
+    pin.write_text(json.dumps({"dispatched": None}))
+    assert probe.unreached(tree, tmp_path, variants, pin, tus) == {}
+    assert probe.unreached(tree, tmp_path, variants, tmp_path / "missing.json", tus) == {}
+
+
+def test_the_pin_records_the_kernels_its_case_launches(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """ncu replayed: a stand-in `ncu` on PATH writes the H200 recording of SOFT_MAX's first
+    perf case to its --log-file; without ncu the pin says so and keeps every knob."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    recording = tmp_path / "recorded.csv"
+    recording.write_bytes(gzip.decompress((RECORDED / "ncu-tbo-SOFT_MAX.csv.gz").read_bytes()))
+    (bin_dir / "ncu").write_text(
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --log-file ] && cp "
+        f"{recording} \"$2\"; shift; done\n")
+    (bin_dir / "ncu").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    got = tbo.dispatch_profile("test-backend-ops", "SOFT_MAX(type=f32)", "CUDA0", tmp_path)
+    [kernel] = got["dispatched"]
+    assert kernel["function"] == "soft_max_f32" and kernel["launches"] == 60
+    assert (kernel["block"], kernel["grid"]) == (1024, 20480) and kernel["registers"] > 0
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert tbo.dispatch_profile("tool", "SOFT_MAX(x)", "CUDA0", tmp_path) == {
+        "dispatched": None, "dispatch_note": "ncu is not on PATH: every knob is kept"}
