@@ -45,6 +45,8 @@ grep -hE 'NORM\(type=f32,ne=\[4096,512,1,1\]|MUL\(type=f32,ne=\[4096,1,1,1\],nr=
   "$OUT"/perf-*.log | sed 's/\x1b\[[0-9;]*m//g' | tee -a "$OUT/summary.txt"
 grep -hoE '^ +[A-Z_]+\((type=f32,ne=\[4096,512,1,1\],v=0[^)]*|type=f32,ne=\[4096,1,1,1\],nr=\[1,512,1,1\][^)]*)\)' \
   "$OUT"/perf-NORM.log "$OUT"/perf-MUL.log | sed 's/^ *//' | while read -r case; do
-  KERNELOPT_TBO_PERF_IN_TEST=1 "$tool" test -o "$case" -b CPU > "$OUT/test-${case%%(*}.log" 2>&1
-  echo "test -o '$case': $(grep -cE 'OK$' "$OUT/test-${case%%(*}.log") OK line(s), exit 0" | tee -a "$OUT/summary.txt"
+  rc=0
+  KERNELOPT_TBO_PERF_IN_TEST=1 "$tool" test -o "$case" -b CPU > "$OUT/test-${case%%(*}.log" 2>&1 || rc=$?
+  passed=$(sed 's/\x1b\[[0-9;]*m//g' "$OUT/test-${case%%(*}.log" | grep -E '^ +[0-9]+/[0-9]+ tests passed' || true)
+  echo "test -o '$case': exit $rc,${passed:- no tests-passed line}" | tee -a "$OUT/summary.txt"
 done

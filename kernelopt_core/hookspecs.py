@@ -75,6 +75,12 @@ class Backend(Protocol):
       directory with its editable files as the winner has them), printing ``{"kernelopt_model":
       1, "modes": {label: {"ms", "spread_pct", "match", "windows"}}, "baseline", "kernelopt"}``
       (docs/plugins.md, the model check contract; kernelopt_core/model_check.py).
+    * ``profile_phases(target, tree) -> dict[str, Command] | None``: the whole program split
+      into phases that ``kernelopt profile --engine`` profiles and ranks apart (llama.cpp:
+      ``prefill`` and ``decode``, whose kernels differ); absent or empty: ``engine`` as one.
+    * ``kernel_labels(target, tree, kernels) -> dict[str, str]``: for profiled kernel names,
+      what each belongs to in the backend's terms (llama.cpp: ``RMS_NORM``, ``cuBLAS
+      (library)``), a column of ``kernelopt profile``'s ranking.
     * ``compile_probe(target, tree, probe_dir) -> Command | None``: compiles, without writing
       the tree or its build, what each knob value's edited files (``probe_dir/<id>/``, listed in
       ``probe_dir/variants.json``) affect and prints ``{"kernelopt_probe": 1, "results": {id:

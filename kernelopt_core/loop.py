@@ -161,6 +161,11 @@ class Loop:
         self.journal.write("stage", stage=stage, **data)
 
     def _run(self) -> str:
+        if not self.target.editable:  # a whole program to profile (llama.cpp's model), no kernel
+            raise UsageError(f"{self.target.name} has no file to edit: it can be profiled "
+                             "(kernelopt profile PATH --engine), not optimized",
+                             hint="name a kernel to optimize (--target, or the backend's own "
+                                  "flag: --op for llama.cpp)")
         candidate_gates = resolve.gates(self.host, self.settings, self.settings.candidate_gates,
                                         "candidate")
         final_gates = resolve.gates(self.host, self.settings, self.settings.final_gates, "final")

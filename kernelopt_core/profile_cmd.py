@@ -1,5 +1,9 @@
 """``kernelopt profile PATH``: the baseline only, under a profiler — its kernels by share of
-device time and the metrics table; nothing is optimized. A built-in command, added through
+device time and the metrics table; nothing is optimized. ``--engine``: the whole program
+instead of the bench, in the phases the backend splits it into (``Backend.profile_phases``:
+llama.cpp's prompt and generation), each ranked apart, with the backend's label of each kernel
+(``Backend.kernel_labels``: its ggml op, or the library) where it gives one. The plugins' flags
+(``[llamacpp] op``, ``e2e_model``, …) are on it as on ``run``. A built-in command, added through
 the same hook as a plugin's (``kernelopt_register_commands``).
 
 The tree is built in the private workspace (the user's directory is never written), the
@@ -24,8 +28,9 @@ from kernelopt_core.hookspecs import hookimpl
               "default: the descriptor's `profiler`, else ncu.")
 @click.option("--target", help="The target to profile when PATH has several.")
 @click.option("--engine", "whole_program", is_flag=True,
-              help="Profile the target's engine command (the whole program, every kernel it "
-              "runs) instead of its bench: which kernel is worth a target.")
+              help="Profile the target's whole program (its engine command, or the phases the "
+              "backend splits it into: llama.cpp's prompt and generation), every kernel it "
+              "runs, instead of its bench: which kernel is worth a target.")
 @click.option("--backend", help="Force a backend instead of detecting it.")
 @click.option("--state-root", type=click.Path(path_type=Path), help="Where profiles/ goes.")
 @click.pass_context
@@ -36,14 +41,7 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     from kernelopt_core import cli, ui
     from kernelopt_core.errors import UsageError
     from kernelopt_core.journal import Journal
-    from kernelopt_core.profile_view import (
-        kernel_names,
-        kernel_table,
-        locate,
-        ranking,
-        sources,
-        suggestion,
-    )
+    from kernelopt_core.profile_view import kernel_names, locate, sources
     from kernelopt_core.profiling import Profiling
     from kernelopt_core.runner import Runner
     from kernelopt_core.session import new_run_id, prepare_state_root, record_failure, write_header
@@ -72,8 +70,19 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
             raise UsageError(f"the target does not build: {built.describe()}\n{built.tail()}",
                              hint=f"make the unmodified target build (log: {out / 'build.log'})")
         program = "engine" if whole_program else "bench"
-        profile = profiling.run(workspace.baseline_tree, workspace.files, out, "baseline",
-                                program)
+        tree = workspace.baseline_tree
+        # the whole program in phases profiled apart (llama.cpp: prompt, generation), where the
+        # backend splits it; else its engine command, or the bench
+        phases = getattr(backend, "profile_phases", None)
+        split = (phases(target, tree) or {}) if whole_program and phases else {}
+        profiles = {name: profiling.run(tree, workspace.files, out / name, "baseline", program,
+                                        command, phase=name)
+                    for name, command in split.items()} or \
+            {program: profiling.run(tree, workspace.files, out, "baseline", program)}
+        labelled = getattr(backend, "kernel_labels", None)
+        names = sorted({str(k.get("name", "")) for p in profiles.values()
+                        for k in p.get("kernels", [])})
+        labels = labelled(target, tree, names) if labelled and names else None
     except (KeyboardInterrupt, Exception) as exc:
         record_failure(journal, out, exc, "profile")
         raise
@@ -83,23 +92,37 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
         runner.close_workers()
         journal.close()
         workspace.release()
-    if not profile:
-        raise UsageError(f"{target.name} has no {program} command to profile",
-                         hint=f"declare `{program}` for the target (docs/descriptor.md)")
-    if "error" in profile:
-        raise UsageError(f"profiling the {program} failed: {profile['error']}",
-                         hint=f"the profiler's log and raw output are in {out}")
+    for phase, profile in profiles.items():
+        if not profile:
+            raise UsageError(f"{target.name} has no {program} command to profile",
+                             hint=f"declare `{program}` for the target (docs/descriptor.md)")
+        if "error" in profile:
+            raise UsageError(f"profiling the {phase} failed: {profile['error']}",
+                             hint=f"the profiler's log and raw output are in {out}")
     # where each kernel is defined: the snapshot in memory (the workspace is released)
-    profile = locate(profile, kernel_names(sources(workspace.files)))
-    rows = ranking(profile)
-    table = kernel_table([("baseline", profile)])
-    header = ["share", "total µs", "launches", "µs/launch", "defined in", "kernel"]
+    tree_names = kernel_names(sources(workspace.files))
+    markdown = [f"# Profile of {target.name} ({profiling.name})", ""]
+    for phase, profile in profiles.items():
+        markdown += _show(locate(profile, tree_names), phase if split else "", labels)
+    (out / "profile.md").write_text("\n".join(markdown) + "\n", encoding="utf-8")
+    ui.note(f"raw output, journal and profile.md: {out}")
+
+
+def _show(profile: dict[str, Any], phase: str, labels: dict[str, str] | None) -> list[str]:
+    """One profile's ranking, hint and metrics table on the console; its markdown lines."""
+    from kernelopt_core import ui
+    from kernelopt_core.profile_view import kernel_table, ranking, suggestion
+
+    rows = ranking(profile, labels)
+    table = kernel_table([(phase or "baseline", profile)])
+    header = ["share", "total µs", "launches", "µs/launch", "defined in",
+              *(["what"] if labels is not None else []), "kernel"]
     hint = suggestion(profile)
-    (out / "profile.md").write_text(
-        f"# Profile of {target.name} ({profile.get('tool', profiling.name)})\n\n"
-        + "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-                     *("| " + " | ".join(r) + " |" for r in rows), "",
-                     *([f"- {hint}", ""] if hint else []), *table]) + "\n", encoding="utf-8")
+    total = sum(float(k.get("total_us", 0.0)) for k in profile.get("kernels", []))
+    title = f"{phase}: {total:.1f} µs of kernel time" if phase else ""
+    if title:
+        ui.echo()
+        ui.echo(title)
     ui.table(rows, header)
     if hint:
         ui.note(hint)
@@ -109,7 +132,13 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     if profile.get("launches_profiled", 0) >= profile.get("launch_limit", float("inf")):
         ui.note(f"the profiler stopped at {profile['launch_limit']} launches: a longer "
                 "program's later kernels are not in this ranking")
-    ui.note(f"raw output, journal and profile.md: {out}")
+    return [*([f"## {title}", ""] if title else []),
+            "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows), "",
+            *([f"- {hint}", ""] if hint else []), *table, ""]
+
+
+profile_command.plugin_flags = True  # type: ignore[attr-defined]  # cli adds the plugins' flags
 
 
 @hookimpl

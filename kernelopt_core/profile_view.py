@@ -132,18 +132,20 @@ def locate(profile: dict[str, Any], tree_names: dict[str, str]) -> dict[str, Any
     return {**profile, "kernels": kernels}
 
 
-def ranking(profile: dict[str, Any]) -> list[list[str]]:
+def ranking(profile: dict[str, Any], labels: dict[str, str] | None = None) -> list[list[str]]:
     """Rows of the profiled kernels by share of device time: share, total µs, launches, µs per
     launch, where it is defined (the target's file, or ``FILE (not the target's)``; empty when
-    no source of the tree defines it: a library's, the harness's), name."""
+    no source of the tree defines it: a library's, the harness's), [the backend's label of
+    it (``labels``: name → what it belongs to, e.g. a ggml op),] name."""
     def where(k: dict[str, Any]) -> str:
         if k.get("file"):
             return str(k["file"])
         return f"{k['elsewhere']} (not the target's)" if k.get("elsewhere") else ""
 
     return [[f"{k.get('share_pct', 0.0):.1f} %", f"{float(k.get('total_us', 0.0)):.1f}",
-             str(k.get("launches", "?")), f"{float(k.get('mean_us', 0.0)):.2f}",
-             where(k), str(k.get("name", "?"))]
+             str(k.get("launches", "?")), f"{float(k.get('mean_us', 0.0)):.2f}", where(k),
+             *([labels.get(str(k.get("name", "")), "")] if labels is not None else []),
+             str(k.get("name", "?"))]
             for k in profile.get("kernels", [])]
 
 

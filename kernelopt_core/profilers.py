@@ -36,6 +36,12 @@ NCU_METRICS = ",".join((
     r"regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio",
 ))
 NCU_LAUNCHES = 200  # launches profiled: a bench's warm-up and timed calls, not unbounded replay
+# a whole program (``kernelopt profile --engine``): every launch, one pass each (duration and
+# launch shape only: the shares need every kernel, and the stall metrics cost dozens of
+# replays per launch), up to this many
+NCU_PROGRAM_METRICS = ("gpu__time_duration.sum,launch__grid_size,launch__block_size,"
+                       "launch__registers_per_thread")
+NCU_PROGRAM_LAUNCHES = 100_000
 
 
 def _kernels(records: list[parsers.KernelProfile], tool: str) -> dict[str, Any]:
@@ -48,9 +54,12 @@ class Ncu:
     def unavailable_reason(self) -> str | None:
         return None if shutil.which("ncu") else "ncu is not on PATH (install Nsight Compute)"
 
-    def wrap(self, command: Command, out_dir: Path) -> Command:
+    def wrap(self, command: Command, out_dir: Path, whole_program: bool = False) -> Command:
+        metrics, launches = ((NCU_PROGRAM_METRICS, NCU_PROGRAM_LAUNCHES) if whole_program
+                             else (NCU_METRICS, NCU_LAUNCHES))
+        (out_dir / "ncu-launch-limit.txt").write_text(str(launches))  # what parse reports
         argv = ("ncu", "--clock-control", "none", "--csv", "--print-units", "base",
-                "--metrics", NCU_METRICS, "--launch-count", str(NCU_LAUNCHES),
+                "--metrics", metrics, "--launch-count", str(launches),
                 "--log-file", str(out_dir / "ncu.csv"), *command.argv)
         return attrs.evolve(command, argv=argv)
 
@@ -60,7 +69,9 @@ class Ncu:
             return {"error": "ncu wrote no CSV"}
         out = _kernels(parsers.ncu_kernels(path.read_text(errors="replace")), "ncu")
         profiled = sum(int(k["launches"]) for k in out["kernels"])
-        return {**out, "launches_profiled": profiled, "launch_limit": NCU_LAUNCHES}
+        limit = out_dir / "ncu-launch-limit.txt"
+        launch_limit = int(limit.read_text()) if limit.is_file() else NCU_LAUNCHES
+        return {**out, "launches_profiled": profiled, "launch_limit": launch_limit}
 
 
 class Nsys:

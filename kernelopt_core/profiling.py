@@ -4,6 +4,7 @@ baseline's at the start of a run, the winner's at its end, a baseline's alone fo
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from kernelopt_core.journal import Journal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profile_view import annotate, kernel_names
 from kernelopt_core.runner import Runner
-from kernelopt_core.target import Target, Tree
+from kernelopt_core.target import Command, Target, Tree
 
 PROFILE_TIMEOUT_FACTOR = 5  # a profiled bench may take this many bench timeouts
 
@@ -40,22 +41,30 @@ class Profiling:
                 raise PrerequisiteError(f"profiler {name!r} is unavailable: {reason}")
 
     def run(self, tree: Tree, files: dict[str, bytes], out_dir: Path, label: str,
-            program: str = "bench", **event: Any) -> dict[str, Any]:
+            program: str = "bench", command: Command | None = None, **event: Any) -> dict[str, Any]:
         """``tree``'s bench under the profiler; the annotated profile (journaled as a
         ``profile`` event with ``label``), {} without a profiler or a bench. ``files``: the
         tree's files (relative path → content), of which the editable ones name the target's
-        kernels. ``program``: "bench", or "engine" (the whole program the kernel serves)."""
+        kernels. ``program``: "bench", or "engine" (the whole program the kernel serves);
+        ``command``: that program's command when the caller has it (a phase of the whole
+        program: ``Backend.profile_phases``)."""
         if self.profiler is None:
             return {}
-        command = (self.backend.engine(self.target, tree) if program == "engine"
-                   else self.backend.bench(self.target, tree))
+        if command is None:
+            command = (self.backend.engine(self.target, tree) if program == "engine"
+                       else self.backend.bench(self.target, tree))
         if command is None:
             return {}
         self.stage("profile", profiler=self.name, tree=label, program=program)
         out_dir.mkdir(parents=True, exist_ok=True)
+        # a whole program: every launch, where the profiler can say so (ncu: one pass each)
+        whole = program != "bench" and "whole_program" in inspect.signature(
+            self.profiler.wrap).parameters
+        wrapped = self.profiler.wrap(command, out_dir, whole_program=True) if whole \
+            else self.profiler.wrap(command, out_dir)
         # a profiler replays kernels (ncu: dozens of passes each): one bound for every
         # profiler, here, rather than a factor in each
-        wrapped = attrs.evolve(self.profiler.wrap(command, out_dir), timeout_s=min(
+        wrapped = attrs.evolve(wrapped, timeout_s=min(
             PROFILE_TIMEOUT_FACTOR * command.timeout_s,
             PROFILE_TIMEOUT_FACTOR * self.runner.settings.bench_timeout_s))
         result, _held = self.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log")

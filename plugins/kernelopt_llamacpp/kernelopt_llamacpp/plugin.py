@@ -43,13 +43,26 @@ from kernelopt_core.api import (
     run_command,
     run_process,
 )
-from kernelopt_llamacpp.nodes import Node
-from kernelopt_llamacpp.ops import DISPATCH, Route
+from kernelopt_llamacpp.ops import DISPATCH
 
 MARKER = "kernelopt-fixture.toml"
 TOOL = "test-backend-ops"
 ENGINE_TOOLS = ("llama-bench", "llama-completion")
 REPO_ENV = "LLAMACPP_REPO"
+
+
+MODEL_TARGET = "model"
+PROMPT_TOKENS = 512  # a 7B-class model's prompt batch (llama-bench's pp512)
+GENERATED_TOKENS = 16  # enough tokens for the per-token kernels' shares, few for ncu's pace
+
+
+@attrs.frozen
+class ModelData:
+    """A whole-model target's data (no op: ``kernelopt profile --engine``)."""
+
+    e2e_model: str
+    cuda_arch: str
+    standins: bool
 
 
 @attrs.frozen
@@ -145,7 +158,7 @@ class LlamaCppBackend:
 
     # ------------------------------------------------------------------ discovery
     def discover(self, path: Path, settings: Settings) -> list[Target]:
-        from kernelopt_llamacpp import harness, ops, tbo, tuning
+        from kernelopt_llamacpp import harness, ops, tbo, timing, tuning
 
         root = path.resolve()
         if self.detect(root) == 0.0:
@@ -160,9 +173,13 @@ class LlamaCppBackend:
                              hint=f"kernelopt-llamacpp reads the switch in {ops.DISPATCH_FUNCTION}; "
                                   "point --repo at a llama.cpp tree that has it") from exc
         known = ops.editable_ops(table)
+        if not op and (options.e2e or options.e2e_model):
+            return [self._model_target(root, settings, options)]
         if not op:
             raise UsageError("name the ggml op to optimize with --op",
-                             hint=f"known ops: {', '.join(known)}")
+                             hint=f"known ops: {', '.join(known)}; which of them a model spends "
+                                  f"its time in: kernelopt profile {root} --backend llamacpp "
+                                  "--engine --e2e-model MODEL.gguf (or --e2e)")
         route = table.get(op) or table.get(str(op).upper())
         if route is None:
             raise UsageError(f"unknown op {op!r}: {DISPATCH} dispatches no such op",
@@ -177,8 +194,8 @@ class LlamaCppBackend:
             test_source = (root / harness.FILE).read_bytes()
         except OSError:
             test_source = b""
-        node = self._model_node(route, options)
-        extra_perf, shape_ne = self._timing(route, test_source, options.case, node)
+        node = timing.model_node(route, options.nodes)
+        extra_perf, shape_ne = timing.timed_cases(route, test_source, options.case, node)
         marker = fixture_marker(root)
         if marker is None:
             problem = gpu_problem()
@@ -229,64 +246,32 @@ class LlamaCppBackend:
             data=data,
         )]
 
-    @staticmethod
-    def _model_node(route: Route, options: LlamaCppOptions) -> Node | None:
-        """--nodes: the op's heaviest node in the model's graph (nodes.py); refused when the
-        file holds no nodes or the model runs no node of the op."""
-        from kernelopt_llamacpp import nodes
+    def _model_target(self, root: Path, settings: Settings, options: LlamaCppOptions) -> Target:
+        """No --op, a model given (--e2e-model, or --e2e): the whole model, for ``kernelopt
+        profile --engine`` (its prompt and its generation ranked apart: profile_phases). Nothing
+        is editable: the core refuses to optimize it."""
+        marker = fixture_marker(root)
+        if marker is None and (problem := gpu_problem()):
+            raise PrerequisiteError(f"kernelopt-llamacpp needs nvcc and an NVIDIA GPU to build and "
+                                    f"run llama.cpp's model: {problem}",
+                                    hint="install what is missing, then rerun")
+        model = options.e2e_model or str(self._random_model(
+            root, settings.state_root / "llamacpp", realistic=True))
+        path = Path(model).expanduser().resolve()
+        if not path.is_file():
+            raise UsageError(f"--e2e-model {path} does not exist", hint="give a GGUF file")
+        return Target(
+            backend=self.name, name=MODEL_TARGET, root=root, editable=(),
+            contract=(DISPATCH,), shape=f"the whole model {path.name}: prompt of {PROMPT_TOKENS} "
+            f"tokens, then {GENERATED_TOKENS} generated",
+            has_engine=True, device="cpu" if marker else "cuda",
+            data=ModelData(str(path), "native" if marker else cuda_arch(),
+                                       marker is not None))
 
-        if not options.nodes:
-            return None
-        path = Path(options.nodes).expanduser()
-        try:
-            found = nodes.read(path)
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--nodes {path}: {exc}",
-                             hint="give llama-eval-callback's output for the model: "
-                                  "llama-eval-callback -m MODEL.gguf -p PROMPT -ngl 99 > FILE") from exc
-        node = nodes.heaviest(found, route.op)
-        if node is None:
-            raise UsageError(f"the model in {path} runs no {route.op} node, so its shape cannot "
-                             f"come from it; the model's ops: {', '.join(nodes.ops(found))}",
-                             hint="pick one of the model's ops, or drop --nodes")
-        return node
-
-    @staticmethod
-    def _timing(route: Route, test_source: bytes, case: str | None,
-                node: Node | None) -> tuple[tuple[str, ...], tuple[int, ...] | None]:
-        """The perf cases the harness must add for ``route.op`` to be timed (none when the
-        tool's perf set has the op and no model shape is asked for, or --case names a case)
-        and the shape the pin must take; refused before any build when the op cannot be timed
-        (perfcases.py reads that from test-backend-ops.cpp)."""
-        from kernelopt_llamacpp import harness, perfcases
-
-        text = test_source.decode("utf-8", errors="replace")
-        if case or not perfcases.structs(text):
-            if node is not None and not case:
-                raise UsageError(f"--nodes needs a test-backend-ops.cpp whose test structs "
-                                 f"kernelopt reads (a case at the model's shape is written from "
-                                 f"{route.op}'s); {harness.FILE} has none it can read",
-                                 hint="drop --nodes, or give --case")
-            return (), None  # a --case, or a tool kernelopt cannot read: the bench says
-        type_ = f"GGML_TYPE_{node.type.upper()}" if node else perfcases.DEFAULT_TYPE
-        timing = perfcases.timing(text, route.op, route.enum, node.src0 if node else None,
-                                  type_, node.src1 if node else None)
-        if timing.perf_set and timing.generated is None:
-            return (), None
-        fix = (f"add a perf case of {route.op} to make_test_cases_perf() in {harness.FILE}, "
-               "or pick another op")
-        if timing.generated is None:
-            raise UsageError(f"{route.op} cannot be timed: {harness.FILE} has no perf case of it "
-                             f"and kernelopt cannot write one: {timing.why}", hint=fix)
-        if harness.patched_source(test_source, (timing.generated,)) is None:
-            raise UsageError(f"{route.op} cannot be timed: {harness.FILE} has no perf case of it, "
-                             "and its case selection or perf set is not the one kernelopt's "
-                             "harness adds a case to", hint=fix)
-        return (timing.generated,), perfcases.written_shape(timing.generated) if node else None
-
-    def _random_model(self, root: Path, out_dir: Path) -> Path:
-        """--e2e without --e2e-model: a random-weight llama with the tree's llama-spm vocab."""
-        out = out_dir / "random-llama.gguf"
+    def _random_model(self, root: Path, out_dir: Path, realistic: bool = False) -> Path:
+        """--e2e without --e2e-model: a random-weight llama with the tree's llama-spm vocab;
+        ``realistic`` (a model to profile): 7B-wide, 4 blocks, f16 (2.1 GB, ~30 s to write)."""
+        out = out_dir / ("random-llama-4096x4-f16.gguf" if realistic else "random-llama.gguf")
         if out.is_file():
             return out
         vocab = root / "models" / "ggml-vocab-llama-spm.gguf"
@@ -296,8 +281,11 @@ class LlamaCppBackend:
         from kernelopt_llamacpp.gguf_model import write_model  # gguf itself: imported lazily
 
         out_dir.mkdir(parents=True, exist_ok=True)
+        shape = dict(n_embd=4096, n_ff=11008, n_head=32, n_layer=4, f16=True) if realistic else {}
         try:
-            return write_model(out, vocab)
+            partial = out.with_name(out.name + ".part")  # never a half-written model under its name
+            write_model(partial, vocab, **shape)  # type: ignore[arg-type]
+            return partial.replace(out)
         except ModuleNotFoundError as exc:
             raise PrerequisiteError(f"--e2e needs the gguf package ({exc})",
                                     hint="pip install 'kernelopt-llamacpp[gguf]'") from exc
@@ -307,7 +295,7 @@ class LlamaCppBackend:
 
     # ------------------------------------------------------------------ commands
     def build(self, target: Target, tree: Tree) -> list[Command]:
-        data: OpData = target.data
+        data: OpData | ModelData = target.data
         engine = data.e2e_model is not None
         args = [
             "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON",
@@ -323,8 +311,39 @@ class LlamaCppBackend:
             # so that attention goes through SOFT_MAX (the op being optimized), not fattn
             args.append("-DGGML_CUDA_FA=OFF")
         # configured again when the arguments change (e.g. the engine gate turned on)
+        tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: llama-bench alone
         return cmake_commands(tree.src, tree.src, tree.build, args,
-                              targets=[TOOL, *(ENGINE_TOOLS if engine else ())])
+                              targets=[*tools, *(ENGINE_TOOLS if engine else ())])
+
+    def profile_phases(self, target: Target, tree: Tree) -> dict[str, Command] | None:
+        """The model's prompt (pp512) and its generation (tg16) apart: their kernels differ
+        (cuBLAS GEMMs vs matrix-vector kernels). llama-bench, one repetition each (its
+        warm-up too), flash attention as the engine gate runs it."""
+        model = target.data.e2e_model
+        if model is None:
+            return None
+        bench = str(tree.build / "bin" / "llama-bench")
+        common = ("-m", model, "-r", "1", "-ngl", "99", "-fa",
+                  "on" if target.name == "FLASH_ATTN_EXT" else "off", "-o", "jsonl")
+        return {
+            "prefill": Command((bench, "-p", str(PROMPT_TOKENS), "-n", "0", *common), tree.src,
+                               timeout_s=600, label="llama-bench prompt"),
+            "decode": Command((bench, "-p", "0", "-n", str(GENERATED_TOKENS), *common), tree.src,
+                              timeout_s=600, label="llama-bench generation"),
+        }
+
+    def kernel_labels(self, target: Target, tree: Tree, kernels: list[str]) -> dict[str, str]:
+        """Each profiled kernel's ggml op and ggml-cuda file, or its library (dispatch.py)."""
+        from kernelopt_llamacpp.dispatch import Sources, attribute
+
+        sources = Sources(tree.src)
+        out = {}
+        for kernel in kernels:
+            a = attribute(kernel, sources)
+            file = Path(a.file).name
+            out[kernel] = (f"{a.library} (library)" if a.kind == "library" else
+                           f"{'/'.join(a.ops)} · {file}" if a.ops else f"{file} (no op)")
+        return out
 
     def compile_probe(self, target: Target, tree: Tree, probe_dir: Path) -> Command | None:
         """Each knob value's op .cu files compiled alone (probe.py): a value that cannot

@@ -73,3 +73,49 @@ def test_kernel_names_as_profilers_print_them() -> None:
     assert dispatch.function_name("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NNT") \
         == "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NNT"
     assert dispatch.function_name("void k<(int)1>(float *)") == "k"
+
+
+def test_the_whole_model_is_a_target_to_profile_in_two_phases(tmp_path: Path) -> None:
+    """No --op and a model: the model target (nothing to edit), llama-bench's prompt and
+    generation as the phases `kernelopt profile --engine` ranks apart; no op and no model: the
+    refusal says how to find the ops worth a run."""
+    from kernelopt_llamacpp.plugin import LlamaCppBackend
+    from llamacpp_fixture import copy_fixture, settings_with
+
+    from kernelopt_core.errors import UsageError
+    from kernelopt_core.target import Tree
+
+    repo = copy_fixture(tmp_path / "repo")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    [target] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", e2e_model=str(model)))
+    assert (target.name, target.editable, target.has_engine) == ("model", (), True)
+    tree = Tree("baseline", repo, tmp_path / "build")
+    phases = LlamaCppBackend().profile_phases(target, tree)
+    assert phases is not None and list(phases) == ["prefill", "decode"]
+    prompt, generation = phases["prefill"].argv, phases["decode"].argv
+    assert prompt[0] == str(tmp_path / "build" / "bin" / "llama-bench")
+    assert prompt[prompt.index("-p") + 1] == "512" and prompt[prompt.index("-n") + 1] == "0"
+    assert generation[generation.index("-p") + 1] == "0" and generation[generation.index("-n") + 1] == "16"
+    assert prompt[prompt.index("-m") + 1] == str(model) and prompt[prompt.index("-fa") + 1] == "off"
+    build = LlamaCppBackend().build(target, tree)
+    assert "llama-bench" in build[-1].argv and "test-backend-ops" not in build[-1].argv
+    with pytest.raises(UsageError) as refused:
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s"))
+    assert "--op" in str(refused.value) and "kernelopt profile" in (refused.value.hint or "")
+
+
+def test_each_profiled_kernel_is_labelled_with_its_op_or_library(tree: dispatch.Sources) -> None:
+    from kernelopt_llamacpp.plugin import LlamaCppBackend
+
+    from kernelopt_core.target import Target, Tree
+
+    text = gzip.decompress((RECORDED / "ncu-prefill.csv.gz").read_bytes()).decode()
+    names = [k.name for k in ncu_kernels(text)]
+    target = Target("llamacpp", "model", tree.repo, ())
+    labels = LlamaCppBackend().kernel_labels(target, Tree("baseline", tree.repo, tree.repo), names)
+    by_function = {dispatch.function_name(n): label for n, label in labels.items()}
+    assert by_function["rms_norm_f32"] == "RMS_NORM · norm.cu"
+    assert by_function["unary_gated_op_kernel"] == "SWIGLU · unary.cu"
+    assert by_function["convert_unary_cont_vec4"] == "convert.cu (no op)"
+    assert by_function["Kernel2"] == "cuBLAS (library)"

@@ -112,3 +112,15 @@ def test_the_pin_takes_the_models_shape(tmp_path: Path) -> None:
     assert tbo.usable_pin(pin, "SOFT_MAX", None, True) is None  # without the shape: pinned again
     assert tbo.main(["bench", "--tool", str(tool), "--op", "SOFT_MAX", "--pin", str(pin),
                      "--ne", "4096,x"]) == 2
+
+
+def test_an_op_whose_case_cannot_take_the_models_shape_is_refused(tmp_path: Path) -> None:
+    """GET_ROWS runs in the model (the embedding), but test_get_rows takes no 4-d shape."""
+    repo, recorded = _repo(tmp_path), _nodes(tmp_path)
+    cuda = repo / "ggml/src/ggml-cuda/ggml-cuda.cu"
+    cuda.write_text(cuda.read_text().replace("case GGML_OP_RMS_NORM:", "case GGML_OP_GET_ROWS:"))
+    with pytest.raises(UsageError) as refused:
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="GET_ROWS",
+                                                       nodes=str(recorded)))
+    assert "GET_ROWS cannot be timed at the model's shape [4096, 32000, 1, 1]" in str(refused.value)
+    assert "test_get_rows takes no" in str(refused.value) and "drop --nodes" in (refused.value.hint or "")

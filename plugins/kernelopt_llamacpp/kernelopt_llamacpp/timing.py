@@ -1,0 +1,73 @@
+"""Which case an op is timed on, decided from the source before any build: the tool's own
+perf cases, a case written from the op's test struct (perfcases.py), at the model's shape when
+its graph's nodes are given (nodes.py); or a refusal that says why the op cannot be timed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelopt_core.api import UsageError
+from kernelopt_llamacpp.nodes import Node
+from kernelopt_llamacpp.ops import Route
+
+
+def model_node(route: Route, nodes_file: str | None) -> Node | None:
+    """--nodes: the op's heaviest node in the model's graph (nodes.py); refused when the
+    file holds no nodes or the model runs no node of the op."""
+    from kernelopt_llamacpp import nodes
+
+    if not nodes_file:
+        return None
+    path = Path(nodes_file).expanduser()
+    try:
+        found = nodes.read(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--nodes {path}: {exc}",
+                         hint="give llama-eval-callback's output for the model: "
+                              "llama-eval-callback -m MODEL.gguf -p PROMPT -ngl 99 > FILE") from exc
+    node = nodes.heaviest(found, route.op)
+    if node is None:
+        raise UsageError(f"the model in {path} runs no {route.op} node, so its shape cannot "
+                         f"come from it; the model's ops: {', '.join(nodes.ops(found))}",
+                         hint="pick one of the model's ops, or drop --nodes")
+    return node
+
+
+def timed_cases(route: Route, test_source: bytes, case: str | None,
+                node: Node | None) -> tuple[tuple[str, ...], tuple[int, ...] | None]:
+    """The perf cases the harness must add for ``route.op`` to be timed (none when the
+    tool's perf set has the op and no model shape is asked for, or --case names a case)
+    and the shape the pin must take; refused before any build when the op cannot be timed
+    (perfcases.py reads that from test-backend-ops.cpp)."""
+    from kernelopt_llamacpp import harness, perfcases
+
+    text = test_source.decode("utf-8", errors="replace")
+    if case or not perfcases.structs(text):
+        if node is not None and not case:
+            raise UsageError(f"--nodes needs a test-backend-ops.cpp whose test structs "
+                             f"kernelopt reads (a case at the model's shape is written from "
+                             f"{route.op}'s); {harness.FILE} has none it can read",
+                             hint="drop --nodes, or give --case")
+        return (), None  # a --case, or a tool kernelopt cannot read: the bench says
+    type_ = f"GGML_TYPE_{node.type.upper()}" if node else perfcases.DEFAULT_TYPE
+    timing = perfcases.timing(text, route.op, route.enum, node.src0 if node else None,
+                              type_, node.src1 if node else None)
+    if timing.perf_set and timing.generated is None:
+        return (), None
+    if node is not None:  # the model's shape was asked for
+        why = timing.why or "the harness cannot add a case to this tool's perf set"
+        if timing.generated is None or harness.patched_source(test_source, (timing.generated,)) is None:
+            raise UsageError(f"{route.op} cannot be timed at the model's shape "
+                             f"{list(node.src0)}: {why}",
+                             hint="drop --nodes to time the tool's own perf cases")
+        return (timing.generated,), perfcases.written_shape(timing.generated)
+    fix = (f"add a perf case of {route.op} to make_test_cases_perf() in {harness.FILE}, "
+           "or pick another op")
+    if timing.generated is None:
+        raise UsageError(f"{route.op} cannot be timed: {harness.FILE} has no perf case of it "
+                         f"and kernelopt cannot write one: {timing.why}", hint=fix)
+    if harness.patched_source(test_source, (timing.generated,)) is None:
+        raise UsageError(f"{route.op} cannot be timed: {harness.FILE} has no perf case of it, "
+                         "and its case selection or perf set is not the one kernelopt's "
+                         "harness adds a case to", hint=fix)
+    return (timing.generated,), None
