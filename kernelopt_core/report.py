@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core import evidence, model_view, profile_view
+from kernelopt_core import evidence, knob_view, model_view, profile_view
 from kernelopt_core import journal as journal_mod
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
 from kernelopt_core.report_html import candidate_rows, render_html
@@ -349,6 +349,7 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     if profiles:  # measured per launch by the profiler, baseline and winner
         tool = profiles[0][1].get("tool", "the profiler")
         lines += [f"## Profile ({tool}, per launch)", "", *profile_view.kernel_table(profiles), ""]
+    lines += knob_view.report_lines(events)
     lines += ["## Candidates", "", "| id | proposal | result | screen speedup | reason |",
               "|---|---|---|---|---|"]
     for cid, proposal, result, timed, reason in candidate_rows(events):

@@ -84,3 +84,22 @@ def test_the_profile_table_and_a_journal_of_the_old_profile_format() -> None:
     events[3] = {"event": "profile", "metrics": old}
     md = render_markdown(events, summarize(events))
     assert "## Profile" not in md and "## Candidates" in md
+
+
+def test_the_report_says_which_knob_values_were_not_tried_and_why() -> None:
+    """The knob probe's drops (knob_probe event), e.g. llama.cpp's values that change no kernel
+    the timed case launches, are in report.md with their reason; none: no section."""
+    unreached = ("changes only cpy_scalar, cpy_scalar_contiguous; the pinned case launches "
+                 "cpy_scalar_transpose (not a candidate: it cannot change the time)")
+    events = journal("fallback", False)
+    events.insert(2, {"event": "knob_probe", "ok": True, "variants": 6, "seconds": 0.2,
+                      "failed": {"CUDA_CPY_BLOCK_SIZE": {v: unreached for v in ("32", "64")},
+                                 "TILE": {"512": "cpy.cu: error: too much shared data"}},
+                      "dropped": ["CUDA_CPY_BLOCK_SIZE"]})
+    md = render_markdown(events, summarize(events))
+    assert "## Knob values not tried (dropped before the search)" in md
+    assert f"| CUDA_CPY_BLOCK_SIZE | 32, 64 | {unreached} |" in md
+    assert "| TILE | 512 | cpy.cu: error: too much shared data |" in md
+    assert "- no value of CUDA_CPY_BLOCK_SIZE is left: not a knob of this run" in md
+    assert "Knob values not tried" not in render_markdown(journal("fallback", False),
+                                                           summarize(journal("fallback", False)))

@@ -1,0 +1,26 @@
+"""What the knob probe (knob_probe.py) dropped before the search, for report.md (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def report_lines(events: list[dict[str, Any]]) -> list[str]:
+    """report.md's section on the values the probe dropped before the search, with why (a
+    compile error; for llama.cpp also a value that changes no kernel the timed case launches)."""
+    probe = next((e for e in events if e.get("event") == "knob_probe" and e.get("ok")), None)
+    failed: dict[str, dict[str, str]] = (probe or {}).get("failed") or {}
+    if not failed:
+        return []
+    lines = ["## Knob values not tried (dropped before the search)", "",
+             "| knob | values | why |", "|---|---|---|"]
+    for knob, values in sorted(failed.items()):
+        reasons: dict[str, list[str]] = {}
+        for value, why in values.items():
+            reasons.setdefault(why.replace("\n", " ").replace("|", "\\|")[:200], []).append(value)
+        for why, dropped in reasons.items():
+            lines.append(f"| {knob} | {', '.join(dropped)} | {why} |")
+    gone = (probe or {}).get("dropped") or []
+    return lines + ([""] + [f"- no value of {', '.join(gone)} is left: not a knob of this run"]
+                    if gone else []) + [""]
+
