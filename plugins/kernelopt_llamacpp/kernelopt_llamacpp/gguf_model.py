@@ -103,13 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-layer", type=int, default=2, help="blocks (default 2)")
     parser.add_argument("--f16", action="store_true", help="matrices in f16 (default f32)")
     a = parser.parse_args(argv)
+    partial = a.out.with_name(a.out.name + ".part")  # never a half-written model under its name
     try:
-        write_model(a.out, a.vocab, n_vocab=a.n_vocab, seed=a.seed, n_embd=a.n_embd,
+        write_model(partial, a.vocab, n_vocab=a.n_vocab, seed=a.seed, n_embd=a.n_embd,
                     n_ff=a.n_ff or 2 * a.n_embd, n_head=a.n_head or max(4, a.n_embd // 64),
                     n_layer=a.n_layer, f16=a.f16)
     except ValueError as exc:
         print(f"kernelopt-llamacpp: {exc}", file=sys.stderr)
         return 2
+    partial.replace(a.out)
     print(a.out)
     return 0
 

@@ -54,6 +54,7 @@ REPO_ENV = "LLAMACPP_REPO"
 MODEL_TARGET = "model"
 PROMPT_TOKENS = 512  # a 7B-class model's prompt batch (llama-bench's pp512)
 GENERATED_TOKENS = 16  # enough tokens for the per-token kernels' shares, few for ncu's pace
+REALISTIC_MODEL = "random-llama-4096x4-f16.gguf"  # --e2e's model to profile: 7B-wide, 4 blocks
 
 
 @attrs.frozen
@@ -255,11 +256,16 @@ class LlamaCppBackend:
             raise PrerequisiteError(f"kernelopt-llamacpp needs nvcc and an NVIDIA GPU to build and "
                                     f"run llama.cpp's model: {problem}",
                                     hint="install what is missing, then rerun")
-        model = options.e2e_model or str(self._random_model(
-            root, settings.state_root / "llamacpp", realistic=True))
-        path = Path(model).expanduser().resolve()
-        if not path.is_file():
-            raise UsageError(f"--e2e-model {path} does not exist", hint="give a GGUF file")
+        vocab = root / "models" / "ggml-vocab-llama-spm.gguf"
+        if options.e2e_model:
+            path = Path(options.e2e_model).expanduser().resolve()
+            if not path.is_file():
+                raise UsageError(f"--e2e-model {path} does not exist", hint="give a GGUF file")
+        elif not vocab.is_file():
+            raise UsageError(f"--e2e needs {vocab} for the tokenizer",
+                             hint="give a real model with --e2e-model PATH.gguf")
+        else:  # written by the build (build_model), not here: a refused run writes nothing
+            path = (settings.state_root / "llamacpp" / REALISTIC_MODEL).resolve()
         return Target(
             backend=self.name, name=MODEL_TARGET, root=root, editable=(),
             contract=(DISPATCH,), shape=f"the whole model {path.name}: prompt of {PROMPT_TOKENS} "
@@ -268,10 +274,9 @@ class LlamaCppBackend:
             data=ModelData(str(path), "native" if marker else cuda_arch(),
                                        marker is not None))
 
-    def _random_model(self, root: Path, out_dir: Path, realistic: bool = False) -> Path:
-        """--e2e without --e2e-model: a random-weight llama with the tree's llama-spm vocab;
-        ``realistic`` (a model to profile): 7B-wide, 4 blocks, f16 (2.1 GB, ~30 s to write)."""
-        out = out_dir / ("random-llama-4096x4-f16.gguf" if realistic else "random-llama.gguf")
+    def _random_model(self, root: Path, out_dir: Path) -> Path:
+        """--e2e without --e2e-model: a random-weight llama with the tree's llama-spm vocab."""
+        out = out_dir / "random-llama.gguf"
         if out.is_file():
             return out
         vocab = root / "models" / "ggml-vocab-llama-spm.gguf"
@@ -281,11 +286,8 @@ class LlamaCppBackend:
         from kernelopt_llamacpp.gguf_model import write_model  # gguf itself: imported lazily
 
         out_dir.mkdir(parents=True, exist_ok=True)
-        shape = dict(n_embd=4096, n_ff=11008, n_head=32, n_layer=4, f16=True) if realistic else {}
         try:
-            partial = out.with_name(out.name + ".part")  # never a half-written model under its name
-            write_model(partial, vocab, **shape)  # type: ignore[arg-type]
-            return partial.replace(out)
+            return write_model(out, vocab)
         except ModuleNotFoundError as exc:
             raise PrerequisiteError(f"--e2e needs the gguf package ({exc})",
                                     hint="pip install 'kernelopt-llamacpp[gguf]'") from exc
@@ -312,8 +314,17 @@ class LlamaCppBackend:
             args.append("-DGGML_CUDA_FA=OFF")
         # configured again when the arguments change (e.g. the engine gate turned on)
         tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: llama-bench alone
-        return cmake_commands(tree.src, tree.src, tree.build, args,
-                              targets=[*tools, *(ENGINE_TOOLS if engine else ())])
+        commands = cmake_commands(tree.src, tree.src, tree.build, args,
+                                  targets=[*tools, *(ENGINE_TOOLS if engine else ())])
+        model = Path(data.e2e_model) if data.e2e_model else None
+        if isinstance(data, ModelData) and model and model.name == REALISTIC_MODEL \
+                and not model.is_file():  # --e2e's model to profile, written once per state root
+            commands.append(Command((
+                sys.executable, "-m", "kernelopt_llamacpp.gguf_model", "--vocab",
+                str(tree.src / "models" / "ggml-vocab-llama-spm.gguf"), "--n-embd", "4096",
+                "--n-ff", "11008", "--n-head", "32", "--n-layer", "4", "--f16",
+                "--out", str(model)), tree.src, timeout_s=900, label="random model"))
+        return commands
 
     def profile_phases(self, target: Target, tree: Tree) -> dict[str, Command] | None:
         """The model's prompt (pp512) and its generation (tg16) apart: their kernels differ

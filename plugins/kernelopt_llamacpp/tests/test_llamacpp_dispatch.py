@@ -103,6 +103,18 @@ def test_the_whole_model_is_a_target_to_profile_in_two_phases(tmp_path: Path) ->
     with pytest.raises(UsageError) as refused:
         LlamaCppBackend().discover(repo, settings_with(tmp_path / "s"))
     assert "--op" in str(refused.value) and "kernelopt profile" in (refused.value.hint or "")
+    # --e2e: the model to profile is written by the build (once per state root), not by
+    # discover, so a run that is refused (nothing to edit) writes nothing
+    with pytest.raises(UsageError, match="--e2e needs .*ggml-vocab-llama-spm.gguf"):
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", e2e=True))
+    (repo / "models").mkdir()
+    (repo / "models" / "ggml-vocab-llama-spm.gguf").write_bytes(b"GGUF")
+    [generated] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", e2e=True))
+    written = tmp_path / "s" / "llamacpp" / "random-llama-4096x4-f16.gguf"
+    assert generated.data.e2e_model == str(written.resolve()) and not written.exists()
+    writer = LlamaCppBackend().build(generated, tree)[-1].argv
+    assert writer[1:3] == ("-m", "kernelopt_llamacpp.gguf_model") and "--f16" in writer
+    assert writer[writer.index("--n-embd") + 1] == "4096" and writer[-1] == str(written.resolve())
 
 
 def test_each_profiled_kernel_is_labelled_with_its_op_or_library(tree: dispatch.Sources) -> None:
