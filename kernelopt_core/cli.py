@@ -54,10 +54,9 @@ class KerneloptGroup(click.Group):
         return command
 
     def _add_plugin_options(self, command: click.Command) -> None:
-        """Plugin flags (``kernelopt_option_tables``) go on ``run``, ``gate-selftest``, the
-        plugin commands made by run_command, ``profile`` and ``campaign`` (which hands them to
-        its jobs), once per plugin host (a new host, as in tests, replaces the previous host's
-        flags)."""
+        """Plugin flags (``kernelopt_option_tables``) go on ``run``, ``gate-selftest``, ``profile``,
+        run_command's commands and ``campaign`` (which hands them to its jobs), once per plugin
+        host (a new host, as in tests, replaces the previous host's flags)."""
         added: tuple[PluginHost, list[click.Parameter]] | None = getattr(command, "_plugin_options",
                                                                           None)
         if added is not None and added[0] is self.host:

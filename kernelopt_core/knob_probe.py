@@ -99,4 +99,3 @@ def _results(stdout: str) -> dict[str, dict[str, Any]] | None:
             results = data.get("results") if isinstance(data, dict) else None
             return results if isinstance(results, dict) else None
     return None
-

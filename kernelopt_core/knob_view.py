@@ -17,7 +17,7 @@ def report_lines(events: list[dict[str, Any]]) -> list[str]:
     for knob, values in sorted(failed.items()):
         reasons: dict[str, list[str]] = {}
         for value, why in values.items():
-            reasons.setdefault(why.replace("\n", " ").replace("|", "\\|")[:200], []).append(value)
+            reasons.setdefault(why.replace("\n", " ")[:200].replace("|", "\\|"), []).append(value)
         for why, dropped in reasons.items():
             lines.append(f"| {knob} | {', '.join(dropped)} | {why} |")
     gone = (probe or {}).get("dropped") or []

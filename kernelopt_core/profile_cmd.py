@@ -1,10 +1,10 @@
 """``kernelopt profile PATH``: the baseline only, under a profiler — its kernels by share of
 device time and the metrics table; nothing is optimized. ``--engine``: the whole program
 instead of the bench, in the phases the backend splits it into (``Backend.profile_phases``:
-llama.cpp's prompt and generation), each ranked apart, with the backend's label of each kernel
-(``Backend.kernel_labels``: its ggml op, or the library) where it gives one. The plugins' flags
-(``[llamacpp] op``, ``e2e_model``, …) are on it as on ``run``. A built-in command, added through
-the same hook as a plugin's (``kernelopt_register_commands``).
+llama.cpp's prompt and generation, every launch of each), each ranked apart, with the
+backend's label of each kernel (``Backend.kernel_labels``: its ggml op, or the library) where
+it gives one. The plugins' flags (``[llamacpp] op``, ``e2e_model``, …) are on it as on ``run``.
+A built-in command, added through the same hook as a plugin's (``kernelopt_register_commands``).
 
 The tree is built in the private workspace (the user's directory is never written), the
 bench runs once under the profiler with the GPU lock held, and everything lands in
@@ -48,6 +48,9 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     from kernelopt_core.workspace import Workspace
 
     host, backend, target, settings = cli.resolve(ctx, path, flags)
+    if not target.editable and not whole_program:  # llama.cpp's whole model: no bench of its own
+        raise UsageError(f"{target.name} is a whole program with no kernel to edit: profile it "
+                         "with --engine", hint=f"kernelopt profile {path} --engine")
     run_id = new_run_id()
     out = settings.state_root / "profiles" / run_id
     prepare_state_root(settings.state_root)
@@ -76,7 +79,7 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
         phases = getattr(backend, "profile_phases", None)
         split = (phases(target, tree) or {}) if whole_program and phases else {}
         profiles = {name: profiling.run(tree, workspace.files, out / name, "baseline", program,
-                                        command, phase=name)
+                                        command, whole_program=True, phase=name)
                     for name, command in split.items()} or \
             {program: profiling.run(tree, workspace.files, out, "baseline", program)}
         labelled = getattr(backend, "kernel_labels", None)

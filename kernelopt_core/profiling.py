@@ -41,13 +41,15 @@ class Profiling:
                 raise PrerequisiteError(f"profiler {name!r} is unavailable: {reason}")
 
     def run(self, tree: Tree, files: dict[str, bytes], out_dir: Path, label: str,
-            program: str = "bench", command: Command | None = None, **event: Any) -> dict[str, Any]:
+            program: str = "bench", command: Command | None = None, whole_program: bool = False,
+            **event: Any) -> dict[str, Any]:
         """``tree``'s bench under the profiler; the annotated profile (journaled as a
         ``profile`` event with ``label``), {} without a profiler or a bench. ``files``: the
         tree's files (relative path → content), of which the editable ones name the target's
         kernels. ``program``: "bench", or "engine" (the whole program the kernel serves);
         ``command``: that program's command when the caller has it (a phase of the whole
-        program: ``Backend.profile_phases``)."""
+        program: ``Backend.profile_phases``); ``whole_program``: profile every launch, where
+        the profiler's ``wrap`` takes it (ncu: duration and launch shape, one pass each)."""
         if self.profiler is None:
             return {}
         if command is None:
@@ -57,8 +59,8 @@ class Profiling:
             return {}
         self.stage("profile", profiler=self.name, tree=label, program=program)
         out_dir.mkdir(parents=True, exist_ok=True)
-        # a whole program: every launch, where the profiler can say so (ncu: one pass each)
-        whole = program != "bench" and "whole_program" in inspect.signature(
+        # every launch of a phase, where the profiler can say so (ncu: one pass each)
+        whole = whole_program and "whole_program" in inspect.signature(
             self.profiler.wrap).parameters
         wrapped = self.profiler.wrap(command, out_dir, whole_program=True) if whole \
             else self.profiler.wrap(command, out_dir)

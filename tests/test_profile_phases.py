@@ -12,6 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kernelopt_core.cli import cli
+from kernelopt_core.errors import UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.profilers import Ncu
 from kernelopt_core.target import Command, Target, Tree
@@ -106,3 +107,13 @@ def test_a_target_with_nothing_to_edit_is_refused_by_run(chunk_project: Path,
     assert result.exit_code == 2, result.output
     assert "model has no file to edit: it can be profiled" in result.output
     assert not list((tmp_path / "state").glob("work/*/base-build/*"))
+    # `kernelopt profile` without --engine: it has no bench of its own, said before any build
+    cli.host = plugin_host(Whole())  # type: ignore[attr-defined]
+    try:
+        result = CliRunner().invoke(cli, ["profile", str(chunk_project), "--backend", "whole",
+                                          "--state-root", str(tmp_path / "state")])
+    finally:
+        cli.host = None  # type: ignore[attr-defined]
+    assert isinstance(result.exception, UsageError)  # main() exits 2 with it
+    assert "is a whole program with no kernel to edit: profile it with --engine" in str(
+        result.exception)

@@ -28,9 +28,8 @@ from pathlib import Path
 import attrs
 
 from kernelopt_llamacpp.ops import CUDA_DIR, function_body, op_table
+from kernelopt_llamacpp.reach import GLOBAL, LAUNCH_BOUNDS
 
-_GLOBAL = re.compile(r"__global__\s+(?:[\w:]+\s+)*?(\w+)\s*\(")
-_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^()]*(?:\([^()]*\)[^()]*)*\)")
 # name stems of the CUDA libraries' kernels (cuBLAS/cuBLASLt GEMMs and their helpers)
 _LIBRARY = re.compile(r"^(nvjet|sm\d+_xmma|cutlass|gemv|gemm|dot_kernel|splitKreduce|"
                       r"cublas|ampere_|sm80_|sm90_|Kernel2?$)", re.I)
@@ -63,7 +62,7 @@ class Sources:
         for path in sorted([*cuda.glob("*.cu"), *cuda.glob("*.cuh")]):
             rel = path.relative_to(repo).as_posix()
             self.texts[rel] = path.read_text(encoding="utf-8", errors="replace")
-            for name in _GLOBAL.findall(_LAUNCH_BOUNDS.sub("", self.texts[rel])):
+            for name in GLOBAL.findall(LAUNCH_BOUNDS.sub("", self.texts[rel])):
                 self.kernels.setdefault(name, rel)
         self._reached: dict[str, set[str]] = {}
 

@@ -12,8 +12,12 @@ Whether an op can be timed is read from the source before anything is built:
   parameter takes one, the shape's type in the first ``ggml_type``, the shape in the first
   ``std::array<int64_t, 4>``, no broadcast in ``nr`` (a model's second source's broadcast,
   when given), and every other parameter at its default
-  (``generate``). A parameter without a default that none of these fills means the case
-  cannot be written: the op cannot be timed, and discover says so before any build.
+  (``generate``; ROPE's ``n_dims`` is the shape's first dimension, a whole head rotated); the
+  shape goes only into a 4-d array whose name starts with ``ne`` (``ne``,
+  ``ne_a``, ``ne_src``: test_mul_mat's m/n/k and permutation are not a shape). A parameter
+  without a default that none of these fills means the case cannot be written: the op cannot
+  be timed, and discover says so before any build. A written case compiles where the struct's
+  defaults do; whether it runs (a default that does not fit the shape) the first bench shows.
 
 The harness (harness.py) appends the generated cases to the perf set.
 """
@@ -27,7 +31,8 @@ import attrs
 DEFAULT_NE = (4096, 512, 1, 1)  # a 7B-class prompt's hidden state: 4096 wide, 512 tokens
 DEFAULT_TYPE = "GGML_TYPE_F32"
 
-_STRUCT = re.compile(r"^struct (test_\w+)\s*:\s*public test_case\s*\{", re.M)
+_STRUCT = re.compile(r"^struct (test_\w+)\s*:\s*public\s+test_\w+\s*\{", re.M)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PERF_START = re.compile(r"make_test_cases_perf\(\)\s*\{")
 
 
@@ -94,8 +99,8 @@ def _constructor(body: str, name: str) -> tuple[Param, ...] | None:
         depth += {"(": 1, ")": -1}.get(body[i], 0)
         i += 1
     params = []
-    for part in _split_top(body[match.end():i - 1]):
-        part = re.sub(r"//[^\n]*", "", part).strip()
+    for part in _split_top(_COMMENT.sub(" ", body[match.end():i - 1])):
+        part = part.strip()
         if not part:
             continue
         declaration, _, default = part.partition("=")
@@ -165,6 +170,10 @@ def _broadcast(ne: tuple[int, ...], ne_b: tuple[int, ...] | None) -> tuple[tuple
     return ne_b, tuple(a // b for a, b in zip(ne, ne_b, strict=True))
 
 
+def _is_array(kind: str, element: str) -> bool:
+    return re.fullmatch(rf"(?:const\s+)?std::array<{element},\s*4>", kind.strip()) is not None
+
+
 def generate(source: str, op: str, ne: tuple[int, ...] = DEFAULT_NE, type_: str = DEFAULT_TYPE,
              struct: TestStruct | None = None, enum: str = "",
              ne_b: tuple[int, ...] | None = None) -> str:
@@ -176,7 +185,7 @@ def generate(source: str, op: str, ne: tuple[int, ...] = DEFAULT_NE, type_: str 
         raise CannotGenerate(f"test-backend-ops.cpp has no test struct that computes {op} "
                              f"(no test_{op.lower()}, no struct whose out is ggml_{op.lower()}(...))")
     repeats = (1,) * len(ne)
-    if any(p.name == "nr" for p in struct.params):
+    if any(p.name == "nr" and _is_array(p.type, "int") for p in struct.params):
         ne, repeats = _broadcast(ne, ne_b)
     args: list[str] = []
     filled_type = filled_ne = False
@@ -189,9 +198,11 @@ def generate(source: str, op: str, ne: tuple[int, ...] = DEFAULT_NE, type_: str 
             value = f"ggml_{op.lower()}"
         elif kind == "ggml_type" and not filled_type:
             value, filled_type = type_, True
-        elif re.fullmatch(r"std::array<int64_t,\s*4>", kind) and not filled_ne:
+        elif _is_array(kind, "int64_t") and param.name.startswith("ne") and not filled_ne:
             value, filled_ne = "{" + ", ".join(str(n) for n in ne) + "}", True
-        elif param.name == "nr" and re.fullmatch(r"std::array<int,\s*4>", kind):
+        elif param.name == "n_dims" and kind == "int":
+            value = str(ne[0])  # ROPE: the whole head rotated (a partial rotary's is not known)
+        elif param.name == "nr" and _is_array(kind, "int"):
             value = "{" + ", ".join(str(n) for n in repeats) + "}"
         else:
             value = param.default
@@ -200,8 +211,8 @@ def generate(source: str, op: str, ne: tuple[int, ...] = DEFAULT_NE, type_: str 
                                  f"default and is not one kernelopt fills (type, shape, op)")
         args.append(value)
     if not filled_ne:
-        raise CannotGenerate(f"{struct.name} takes no `std::array<int64_t, 4>` shape: a case at "
-                             "the model's shape cannot be written")
+        raise CannotGenerate(f"{struct.name} takes no 4-d shape (a `std::array<int64_t, 4> ne…` "
+                             "parameter): a case at the model's shape cannot be written")
     return f"new {struct.name}({', '.join(args)})"
 
 

@@ -57,6 +57,9 @@ GENERATED_TOKENS = 16  # enough tokens for the per-token kernels' shares, few fo
 REALISTIC_MODEL = "random-llama-4096x4-f16.gguf"  # --e2e's model to profile: 7B-wide, 4 blocks
 
 
+_GIVE_OP = "to optimize an op, give --op (the ops by share: kernelopt profile --engine)"
+
+
 @attrs.frozen
 class ModelData:
     """A whole-model target's data (no op: ``kernelopt profile --engine``)."""
@@ -251,11 +254,7 @@ class LlamaCppBackend:
         """No --op, a model given (--e2e-model, or --e2e): the whole model, for ``kernelopt
         profile --engine`` (its prompt and its generation ranked apart: profile_phases). Nothing
         is editable: the core refuses to optimize it."""
-        marker = fixture_marker(root)
-        if marker is None and (problem := gpu_problem()):
-            raise PrerequisiteError(f"kernelopt-llamacpp needs nvcc and an NVIDIA GPU to build and "
-                                    f"run llama.cpp's model: {problem}",
-                                    hint="install what is missing, then rerun")
+        marker = fixture_marker(root)  # nvcc and the GPU: checked by build (a run is refused first)
         vocab = root / "models" / "ggml-vocab-llama-spm.gguf"
         if options.e2e_model:
             path = Path(options.e2e_model).expanduser().resolve()
@@ -298,6 +297,10 @@ class LlamaCppBackend:
     # ------------------------------------------------------------------ commands
     def build(self, target: Target, tree: Tree) -> list[Command]:
         data: OpData | ModelData = target.data
+        if isinstance(data, ModelData) and not data.standins and (problem := gpu_problem()):
+            raise PrerequisiteError(f"kernelopt-llamacpp needs nvcc and an NVIDIA GPU to build and "
+                                    f"run llama.cpp's model: {problem}",
+                                    hint="install what is missing, then rerun")
         engine = data.e2e_model is not None
         args = [
             "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON",
@@ -313,7 +316,7 @@ class LlamaCppBackend:
             # so that attention goes through SOFT_MAX (the op being optimized), not fattn
             args.append("-DGGML_CUDA_FA=OFF")
         # configured again when the arguments change (e.g. the engine gate turned on)
-        tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: llama-bench alone
+        tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: its engine tools only
         commands = cmake_commands(tree.src, tree.src, tree.build, args,
                                   targets=[*tools, *(ENGINE_TOOLS if engine else ())])
         model = Path(data.e2e_model) if data.e2e_model else None
@@ -377,6 +380,8 @@ class LlamaCppBackend:
         return Command(tuple(argv), tree.src, timeout_s=900, label=f"test-backend-ops {mode}")
 
     def check(self, target: Target, tree: Tree, seed: int) -> Command:
+        if isinstance(target.data, ModelData):
+            raise UsageError("the whole model has no op to check", hint=_GIVE_OP)
         # test-backend-ops has no seed option: every run draws fresh inputs (std::random_device),
         # so each of the core's seeds is one more independent random draw, not a replayable one.
         data: OpData = target.data
@@ -398,12 +403,18 @@ class LlamaCppBackend:
                          *(["--jobs", str(jobs)] if jobs > 1 else []))
 
     def bench(self, target: Target, tree: Tree) -> Command | None:
+        if isinstance(target.data, ModelData):
+            raise UsageError("the whole model has no bench: it is profiled as a whole program",
+                             hint=f"kernelopt profile {target.root} --backend llamacpp --engine; "
+                                  f"{_GIVE_OP}")
         data: OpData = target.data
         extra = ["--pin", str(data.pin)] + (["--case", data.case] if data.case else [])
         extra += ["--ne", ",".join(map(str, data.shape))] if data.shape else []
         return self._tbo(target, tree, "bench", *extra, *(["--harness"] if data.harness else []))
 
     def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None:
+        if isinstance(target.data, ModelData):
+            return None
         """The timed case in test mode, when test-backend-ops' test set holds it (recorded at
         pin time); otherwise None and the shape gate reports the timed shape as unverified."""
         from kernelopt_llamacpp import tbo

@@ -23,41 +23,64 @@ import difflib
 import re
 from collections.abc import Mapping
 
-_GLOBAL = re.compile(r"__global__\s+(?:[\w:]+\s+)*?(\w+)\s*\(")
-_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^()]*(?:\([^()]*\)[^()]*)*\)")
-_FUNCTION_HEAD = re.compile(r"(\w+)\s*\(")
+GLOBAL = re.compile(r"__global__\s+(?:[\w:]+\s+)*?(\w+)\s*\(")  # a kernel's name after it
+LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^()]*(?:\([^()]*\)[^()]*)*\)")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)|^\s*(?:static\s+)?(?:constexpr|const)\s+[\w:]+\s+(\w+)\s*=",
                       re.M)
 _CALLED = re.compile(r"\b(\w+)\s*[(<]")
 DEPTH = 4
 
 
+def _declared_name(head: str) -> str:
+    """The function a definition's head declares: the identifier just before its parameter
+    list, the last top-level ``( … )`` (``template <float (*op)(float), …> static __global__
+    void k_bin_bcast(…)`` is ``k_bin_bcast``); "" when the head is not a function's."""
+    text = head.rstrip()
+    while text.endswith("const") or text.endswith("noexcept"):
+        text = text.rsplit(None, 1)[0] if " " in text else ""
+    if not text.endswith(")"):
+        return ""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            found = re.search(r"(\w+)\s*$", text[:i])
+            return found.group(1) if found and found.group(1) not in _NOT_NAMES else ""
+    return ""
+
+
+_NOT_NAMES = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
+
+
 def _functions(text: str) -> list[tuple[int, int, str, bool]]:
     """(start, end, name, is a kernel) of every top-level function body ``{...}`` in ``text``
     (a brace at depth 0 preceded by a parameter list)."""
     out = []
-    depth, i = 0, 0
+    i = 0
     while i < len(text):
-        ch = text[i]
-        if ch == "{" and depth == 0:
+        if text[i] == "{":
             head = text[max(0, text.rfind(";", 0, i), text.rfind("}", 0, i)) + 1:i]
-            head_clean = _LAUNCH_BOUNDS.sub("", re.sub(r"//[^\n]*", "", head))
-            names = [m.group(1) for m in _FUNCTION_HEAD.finditer(head_clean)]
-            start, j, level = i, i, 0
-            while j < len(text):
-                level += {"{": 1, "}": -1}.get(text[j], 0)
-                j += 1
-                if level == 0:
-                    break
-            stripped = head_clean.rstrip()
-            if names and stripped.endswith(")") or stripped.endswith("const"):
-                name = next((n for n in names if n not in ("__launch_bounds__", "if", "for",
-                                                            "while", "switch")), "")
-                out.append((start, j, name, "__global__" in head_clean))
+            head_clean = LAUNCH_BOUNDS.sub("", _COMMENT.sub(" ", head))
+            j = matching_brace(text, i)
+            name = _declared_name(head_clean)
+            if name:
+                out.append((i, j, name, "__global__" in head_clean))
             i = j
             continue
         i += 1
     return out
+
+
+def matching_brace(text: str, start: int) -> int:
+    """The offset just past the ``}`` that closes the ``{`` at ``start`` (the end of ``text``
+    when it is never closed)."""
+    level = 0
+    for j in range(start, len(text)):
+        level += {"{": 1, "}": -1}.get(text[j], 0)
+        if level == 0:
+            return j + 1
+    return len(text)
 
 
 class Reach:

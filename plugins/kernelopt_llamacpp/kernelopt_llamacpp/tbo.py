@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -266,7 +267,7 @@ def dispatch_profile(tool: str, case: str, backend: str, folder: Path) -> dict[s
     if ncu is None:
         return {"dispatched": None, "dispatch_note": "ncu is not on PATH: every knob is kept"}
     folder.mkdir(parents=True, exist_ok=True)
-    log = folder / "dispatch-ncu.csv"
+    log = folder / f"dispatch-ncu-{case.split('(', 1)[0]}-{os.getpid()}.csv"  # pins at once
     argv = (ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics",
             DISPATCH_METRICS, "--launch-count", str(DISPATCH_LAUNCHES), "--log-file", str(log),
             tool, "perf", "-o", case, "-b", backend)

@@ -42,18 +42,19 @@ def timed_cases(route: Route, test_source: bytes, case: str | None,
     from kernelopt_llamacpp import harness, perfcases
 
     text = test_source.decode("utf-8", errors="replace")
+    if case and node is not None:
+        raise UsageError("--case and --nodes both name the case to time",
+                         hint="give one of them: --case for a case of the tool's perf set, "
+                              "--nodes for the model's shape")
+    if node is not None and not perfcases.structs(text):
+        raise UsageError(f"--nodes needs a test-backend-ops.cpp whose test structs kernelopt "
+                         f"reads (a case at the model's shape is written from {route.op}'s); "
+                         f"{harness.FILE} has none it can read", hint="drop --nodes")
     if case or not perfcases.structs(text):
-        if node is not None and not case:
-            raise UsageError(f"--nodes needs a test-backend-ops.cpp whose test structs "
-                             f"kernelopt reads (a case at the model's shape is written from "
-                             f"{route.op}'s); {harness.FILE} has none it can read",
-                             hint="drop --nodes, or give --case")
         return (), None  # a --case, or a tool kernelopt cannot read: the bench says
     type_ = f"GGML_TYPE_{node.type.upper()}" if node else perfcases.DEFAULT_TYPE
     timing = perfcases.timing(text, route.op, route.enum, node.src0 if node else None,
                               type_, node.src1 if node else None)
-    if timing.perf_set and timing.generated is None:
-        return (), None
     if node is not None:  # the model's shape was asked for
         why = timing.why or "the harness cannot add a case to this tool's perf set"
         if timing.generated is None or harness.patched_source(test_source, (timing.generated,)) is None:
@@ -61,6 +62,8 @@ def timed_cases(route: Route, test_source: bytes, case: str | None,
                              f"{list(node.src0)}: {why}",
                              hint="drop --nodes to time the tool's own perf cases")
         return (timing.generated,), perfcases.written_shape(timing.generated)
+    if timing.perf_set:
+        return (), None
     fix = (f"add a perf case of {route.op} to make_test_cases_perf() in {harness.FILE}, "
            "or pick another op")
     if timing.generated is None:

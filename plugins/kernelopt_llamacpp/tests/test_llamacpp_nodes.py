@@ -124,3 +124,12 @@ def test_an_op_whose_case_cannot_take_the_models_shape_is_refused(tmp_path: Path
                                                        nodes=str(recorded)))
     assert "GET_ROWS cannot be timed at the model's shape [4096, 32000, 1, 1]" in str(refused.value)
     assert "test_get_rows takes no" in str(refused.value) and "drop --nodes" in (refused.value.hint or "")
+    # MUL_MAT has perf cases of its own, but its struct takes m/n/k, not a shape: refused too
+    # (the shape was once written into its permutation), and --case with --nodes is refused
+    with pytest.raises(UsageError, match="MUL_MAT cannot be timed at the model's shape .*"
+                                         "test_mul_mat takes no 4-d shape"):
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="MUL_MAT",
+                                                       nodes=str(recorded)))
+    with pytest.raises(UsageError, match="--case and --nodes both name the case"):
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="SOFT_MAX", case="x",
+                                                       nodes=str(recorded)))

@@ -112,3 +112,17 @@ def test_the_pin_records_the_kernels_its_case_launches(tmp_path: Path,
     monkeypatch.setenv("PATH", "/nonexistent")
     assert tbo.dispatch_profile("tool", "SOFT_MAX(x)", "CUDA0", tmp_path) == {
         "dispatched": None, "dispatch_note": "ncu is not on PATH: every knob is kept"}
+
+
+def test_a_kernels_name_is_read_past_its_template_head(tree: Path) -> None:
+    """``template <float (*op)(const float, const float), …> static __global__ void
+    k_bin_bcast(…)``: the name before the parameter list, not the template's function type."""
+    from kernelopt_llamacpp.reach import _declared_name
+
+    files = ("ggml/src/ggml-cuda/binbcast.cu", "ggml/src/ggml-cuda/unary.cu")
+    reach = Reach({f: (tree / f).read_text() for f in files})
+    assert {"k_bin_bcast", "unary_op_kernel", "unary_gated_op_kernel"} <= reach.kernels
+    assert not {"float", "void", "defined"} & reach.kernels
+    assert _declared_name("template <float (*op)(float), typename T>\nstatic __global__ void "
+                          "k(const T * x, int n) ") == "k"
+    assert _declared_name("if (n > 0) ") == "" and _declared_name("struct s ") == ""
