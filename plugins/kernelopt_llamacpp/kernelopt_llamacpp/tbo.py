@@ -187,6 +187,8 @@ def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False,
     pin = read_pin(path, op)
     if pin is None or bool(pin.get("harness")) != harness:  # the choice and checkability differ
         return None
+    if "dispatched" not in pin:  # made before pins read the case's kernels: made again
+        return None
     if wanted:
         return pin if pin["case"] == case_name(op, wanted) else None
     # a pin made by another rule (an earlier --case, before the tie rule, another model's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -152,6 +153,13 @@ def test_the_harness_lets_test_mode_check_the_pinned_perf_case(tmp_path: Path):
     pin.write_text(json.dumps(saved))
     assert tbo.usable_pin(pin, "SOFT_MAX", None, True) is None
     assert tbo.usable_pin(pin, "SOFT_MAX", None, False) is not None
+    # no ncu here: the pin says so, and keeps every knob; a pin from before the dispatch
+    # profile (no `dispatched` at all) is made again
+    if shutil.which("ncu") is None:
+        assert saved["dispatched"] is None and "ncu is not on PATH" in saved["dispatch_note"]
+    pin.write_text(json.dumps({k: v for k, v in saved.items() if k != "dispatched"}))
+    assert tbo.usable_pin(pin, "SOFT_MAX", None, False) is None
+    pin.write_text(json.dumps(saved))
     # a pin chosen by an earlier rule (before the tie rule) is made again
     saved["chosen_by"] = "largest us/run of the perf cases the test set also holds"
     pin.write_text(json.dumps(saved))
