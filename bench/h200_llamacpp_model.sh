@@ -11,9 +11,10 @@
 # for llama-eval-callback):   OUT=DIR bash bench/h200_llamacpp_model.sh
 # Env: N_EMBD (4096) N_FF (11008) N_HEAD (32) N_LAYER (4) TG (16 generated tokens under ncu)
 #      OPS (the ops whose perf cases are profiled)
-#      PARTS ("bench nodes tbo", default all): bench = llama-bench with and without ncu,
-#      nodes = llama-eval-callback, tbo = each op's perf cases under ncu (only what the parts
-#      need is built)
+#      PARTS ("bench nodes tbo", default those three): bench = llama-bench with and without
+#      ncu, nodes = llama-eval-callback, tbo = each op's perf cases under ncu (only what the
+#      parts need is built); product = the same ranking through the product,
+#      `kernelopt profile TREE --backend llamacpp --engine --e2e --profiler ncu` (its own build)
 set -uo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
@@ -42,6 +43,13 @@ step configure 120 cmake -S "$REPO" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release 
   -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON || exit 1
 PARTS=${PARTS:-bench nodes tbo}
+if [[ " $PARTS " == *" product "* ]]; then
+  step product 580 kernelopt profile "$REPO" --backend llamacpp --engine --e2e --profiler ncu \
+    --state-root /tmp/kstate-llamacpp-model
+  cp -r /tmp/kstate-llamacpp-model/profiles "$OUT/product-profiles" 2>/dev/null
+  find "$OUT/product-profiles" -name 'ncu.csv' -exec gzip -f {} + 2>/dev/null
+  [ "$PARTS" = product ] && { say done; exit 0; }
+fi
 targets=()
 case " $PARTS " in *" bench "*) targets+=(llama-bench) ;; esac
 case " $PARTS " in *" nodes "*) targets+=(llama-eval-callback) ;; esac
