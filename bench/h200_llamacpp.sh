@@ -127,7 +127,8 @@ PY
     ;;
   norm)  # layer norm (GPT-2-style models): no perf case in the vendored tool, so the one
     # written from test_norm (perfcases.py: f32 [4096,512]); the launch knobs of norm.cu
-    kernelopt run-llamacpp --op NORM "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
+    # NODES=FILE: a GPT-2-style model's nodes (ARCH=gpt2 PARTS=nodes bench/h200_llamacpp_model.sh)
+    kernelopt run-llamacpp --op NORM "${E2E_ARGS[@]}" ${NODES:+--nodes "$NODES"} --iterations 8 --patience 4 --final-rounds 4 \
       --budget-minutes ${BUDGET_NORM:-${BUDGET:-4}} > "$OUT/norm.log" 2>&1 || echo "exit $?" >> "$OUT/norm.log"
     save_llamacpp_run norm NORM "$REPO"
     ;;

@@ -9,7 +9,9 @@
 # Run from the repository root on the GPU machine, with .whl/ from ../shared/tools/h200-wheels
 # gguf and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh; it keeps examples/
 # for llama-eval-callback):   OUT=DIR bash bench/h200_llamacpp_model.sh
-# Env: N_EMBD (4096) N_FF (11008) N_HEAD (32) N_LAYER (4) TG (16 generated tokens under ncu)
+# Env: ARCH (llama, or gpt2: NORM instead of RMS_NORM, GELU, learned positions; GPT-2 small's
+#      768/3072/12 unless N_* say otherwise)
+#      N_EMBD (4096) N_FF (11008) N_HEAD (32) N_LAYER (4) TG (16 generated tokens under ncu)
 #      OPS (the ops whose perf cases are profiled)
 #      PARTS ("bench nodes tbo", default those three): bench = llama-bench with and without
 #      ncu, nodes = llama-eval-callback, tbo = each op's perf cases under ncu (only what the
@@ -56,9 +58,15 @@ case " $PARTS " in *" nodes "*) targets+=(llama-eval-callback) ;; esac
 case " $PARTS " in *" tbo "*) targets+=(test-backend-ops) ;; esac
 step build 330 cmake --build "$B" --target "${targets[@]}" -j "$(nproc)" || exit 1
 
-step model 120 python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
-  --n-embd "${N_EMBD:-4096}" --n-ff "${N_FF:-11008}" --n-head "${N_HEAD:-32}" \
-  --n-layer "${N_LAYER:-4}" --f16 --out "$MODEL" || exit 1
+if [ "${ARCH:-llama}" = gpt2 ]; then
+  step model 120 python3 -m kernelopt_llamacpp.gguf_model --arch gpt2 \
+    --vocab "$REPO/models/ggml-vocab-gpt-2.gguf" --n-embd "${N_EMBD:-768}" --n-ff "${N_FF:-3072}" \
+    --n-head "${N_HEAD:-12}" --n-layer "${N_LAYER:-4}" --f16 --out "$MODEL" || exit 1
+else
+  step model 120 python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
+    --n-embd "${N_EMBD:-4096}" --n-ff "${N_FF:-11008}" --n-head "${N_HEAD:-32}" \
+    --n-layer "${N_LAYER:-4}" --f16 --out "$MODEL" || exit 1
+fi
 ls -la "$MODEL" >> "$OUT/model.log"
 
 # tokens/s without a profiler, then each phase under ncu (kernels serialized: shares, not speed)

@@ -20,6 +20,30 @@ def test_random_gguf_parses_with_the_expected_tensors(tmp_path: Path):
     assert names["blk.0.ffn_gate.weight"] == [32, 64] and "output.weight" in names
     assert reader.fields["general.architecture"].contents() == "llama"
     assert reader.fields["llama.block_count"].contents() == 1
+    # f16 matrices (a real model's type), norms f32
+    half = gguf.GGUFReader(str(write_model(tmp_path / "h.gguf", None, n_embd=32, n_layer=1,
+                                           n_head=2, n_ff=64, n_vocab=50, f16=True)))
+    types = {t.name: t.tensor_type.name for t in half.tensors}
+    assert types["blk.0.attn_q.weight"] == "F16" and types["blk.0.attn_norm.weight"] == "F32"
+
+
+def test_a_gpt2_style_gguf_has_the_tensors_llamas_gpt2_loader_creates(tmp_path: Path):
+    """The names and ne of src/models/gpt2.cpp's create_tensor calls (a llama.cpp CPU build
+    loaded such a file and ran its NORM nodes: docs/llamacpp.md)."""
+    gguf = pytest.importorskip("gguf")
+    from kernelopt_llamacpp.gguf_model import write_model
+
+    out = write_model(tmp_path / "g.gguf", None, n_embd=32, n_layer=2, n_head=2, n_ff=128,
+                      n_vocab=50, arch="gpt2")
+    reader = gguf.GGUFReader(str(out))
+    names = {t.name: [int(x) for x in t.shape] for t in reader.tensors}
+    assert names["position_embd.weight"] == [32, 1024] and names["output_norm.bias"] == [32]
+    assert names["blk.1.attn_qkv.weight"] == [32, 96] and names["blk.1.attn_qkv.bias"] == [96]
+    assert names["blk.1.ffn_up.weight"] == [32, 128] and names["blk.1.ffn_down.weight"] == [128, 32]
+    assert reader.fields["general.architecture"].contents() == "gpt2"
+    assert reader.fields["gpt2.attention.layer_norm_epsilon"].contents() == pytest.approx(1e-5)
+    with pytest.raises(ValueError, match="unknown architecture"):
+        write_model(tmp_path / "x.gguf", None, n_vocab=50, arch="mamba")
 
 
 def test_engine_only_when_asked(repo: Path, tmp_path: Path):
