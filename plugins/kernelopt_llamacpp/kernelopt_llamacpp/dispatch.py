@@ -70,8 +70,7 @@ class Sources:
         """Names the op's dispatch function calls or instantiates, directly or through the
         functions of its own file (kernels among them: ``rms_norm_f32_cuda`` → ``rms_norm_f32``)."""
         if op not in self._reached:
-            route = self.table[op]
-            text = next((self.texts[f] for f in route.files if f.endswith(".cu")), "")
+            route, text = self.table[op], self._source(op)
             seen: set[str] = set()
             frontier = [route.function] if route.function else []
             for _ in range(REACH_DEPTH):
@@ -82,10 +81,13 @@ class Sources:
             self._reached[op] = seen
         return self._reached[op]
 
+    def _source(self, op: str) -> str:
+        """The op's .cu text (its dispatch function is defined there)."""
+        return next((self.texts[f] for f in self.table[op].files if f.endswith(".cu")), "")
+
     def body(self, op: str) -> str:
-        route = self.table[op]
-        text = next((self.texts[f] for f in route.files if f.endswith(".cu")), "")
-        return (function_body(text, route.function) or "") if route.function else ""
+        function = self.table[op].function
+        return (function_body(self._source(op), function) or "") if function else ""
 
 
 def function_name(kernel: str) -> str:

@@ -28,6 +28,8 @@ import re
 
 import attrs
 
+from kernelopt_llamacpp.reach import matching_brace
+
 DEFAULT_NE = (4096, 512, 1, 1)  # a 7B-class prompt's hidden state: 4096 wide, 512 tokens
 DEFAULT_TYPE = "GGML_TYPE_F32"
 
@@ -50,22 +52,12 @@ class TestStruct:
     body: str
 
 
-def _braced(text: str, start: int) -> str:
-    """The text from the ``{`` at ``start`` to its matching ``}``."""
-    depth = 0
-    for i in range(start, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[start:i + 1]
-    return text[start:]
-
-
 def structs(source: str) -> dict[str, TestStruct]:
     """Every ``struct test_X : public test_case`` with its constructor's parameters."""
     found: dict[str, TestStruct] = {}
     for match in _STRUCT.finditer(source):
         name = match.group(1)
-        body = _braced(source, match.end() - 1)
+        body = source[match.end() - 1:matching_brace(source, match.end() - 1)]
         params = _constructor(body, name)
         if params is not None:
             found[name] = TestStruct(name, params, body)
