@@ -59,6 +59,7 @@ from kernelopt_core.planners.base import PlanContext, Proposal, Screened
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
 from kernelopt_core.process import run as _run
 from kernelopt_core.profile_parsers import KernelProfile, ncu_kernels
+from kernelopt_core.profiles import RecordedProfile, last_profile
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings, read_dotenv, read_toml, toml_line
 from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree
@@ -75,6 +76,7 @@ __all__ = [
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
     "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "EventLog", "KernelProfile", "ncu_kernels",
+    "RecordedProfile", "last_profile",
     # errors and exit codes
     "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "BenchFailed",
     "PlannerError",

@@ -187,8 +187,8 @@ def check_model(backend: Any, finished: list[Any], state_root: Path, out_dir: Pa
                 ledger: Any = None) -> None:
     """The whole model, every winner in place (model_check.py), reported; campaign's too."""
     if finished and out_dir is not None:
-        ui.note(f"model check: the whole model every way, {len(finished)} run(s)' winners in")
-        record = model_check.run(backend, finished, state_root, out_dir, ledger)
+        record = model_check.run(backend, finished, state_root, out_dir, ledger, lambda: ui.note(
+            f"model check: the whole model every way, {len(finished)} run(s)' winners in"))
         if record is not None and record.get("error"):
             ui.note(f"model check failed ({record['seconds']} s): {record['error'][:600]}")
         elif record is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,10 +96,12 @@ def offered(backend: Any) -> bool:
 
 
 def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: Path,
-        ledger: journal.Journal | None = None) -> dict[str, Any] | None:
+        ledger: journal.Journal | None = None,
+        starting: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """Measure the model with every winner of ``finished`` in place; journal the result in each
     of their runs (and in ``ledger``: a campaign's journal) and rebuild their reports. None when
-    the backend offers no model check for these targets."""
+    the backend offers no model check for these targets. ``starting``: called when it does,
+    before the model runs."""
     method = getattr(backend, "model_compare", None)
     if method is None or not finished:
         return None
@@ -117,6 +119,8 @@ def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: P
     command = method([f.target for f in finished], winners, out_dir)
     if command is None:
         return None
+    if starting is not None:
+        starting()
     started = time.perf_counter()
     with gpu_lock(state_root):  # the model runs on the GPU: nothing else times meanwhile
         result = process.run(command, out_dir / "model_check.log")

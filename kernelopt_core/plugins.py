@@ -255,28 +255,31 @@ class PluginHost:
     def option_tables(self) -> list[type]:
         """Every plugin's option classes (``kernelopt_option_tables``), registration order; a
         class whose table or field names another plugin's already has is reported and left
-        out (one namespace for flags, variables and ``-o`` keys). Collected once per host."""
+        out (one namespace for flags, variables and ``-o`` keys). Two plugins may share an
+        option of the same type and default (``top``: the Triton models' kernels, llama.cpp's
+        ops): one flag then sets both tables. Collected once per host."""
         if self._tables is not None:
             return self._tables
         from kernelopt_core.options import fields, table_name
         from kernelopt_core.settings import FIELDS
 
         tables: list[type] = []
-        names: set[str] = set(FIELDS)
+        declared: dict[str, attrs.Attribute] = {}  # plugin options so far: name -> field
         seen: set[str] = set()
         for impl in self.pm.hook.kernelopt_option_tables.get_hookimpls():
             try:
                 offered: list[type] = list(impl.function() or [])  # type: ignore[call-overload]
                 for cls in offered:
-                    table, keys = table_name(cls), set(fields(cls))
-                    clash = sorted(keys & names) or ([table] if table in seen else [])
-                    if clash:
+                    table, mine = table_name(cls), fields(cls)
+                    clash = sorted(set(mine) & set(FIELDS)) + sorted(
+                        k for k, f in mine.items() if k in declared and not _same(f, declared[k]))
+                    if clash or table in seen:
                         self._blame(impl.plugin_name, f"option table [{table}]: "
-                                    f"{', '.join(clash)} already taken by kernelopt or another "
-                                    "plugin; not added")
+                                    f"{', '.join(clash or [table])} already taken by kernelopt "
+                                    "or another plugin; not added")
                         continue
                     tables.append(cls)
-                    names |= keys
+                    declared.update(mine)
                     seen.add(table)
             except (Exception, SystemExit) as exc:
                 self._blame(impl.plugin_name,
@@ -312,6 +315,11 @@ class PluginHost:
                 impl.function(cli=cli)
             except (Exception, SystemExit) as exc:
                 on_error(impl.plugin_name, exc)
+
+
+def _same(a: attrs.Attribute, b: attrs.Attribute) -> bool:
+    """Two plugins' options one flag may set: the same type and default."""
+    return bool(a.type == b.type and a.default == b.default)
 
 
 def _version(dist: str) -> str:

@@ -385,6 +385,54 @@ def test_kernelopt_option_tables(chunk_project, monkeypatch) -> None:
         (chunk_project / "kernelopt.toml").write_text(base_toml)
 
 
+@option_table("sharing")
+@attrs.frozen
+class SharingOptions:
+    top: int = option(3, "the same option as [chunky]'s: one flag sets both")
+
+
+@option_table("differing")
+@attrs.frozen
+class DifferingOptions:
+    top: int = option(2, "another default: not the same option")
+
+
+def test_two_plugins_share_an_option_of_the_same_type_and_default(chunk_project) -> None:
+    """--top of a Triton model and of a llama.cpp model: one flag sets both tables; an option
+    of the same name but another default is a clash, reported on its plugin."""
+    seen: list = []
+
+    class Recording(ScriptedBackend):
+        def discover(self, path, settings):
+            seen.append((settings.section(ChunkyOptions), settings.section(SharingOptions)))
+            raise UsageError("stop here")
+
+    class First:
+        @hookimpl
+        def kernelopt_register_backends(self):
+            return [Recording()]
+
+        @hookimpl
+        def kernelopt_option_tables(self):
+            return [ChunkyOptions]
+
+    class Second:
+        @hookimpl
+        def kernelopt_option_tables(self):
+            return [SharingOptions, DifferingOptions]
+
+    cli.host = plugin_host(First(), Second())
+    try:
+        CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted", "--top", "4"],
+                           standalone_mode=False)
+        assert seen == [(ChunkyOptions(top=4), SharingOptions(top=4))]
+        info = next(i for i in cli.host.plugin_infos() if i.name == "test-plugin-1")
+        assert "[differing]: top already taken" in (info.error or "")
+        assert CliRunner().invoke(cli, ["run", "--help"]).output.count("--top") == 1
+    finally:
+        cli.host = None
+
+
 def test_a_registration_hook_that_raises_is_reported_not_fatal() -> None:
     class Broken:
         @hookimpl

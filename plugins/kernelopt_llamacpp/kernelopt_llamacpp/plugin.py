@@ -83,6 +83,7 @@ class OpData:
     test_jobs: int = 1  # test mode's parallel workers (-j), where the tool has them
     cases: Path | None = None  # the test set's case list (tbo check --cases), per test source
     shape: tuple[int, ...] | None = None  # the model's shape to time (--nodes), else the tool's pick
+    model: str | None = None  # --top K: the profiled model, run whole by the model check
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -140,6 +141,23 @@ def gpu_problem() -> str | None:
             "run on a machine with an NVIDIA GPU and its driver installed")
 
 
+def cmake_args(arch: str, engine: bool, flash_attn: bool) -> list[str]:
+    """The configure arguments of every build of a tree: an op's runs, the model check's."""
+    args = [
+        "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
+        "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
+        "-DLLAMA_BUILD_TESTS=ON", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
+        f"-DLLAMA_BUILD_TOOLS={'ON' if engine else 'OFF'}",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",  # the compile probe's commands (probe.py)
+    ]
+    if not flash_attn:
+        # the flash-attention template instances are most of a clean ggml-cuda build and no
+        # other op needs them; the engine gate runs the model with flash attention off too,
+        # so that attention goes through SOFT_MAX (the op being optimized), not fattn
+        args.append("-DGGML_CUDA_FA=OFF")
+    return args
+
+
 def cuda_arch() -> str:
     """The local GPU's architecture for CMAKE_CUDA_ARCHITECTURES (e.g. 90), else ``native``."""
     out = _nvidia_smi("--query-gpu=compute_cap", "--format=csv,noheader").stdout.split()
@@ -162,7 +180,7 @@ class LlamaCppBackend:
 
     # ------------------------------------------------------------------ discovery
     def discover(self, path: Path, settings: Settings) -> list[Target]:
-        from kernelopt_llamacpp import harness, ops, tbo, timing, tuning
+        from kernelopt_llamacpp import ops, timing
 
         root = path.resolve()
         if self.detect(root) == 0.0:
@@ -177,13 +195,19 @@ class LlamaCppBackend:
                              hint=f"kernelopt-llamacpp reads the switch in {ops.DISPATCH_FUNCTION}; "
                                   "point --repo at a llama.cpp tree that has it") from exc
         known = ops.editable_ops(table)
+        if op and "llamacpp.top" in settings.origins:
+            raise UsageError(f"--op {op} names one op and --top {options.top} picks the model's "
+                             f"{options.top} heaviest", hint="give one of them")
         if not op and (options.e2e or options.e2e_model):
+            if "llamacpp.top" in settings.origins:  # --top K: the model's K heaviest ops
+                return self._top_targets(root, settings, options, table)
             return [self._model_target(root, settings, options)]
         if not op:
             raise UsageError("name the ggml op to optimize with --op",
                              hint=f"known ops: {', '.join(known)}; which of them a model spends "
                                   f"its time in: kernelopt profile {root} --backend llamacpp "
-                                  "--engine --e2e-model MODEL.gguf (or --e2e)")
+                                  "--engine --e2e-model MODEL.gguf (or --e2e), then --top K "
+                                  "optimizes its K heaviest")
         route = table.get(op) or table.get(str(op).upper())
         if route is None:
             raise UsageError(f"unknown op {op!r}: {DISPATCH} dispatches no such op",
@@ -194,11 +218,18 @@ class LlamaCppBackend:
         if route.kind == "none":
             raise UsageError(f"{route.op} has no kernel file kernelopt edits ({route.note})",
                              hint=f"ops with editable kernels: {', '.join(known)}")
+        node = timing.model_node(route, options.nodes)
+        return [self._op_target(root, settings, options, route, node, options.e2e_model)]
+
+    def _op_target(self, root: Path, settings: Settings, options: LlamaCppOptions, route: Any,
+                   node: Any, e2e_model: str | None, share: float | None = None,
+                   model: str | None = None) -> Target:
+        from kernelopt_llamacpp import harness, tbo, timing, tuning
+
         try:  # read once: timing, the harness's patch, whether the tool takes -j, the case list
             test_source = (root / harness.FILE).read_bytes()
         except OSError:
             test_source = b""
-        node = timing.model_node(route, options.nodes)
         extra_perf, shape_ne = timing.timed_cases(route, test_source, options.case, node)
         marker = fixture_marker(root)
         if marker is None:
@@ -215,8 +246,8 @@ class LlamaCppBackend:
         case = options.case
         patched = harness.patched_source(test_source, extra_perf)
         pinned = tbo.usable_pin(pin, route.op, case, patched is not None, shape_ne)
-        e2e = options.e2e
-        e2e_model = options.e2e_model or ((marker or {}).get("e2e_model") if e2e else None)
+        e2e = options.e2e and model is None  # --top K: the model check runs the model instead
+        e2e_model = e2e_model or ((marker or {}).get("e2e_model") if e2e else None)
         if e2e and not e2e_model:
             e2e_model = str(self._random_model(root, settings.state_root / "llamacpp"))
         files = {f: (root / f).read_bytes() for f in route.files}
@@ -228,7 +259,7 @@ class LlamaCppBackend:
             harness=patched is not None,
             test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
             cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
-            shape=shape_ne,
+            shape=shape_ne, model=model,
         )
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else
@@ -237,7 +268,7 @@ class LlamaCppBackend:
             f"{route.op}: the largest-us/run case of `test-backend-ops perf -o {route.op}` "
             "(ties within 5 %: the first by name; pinned at the first bench)")
         context = tuple(f for f in ("ggml/src/ggml-cuda/common.cuh",) if (root / f).is_file())
-        return [Target(
+        return Target(
             backend=self.name, name=route.op, root=root, editable=route.files, context=context,
             contract=tuple(f for f in (DISPATCH, "tests/test-backend-ops.cpp") if (root / f).is_file()),
             shape=shape,
@@ -247,8 +278,59 @@ class LlamaCppBackend:
             has_engine=data.e2e_model is not None,
             harness={harness.FILE: patched.encode("utf-8")} if patched is not None else {},
             device="cpu" if marker else "cuda",
+            time_share=share,
             data=data,
-        )]
+        )
+
+    def _top_targets(self, root: Path, settings: Settings, options: LlamaCppOptions,
+                     table: dict[str, Any]) -> list[Target]:
+        """--top K and a model, no --op: the model's K heaviest ops kernelopt can edit and
+        time (top_ops.py), from its last profile, each timed on its heaviest node with
+        --nodes; the engine gate and the model check run that model."""
+        from kernelopt_core.api import last_profile
+        from kernelopt_llamacpp import harness, nodes, timing, top_ops
+        from kernelopt_llamacpp.dispatch import Sources
+
+        if options.case:
+            raise UsageError("--case names one op's case; --top picks several ops",
+                             hint="drop --case (with --nodes each op is timed at the model's shape)")
+        whole = self._model_target(root, settings, options)
+        profile = last_profile(settings.state_root, self.name, MODEL_TARGET, root, whole.shape)
+        if profile is None:
+            given = f"--e2e-model {options.e2e_model}" if options.e2e_model else "--e2e"
+            raise UsageError(f"--top {options.top} ranks the model's ops by its last profile, and "
+                             f"{settings.state_root} holds none of {whole.shape}",
+                             hint=f"profile it first: kernelopt profile {root} --backend llamacpp "
+                                  f"--engine {given} --profiler ncu (the same --state-root)")
+        model = whole.data.e2e_model
+        if not Path(model).is_file():
+            raise UsageError(f"the profiled model {model} is gone",
+                             hint=f"profile the model again: kernelopt profile {root} --backend "
+                                  "llamacpp --engine ...")
+        found = nodes.read(Path(options.nodes).expanduser()) if options.nodes else None
+        try:
+            test_source = (root / harness.FILE).read_bytes()
+        except OSError:
+            test_source = b""
+
+        def timable(route: Any) -> None:
+            timing.timed_cases(route, test_source, None, timing.model_node(route, options.nodes))
+
+        rows = top_ops.choose(top_ops.ranked_ops(profile, Sources(root), top_ops.model_ops(found)),
+                              table, options.top, timable)
+        digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
+        top_ops.write(settings.state_root / "llamacpp" / f"{digest}-top.json", profile, rows,
+                      options.nodes)
+        chosen = [r for r in rows if r.chosen]
+        if not chosen:
+            raise UsageError(f"none of the model's ops in its profile {profile.run_id} can be "
+                             "edited and timed", hint=top_ops.preface(rows, profile, options.top))
+        preface = top_ops.preface(rows, profile, options.top)
+        # no engine gate per op: the model check runs the whole model once, every winner in
+        return [attrs.evolve(self._op_target(root, settings, options, table[r.op],
+                                             timing.model_node(table[r.op], options.nodes),
+                                             None, r.share, model), preface=preface)
+                for r in chosen]
 
     def _model_target(self, root: Path, settings: Settings, options: LlamaCppOptions) -> Target:
         """No --op, a model given (--e2e-model, or --e2e): the whole model, for ``kernelopt
@@ -302,19 +384,7 @@ class LlamaCppBackend:
                                     f"run llama.cpp's model: {problem}",
                                     hint="install what is missing, then rerun")
         engine = data.e2e_model is not None
-        args = [
-            "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON",
-            f"-DCMAKE_CUDA_ARCHITECTURES={data.cuda_arch}",
-            "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
-            "-DLLAMA_BUILD_TESTS=ON", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
-            f"-DLLAMA_BUILD_TOOLS={'ON' if engine else 'OFF'}",
-            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",  # the compile probe's commands (probe.py)
-        ]
-        if target.name != "FLASH_ATTN_EXT":
-            # the flash-attention template instances are most of a clean ggml-cuda build and no
-            # other op needs them; the engine gate runs the model with flash attention off too,
-            # so that attention goes through SOFT_MAX (the op being optimized), not fattn
-            args.append("-DGGML_CUDA_FA=OFF")
+        args = cmake_args(data.cuda_arch, engine, target.name == "FLASH_ATTN_EXT")
         # configured again when the arguments change (e.g. the engine gate turned on)
         tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: its engine tools only
         commands = cmake_commands(tree.src, tree.src, tree.build, args,
@@ -425,6 +495,21 @@ class LlamaCppBackend:
             return None
         return self._tbo(target, tree, "shape", "--pin", str(data.pin))
 
+    def model_compare(self, targets: list[Target], winners: dict[str, Path],
+                      out_dir: Path) -> Command | None:
+        """The model check after --top K's runs (whole_model.py): the model as the tree builds
+        it and with every winner in place, tokens compared, prefill and decode tokens/s."""
+        data = targets[0].data if targets else None
+        if not isinstance(data, OpData) or data.model is None or data.standins:
+            return None
+        argv = [sys.executable, "-m", "kernelopt_llamacpp.whole_model", "--src",
+                str(targets[0].root), "--model", data.model, "--out", str(out_dir),
+                "--arch", data.cuda_arch,
+                "--flash-attn", "on" if any(t.name == "FLASH_ATTN_EXT" for t in targets) else "off"]
+        for name in sorted(winners):
+            argv += ["--winner", str(winners[name])]
+        return Command(tuple(argv), out_dir, timeout_s=3600, label="model check")
+
     def engine(self, target: Target, tree: Tree) -> Command | None:
         data: OpData = target.data
         if data.e2e_model is None:
@@ -447,7 +532,8 @@ def kernelopt_register_backends() -> list[object]:
 @attrs.frozen
 class LlamaCppOptions:
     """``[llamacpp]`` in kernelopt.toml; ``--op``, ``--case``, ``--e2e``, ``--e2e-model``,
-    ``--device-backend``, ``--nodes``."""
+    ``--device-backend``, ``--nodes``, ``--top`` (with a model and no --op: its K heaviest
+    ops, by its last ``kernelopt profile --engine``)."""
 
     op: str | None = option(None, "The ggml op to optimize (e.g. SOFT_MAX).")
     case: str | None = option(None, "The test-backend-ops perf case to time; the op's largest "
@@ -459,6 +545,10 @@ class LlamaCppOptions:
                                         "when unset.")
     nodes: str | None = option(None, "The model's graph nodes (llama-eval-callback's output): "
                                "time the op on its heaviest node's shape.")
+    # the same option as the Triton plugin's (one --top flag sets both tables)
+    top: int = option(1, "A model (a Triton model file; a llama.cpp tree with --e2e or "
+                      "--e2e-model and no --op): optimize its K kernels (ops) with the largest "
+                      "share of GPU time.", validator=attrs.validators.ge(1))
 
 
 @hookimpl

@@ -19,6 +19,9 @@ def copy_fixture(dest: Path, marker: bool = True) -> Path:
     return dest
 
 
-def settings_with(state_root: Path, **options: object) -> Settings:
-    """Settings as `kernelopt run` would make them with these [llamacpp] options."""
-    return Settings(state_root=state_root, tables={"llamacpp": LlamaCppOptions(**options)})
+def settings_with(state_root: Path, origins: dict[str, str] | None = None,
+                  **options: object) -> Settings:
+    """Settings as `kernelopt run` would make them with these [llamacpp] options (``origins``:
+    where the given ones came from, e.g. {"llamacpp.top": "flag"})."""
+    return Settings(state_root=state_root, tables={"llamacpp": LlamaCppOptions(**options)},
+                    origins=dict(origins or {}))

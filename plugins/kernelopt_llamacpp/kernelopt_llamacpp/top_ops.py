@@ -1,0 +1,104 @@
+"""``--top K`` with a model and no ``--op``: the K ops the model spends the most device time in,
+from its last ``kernelopt profile TREE --backend llamacpp --engine`` (every kernel of its
+prompt and of its generation, dispatch.py mapping each to its op), that kernelopt can edit and
+time. An op the source already shows it cannot time (at the model's shape, with ``--nodes``)
+is passed over with why, before any build; the selection is written beside the pins
+(``<digest>-top.json``) for the campaign's coverage (coverage.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kernelopt_core.api import RecordedProfile, UsageError
+from kernelopt_llamacpp.dispatch import Sources, attribute
+from kernelopt_llamacpp.nodes import Node
+from kernelopt_llamacpp.ops import Route
+
+
+@attrs.frozen
+class Ranked:
+    op: str  # an op, or what the kernels belong to when no op ("cuBLAS", "(convert.cu)")
+    total_us: float  # over every phase of the profile
+    share: float  # of the profile's summed kernel time
+    kernels: tuple[str, ...]  # their function names, heaviest first
+    chosen: bool = False
+    why: str = ""  # why an op was passed over
+
+
+def ranked_ops(profile: RecordedProfile, sources: Sources, model_ops: set[str] | None) -> list[Ranked]:
+    """The profile's kernels summed per op (a kernel several ops may own: the one the model
+    runs, when its nodes are known, else the first), heaviest first."""
+    sums: dict[str, float] = {}
+    names: dict[str, dict[str, float]] = {}
+    for kernels in profile.phases.values():
+        for kernel in kernels:
+            a = attribute(str(kernel.get("name", "")), sources)
+            us = float(kernel.get("total_us") or 0.0)
+            if a.kind == "library":
+                key = a.library
+            elif not a.ops:
+                key = f"({Path(a.file).name})"
+            else:
+                run = [op for op in a.ops if model_ops is None or op in model_ops]
+                key = (run or list(a.ops))[0]
+            sums[key] = sums.get(key, 0.0) + us
+            names.setdefault(key, {})
+            names[key][a.kernel] = names[key].get(a.kernel, 0.0) + us
+    total = sum(sums.values()) or 1.0
+    return [Ranked(key, us, us / total, tuple(sorted(names[key], key=lambda k: -names[key][k])))
+            for key, us in sorted(sums.items(), key=lambda kv: -kv[1])]
+
+
+def choose(ranking: list[Ranked], table: dict[str, Route], top: int,
+           timable: Any) -> list[Ranked]:
+    """The ranking with the first ``top`` editable, timable ops marked chosen and every op
+    above the last chosen one that was passed over given its reason. ``timable(route)``
+    raises UsageError when the op cannot be timed (timing.py)."""
+    out: list[Ranked] = []
+    chosen = 0
+    for row in ranking:
+        route = table.get(row.op)
+        if chosen >= top:
+            out.append(row)
+            continue
+        if route is None:
+            why = ("a library's kernels: not edited" if not row.op.startswith("(") else
+                   "kernels of a ggml-cuda file that no op dispatches")
+        elif route.kind not in ("kernel", "mixed"):
+            why = f"{route.library or 'no kernel'}: not edited"
+        else:
+            try:
+                timable(route)
+                why = ""
+            except UsageError as exc:
+                why = str(exc)
+        if not why:
+            chosen += 1
+        out.append(attrs.evolve(row, chosen=not why, why=why))
+    return out
+
+
+def write(path: Path, profile: RecordedProfile, rows: list[Ranked], nodes: str | None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "profile": profile.run_id, "nodes": nodes,
+        "ops": [attrs.asdict(r) for r in rows]}, indent=1) + "\n", encoding="utf-8")
+
+
+def preface(rows: list[Ranked], profile: RecordedProfile, top: int) -> str:
+    """What the console shows once before the runs: the ranking down to the last chosen op."""
+    lines = [f"the model's ops by share of its device time (profile {profile.run_id}, "
+             f"phases {', '.join(profile.phases)}); --top {top}:"]
+    last = max((i for i, r in enumerate(rows) if r.chosen), default=-1)
+    for row in rows[:last + 1]:
+        mark = "optimize" if row.chosen else f"passed over: {row.why}"
+        lines.append(f"  {row.share * 100:5.1f} %  {row.op:<14} {mark}")
+    return "\n".join(lines)
+
+
+def model_ops(found: list[Node] | None) -> set[str] | None:
+    return {n.op for n in found} if found is not None else None
