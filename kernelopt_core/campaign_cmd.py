@@ -16,6 +16,7 @@ from kernelopt_core.hookspecs import hookimpl
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--name", help="The campaign's name (its runs are NAME-01, NAME-02, ...); the "
               "same name again resumes it. Default: campaign-<UTC time>.")
+@click.option("--backend", help="The backend of every PATH (default: detected), e.g. llamacpp.")
 @click.option("--executor", default="local", show_default=True,
               help="Where jobs run: local (this host), or an installed executor (dask).")
 @click.option("--gpus", help="The GPUs to use, one job on each at a time, e.g. 0 or 0,1 "
@@ -28,7 +29,7 @@ from kernelopt_core.hookspecs import hookimpl
 @click.option("--state-root", type=click.Path(path_type=Path))
 @click.pass_context
 def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | None,
-                     executor: str, gpus: str | None, budget_gpu_minutes: float | None,
+                     backend: str | None, executor: str, gpus: str | None, budget_gpu_minutes: float | None,
                      budget_usd: float | None, budget_minutes: float | None, run_args: str,
                      state_root: Path | None, **plugin_flags: Any) -> None:
     """Optimize every target of PATHS under one budget, on every GPU (docs/scaling.md).
@@ -47,7 +48,11 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
                               "kernelopt-dask for dask)")
     name = check_run_id(name or time.strftime("campaign-%Y%m%dT%H%M%SZ", time.gmtime()))
     extra = shlex.split(run_args)
+    if backend and any(a.split("=", 1)[0] == "--backend" for a in extra):
+        raise UsageError(f"--backend is given twice: as a campaign flag and in --run-args "
+                         f"{run_args!r}", hint="give it once")
     extra += _as_run_args(ctx.command, plugin_flags, extra)
+    extra += ["--backend", backend] if backend else []
     slots = _slots(gpus, visible_gpus)
     found = []
     checks: list[tuple[Any, bool]] = []  # each PATH's backend, and whether to check its model
@@ -55,7 +60,10 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     # `run` as the group gives it: with the plugins' flags (--top), which <run-args> may use
     run_command = ctx.find_root().command.get_command(ctx, "run")  # type: ignore[attr-defined]
     for path in paths:  # each PATH's targets, as `kernelopt run PATH <run-args>` finds them
-        run_ctx = run_command.make_context("run", [str(path), *extra], parent=ctx)
+        # the campaign's state root too: a backend may read it while discovering (llama.cpp's
+        # --top K ranks by the model's profile recorded there)
+        rooted = [*extra, *(["--state-root", str(state_root)] if state_root else [])]
+        run_ctx = run_command.make_context("run", [str(path), *rooted], parent=ctx)
         flags = {k: v for k, v in run_ctx.params.items() if k != "path"}
         _host, backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
         found.append((str(path.resolve()), targets))

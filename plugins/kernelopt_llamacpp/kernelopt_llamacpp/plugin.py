@@ -195,12 +195,15 @@ class LlamaCppBackend:
                              hint=f"kernelopt-llamacpp reads the switch in {ops.DISPATCH_FUNCTION}; "
                                   "point --repo at a llama.cpp tree that has it") from exc
         known = ops.editable_ops(table)
-        if op and "llamacpp.top" in settings.origins:
-            raise UsageError(f"--op {op} names one op and --top {options.top} picks the model's "
-                             f"{options.top} heaviest", hint="give one of them")
+        top = "llamacpp.top" in settings.origins
+        if options.op and top:
+            raise UsageError(f"--op {options.op} names one op and --top {options.top} picks the "
+                             f"model's {options.top} heaviest", hint="give one of them")
+        if top and (options.e2e or options.e2e_model):
+            # the model's K heaviest ops (a campaign's job names one with --target: the core
+            # picks it from these, each keeping its share and the model for the model check)
+            return self._top_targets(root, settings, options, table)
         if not op and (options.e2e or options.e2e_model):
-            if "llamacpp.top" in settings.origins:  # --top K: the model's K heaviest ops
-                return self._top_targets(root, settings, options, table)
             return [self._model_target(root, settings, options)]
         if not op:
             raise UsageError("name the ggml op to optimize with --op",

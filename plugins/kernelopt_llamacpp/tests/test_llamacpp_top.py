@@ -13,6 +13,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
+import attrs
 import pytest
 from kernelopt_llamacpp.plugin import LlamaCppBackend
 from llamacpp_fixture import FIXTURE, settings_with
@@ -93,6 +94,9 @@ def test_top_k_takes_the_models_heaviest_ops_it_can_time(tree: Path, tmp_path: P
         assert "passed over" in target.preface and "MUL_MAT" in target.preface
     # the model check after the runs: the whole model as built and with the winners in place
     assert LlamaCppBackend().model_compare(targets, {}, tmp_path / "check") is None  # stand-ins
+    # a campaign's job: --target OP with the same --top; the core picks that op from these
+    again = LlamaCppBackend().discover(tree, attrs.evolve(settings, target="SOFT_MAX"))
+    assert [t.name for t in again] == chosen
     with pytest.raises(UsageError, match="--op .* --top"):
         LlamaCppBackend().discover(tree, settings_with(state, e2e_model=str(model), top=2,
                                                        op="SOFT_MAX",
