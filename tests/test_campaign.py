@@ -30,7 +30,8 @@ def test_two_targets_on_two_slots_then_the_same_campaign_resumes(tmp_path: Path)
     state = tmp_path / "state"
     command = [*KERNELOPT, "campaign", "a", "b", "--gpus", "0,1", "--name", "cpu",
                "--budget-minutes", "4", "--budget-gpu-minutes", "2", "--run-args", RUN_ARGS,
-               "--top", "2", "--state-root", str(state)]  # a plugin's run flag, for every job
+               "--top", "2", "--backend", "cmake",  # a plugin's run flag and the backend: every job's
+               "--state-root", str(state)]
     first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     # two runs timed side by side on a 2-core machine: each reaches a verdict; whether the
     # noise let each prove its win is the runs' business, not the campaign's
@@ -46,7 +47,8 @@ def test_two_targets_on_two_slots_then_the_same_campaign_resumes(tmp_path: Path)
     for argv in plan["jobs"]:  # each job its share of the budgets, then the run arguments
         assert argv[argv.index("--budget-minutes") + 1] == "4.00"  # 4 × 2 slots × 1/2
         assert argv[argv.index("--budget-gpu-seconds") + 1] == "60.0"
-        assert argv[-len(RUN_ARGS.split()) - 2:] == [*RUN_ARGS.split(), "--top", "2"]
+        assert argv[-len(RUN_ARGS.split()) - 4:] == [*RUN_ARGS.split(), "--top", "2",
+                                                     "--backend", "cmake"]
     lines = {r: (state / "runs" / r / "journal.jsonl").read_text().count("\n")
              for r in ("cpu-01", "cpu-02")}
     # the same campaign again: every run is finished, so nothing runs again
@@ -69,6 +71,10 @@ def test_a_plugin_flag_given_to_the_campaign_and_in_run_args_is_refused(tmp_path
                                  run_args], capture_output=True, text=True, timeout=60)
         assert result.returncode == 2, result.stdout + result.stderr
         assert "--top is given twice" in result.stderr and "give it once" in result.stderr
+    result = subprocess.run([*KERNELOPT, "campaign", str(tmp_path), "--backend", "cmake",
+                             "--run-args", "--backend=cmake"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2 and "--backend is given twice" in result.stderr, result.stderr
     # a job's share of a campaign budget is the campaign's to write
     result = subprocess.run([*KERNELOPT, "campaign", str(tmp_path), "--budget-cost", "5"],
                             capture_output=True, text=True, timeout=60)
