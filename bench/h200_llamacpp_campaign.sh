@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # kernelopt over a llama.cpp model, the way a user runs it (one device call, <= 10 minutes):
 #   1. kernelopt profile TREE --backend llamacpp --engine --e2e --profiler ncu   (the ranking;
-#      skipped when PROFILE=DIR names a carried profiles/<id> folder of the same tree and model:
-#      then only the model is written again, by the same generator and sizes)
+#      skipped when PROFILE=DIR names a carried profiles/<id> folder of the same tree and model,
+#      or PROFILE=recorded takes last session's H200 ncu recording of the same model: then only
+#      the model is written again, by the same generator and sizes)
 #   2. kernelopt campaign TREE --backend llamacpp --e2e --top K --nodes NODES   (each op timed at
 #      the model's heaviest node, tuned; then the model check: the tree as built and with every
 #      winner, greedy tokens compared, prefill and decode tokens/s)
@@ -28,13 +29,44 @@ cat "$OUT/machine.txt"
 NODES=${NODES:-/tmp/nodes-prefill.txt}
 [ -f "$NODES" ] || gzip -dc plugins/kernelopt_llamacpp/tests/fixtures/h200-llama-model/nodes-prefill.txt.gz > "$NODES"
 
-if [ -n "${PROFILE:-}" ]; then
-  mkdir -p "$S/profiles" "$S/llamacpp"
-  cp -r "$PROFILE" "$S/profiles/"
+model_write() {
+  mkdir -p "$S/llamacpp"
   python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
     --n-embd 4096 --n-ff 11008 --n-head 32 --n-layer 4 --f16 \
     --out "$S/llamacpp/random-llama-4096x4-f16.gguf" > "$OUT/model.log" 2>&1
-  say "profile carried ($(basename "$PROFILE")), model written: exit $?"
+  say "model written: exit $?"
+}
+if [ "${PROFILE:-}" = recorded ]; then
+  # the ranking from last session's H200 recording of this same model (ncu, every launch of
+  # llama-bench -p 512 -n 0 and -p 0 -n 16), written as the journal kernelopt profile writes,
+  # to spend this call's minutes on the campaign
+  model_write
+  python3 - "$REPO" "$S" <<'PY' > "$OUT/profile.log" 2>&1
+import gzip, sys
+from pathlib import Path
+from kernelopt_core.api import ncu_kernels
+from kernelopt_core.journal import Journal
+from kernelopt_core.session import new_run_id, write_header
+from kernelopt_core.settings import Settings
+from kernelopt_llamacpp.plugin import LlamaCppBackend, LlamaCppOptions
+repo, state = Path(sys.argv[1]), Path(sys.argv[2])
+settings = Settings(state_root=state, tables={"llamacpp": LlamaCppOptions(e2e=True)})
+[whole] = LlamaCppBackend().discover(repo, settings)
+run_id = new_run_id()
+journal = Journal(state / "profiles" / run_id / "journal.jsonl")
+write_header(journal, run_id, whole, settings, ["recorded: bench/results/2026-12-03-h200-llamacpp-model"])
+for phase in ("prefill", "decode"):
+    text = gzip.decompress(Path(f"plugins/kernelopt_llamacpp/tests/fixtures/h200-llama-model/ncu-{phase}.csv.gz").read_bytes()).decode()
+    journal.write("profile", profiler="ncu", tree="baseline", program="engine", phase=phase,
+                  metrics={"kernels": [k.to_json() for k in ncu_kernels(text)]})
+journal.write("end", exit_code=0)
+print(run_id, whole.shape)
+PY
+  say "profile from the recording: exit $?"
+elif [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$S/profiles"
+  cp -r "$PROFILE" "$S/profiles/"
+  model_write
 else
   kernelopt profile "$REPO" --backend llamacpp --engine --e2e --profiler ncu --state-root "$S" \
     > "$OUT/profile.log" 2>&1
