@@ -65,9 +65,9 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
         rooted = [*extra, *(["--state-root", str(state_root)] if state_root else [])]
         run_ctx = run_command.make_context("run", [str(path), *rooted], parent=ctx)
         flags = {k: v for k, v in run_ctx.params.items() if k != "path"}
-        _host, backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
+        _host, path_backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
         found.append((str(path.resolve()), targets))
-        checks.append((backend, settings.model_check))
+        checks.append((path_backend, settings.model_check))
         first = first or settings
     state = (state_root or first.state_root).resolve()
     chosen = executors[executor]

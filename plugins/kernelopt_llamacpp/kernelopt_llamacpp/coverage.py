@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_core.api import Knob, UsageError
+from kernelopt_llamacpp.reach import Reach
 
 
-def knob_reach(knob: Knob, texts: dict[str, str], reach: Any) -> list[str] | None:
+def knob_reach(knob: Knob, texts: dict[str, str], reach: Reach) -> list[str] | None:
     """The kernels a change of the knob's value reaches (its first file's edit); None: cannot
     tell."""
     text = texts.get(knob.file)
@@ -36,6 +37,8 @@ def knob_reach(knob: Knob, texts: dict[str, str], reach: Any) -> list[str] | Non
 
 
 def run_facts(run: Path) -> dict[str, Any]:
+    if not (run / "summary.json").is_file():
+        return {"run": run.name, "verdict": None}
     summary = json.loads((run / "summary.json").read_text())
     events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()
               if line.strip()]
@@ -51,11 +54,10 @@ def run_facts(run: Path) -> dict[str, Any]:
 
 
 def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: str | None,
-             runs: dict[str, Path]) -> dict[str, Any]:
-    from kernelopt_llamacpp import harness, ops, timing, tuning
-    from kernelopt_llamacpp.reach import Reach
+             runs: dict[str, Path], table: dict[str, Any]) -> dict[str, Any]:
+    from kernelopt_llamacpp import harness, timing, tuning
 
-    route = ops.op_table(root)[row["op"]]
+    route = table[row["op"]]
     entry: dict[str, Any] = {"op": row["op"], "share": round(row["share"], 5),
                              "model_kernels": row["kernels"], "files": list(route.files)}
     source = (root / harness.FILE).read_bytes() if (root / harness.FILE).is_file() else b""
@@ -122,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                 and table[r["op"]].kind in ("kernel", "mixed")][:a.top]
     runs = campaign_runs(a.state_root, a.campaign)
     print(json.dumps({"profile": selection["profile"], "nodes": selection["nodes"],
-                      "ops": [op_entry(r, root, a.state_root, digest, selection["nodes"], runs)
-                              for r in editable]}, indent=1))
+                      "ops": [op_entry(r, root, a.state_root, digest, selection["nodes"], runs,
+                                       table) for r in editable]}, indent=1))
     return 0
 
 

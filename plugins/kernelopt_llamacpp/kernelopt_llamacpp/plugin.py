@@ -195,15 +195,28 @@ class LlamaCppBackend:
                              hint=f"kernelopt-llamacpp reads the switch in {ops.DISPATCH_FUNCTION}; "
                                   "point --repo at a llama.cpp tree that has it") from exc
         known = ops.editable_ops(table)
-        top = "llamacpp.top" in settings.origins
-        if options.op and top:
+        model = options.e2e or bool(options.e2e_model)
+        if model and settings.target == MODEL_TARGET:  # `kernelopt profile … --target model`
+            return [self._model_target(root, settings, options)]
+        # --top K asks for the model's K heaviest ops when given for this run: a flag, -o, or
+        # [llamacpp] in a kernelopt.toml, not a variable meant for the Triton models' --top;
+        # an --op given beats a --top from a file
+        where = settings.origins.get("llamacpp.top", "")
+        top = bool(where) and not where.startswith("env ")
+        if options.op and top and where.startswith("option ") and \
+                settings.origins.get("llamacpp.op", "").startswith("option "):
             raise UsageError(f"--op {options.op} names one op and --top {options.top} picks the "
                              f"model's {options.top} heaviest", hint="give one of them")
-        if top and (options.e2e or options.e2e_model):
+        if top and not options.op:
+            if not model:
+                raise UsageError(f"--top {options.top} (from {where}) picks a model's heaviest "
+                                 "ops: it needs the model",
+                                 hint="add --e2e (a generated 7B-wide model) or --e2e-model "
+                                      "MODEL.gguf, or name one op with --op")
             # the model's K heaviest ops (a campaign's job names one with --target: the core
             # picks it from these, each keeping its share and the model for the model check)
             return self._top_targets(root, settings, options, table)
-        if not op and (options.e2e or options.e2e_model):
+        if not op and model:
             return [self._model_target(root, settings, options)]
         if not op:
             raise UsageError("name the ggml op to optimize with --op",
@@ -304,13 +317,19 @@ class LlamaCppBackend:
             raise UsageError(f"--top {options.top} ranks the model's ops by its last profile, and "
                              f"{settings.state_root} holds none of {whole.shape}",
                              hint=f"profile it first: kernelopt profile {root} --backend llamacpp "
-                                  f"--engine {given} --profiler ncu (the same --state-root)")
+                                  f"--engine {given} --profiler ncu --target model (the same "
+                                  "--state-root)")
         model = whole.data.e2e_model
         if not Path(model).is_file():
             raise UsageError(f"the profiled model {model} is gone",
                              hint=f"profile the model again: kernelopt profile {root} --backend "
                                   "llamacpp --engine ...")
-        found = nodes.read(Path(options.nodes).expanduser()) if options.nodes else None
+        try:
+            found = nodes.read(Path(options.nodes).expanduser()) if options.nodes else None
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--nodes {options.nodes}: {exc}",
+                             hint="give llama-eval-callback's output for the model: "
+                                  "llama-eval-callback -m MODEL.gguf -p PROMPT -ngl 99 > FILE") from exc
         try:
             test_source = (root / harness.FILE).read_bytes()
         except OSError:
@@ -323,7 +342,7 @@ class LlamaCppBackend:
                               table, options.top, timable)
         digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
         top_ops.write(settings.state_root / "llamacpp" / f"{digest}-top.json", profile, rows,
-                      options.nodes)
+                      str(Path(options.nodes).expanduser().resolve()) if options.nodes else None)
         chosen = [r for r in rows if r.chosen]
         if not chosen:
             raise UsageError(f"none of the model's ops in its profile {profile.run_id} can be "
@@ -503,8 +522,8 @@ class LlamaCppBackend:
         """The model check after --top K's runs (whole_model.py): the model as the tree builds
         it and with every winner in place, tokens compared, prefill and decode tokens/s."""
         data = targets[0].data if targets else None
-        if not isinstance(data, OpData) or data.model is None or data.standins:
-            return None
+        if not isinstance(data, OpData) or data.model is None or data.standins or not winners:
+            return None  # nothing to compare: no winner of a --top run
         argv = [sys.executable, "-m", "kernelopt_llamacpp.whole_model", "--src",
                 str(targets[0].root), "--model", data.model, "--out", str(out_dir),
                 "--arch", data.cuda_arch,

@@ -8,8 +8,9 @@ is passed over with why, before any build; the selection is written beside the p
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -54,7 +55,7 @@ def ranked_ops(profile: RecordedProfile, sources: Sources, model_ops: set[str] |
 
 
 def choose(ranking: list[Ranked], table: dict[str, Route], top: int,
-           timable: Any) -> list[Ranked]:
+           timable: Callable[[Route], None]) -> list[Ranked]:
     """The ranking with the first ``top`` editable, timable ops marked chosen and every op
     above the last chosen one that was passed over given its reason. ``timable(route)``
     raises UsageError when the op cannot be timed (timing.py)."""
@@ -70,12 +71,16 @@ def choose(ranking: list[Ranked], table: dict[str, Route], top: int,
                    "kernels of a ggml-cuda file that no op dispatches")
         elif route.kind not in ("kernel", "mixed"):
             why = f"{route.library or 'no kernel'}: not edited"
+        elif shared := [r.op for r in out if r.chosen and set(table[r.op].files) & set(route.files)]:
+            # one winner per file: the model check lays each op's winning files over the tree
+            why = f"shares {', '.join(sorted(set(table[shared[0]].files) & set(route.files)))} " \
+                  f"with {shared[0]}, chosen above"
         else:
             try:
                 timable(route)
                 why = ""
             except UsageError as exc:
-                why = str(exc)
+                why = str(exc.args[0]) if exc.args else str(exc)
         if not why:
             chosen += 1
         out.append(attrs.evolve(row, chosen=not why, why=why))
@@ -83,10 +88,13 @@ def choose(ranking: list[Ranked], table: dict[str, Route], top: int,
 
 
 def write(path: Path, profile: RecordedProfile, rows: list[Ranked], nodes: str | None) -> None:
+    """Whole or not at all (a campaign's jobs each write it at their discovery)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({
+    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    part.write_text(json.dumps({
         "profile": profile.run_id, "nodes": nodes,
         "ops": [attrs.asdict(r) for r in rows]}, indent=1) + "\n", encoding="utf-8")
+    part.replace(path)
 
 
 def preface(rows: list[Ranked], profile: RecordedProfile, top: int) -> str:

@@ -6,9 +6,11 @@ place at once, the core's model-check contract (kernelopt_core/model_check.py).
 [--winner DIR ...] [--rounds N] [--flash-attn on|off]``
 
 1. Two copies of the tree under DIR (``upstream/``, ``kernelopt/``: the second with each winner
-   folder's files laid over it), each built with the op runs' own configure arguments and the
-   same layout as their workspaces (``base-src``, ``base-build``), so that ccache, where the
-   build uses it, serves every object the runs compiled; only the winners' files compile anew.
+   folder's files laid over it), each built as the op runs' engine builds are (their configure
+   arguments with the tools on) in the layout of their workspaces (``base-src``, ``base-build``),
+   so that ccache, where the build uses it, serves the ggml objects the runs compiled (and the
+   tools' objects a ``kernelopt profile`` of the model compiled); the winners' files compile
+   anew.
 2. Greedy tokens from both (engine.py's ``llama-completion``, temperature 0): identical or not.
 3. ``llama-bench -p 512 -n 128 -r 5`` on both, ``--rounds`` times, interleaved (ABBA): tokens/s of
    the prompt (prefill) and of generation (decode), the medians of every sample.
@@ -36,12 +38,16 @@ PROMPT, GENERATED = 512, 128
 
 
 def copy_tree(src: Path, dest: Path, winners: list[Path]) -> list[str]:
-    """``src`` copied to ``dest`` without its top-level build folders, .git and state roots,
-    then each winner folder's files over it; the files laid over, relative paths."""
+    """``src`` copied to ``dest`` without its top-level build folders, .git, state roots, the
+    folder ``dest`` is in (when inside ``src``) and models (``*.gguf``: the check reads its own
+    by path), then each winner folder's files over it; the files laid over, relative paths."""
+    own = {dest.resolve()} | set(dest.resolve().parents)
+
     def skip(folder: str, names: list[str]) -> set[str]:
-        if Path(folder) != src:
-            return set()
-        return {n for n in names if n.startswith(("build", ".git", ".kernelopt"))}
+        out = {n for n in names if n.endswith(".gguf") or (Path(folder) / n).resolve() in own}
+        if Path(folder) == src:
+            out |= {n for n in names if n.startswith(("build", ".git", ".kernelopt"))}
+        return out
 
     if dest.exists():
         shutil.rmtree(dest)

@@ -97,10 +97,25 @@ def test_top_k_takes_the_models_heaviest_ops_it_can_time(tree: Path, tmp_path: P
     # a campaign's job: --target OP with the same --top; the core picks that op from these
     again = LlamaCppBackend().discover(tree, attrs.evolve(settings, target="SOFT_MAX"))
     assert [t.name for t in again] == chosen
-    with pytest.raises(UsageError, match="--op .* --top"):
+    flags = {"llamacpp.top": "option --top", "llamacpp.op": "option --op"}
+    with pytest.raises(UsageError, match="--op .* --top"):  # both given on the command line
         LlamaCppBackend().discover(tree, settings_with(state, e2e_model=str(model), top=2,
-                                                       op="SOFT_MAX",
-                                                       origins={"llamacpp.top": "flag"}))
+                                                       op="SOFT_MAX", origins=flags))
+    # a top meant for the Triton models (KERNELOPT_TOP) or from a file: an --op given wins
+    for where in ({"llamacpp.top": "env KERNELOPT_TOP"},
+                  {"llamacpp.top": "kernelopt.toml:3", "llamacpp.op": "option --op"}):
+        [one] = LlamaCppBackend().discover(tree, settings_with(state, e2e_model=str(model), top=3,
+                                                               op="SOFT_MAX", origins=where))
+        assert one.name == "SOFT_MAX" and one.time_share is None
+    # the model itself stays a target to profile (--target model), whatever --top says
+    [whole] = LlamaCppBackend().discover(tree, attrs.evolve(settings, target="model"))
+    assert whole.name == "model" and whole.editable == ()
+    with pytest.raises(UsageError, match="needs the model"):
+        LlamaCppBackend().discover(tree, settings_with(state, top=2, origins=flags))
+    with pytest.raises(UsageError, match="--nodes"):
+        LlamaCppBackend().discover(tree, settings_with(state, e2e_model=str(model), top=2,
+                                                       nodes=str(tmp_path / "none.txt"),
+                                                       origins=flags))
 
 
 def test_the_model_checks_trees_builds_and_rates(tmp_path: Path) -> None:
