@@ -71,6 +71,9 @@ def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: s
     pin = json.loads(pin_path.read_text()) if pin_path.is_file() else {}
     entry["pinned_case"] = pin.get("case")
     entry["dispatched"] = [k.get("function") for k in pin.get("dispatched") or []]
+    # whether the timed case runs a kernel the model ran for this op (None: not pinned yet)
+    entry["dispatches_model_kernel"] = bool(set(entry["dispatched"]) & set(row["kernels"])) \
+        if entry["dispatched"] else None
     texts = {f: (root / f).read_text(encoding="utf-8", errors="replace") for f in route.files}
     reach = Reach(texts)
     knobs = tuning.scan({f: t.encode() for f, t in texts.items()}, route.op, route.function)

@@ -45,6 +45,11 @@ def ranked_ops(profile: RecordedProfile, sources: Sources, model_ops: set[str] |
                 key = f"({Path(a.file).name})"
             else:
                 run = [op for op in a.ops if model_ops is None or op in model_ops]
+                if not run and model_ops is not None:  # the source names the kernel another
+                    # op's (cpy.cu's: CPY), the model runs it as one of its own (CONT)
+                    run = sorted(op for op in model_ops if op in sources.table
+                                 and a.file in sources.table[op].files
+                                 and a.kernel in sources.reached(op))
                 key = (run or list(a.ops))[0]
             sums[key] = sums.get(key, 0.0) + us
             names.setdefault(key, {})
