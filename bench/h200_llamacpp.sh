@@ -7,7 +7,7 @@
 # Run from the repository root on the GPU machine, with wheels of this repo's packages in
 # .whl/ (kernelopt, kernelopt-llamacpp; ../shared/tools/h200-wheels builds them), a gguf wheel
 # there too for the engine part, and .whl/llama.cpp-trimmed.tar.gz (bench/make_llamacpp_tarball.sh):
-#   bash bench/h200_llamacpp.sh [PART...]   PART: build | testjobs | detune | softmax | rope | norm | rmsnorm | engine
+#   bash bench/h200_llamacpp.sh [PART...]   PART: build | testjobs | detune | softmax | rope | norm | cpy | rmsnorm | engine
 # (default: all, one after another; PARALLEL=1: at once; PARALLEL=stagger: the first part alone
 # until its baseline is built, then the others at once, so that their baseline builds hit the
 # ccache the first filled). E2E=1 adds the engine gate (a random-weight GGUF, E2E_WIDTH
@@ -131,6 +131,13 @@ PY
     kernelopt run-llamacpp --op NORM "${E2E_ARGS[@]}" ${NODES:+--nodes "$NODES"} --iterations 8 --patience 4 --final-rounds 4 \
       --budget-minutes ${BUDGET_NORM:-${BUDGET:-4}} > "$OUT/norm.log" 2>&1 || echo "exit $?" >> "$OUT/norm.log"
     save_llamacpp_run norm NORM "$REPO"
+    ;;
+  cpy)  # the tool's heaviest CPY perf case (a transposed copy): the dispatch profile drops the
+    # block size (the scalar copies' knob) and the tuner tries cpy.cu's tile constants
+    kernelopt run-llamacpp --op CPY "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
+      --budget-minutes ${BUDGET_CPY:-${BUDGET:-4}} > "$OUT/cpy.log" 2>&1 || echo "exit $?" >> "$OUT/cpy.log"
+    save_llamacpp_run cpy CPY "$REPO"
+    cp "$KERNELOPT_HOME"/llamacpp/dispatch-ncu-CPY-*.csv "$OUT/cpy/" 2>/dev/null || true
     ;;
   rmsnorm)  # the harness's perf case (f32 [4096,512]); the two launch knobs of rms_norm_f32_cuda
     kernelopt run-llamacpp --op RMS_NORM "${E2E_ARGS[@]}" --iterations 8 --patience 4 --final-rounds 4 \
