@@ -1,4 +1,4 @@
-"""Past runs: listing, finding one by id, and reverting an applied winner."""
+"""Past runs: listing, finding one by id, applying a winner and reverting it."""
 
 from __future__ import annotations
 
@@ -114,13 +114,11 @@ def blob(repo: Repo, commit: bytes, rel: str) -> bytes | None:
     return repo[sha].as_raw_string()
 
 
-def revert(run_dir: Path) -> list[str]:
-    """Undo an applied winner in the user's tree. Returns the files restored.
+def _winner_paths(run_dir: Path, what: str) -> tuple[Path, Repo, bytes, bytes, list[str]]:
+    """The run's target root, workspace repo, winner and baseline commits, and the files the
+    winner changed; a UsageError when the run has no winner."""
+    from dulwich.diff_tree import tree_changes
 
-    Every file the winner changed must hold exactly the winner's content (the diff was applied
-    and nothing changed since); each is then rewritten with the baseline's content. Anything
-    else is refused, and nothing is written.
-    """
     events = journal_mod.effective(journal_mod.read(run_dir / "journal.jsonl"))
     header = next(e for e in events if e["event"] == "run")
     root = Path(header["target"]["root"])
@@ -128,15 +126,58 @@ def revert(run_dir: Path) -> list[str]:
     winner_ref = f"refs/tags/kernelopt/{run_dir.name}/winner".encode()
     base_ref = f"refs/tags/kernelopt/{run_dir.name}/baseline".encode()
     if repo is None or winner_ref not in repo.refs:
-        raise UsageError(f"run {run_dir.name} has no winner to revert",
-                         hint="only runs that produced report.diff can be reverted")
+        raise UsageError(f"run {run_dir.name} has no winner to {what}",
+                         hint="only runs that produced report.diff have a winner; "
+                              "`kernelopt history` lists them")
     winner, baseline = repo.refs[winner_ref], repo.refs[base_ref]
-    from dulwich.diff_tree import tree_changes
-
     paths = sorted({
         (c.new.path or c.old.path).decode()
         for c in tree_changes(repo.object_store, repo[baseline].tree, repo[winner].tree)
     })
+    return root, repo, winner, baseline, paths
+
+
+def apply(run_dir: Path) -> list[str]:
+    """Write the run's winner into the user's tree (report.diff, without git or patch: a target
+    in a subdirectory of a git repository makes `git apply` there skip every file). Every file
+    the winner changes must still hold the baseline's content; anything else is refused and
+    nothing is written. Returns the files written."""
+    root, repo, winner, baseline, paths = _winner_paths(run_dir, "apply")
+    diverged, todo = [], []
+    for rel in paths:
+        path = root / rel
+        current = path.read_bytes() if path.exists() else None
+        if current == blob(repo, baseline, rel):
+            todo.append(rel)
+        elif current != blob(repo, winner, rel):
+            diverged.append(rel)
+    if diverged:
+        raise UsageError(
+            f"refusing to apply: {', '.join(diverged)} in {root} changed since run "
+            f"{run_dir.name} started (it matches neither its baseline nor its winner)",
+            hint="apply report.diff by hand (patch -p1 -d TARGET < report.diff), or restore "
+                 "the file first")
+    if not todo:
+        raise UsageError(f"nothing to apply: the winner of {run_dir.name} is already in {root}")
+    for rel in todo:
+        new = blob(repo, winner, rel)
+        path = root / rel
+        if new is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(new)
+    return todo
+
+
+def revert(run_dir: Path) -> list[str]:
+    """Undo an applied winner in the user's tree. Returns the files restored.
+
+    Every file the winner changed must hold exactly the winner's content (the diff was applied
+    and nothing changed since); each is then rewritten with the baseline's content. Anything
+    else is refused, and nothing is written.
+    """
+    root, repo, winner, baseline, paths = _winner_paths(run_dir, "revert")
     diverged, applied = [], []
     for rel in paths:
         path = root / rel

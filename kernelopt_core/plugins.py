@@ -40,6 +40,7 @@ BUILTIN_MODULES = {
     "core-docs-lookup": "kernelopt_core.docs_lookup",
     "core-profile-command": "kernelopt_core.profile_cmd",
     "core-campaign-command": "kernelopt_core.campaign_cmd",
+    "core-apply-command": "kernelopt_core.apply_cmd",
     "core-watch-command": "kernelopt_core.watch_cmd",
 }
 

@@ -360,8 +360,10 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         caution = (" It was timed only under an interpreter: not a proven speedup."
                    if s.get("interpreted") else "")
         lines += ["## Apply", "",
-                  "In the target's directory: `git apply report.diff` or `patch -p1 < report.diff`"
-                  "; `kernelopt revert " + str(s["run_id"]) + "` undoes it." + caution, ""]
+                  f"`kernelopt apply {s['run_id']}` writes the winner into the target's files "
+                  f"(`kernelopt revert {s['run_id']}` undoes it); or by hand, "
+                  "`patch -p1 -d TARGET < report.diff` (`git apply` inside a subdirectory of a "
+                  "git repository skips every file)." + caution, ""]
     error = next((e for e in events if e["event"] == "error"), None)
     if error:
         lines += ["## Error", "", "```", error["message"], "```", ""]

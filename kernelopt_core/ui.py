@@ -119,6 +119,6 @@ def summary(summary: dict[str, Any], run_dir: str) -> None:
         click.secho(line, fg=colour, bold=True)
     click.echo(f"run: {summary['run_id']}  ({run_dir})")
     if summary.get("diff"):
-        click.echo(f"diff: {run_dir}/report.diff  (apply in the target directory: "
-                   f"git apply, or patch -p1)")
+        click.echo(f"diff: {run_dir}/report.diff  (apply it: kernelopt apply "
+                   f"{summary['run_id']}; undo: kernelopt revert {summary['run_id']})")
     click.echo(f"report: {run_dir}/report.md  (drawn: {run_dir}/report.html)")

@@ -1,0 +1,28 @@
+"""``kernelopt apply RUN``: the run's winner written into the user's tree (history.apply), the
+step report.md and the console print; ``kernelopt revert RUN`` undoes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kernelopt_core.hookspecs import hookimpl
+
+
+@click.command("apply")
+@click.argument("run_ref")
+@click.option("--state-root", type=click.Path(path_type=Path))
+def apply_command(run_ref: str, state_root: Path | None) -> None:
+    """Write RUN's winner into your tree; refuses if those files changed since the run began."""
+    from kernelopt_core import history, settings, ui
+
+    run_dir = history.find_run(settings.load(None, {"state_root": state_root}).state_root, run_ref)
+    for rel in history.apply(run_dir):
+        ui.echo(f"applied {rel}")
+    ui.note(f"`kernelopt revert {run_dir.name}` undoes it")
+
+
+@hookimpl
+def kernelopt_register_commands(cli: click.Group) -> None:
+    cli.add_command(apply_command)
