@@ -47,6 +47,8 @@ def enclosing_project(path: Path) -> Path | None:
     """The nearest directory above ``path`` with a kernelopt.toml, looked for as git looks for
     .git: upward, stopping after a directory that holds .git (the repository's top)."""
     directory = path if path.is_dir() else path.parent
+    if path.is_file() and (directory / "kernelopt.toml").is_file():  # a file beside its toml
+        return directory
     if (directory / ".git").exists():  # already at a repository's top
         return None
     for parent in directory.parents:
@@ -79,13 +81,20 @@ def locate(host: PluginHost, path: Path, load: Callable[[Path | None], Settings]
     with PATH as the focus its targets are narrowed to (focus_targets)."""
     settings = load(project_toml(path))
     try:
-        return choose_backend(host, path, settings.backend), path, None, settings
+        backend = choose_backend(host, path, settings.backend)
     except NotRecognised:
         project = enclosing_project(path)
         if project is None:
             raise
-        settings = load(project_toml(project))
-        return choose_backend(host, project, settings.backend), project, path, settings
+    else:
+        # a file the backend its kernelopt.toml declares does not take by itself (kernel.cpp
+        # beside the toml that builds it): that project, focused on the file
+        project = enclosing_project(path) if path.is_file() and path.name != "kernelopt.toml" \
+            and backend.detect(path) == 0.0 else None
+        if project is None:
+            return backend, path, None, settings
+    settings = load(project_toml(project))
+    return choose_backend(host, project, settings.backend), project, path, settings
 
 
 def declared_backend(toml: Path | None) -> str | None:

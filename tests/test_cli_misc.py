@@ -275,6 +275,18 @@ def test_a_file_or_subdirectory_of_a_project_runs_that_projects_target(tmp_path:
     other = kernelopt("run", str(project / "src" / "other.c"), cwd=tmp_path)
     assert other.returncode == 2
     assert "no target there edits it" in other.stderr and "src/kernel.cpp" in other.stderr
+    # the file right beside its kernelopt.toml (issue 34 item 3), from its own directory
+    (project / "src" / "kernel.cpp").rename(project / "kernel.cpp")
+    for name, old, new in (("CMakeLists.txt", "STATIC src/kernel.cpp", "STATIC kernel.cpp"),
+                           ("kernelopt.toml", 'editable = ["src/kernel.cpp"]',
+                            'editable = ["kernel.cpp"]')):
+        path = project / name
+        path.write_text(path.read_text().replace(old, new))
+    beside = kernelopt("run", "kernel.cpp", *flags, cwd=project)
+    assert beside.returncode in (0, 1), beside.stderr[-3000:]
+    assert "transpose (cmake backend)" in beside.stderr
+    header = kernelopt("run", "kernel.h", cwd=project)
+    assert header.returncode == 2 and "no target there edits it" in header.stderr
 
 
 def test_history_hides_refused_runs_and_marks_unproven_ratios(chunk_project: Path) -> None:
@@ -306,6 +318,8 @@ def test_the_upward_search_stops_at_a_repositorys_top(tmp_path: Path) -> None:
     assert enclosing_project(repo) is None
     (repo / "kernelopt.toml").write_text("")
     assert enclosing_project(repo / "src") == repo
+    (repo / "src" / "kernelopt.toml").write_text("")  # a file beside its own toml
+    assert enclosing_project(repo / "src" / "k.c") == repo / "src"
 
 
 def test_run_help_shows_the_settings_own_defaults() -> None:
