@@ -118,7 +118,7 @@ class Loop:
                 write_header(self.journal, self.run_id, self.target, self.settings, self.argv)
             else:
                 self.journal.write("resumed", pid=os.getpid(), host=platform.node(),
-                                   argv=self.argv,
+                                   argv=self.argv, best=self.replay.best,
                                    completed=sorted(self.replay.completed,
                                                     key=lambda c: int(c[1:])))
             waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.write(

@@ -44,7 +44,11 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     confirm = final_gate("confirm")
     roofline_gate = final_gate("roofline") or {}
     roofline = roofline_gate.get("metrics", {})
-    status = verdict["status"] if verdict is not None else "error"  # killed, interrupted, failed
+    # no verdict: stopped by the user (Ctrl-C: resumable), else killed or failed
+    stopped_by_user = any(e["event"] == "interrupted" for e in events) and not any(
+        e["event"] == "error" for e in events)
+    status = verdict["status"] if verdict is not None else \
+        "interrupted" if stopped_by_user else "error"
     rounds: dict[str, list[float]] = {"baseline_ms": [], "candidate_ms": []}
     speedup = final_ms = noise = None
     wins = n_rounds = 0
@@ -138,7 +142,8 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
                 f"confirmed (tag {stopped['tag']})" if stopped["best"] else
                 "no candidate accepted yet")
         summary["error"] = (f"interrupted during {stopped['stage'] or 'start-up'}; {best}; the "
-                            "target's files are unchanged: run again to search again")
+                            f"target's files are unchanged: `kernelopt resume {summary['run_id']}` "
+                            "continues it from its journal (or run again to start over)")
     summary["caught_by"] = verdict.get("caught_by", []) if verdict else []
     # the whole model with every winner of its runs in place (model_check.py): the newest
     checks = [e for e in events if e["event"] == "model_check"]
@@ -217,7 +222,7 @@ def _evidence(events: list[dict[str, Any]], winner: str | None) -> list[str]:
 def report_line(s: dict[str, Any], n_rounds: int) -> str:
     """DESIGN.md §5.6: the line that says everything."""
     shape = s["target"]["shape"] or "unpinned shape"
-    if s["status"] == "error":
+    if s["status"] in ("error", "interrupted"):
         if s.get("interrupted"):
             return s["error"]
         return f"error: {s.get('error', 'the run did not finish')}"
@@ -311,10 +316,10 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         "fallback": "no candidate survived the gates; the baseline is kept.",
         "unverified": "the candidate is correct, but the target has no bench to time it.",
         "error": "the run did not finish; see the error below.",
+        "interrupted": "the run was interrupted before a verdict; nothing in the target "
+        f"changed (the candidates so far are tagged in the workspace); `kernelopt resume "
+        f"{s['run_id']}` continues it.",
     }[s["status"]]
-    if s.get("interrupted"):
-        meaning = ("the run was interrupted before a verdict; nothing in the target changed "
-                   "(the candidates so far are tagged in the workspace).")
     if s["status"] == "unverified" and s.get("interpreted"):
         meaning = ("the candidate is correct, but its times come from an interpreter, not the "
                    "device: nothing about its speed is known. Time it on the device before "

@@ -45,6 +45,7 @@ class Replay:
     llm_cost: float = 0.0
     finished: int | None = None  # the exit code, when the run already reached its verdict
     diverged: bool = False
+    best: float = 1.0  # the earlier attempts' best screen speedup (the progress line's)
 
     @classmethod
     def load(cls, journal_path: Path, target: Target) -> Replay | None:
@@ -83,7 +84,9 @@ class Replay:
         return cls(workspace.get("baseline_commit"),
                    next((e for e in events if e["event"] == "baseline"), None),
                    completed, spent, gpu_spent(raw), len(answered),
-                   sum(float(e.get("cost") or 0.0) for e in answered), finished)
+                   sum(float(e.get("cost") or 0.0) for e in answered), finished,
+                   best=max((float(e["speedup"]) for e in events if e["event"] == "best"),
+                            default=1.0))
 
     def take(self, cid: str, proposal: Proposal) -> dict[str, Any] | None:
         """The recorded result of ``cid`` if it completed with this very proposal; at the

@@ -97,6 +97,8 @@ class Progress:
                        f"({why if not record['accepted'] else why[:90]})")  # reason line
         elif event == "best":
             self.best = record["speedup"]
+        elif event == "resumed":  # the earlier attempts' best, before the replay serves it
+            self.best = max(self.best, float(record.get("best") or 1.0))
         elif event == "search_end":
             n = record["evaluated"]
             self._line(f"search ended: {record['reason']} after {n} candidate{'' if n == 1 else 's'}")

@@ -191,7 +191,8 @@ def test_interrupt_leaves_user_repository_byte_identical(
         assert interrupted[0]["stage"] == point[0], context  # it landed where we aimed
         assert ev[-1]["event"] == "end" and ev[-1]["exit_code"] == 130, context
         s = summary(run_dir)
-        assert s["status"] == "error" and s["interrupted"]["stage"] == point[0], context
+        assert s["status"] == "interrupted" and s["interrupted"]["stage"] == point[0], context
+        assert f"kernelopt resume {run_dir.name}" in s["report_line"], context
         # said as an interruption, with where it stopped and how to go on (issue 14 item 5)
         assert s["report_line"].startswith(f"interrupted during {point[0]}"), context
         assert "run again" in s["report_line"] and "run again" in output(logs), context

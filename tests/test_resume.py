@@ -148,6 +148,8 @@ def test_sigkill_at_20_points_then_resume(killable: dict, index: int) -> None:
     assert _tree_digest(project) == before, f"killed at event {point}"
     done_before = {e["candidate"] for e in journal_mod.read(journal)
                    if e["event"] == "candidate_result"} if journal.is_file() else set()
+    best_before = max((e["speedup"] for e in journal_mod.read(journal) if e["event"] == "best"),
+                      default=1.0) if journal.is_file() else 1.0
     again = subprocess.run(_command(project, state, run_id), cwd=root,
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, f"killed at event {point}:\n{again.stdout}{again.stderr}"
@@ -159,6 +161,9 @@ def test_sigkill_at_20_points_then_resume(killable: dict, index: int) -> None:
     resumed = [e for e in raw if e["event"] == "resumed"]
     if resumed:
         assert set(resumed[0]["completed"]) == done_before
+        # the progress line goes on from the earlier best, not from 1.000× (issue 34 item 7)
+        assert resumed[0]["best"] == best_before
+        assert best_before == 1.0 or f"best {best_before:.3f}×" in again.stdout + again.stderr
     if point > killable["first_result"]:  # a later attempt logs no more events before it
         assert done_before, f"killed at event {point}: no completed candidate recorded"
 
