@@ -247,6 +247,8 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
         gbps = s["roofline"]["achieved_gbps"]
         rate = f"{gbps / 1000:.2f} TB/s" if gbps >= 1000 else f"{gbps:.1f} GB/s"
         peak = s["roofline"]["peak_gbps"]
+        if s["status"] == "matched":  # the kernel kept is the baseline: its bandwidth
+            rate = f"baseline {rate}"
         if s["roofline"].get("cache_resident"):
             parts.append(f"{rate}, cache-resident: DRAM roofline not applied")
         else:
@@ -259,7 +261,12 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
                      + (f" (Amdahl {amdahl:.3f}×)" if amdahl else ""))
     ratio = s["speedup"] if s["status"] == "optimized" else s.get("median_ratio")
     speed = f"{ratio:.2f}×" if ratio else "?"
-    prefix = speed if s["status"] == "optimized" else f"matched (median {speed}, not proven faster)"
+    caught = [g for g in s.get("caught_by") or [] if g != "confirm"]
+    prefix = speed if s["status"] == "optimized" else (
+        f"matched (median {speed}, faster in the confirm rounds, but the {', '.join(caught)} "
+        f"gate{'s' if len(caught) > 1 else ''} failed: baseline kept)"
+        if caught and "confirm" not in (s.get("caught_by") or []) and n_rounds else
+        f"matched (median {speed}, not proven faster)")
     return f"{prefix} ({', '.join(parts)})"
 
 

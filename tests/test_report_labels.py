@@ -43,6 +43,20 @@ def test_a_matched_report_says_what_was_measured_and_names_no_winner() -> None:
     assert "| c2 | TILE=9 | rejected at build | — |" in md
 
 
+def test_a_matched_line_says_which_gate_failed_when_confirm_passed() -> None:
+    """Faster in every confirm round, then the shape gate failed: not "not proven faster", and
+    the bandwidth shown is the kept baseline's (issue 34 item 4)."""
+    events = journal("matched", confirm_passed=True)
+    events[-2] = {**events[-2], "caught_by": ["shape"], "reason": "shape: no checksum"}
+    events[0]["target"]["bytes"] = 2 ** 30
+    s = summarize(events)
+    assert s["report_line"].startswith(
+        "matched (median 2.07×, faster in the confirm rounds, but the shape gate failed: "
+        "baseline kept)"), s["report_line"]
+    assert "not proven faster" not in s["report_line"]
+    assert "baseline 70.6 GB/s" in s["report_line"]  # 1 GiB in the baseline's 15.2 ms
+
+
 def test_a_fallback_report_does_not_call_its_last_candidate_a_winner() -> None:
     md = render_markdown(journal("fallback", False), summarize(journal("fallback", False)))
     assert "Winner candidate" not in md and "Last candidate through the final gates" in md
