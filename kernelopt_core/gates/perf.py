@@ -324,10 +324,24 @@ class RooflineGate:
                 self.name, True, f"skipped: the working set ({nbytes / 2**20:.1f} MiB) fits in "
                 f"the {device.cache_bytes / 2**20:.0f} MiB cache, so DRAM bandwidth does not "
                 "bound it; no other bound applied", metrics, skipped=True)
-        bound = ctx.settings.kappa * device.peak_gbps
+        peak: float = device.peak_gbps
+        bound = ctx.settings.kappa * peak
+        if achieved > bound and not override:
+            # before calling a candidate implausible, the peak itself is measured again: one
+            # taken on a busy machine can be low (a candidate's bandwidth is not the question)
+            again = device_info(ctx.settings.state_root, ctx.target.device, remeasure=True)
+            higher = again.peak_gbps
+            if higher is not None and higher > peak:
+                ctx.runner.journal.write("warning", gate=self.name, message=(
+                    f"the peak bandwidth, measured again before a rejection, is "
+                    f"{higher:.1f} GB/s, not {peak:.1f}"))
+                device, peak = again, higher
+                bound = ctx.settings.kappa * higher
+                metrics.update(peak_gbps=higher, fraction=achieved / higher,
+                               peak_spread_pct=device.spread_pct, peak_remeasured=True)
         spread = f" ±{device.spread_pct / 2:.1f} %" if device.spread_pct is not None else ""
-        text = (f"{achieved:.1f} GB/s = {achieved / device.peak_gbps:.0%} of the measured "
-                f"{device.peak_gbps:.1f}{spread} GB/s peak ({nbytes} bytes {source})"
+        text = (f"{achieved:.1f} GB/s = {achieved / peak:.0%} of the measured "
+                f"{peak:.1f}{spread} GB/s peak ({nbytes} bytes {source})"
                 + (f"; {note}" if note else ""))
         baseline_gbps = nbytes / (median(confirm.baseline_ms) / 1e3) / 1e9
         if baseline_gbps > bound:
