@@ -171,13 +171,45 @@ def smoke(root: Path, build: Path, found: dict[str, Any], test: str,
             if text.strip().startswith("{") and isinstance(line := json.loads(text), dict) \
                     and isinstance(line.get("time_ms"), (int, float)):
                 lines.append(line)
-    if not out.ok or len(lines) != 1:
-        raise UsageError(f"the bench `{bench}` did not print exactly one JSON line with a "
-                         f"numeric time_ms ({out.describe()}; {len(lines)} found)",
+    human = human_time(out.stdout) if out.ok and not lines else None
+    if not out.ok or (len(lines) != 1 and human is None):
+        raise UsageError(f"the bench `{bench}` printed neither one JSON line with a numeric "
+                         f"time_ms nor one labelled time (`median = 12.3 us`) "
+                         f"({out.describe()}; {len(lines)} JSON lines): {out.tail(300)}",
                          hint='print {"kernelopt_bench": 1, "time_ms": ...} once (docs/'
                          "descriptor.md), or write bench_format yourself")
-    return {"seeded": seeded, "worked": worked, "line": lines[0],
+    return {"seeded": seeded, "worked": worked, "line": lines[0] if lines else {},
+            "human": human,
             "test_path": paths.get(test, test), "bench_path": paths.get(bench, bench)}
+
+
+# a bench's own human line: a label, then the time and its unit (`median= 12.3 us`,
+# `mean time: 0.41 ms`); the labels in order of preference (the median is the robust one)
+_LABELS = ("median", "mean", "avg", "average", "time", "min")
+_TIME = re.compile(r"(?i)\b(median|mean|avg|average|time|min)\b([^0-9\n]{0,12}?)"
+                   r"([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)\b")
+
+
+def human_time(stdout: str) -> dict[str, str] | None:
+    """The bench_regex and bench_unit for a bench whose time is one labelled number; None when
+    no label or a label more than once (which of them is the time is then the user's call)."""
+    found = list(_TIME.finditer(stdout))
+    for label in _LABELS:
+        same = [m for m in found if m.group(1).lower() == label]
+        if len(same) == 1:
+            m = same[0]
+            pattern = (re.escape(m.group(1)) + re.escape(m.group(2)).replace(r"\ ", r"\s*")
+                       + r"([0-9.eE+-]+)\s*" + re.escape(m.group(4)))
+            return {"regex": pattern, "unit": "us" if m.group(4) == "µs" else m.group(4),
+                    "value": m.group(3)}
+        if len(same) > 1:
+            return None
+    return None
+
+
+def toml_literal(text: str) -> str:
+    """A TOML literal string (no escapes), or a basic one when it holds a quote."""
+    return f"'{text}'" if "'" not in text and "\n" not in text else json.dumps(text)
 
 
 def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
@@ -203,7 +235,14 @@ def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
               f"contract = {strings(found['contract'])}   # the test and bench: never edited",
               f"test = {json.dumps(test_cmd)}" + ("" if probe["seeded"] else
                                                   "   # no --seed in its usage: one fixed input"),
-              f"bench = {json.dumps(bench_cmd)}", 'bench_format = "json"']
+              f"bench = {json.dumps(bench_cmd)}"]
+    if probe.get("human"):  # the bench's own line, read as it prints it
+        human = probe["human"]
+        lines += ['bench_format = "regex"   # the bench prints a labelled time, not JSON',
+                  f"bench_regex = {toml_literal(human['regex'])}",
+                  f"bench_unit = {json.dumps(human['unit'])}"]
+    else:
+        lines.append('bench_format = "json"')
     if line.get("shape"):
         lines.append(f"shape = {json.dumps(str(line['shape']))}   # as the bench reports it")
     if isinstance(line.get("bytes"), int):
@@ -246,8 +285,9 @@ def init_command(path: Path, yes: bool, dry_run: bool) -> None:
         load(check / "kernelopt.toml")
     finally:
         shutil.rmtree(check, ignore_errors=True)
-    note(f"smoke baseline passed: {test} on seed 1, one {bench} reading "
-            f"({probe['line']['time_ms']} ms)")
+    reading = (f"{probe['human']['value']} {probe['human']['unit']}, read from its own line"
+               if probe.get("human") else f"{probe['line']['time_ms']} ms")
+    note(f"smoke baseline passed: {test} on seed 1, one {bench} reading ({reading})")
     try:  # the LLM setting a run here would use, while nothing depends on it yet
         answered = check_llm_provider(root)
     except KerneloptError as exc:

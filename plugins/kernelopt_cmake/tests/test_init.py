@@ -120,3 +120,25 @@ def test_init_checks_the_llm_provider_with_one_request_when_a_key_is_set(project
     assert (project / "kernelopt.toml").exists()
     quiet = kernelopt("init", "--yes", "--dry-run", cwd=project)  # no key: nothing to check
     assert "no LLM key set: runs use the built-in tuner" in quiet.stderr
+
+
+@pytest.mark.slow
+def test_a_bench_that_prints_a_human_line_gets_a_regex_descriptor(project: Path) -> None:
+    """A bench printing `median= 12.3 us` (no JSON): init reads the labelled time as the bench
+    prints it (issue 34 item 1), and the smoke baseline and the run parse it."""
+    bench = project / "transpose_bench.cpp"
+    text = bench.read_text()
+    start = text.index('    std::printf("{\\"kernelopt_bench\\"')
+    end = text.index("    return 0;\n}", start)
+    bench.write_text(text[:start] + '    std::printf("runs %lld  min= %.3f us  median= %.3f us  '
+                     'max= %.3f us\\n", iters, sorted.front() * 1e3, median * 1e3, '
+                     "sorted.back() * 1e3);\n" + text[end:])
+    done = kernelopt("init", "--yes", cwd=project)
+    assert done.returncode == 0, done.stderr
+    written = (project / "kernelopt.toml").read_text()
+    for line in ('bench_format = "regex"', "bench_regex = 'median=\\s*([0-9.eE+-]+)\\s*us'",
+                 'bench_unit = "us"'):
+        assert line in written, written
+    run = kernelopt("run", ".", "--iterations", "1", "--final-rounds", "2", cwd=project)
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    assert "baseline:" in run.stderr and "ms (median of" in run.stderr
