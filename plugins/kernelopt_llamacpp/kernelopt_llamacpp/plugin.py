@@ -416,7 +416,8 @@ class LlamaCppBackend:
                 and not model.is_file():  # --e2e's model to profile, written once per state root
             commands.append(Command((
                 sys.executable, "-m", "kernelopt_llamacpp.gguf_model", "--vocab",
-                str(tree.src / "models" / "ggml-vocab-llama-spm.gguf"), "--n-embd", "4096",
+                # the tree's own file: the workspace snapshot leaves models (*.gguf) out
+                str(target.root / "models" / "ggml-vocab-llama-spm.gguf"), "--n-embd", "4096",
                 "--n-ff", "11008", "--n-head", "32", "--n-layer", "4", "--f16",
                 "--out", str(model)), tree.src, timeout_s=900, label="random model"))
         return commands
