@@ -371,7 +371,8 @@ class LlamaCppBackend:
             path = (settings.state_root / "llamacpp" / REALISTIC_MODEL).resolve()
         return Target(
             backend=self.name, name=MODEL_TARGET, root=root, editable=(),
-            contract=(DISPATCH,), shape=f"the whole model {path.name}: prompt of {PROMPT_TOKENS} "
+            # the full path: the profile --top ranks by is matched to the model by this shape
+            contract=(DISPATCH,), shape=f"the whole model {path}: prompt of {PROMPT_TOKENS} "
             f"tokens, then {GENERATED_TOKENS} generated",
             has_engine=True, device="cpu" if marker else "cuda",
             data=ModelData(str(path), "native" if marker else cuda_arch(),
