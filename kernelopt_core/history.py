@@ -137,37 +137,46 @@ def _winner_paths(run_dir: Path, what: str) -> tuple[Path, Repo, bytes, bytes, l
     return root, repo, winner, baseline, paths
 
 
+def _move(root: Path, repo: Repo, paths: list[str], source: bytes, dest: bytes,
+          verb: str, diverged_why: str, hint: str, nothing: str) -> list[str]:
+    """Every file of ``paths`` under ``root`` from commit ``source``'s content to ``dest``'s:
+    each must hold one of the two (else nothing is written); the files written."""
+    diverged, todo = [], []
+    for rel in paths:
+        path = root / rel
+        current = path.read_bytes() if path.exists() else None
+        if current == blob(repo, source, rel):
+            todo.append(rel)
+        elif current != blob(repo, dest, rel):
+            diverged.append(rel)
+    if diverged:
+        raise UsageError(f"refusing to {verb}: {', '.join(diverged)} in {root} {diverged_why}",
+                         hint=hint)
+    if not todo:
+        raise UsageError(nothing)
+    for rel in todo:
+        data = blob(repo, dest, rel)
+        path = root / rel
+        if data is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    return todo
+
+
 def apply(run_dir: Path) -> list[str]:
     """Write the run's winner into the user's tree (report.diff, without git or patch: a target
     in a subdirectory of a git repository makes `git apply` there skip every file). Every file
     the winner changes must still hold the baseline's content; anything else is refused and
     nothing is written. Returns the files written."""
     root, repo, winner, baseline, paths = _winner_paths(run_dir, "apply")
-    diverged, todo = [], []
-    for rel in paths:
-        path = root / rel
-        current = path.read_bytes() if path.exists() else None
-        if current == blob(repo, baseline, rel):
-            todo.append(rel)
-        elif current != blob(repo, winner, rel):
-            diverged.append(rel)
-    if diverged:
-        raise UsageError(
-            f"refusing to apply: {', '.join(diverged)} in {root} changed since run "
-            f"{run_dir.name} started (it matches neither its baseline nor its winner)",
-            hint="apply report.diff by hand (patch -p1 -d TARGET < report.diff), or restore "
-                 "the file first")
-    if not todo:
-        raise UsageError(f"nothing to apply: the winner of {run_dir.name} is already in {root}")
-    for rel in todo:
-        new = blob(repo, winner, rel)
-        path = root / rel
-        if new is None:
-            path.unlink()
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(new)
-    return todo
+    return _move(root, repo, paths, baseline, winner, "apply",
+                 f"changed since run {run_dir.name} started (it matches neither its baseline "
+                 "nor its winner)",
+                 "apply report.diff by hand (patch -p1 -d TARGET < report.diff), or restore the "
+                 "file first",
+                 f"nothing to apply: the winner of {run_dir.name} is already in {root}")
 
 
 def revert(run_dir: Path) -> list[str]:
@@ -178,28 +187,8 @@ def revert(run_dir: Path) -> list[str]:
     else is refused, and nothing is written.
     """
     root, repo, winner, baseline, paths = _winner_paths(run_dir, "revert")
-    diverged, applied = [], []
-    for rel in paths:
-        path = root / rel
-        current = path.read_bytes() if path.exists() else None
-        if current == blob(repo, winner, rel):
-            applied.append(rel)
-        elif current != blob(repo, baseline, rel):
-            diverged.append(rel)
-    if diverged:
-        raise UsageError(
-            f"refusing to revert: {', '.join(diverged)} in {root} changed since the winner "
-            "was applied (it matches neither the winner nor the baseline)",
-            hint="revert by hand (report.diff shows the change), or restore the file first",
-        )
-    if not applied:
-        raise UsageError(f"nothing to revert: the winner of {run_dir.name} is not applied in "
-                         f"{root}")
-    for rel in applied:
-        old = blob(repo, baseline, rel)
-        path = root / rel
-        if old is None:
-            path.unlink()
-        else:
-            path.write_bytes(old)
-    return applied
+    return _move(root, repo, paths, winner, baseline, "revert",
+                 "changed since the winner was applied (it matches neither the winner nor the "
+                 "baseline)",
+                 "revert by hand (report.diff shows the change), or restore the file first",
+                 f"nothing to revert: the winner of {run_dir.name} is not applied in {root}")
