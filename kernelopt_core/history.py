@@ -142,8 +142,12 @@ def _move(root: Path, repo: Repo, paths: list[str], source: bytes, dest: bytes,
     """Every file of ``paths`` under ``root`` from commit ``source``'s content to ``dest``'s:
     each must hold one of the two (else nothing is written); the files written."""
     diverged, todo = [], []
+    inside = root.resolve()
     for rel in paths:
         path = root / rel
+        if not path.resolve().is_relative_to(inside):  # a link put there since the run
+            raise UsageError(f"refusing to {verb}: {rel} in {root} leads outside it "
+                             f"({path.resolve()})", hint="replace the link by the file first")
         current = path.read_bytes() if path.exists() else None
         if current == blob(repo, source, rel):
             todo.append(rel)

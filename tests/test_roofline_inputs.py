@@ -72,6 +72,12 @@ def test_a_low_cached_peak_is_measured_again_before_a_rejection(tmp_path: Path) 
     assert result.metrics["peak_remeasured"] and result.metrics["peak_gbps"] > real / 10 * 2
     warnings = [json.loads(line) for line in (tmp_path / "j.jsonl").read_text().splitlines()]
     assert any("measured again before a rejection" in w.get("message", "") for w in warnings)
+    assert device_info(state, "cpu").peak_gbps == result.metrics["peak_gbps"]  # cached
+    # a second look never lowers a cached peak other runs read
+    data = json.loads(cache.read_text())
+    data["peak_gbps"] = real * 10
+    cache.write_text(json.dumps(data))
+    assert device_info(state, "cpu", remeasure=True, only_higher=True).peak_gbps == real * 10
 
 
 def _roofline(tmp_path: Path, declared: int, baseline_ms: float, candidate_ms: float,

@@ -163,8 +163,10 @@ def device_cache_dir(state_root: Path) -> Path:
 
 
 def device_info(state_root: Path, kind: str, override_gbps: float | None = None,
-                remeasure: bool = False) -> DeviceInfo:
-    """The device's peak bandwidth, measured once and cached (``remeasure``: measure now)."""
+                remeasure: bool = False, only_higher: bool = False) -> DeviceInfo:
+    """The device's peak bandwidth, measured once and cached (``remeasure``: measure now;
+    ``only_higher``: keep the cached peak unless the new one is higher — the roofline gate's
+    second look, which must never lower the bound other runs read)."""
     key = device_key(kind)
     cache = device_cache_dir(state_root) / f"{key}.json"
     from kernelopt_core.lock import gpu_lock
@@ -174,8 +176,12 @@ def device_info(state_root: Path, kind: str, override_gbps: float | None = None,
         with gpu_lock(state_root):  # a timed measurement: never beside another run's bench
             data = json.loads(cache.read_text()) if cache.exists() and not remeasure else {}
             if not _fresh(data):  # not measured by a concurrent run while we waited
+                kept = json.loads(cache.read_text()) if only_higher and cache.exists() else {}
                 data = measure(kind, state_root)
-                if "error" not in data:
+                if _fresh(kept) and "error" not in data and \
+                        float(kept["peak_gbps"]) >= float(data["peak_gbps"]):
+                    data = kept  # measured lower this time: the cached peak stands
+                elif "error" not in data:
                     cache.parent.mkdir(parents=True, exist_ok=True)
                     partial = cache.with_suffix(".tmp")
                     partial.write_text(json.dumps(data, indent=2))

@@ -186,8 +186,9 @@ def smoke(root: Path, build: Path, found: dict[str, Any], test: str,
 # a bench's own human line: a label, then the time and its unit (`median= 12.3 us`,
 # `mean time: 0.41 ms`); the labels in order of preference (the median is the robust one)
 _LABELS = ("median", "mean", "avg", "average", "time", "min")
-_TIME = re.compile(r"(?i)\b(median|mean|avg|average|time|min)\b([^0-9\n]{0,12}?)"
-                   r"([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)\b")
+_TIME = re.compile(r"(?i)\b(median|mean|avg|average|time|min)\b([^0-9.,\n]{0,12}?)"
+                   r"([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|μs|ms|s)\b")
+_UNITS = {"ns": "ns", "us": "us", "µs": "us", "μs": "us", "ms": "ms", "s": "s"}
 
 
 def human_time(stdout: str) -> dict[str, str] | None:
@@ -196,20 +197,26 @@ def human_time(stdout: str) -> dict[str, str] | None:
     found = list(_TIME.finditer(stdout))
     for label in _LABELS:
         same = [m for m in found if m.group(1).lower() == label]
-        if len(same) == 1:
-            m = same[0]
-            pattern = (re.escape(m.group(1)) + re.escape(m.group(2)).replace(r"\ ", r"\s*")
-                       + r"([0-9.eE+-]+)\s*" + re.escape(m.group(4)))
-            return {"regex": pattern, "unit": "us" if m.group(4) == "µs" else m.group(4),
-                    "value": m.group(3)}
         if len(same) > 1:
             return None
+        unit = _UNITS.get(same[0].group(4).lower()) if same else None
+        if unit is None:
+            continue
+        m = same[0]
+        pattern = (r"\b" + re.escape(m.group(1)) + r"\b"
+                   + re.escape(m.group(2)).replace(r"\ ", r"\s*")
+                   + r"([0-9.eE+-]+)\s*" + re.escape(m.group(4)) + r"\b")
+        # the run reads it with this very regex: exactly one match, the same number
+        if [g.group(1) for g in re.finditer(pattern, stdout)] != [m.group(3)]:
+            return None
+        return {"regex": pattern, "unit": unit, "value": m.group(3)}
     return None
 
 
 def toml_literal(text: str) -> str:
     """A TOML literal string (no escapes), or a basic one when it holds a quote."""
-    return f"'{text}'" if "'" not in text and "\n" not in text else json.dumps(text)
+    plain = "'" not in text and all(ch == "\t" or ord(ch) >= 0x20 for ch in text)
+    return f"'{text}'" if plain else json.dumps(text)
 
 
 def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
