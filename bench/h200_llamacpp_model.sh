@@ -18,11 +18,7 @@
 #      parts need is built); product = the same ranking through the product,
 #      `kernelopt profile TREE --backend llamacpp --engine --e2e --profiler ncu` (its own build)
 set -uo pipefail
-OUT=${OUT:-bench/results/out}
-mkdir -p "$OUT"
-SITE_MARKER=kernelopt_llamacpp source bench/h200_site.sh
-REPO=/tmp/llama.cpp
-[ -d "$REPO" ] || tar -xzf .whl/llama.cpp-trimmed.tar.gz -C /tmp
+source bench/h200_llamacpp_tree.sh
 B=/tmp/llamacpp-model-build
 MODEL=/tmp/llama-model.gguf
 t0=$(date +%s)
