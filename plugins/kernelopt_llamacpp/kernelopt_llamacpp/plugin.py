@@ -336,7 +336,8 @@ class LlamaCppBackend:
             test_source = b""
 
         def timable(route: Any) -> None:
-            timing.timed_cases(route, test_source, None, timing.model_node(route, options.nodes))
+            timing.timed_cases(route, test_source, None,
+                               timing.model_node(route, options.nodes, found))
 
         rows = top_ops.choose(top_ops.ranked_ops(profile, Sources(root), top_ops.model_ops(found)),
                               table, options.top, timable)
@@ -350,7 +351,8 @@ class LlamaCppBackend:
         preface = top_ops.preface(rows, profile, options.top)
         # no engine gate per op: the model check runs the whole model once, every winner in
         return [attrs.evolve(self._op_target(root, settings, options, table[r.op],
-                                             timing.model_node(table[r.op], options.nodes),
+                                             timing.model_node(table[r.op], options.nodes,
+                                                               found),
                                              None, r.share, model), preface=preface)
                 for r in chosen]
 

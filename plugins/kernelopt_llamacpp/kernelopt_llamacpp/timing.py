@@ -11,16 +11,18 @@ from kernelopt_llamacpp.nodes import Node
 from kernelopt_llamacpp.ops import Route
 
 
-def model_node(route: Route, nodes_file: str | None) -> Node | None:
-    """--nodes: the op's heaviest node in the model's graph (nodes.py); refused when the
-    file holds no nodes or the model runs no node of the op."""
+def model_node(route: Route, nodes_file: str | None,
+               found: list[Node] | None = None) -> Node | None:
+    """--nodes: the op's heaviest node in the model's graph (nodes.py; ``found``: the file's
+    nodes when the caller has read them); refused when the file holds no nodes or the model
+    runs no node of the op."""
     from kernelopt_llamacpp import nodes
 
     if not nodes_file:
         return None
     path = Path(nodes_file).expanduser()
     try:
-        found = nodes.read(path)
+        found = nodes.read(path) if found is None else found
     except (OSError, ValueError) as exc:
         raise UsageError(f"--nodes {path}: {exc}",
                          hint="give llama-eval-callback's output for the model: "

@@ -88,7 +88,7 @@ def rates(stdout: str) -> dict[str, list[float]]:
 
 def mode(samples: dict[str, list[float]], rounds: list[float], match: bool) -> dict[str, Any]:
     prefill, decode = statistics.median(samples["prefill"]), statistics.median(samples["decode"])
-    ms = 1000.0 * (PROMPT / prefill + GENERATED / decode)
+    ms = workload_ms(samples)
     spread = 100.0 * (max(rounds) - min(rounds)) / statistics.median(rounds) if rounds else 0.0
     return {"ms": ms, "spread_pct": round(spread, 2), "match": match, "windows": len(rounds),
             "prefill_tokens_per_s": round(prefill, 1), "decode_tokens_per_s": round(decode, 2)}
