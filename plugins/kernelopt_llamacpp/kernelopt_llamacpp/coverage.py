@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_core.api import Knob, UsageError
-from kernelopt_llamacpp.reach import Reach
+from kernelopt_llamacpp.reach import Reach, dispatched_instance
 
 
 def knob_reach(knob: Knob, texts: dict[str, str], reach: Reach) -> list[str] | None:
@@ -80,9 +80,12 @@ def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: s
     entry["knobs"] = [{"name": k.name, "file": k.file, "values": list(k.values),
                        "reaches": knob_reach(k, texts, reach)} for k in knobs]
     if entry["dispatched"]:
+        launched = [dispatched_instance(k.get("kernel") or k["function"], k["function"])
+                    for k in pin["dispatched"]]
+        entry["dispatched_instances"] = launched
         for knob in entry["knobs"]:
             knob["reaches_dispatched"] = None if knob["reaches"] is None else \
-                bool(set(knob["reaches"]) & set(entry["dispatched"]))
+                any(reach.may_run(t, k) for t in knob["reaches"] for k in launched)
     if row["op"] in runs:
         entry.update(run_facts(runs[row["op"]]))
     return entry

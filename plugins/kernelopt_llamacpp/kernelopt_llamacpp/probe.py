@@ -126,7 +126,7 @@ def unreached(src: Path, probe_dir: Path, variants: list[dict[str, Any]], pin: P
               tus: list[str]) -> dict[str, dict[str, Any]]:
     """Variants whose edits change none of the kernels the pinned case launches (the pin's
     ``dispatched``, reach.py): not candidates, so rejected without compiling."""
-    from kernelopt_llamacpp.reach import Reach
+    from kernelopt_llamacpp.reach import Reach, dispatched_instance
 
     try:
         dispatched = json.loads(pin.read_text()).get("dispatched") if pin else None
@@ -134,7 +134,8 @@ def unreached(src: Path, probe_dir: Path, variants: list[dict[str, Any]], pin: P
         dispatched = None
     if not dispatched:
         return {}
-    launched = {k["function"] for k in dispatched}
+    launched = sorted({dispatched_instance(k.get("kernel") or k["function"], k["function"])
+                       for k in dispatched})
     # the edited files and the op's translation units (a header's define is used in the .cu)
     files = sorted({rel for v in variants for rel in v["files"]} | set(tus))
     reach = Reach({rel: (src / rel).read_text(encoding="utf-8", errors="replace") for rel in files
@@ -149,10 +150,10 @@ def unreached(src: Path, probe_dir: Path, variants: list[dict[str, Any]], pin: P
                 break
             touched |= changed
         else:
-            if touched and not touched & launched:
+            if touched and not any(reach.may_run(t, k) for t in touched for k in launched):
                 out[variant["id"]] = {"ok": False, "error": (
                     f"changes only {', '.join(sorted(touched))}; the pinned case launches "
-                    f"{', '.join(sorted(launched))} (not a candidate: it cannot change the time)")}
+                    f"{', '.join(launched)} (not a candidate: it cannot change the time)")}
     return out
 
 

@@ -13,6 +13,12 @@ For each changed span of an edited file (against the tree's own):
   the kernels whose body uses the name defined there, and those launched next to its uses in
   host code (as above).
 
+A kernel reached through a launch is named with the template arguments the launch gives
+(``norm_f32<1024>``), one reached through its body or a name it uses with none (every
+instance). ``may_run`` tells whether such an instance can be one the pinned case dispatched
+(ncu's ``norm_f32<32>``): norm.cu's 1024-thread block sizes the ``norm_f32<1024>`` launch, a
+branch rows of fewer than 1024 columns never take.
+
 None means "cannot tell" (a span in a template helper the launches do not name, a name the
 files never use): the value is then judged as before, by compiling it.
 """
@@ -29,7 +35,50 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)|^\s*(?:static\s+)?(?:constexpr|const)\s+[\w:]+\s+(\w+)\s*=",
                       re.M)
 _CALLED = re.compile(r"\b(\w+)\s*[(<]")
+_CONSTANT = re.compile(r"^\s*#\s*define\s+(\w+)\s+\(?\s*(-?\d+)[uUlL]*\s*\)?\s*$"
+                       r"|^\s*(?:static\s+)?(?:constexpr|const)\s+[\w:]+\s+(\w+)\s*=\s*(-?\d+)[uUlL]*\s*;",
+                       re.M)
+_INTEGER = re.compile(r"^(?:\(\s*[\w\s]+\))?\s*(-?\d+)[uUlL]*$")  # 32, 32u, (int)32
 DEPTH = 4
+
+
+def template_args(text: str, at: int) -> str:
+    """The template argument list at ``text[at:]`` (``<1024>`` of ``norm_f32<1024><<<…``), with
+    its spacing collapsed; "" where none is given (``k<<<…``, ``k(…)``)."""
+    while at < len(text) and text[at].isspace():
+        at += 1
+    if at >= len(text) or text[at] != "<" or text.startswith("<<<", at):
+        return ""
+    depth = 0
+    for i in range(at, len(text)):
+        depth += {"<": 1, ">": -1}.get(text[i], 0)
+        if depth == 0:
+            return re.sub(r"\s+", " ", text[at:i + 1])
+        if text[i] in ";{}":
+            break
+    return ""
+
+
+def split_instance(instance: str) -> tuple[str, list[str] | None]:
+    """``norm_f32<1024, true>`` → ("norm_f32", ["1024", "true"]); a bare name: (name, None)."""
+    name, _, rest = instance.partition("<")
+    if not rest:
+        return name.strip(), None
+    args, depth, current = [], 0, ""
+    for ch in rest[:-1]:
+        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            args.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return name.strip(), [*args, current.strip()]
+
+
+def dispatched_instance(kernel: str, function: str) -> str:
+    """ncu's demangled ``void norm_f32<32>(const float *, …)`` → ``norm_f32<32>``."""
+    found = re.search(rf"\b{re.escape(function)}\b", kernel)
+    return function + (template_args(kernel, found.end()) if found else "")
 
 
 def _declared_name(head: str) -> str:
@@ -91,20 +140,27 @@ class Reach:
         self.functions = {path: _functions(text) for path, text in self.texts.items()}
         self.kernels = {name for spans in self.functions.values()
                         for _, _, name, kernel in spans if kernel}
+        self.constants = {m.group(1) or m.group(3): m.group(2) or m.group(4)
+                          for text in self.texts.values() for m in _CONSTANT.finditer(text)}
         self.bodies: dict[str, list[str]] = {}
         for path, spans in self.functions.items():
             for start, end, name, _ in spans:
                 self.bodies.setdefault(name, []).append(self.texts[path][start:end])
 
+    def _instances(self, code: str) -> set[str]:
+        """The kernels ``code`` names, each with the template arguments it gives there."""
+        return {m.group(1) + template_args(code, m.end(1)) for m in _CALLED.finditer(code)
+                if m.group(1) in self.kernels}
+
     def launched_in(self, code: str) -> set[str]:
         """Kernels ``code`` launches, also through the functions of these files it calls."""
         called = set(_CALLED.findall(code))
-        seen, found = set(called), called & self.kernels
+        seen, found = set(called), self._instances(code)
         frontier = sorted(called & set(self.bodies) - self.kernels)
         for _ in range(DEPTH):
-            called = {c for name in frontier for body in self.bodies.get(name, [])
-                      for c in _CALLED.findall(body)}
-            found |= called & self.kernels
+            bodies = [body for name in frontier for body in self.bodies.get(name, [])]
+            called = {c for body in bodies for c in _CALLED.findall(body)}
+            found |= {instance for body in bodies for instance in self._instances(body)}
             frontier = sorted((called - seen) & set(self.bodies) - self.kernels)
             seen |= called
         return found
@@ -171,3 +227,26 @@ class Reach:
                 return None
             out |= reached
         return out
+
+    def _literal(self, arg: str) -> str | None:
+        """A template argument's value where it is a literal or a constant of these files
+        (``true`` is ncu's ``1``); None where it depends on what these files cannot tell."""
+        arg = self.constants.get(arg, arg)
+        if arg in ("true", "false"):
+            return str(int(arg == "true"))
+        found = _INTEGER.match(arg)
+        return str(int(found.group(1))) if found else None
+
+    def may_run(self, instance: str, dispatched: str) -> bool:
+        """Whether the kernel ``instance`` an edit reaches can be the ``dispatched`` one: the same
+        kernel, and no template argument both name as a different known value."""
+        name, args = split_instance(instance)
+        other, other_args = split_instance(dispatched)
+        if name != other:
+            return False
+        # the source may leave defaulted arguments out; ncu names them all
+        for mine, theirs in zip(args or [], other_args or [], strict=False):
+            a, b = self._literal(mine), self._literal(theirs)
+            if a is not None and b is not None and a != b:
+                return False
+        return True

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from kernelopt_llamacpp import ops, probe, tbo, tuning
-from kernelopt_llamacpp.reach import Reach
+from kernelopt_llamacpp.reach import Reach, dispatched_instance, split_instance
 
 RECORDED = Path(__file__).parent / "fixtures" / "h200-llama-model"
 
@@ -59,11 +59,14 @@ def test_the_kernels_a_knob_reaches(tree: Path, table: dict[str, ops.Route], op:
     edits = _knob_edit(tree, op, route.function, route.files)
     reach = Reach({f: (tree / f).read_text() for f in route.files})
     path, edited = edits[knob]
-    assert reach.touched(path, edited) == kernels
+    touched = reach.touched(path, edited)
+    assert touched is not None and {split_instance(t)[0] for t in touched} == kernels
     if op == "CPY":  # the transposed copy's tile constants are knobs too, and reach it alone
         for name in ("CUDA_CPY_TILE_DIM_2D", "CUDA_CPY_BLOCK_ROWS", "CUDA_CPY_BLOCK_NM"):
             path, edited = edits[name]
-            assert reach.touched(path, edited) == {"cpy_scalar_transpose"}, name
+            touched = reach.touched(path, edited)
+            assert touched is not None, name
+            assert {split_instance(t)[0] for t in touched} == {"cpy_scalar_transpose"}, name
         knobs = {k.name: k for k in tuning.scan({f: (tree / f).read_bytes() for f in route.files},
                                                 op, route.function)}
         assert knobs["CUDA_CPY_TILE_DIM_2D"].values == ("8", "16", "32", "64", "128")
@@ -90,6 +93,45 @@ def test_the_probe_rejects_values_that_reach_no_dispatched_kernel(
     pin.write_text(json.dumps({"dispatched": None}))
     assert probe.unreached(tree, tmp_path, variants, pin, tus) == {}
     assert probe.unreached(tree, tmp_path, variants, tmp_path / "missing.json", tus) == {}
+
+
+def test_a_launch_of_another_template_instance_is_not_reached(
+        tree: Path, table: dict[str, ops.Route], tmp_path: Path) -> None:
+    """NORM at the GPT-2-style model's [768,512] (H200, 2026-12-03): ncu saw ``norm_f32<32>``
+    (block 32) while norm.cu's one knob sizes the ``norm_f32<1024>`` launch of rows of 1024 or
+    more columns; compared by name the value was compiled and timed for nothing."""
+    route = table["NORM"]
+    path, edited = _knob_edit(tree, "NORM", route.function, route.files)[
+        "norm_f32_block@ggml/src/ggml-cuda/norm.cu:292"]
+    reach = Reach({f: (tree / f).read_text() for f in route.files})
+    assert reach.touched(path, edited) == {"norm_f32<1024>"}
+    recorded = json.loads((Path(__file__).parents[3] / "bench" / "results" /
+                           "2026-12-03-h200-llamacpp-norm-cpy" / "norm" /
+                           "9f24bd3721-NORM.pin.json").read_text())["dispatched"]
+    [launched] = [dispatched_instance(k["kernel"], k["function"]) for k in recorded]
+    assert launched == "norm_f32<32>"
+    assert not reach.may_run("norm_f32<1024>", launched)
+    (tmp_path / "v1" / path).parent.mkdir(parents=True)
+    (tmp_path / "v1" / path).write_text(edited)
+    variants = [{"id": "v1", "knob": "norm_f32_block", "value": "64", "files": [path]}]
+    pin = tmp_path / "pin.json"
+    pin.write_text(json.dumps({"dispatched": recorded}))
+    tus = [f for f in route.files if f.endswith(".cu")]
+    [(vid, result)] = probe.unreached(tree, tmp_path, variants, pin, tus).items()
+    assert "changes only norm_f32<1024>; the pinned case launches norm_f32<32>" in result["error"]
+    # a row of 4096 columns dispatches norm_f32<1024>: the same value is a candidate there
+    pin.write_text(json.dumps({"dispatched": [{"kernel": "void norm_f32<1024>(const float *)",
+                                               "function": "norm_f32"}]}))
+    assert probe.unreached(tree, tmp_path, variants, pin, tus) == {}
+    # what the source cannot tell (an argument it does not define here) may be any instance;
+    # ncu's 1/0 are the source's true/false; a kernel reached through its body is every one
+    assert reach.may_run("norm_f32<WARP_SIZE>", "norm_f32<32>")
+    assert reach.may_run("rms_norm_f32<256, true>", "rms_norm_f32<256, 1, 0, 0>")
+    assert not reach.may_run("rms_norm_f32<256, false>", "rms_norm_f32<256, 1, 0, 0>")
+    assert not reach.may_run("rms_norm_f32<256, false>", "rms_norm_f32<1024, 0, 0, 0>")
+    assert reach.may_run("norm_f32", "norm_f32<32>") and not reach.may_run("norm_f32", "l2_norm_f32")
+    assert split_instance("cpy_scalar<cpy_1_scalar<float, float>>") == (
+        "cpy_scalar", ["cpy_1_scalar<float, float>"])
 
 
 def test_the_pin_records_the_kernels_its_case_launches(tmp_path: Path,
