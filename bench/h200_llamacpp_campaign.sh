@@ -75,9 +75,9 @@ else
   say "profile: exit $?"
 fi
 kernelopt campaign "$REPO" --backend llamacpp --e2e --top "${TOP:-2}" --nodes "$NODES" \
-  --budget-minutes "${BUDGET:-5}" --state-root "$S" --name llama > "$OUT/campaign.log" 2>&1
+  --budget-minutes "${BUDGET:-5}" --state-root "$S" --name "${NAME:-llama}" > "$OUT/campaign.log" 2>&1
 say "campaign: exit $?"
-python3 -m kernelopt_llamacpp.coverage --state-root "$S" --repo "$REPO" --campaign llama \
+python3 -m kernelopt_llamacpp.coverage --state-root "$S" --repo "$REPO" --campaign "${NAME:-llama}" \
   > "$OUT/coverage.json" 2> "$OUT/coverage.log"
 say "coverage: exit $?"
 # what the runs and the campaign wrote: journals, reports, pins, the selection (no trees, no
