@@ -106,6 +106,7 @@ class Loop:
         if self.target.preface:
             (self.run_dir / "preface.txt").write_text(self.target.preface)
         self.started = time.time() - (self.replay.spent_s if self.replay else 0.0)
+        self.search_started: float | None = None
         self.runner = Runner(self.backend, self.target, self.settings, self.journal)
         self.runner.gpu_seconds = self.replay.gpu_s if self.replay else 0.0  # one budget
         self.workspace = Workspace(self.settings.state_root, self.target)
@@ -152,9 +153,13 @@ class Loop:
         spending (after it, the budgets are the run's)."""
         return self.replay if self.replay is not None and self._replaying() else NOTHING_EXCUSED
 
-    def _left(self) -> float:  # wall seconds left of the time budget
+    def _left(self) -> float:
+        """Wall seconds left of the time budget: the search's, from the moment the baseline is
+        built, timed and probed (a cold build's minutes are not traded for candidates)."""
         minutes = self.settings.budget_minutes
-        return self.started + minutes * 60 - time.time() if minutes else float("inf")
+        if not minutes or self.search_started is None:
+            return float("inf")
+        return self.search_started + minutes * 60 - time.time()
 
     def _stage(self, stage: str, **data: Any) -> None:
         self.stage = stage
@@ -207,10 +212,12 @@ class Loop:
                           screen=screener(self.runner, self.workspace.baseline_tree, knobs,
                                           self.run_dir / "screen"),
                           gpu_seconds=lambda: self.runner.gpu_seconds - self._excused().gpu_s,
-                          seconds_left=lambda: self._left() + self._excused().spent_s,
+                          seconds_left=lambda: self._left() + self._excused().searched_s,
                           llm_calls_before=self.replay.llm_calls if self.replay else 0,
                           llm_cost_before=self.replay.llm_cost if self.replay else 0.0)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
+        self.search_started = time.time() - (self.replay.searched_s if self.replay else 0.0)
+        self.journal.write("search_start", before_s=round(time.time() - self.started, 3))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
                            self._stage, self.evaluator.gate_context, profiling)

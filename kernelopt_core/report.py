@@ -275,6 +275,7 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     config = next((e for e in events if e["event"] == "config"), {})
     verdict = next((e for e in events if e["event"] == "verdict"), {})
     search_end = next((e for e in events if e["event"] == "search_end"), {})
+    search_start = next((e for e in events if e["event"] == "search_start"), None)
     t = s["target"]
     lines = [
         f"# kernelopt run {s['run_id']}",
@@ -289,7 +290,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         f"- planner: {config.get('planner', '?')} ({config.get('planner_reason', '')})",
         f"- gates: candidate {config.get('candidate_gates')}, final {config.get('final_gates')}",
         f"- search ended: {search_end.get('reason', '?')} after "
-        f"{_count(search_end.get('evaluated', 0), 'candidate')}",
+        f"{_count(search_end.get('evaluated', 0), 'candidate')}" + (
+            f"; it began {search_start['before_s']:.0f} s into the run, the baseline built, "
+            "timed and probed (the time budget counts from there)" if search_start else ""),
         f"- candidates: {s['candidates']}",
         "- best by planner (screen speedup): " + (", ".join(
             f"{name} {b['best']} {b['speedup']:.3f}× of {b['candidates']}" if b["best"]

@@ -39,13 +39,14 @@ class Replay:
     baseline: dict[str, Any] | None  # the recorded ``baseline`` event
     # candidate id -> (its ``candidate`` event, its ``candidate_result`` event)
     completed: dict[str, tuple[dict[str, Any], dict[str, Any]]]
-    spent_s: float  # wall seconds of the earlier attempts (the time budget is shared)
+    spent_s: float  # wall seconds of the earlier attempts (the run's wall_seconds)
     gpu_s: float = 0.0  # GPU-lock seconds of the earlier attempts (so is the GPU budget)
     llm_calls: int = 0  # answered LLM calls of the earlier attempts (so are the LLM budgets)
     llm_cost: float = 0.0
     finished: int | None = None  # the exit code, when the run already reached its verdict
     diverged: bool = False
     best: float = 1.0  # the earlier attempts' best screen speedup (the progress line's)
+    searched_s: float = 0.0  # their seconds of search (the time budget is shared)
 
     @classmethod
     def load(cls, journal_path: Path, target: Target) -> Replay | None:
@@ -75,6 +76,14 @@ class Replay:
                 spent += before["t"] - first
                 first = event["t"]
         spent += raw[-1]["t"] - first
+        # each attempt's search: from its `search_start` to its last event
+        searched, since = 0.0, None
+        for before, event in zip(raw, raw[1:] + [{"event": "resumed"}], strict=True):
+            if event["event"] == "search_start":
+                since = event["t"]
+            elif event["event"] == "resumed" and since is not None:
+                searched += before["t"] - since
+                since = None
         ended = [e for e in events if e["event"] == "end"]
         finished = ended[-1].get("exit_code") if ended and any(
             e["event"] == "verdict" for e in events) else None
@@ -86,7 +95,7 @@ class Replay:
                    completed, spent, gpu_spent(raw), len(answered),
                    sum(float(e.get("cost") or 0.0) for e in answered), finished,
                    best=max((float(e["speedup"]) for e in events if e["event"] == "best"),
-                            default=1.0))
+                            default=1.0), searched_s=searched)
 
     def take(self, cid: str, proposal: Proposal) -> dict[str, Any] | None:
         """The recorded result of ``cid`` if it completed with this very proposal; at the

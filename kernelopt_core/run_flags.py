@@ -33,7 +33,9 @@ def run_options(fn: Any) -> Any:
         ),
         click.option("--target-speedup", type=float, help="Stop once this speedup is reached."),
         click.option(
-            "--budget-minutes", type=float, help=f"Wall-time budget in minutes [{default('budget_minutes')}]."
+            "--budget-minutes", type=float,
+            help="Wall minutes for the search, counted once the baseline is built, timed and "
+                 f"probed [{default('budget_minutes')}]."
         ),
         click.option(
             "--budget-gpu-seconds", type=float, help="GPU-lock seconds budget for the search [none]."

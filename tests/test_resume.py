@@ -458,3 +458,45 @@ def test_a_resumed_runs_report_reads_each_profile_once() -> None:
     kept = journal_mod.effective(events)
     assert [e.get("tree") for e in kept if e["event"] == "profile"] == ["baseline", "c1"]
     assert [e.get("candidate") for e in kept if e["event"] == "candidate_result"] == ["c1"]
+
+
+@pytest.mark.slow
+def test_the_time_budget_is_the_searchs(tmp_path: Path) -> None:
+    """A baseline that takes longer than the whole budget (here its test, 4 s against 3 s; a
+    cold llama.cpp build took 220 s of a 4-minute budget on the H200) still leaves the search
+    its budget: the first candidate is evaluated, then the budget stops the search."""
+    project = tmp_path / "project"
+    counted_cpu_example(project)
+    (project / "slow_test.sh").write_text('#!/bin/sh\nsleep 4\nexec "$@"\n')
+    toml = project / "kernelopt.toml"
+    toml.write_text(toml.read_text().replace(
+        'test = "{build}/transpose_test', 'test = "sh {repo}/slow_test.sh {build}/transpose_test'))
+    state = tmp_path / "state"
+    done = subprocess.run([*_command(project, state, "slow"), "--budget-minutes", "0.05"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    events = journal_mod.read(state / "runs" / "slow" / "journal.jsonl")
+    [start] = [e for e in events if e["event"] == "search_start"]
+    assert start["before_s"] > 4.0  # the baseline's test alone: over the 3 s budget
+    [end] = [e for e in events if e["event"] == "search_end"]
+    assert end == {**end, "reason": "time budget", "evaluated": 1}
+    report = (state / "runs" / "slow" / "report.md").read_text()
+    assert "the time budget counts from there" in report
+
+
+def test_a_resumed_runs_search_time_is_its_attempts_searches(tmp_path: Path) -> None:
+    """The time budget a resumed run has left: its earlier attempts' seconds of search (from
+    each `search_start` to that attempt's last event), not their baseline builds."""
+    from kernelopt_core.resume import Replay
+    from kernelopt_core.target import Target
+
+    target = Target("cmake", "t", tmp_path, ("k.cpp",))
+    header = {"event": "run", "target": {"backend": "cmake", "name": "t", "root": str(tmp_path)}}
+    events = [{**header, "t": 0.0}, {"event": "search_start", "t": 100.0},
+              {"event": "stage", "t": 107.0}, {"event": "resumed", "t": 200.0},
+              {"event": "search_start", "t": 250.0}, {"event": "stage", "t": 252.0}]
+    journal = tmp_path / "journal.jsonl"
+    journal.write_text("".join(json.dumps(e) + "\n" for e in events))
+    replay = Replay.load(journal, target)
+    assert replay is not None
+    assert replay.searched_s == pytest.approx(9.0) and replay.spent_s == pytest.approx(159.0)
