@@ -32,6 +32,7 @@ from typing import Any
 import click
 
 from kernelopt_cmake.descriptor import load
+from kernelopt_cmake.usage import included_headers, printed_sizes, read_test_usage, shape_arguments
 from kernelopt_core.api import (
     Command,
     KerneloptError,
@@ -83,8 +84,12 @@ def configure(root: Path, build: Path) -> list[dict[str, Any]]:
 
 def classify(root: Path, targets: list[dict[str, Any]]) -> dict[str, Any]:
     executables = [t for t in targets if t["type"] == "EXECUTABLE"]
-    tests = sorted(t["name"] for t in executables if "test" in t["name"].lower())
     benches = sorted(t["name"] for t in executables if "bench" in t["name"].lower())
+    others = [t["name"] for t in executables if t["name"] not in benches]
+    # named *test*; else *check* / *verify* / *valid*; else the one program beside the bench
+    tests = sorted(n for n in others if "test" in n.lower()) or sorted(
+        n for n in others if re.search(r"(?i)check|verif|valid", n)) or \
+        (others if len(others) == 1 else [])
     programs = {s for t in executables if t["name"] in tests + benches for s in t["sources"]}
 
     def marked(source: str) -> bool:
@@ -100,8 +105,11 @@ def classify(root: Path, targets: list[dict[str, Any]]) -> dict[str, Any]:
         # no library: the sources with kernels, also when the programs compile them directly
         owned = sorted({s for t in targets for s in t["sources"] if marked(s)})
     kernel = set(owned)
-    return {"editable": [s for s in owned if Path(s).suffix in CODE],
-            "context": [s for s in owned if Path(s).suffix in HEADERS],
+    editable = [s for s in owned if Path(s).suffix in CODE]
+    listed = [s for s in owned if Path(s).suffix in HEADERS]
+    # the headers the kernel includes, listed in CMake or not (most projects do not list them)
+    context = listed + included_headers(root, editable, set(listed) | programs)
+    return {"editable": editable, "context": context,
             "contract": sorted(programs - kernel), "tests": tests, "benches": benches,
             "artifacts": {t["name"]: t["artifact"] or t["name"] for t in executables},
             "device": "cuda" if any(s.endswith(".cu") for s in owned) else
@@ -156,8 +164,9 @@ def smoke(root: Path, build: Path, found: dict[str, Any], test: str,
         result = runs(Command((str(binary), "--help"), root, timeout_s=30), device)
         return result.stdout + result.stderr
 
-    seeded, worked = flag(usage(test_bin), "--seed"), flag(usage(bench_bin), "--work")
-    argv = (str(test_bin), *(("--seed", "1") if seeded else ()))
+    test_usage, worked = read_test_usage(usage(test_bin)), flag(usage(bench_bin), "--work")
+    seed_args = {"flag": ("--seed", "1"), "positional": ("1",)}.get(test_usage.seed or "", ())
+    argv = (str(test_bin), *seed_args)
     result = runs(Command(argv, root, timeout_s=1800), device)
     if not result.ok:
         raise UsageError(f"the test `{' '.join(argv)}` fails on the unmodified project: "
@@ -178,8 +187,15 @@ def smoke(root: Path, build: Path, found: dict[str, Any], test: str,
                          f"({out.describe()}; {len(lines)} JSON lines): {out.tail(300)}",
                          hint='print {"kernelopt_bench": 1, "time_ms": ...} once (docs/'
                          "descriptor.md), or write bench_format yourself")
-    return {"seeded": seeded, "worked": worked, "line": lines[0] if lines else {},
-            "human": human,
+    shape_args = shape_arguments(test_usage, printed_sizes(out.stdout))
+    if shape_args:  # the bench's shape, checked by the test in its own process: it must pass
+        checked = runs(Command((*argv, *shape_args), root, timeout_s=1800), device)
+        if not checked.ok:
+            note(f"no shape_test: `{' '.join((*argv, *shape_args))}` (the test at the bench's "
+                 f"shape) fails on the unmodified project: {checked.describe()}")
+            shape_args = None
+    return {"seed": test_usage.seed, "worked": worked, "line": lines[0] if lines else {},
+            "human": human, "shape_args": shape_args,
             "test_path": paths.get(test, test), "bench_path": paths.get(bench, bench)}
 
 
@@ -226,7 +242,8 @@ def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
     def strings(values: list[str]) -> str:
         return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
-    test_cmd = f"{{build}}/{probe['test_path']}" + (" --seed {seed}" if probe["seeded"] else "")
+    test_cmd = f"{{build}}/{probe['test_path']}" + {"flag": " --seed {seed}",
+                                                    "positional": " {seed}"}.get(probe["seed"] or "", "")
     bench_cmd = f"{{build}}/{probe['bench_path']}" + (" --work {work}" if probe["worked"] else "")
     lines = [
         "# kernelopt descriptor written by `kernelopt init` (docs/descriptor.md explains every",
@@ -240,9 +257,12 @@ def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
     lines += [f"editable = {strings(found['editable'])}   # the kernel: what candidates change",
               f"context = {strings(found['context'])}",
               f"contract = {strings(found['contract'])}   # the test and bench: never edited",
-              f"test = {json.dumps(test_cmd)}" + ("" if probe["seeded"] else
-                                                  "   # no --seed in its usage: one fixed input"),
+              f"test = {json.dumps(test_cmd)}" + ("" if probe["seed"] else
+                                                  "   # no seed in its usage: one fixed input"),
               f"bench = {json.dumps(bench_cmd)}"]
+    if probe.get("shape_args"):
+        lines.append(f"shape_test = {json.dumps(' '.join([test_cmd, *probe['shape_args']]))}"
+                     "   # the test at the shape the bench prints")
     if probe.get("human"):  # the bench's own line, read as it prints it
         human = probe["human"]
         lines += ['bench_format = "regex"   # the bench prints a labelled time, not JSON',
@@ -292,6 +312,16 @@ def init_command(path: Path, yes: bool, dry_run: bool) -> None:
         load(check / "kernelopt.toml")
     finally:
         shutil.rmtree(check, ignore_errors=True)
+    if probe["line"].get("checksum") is None and not probe.get("shape_args"):
+        # the shape gate needs one of them: without, a real win ends `matched`
+        note("this descriptor can end `matched` at best, never `optimized`: the bench reports "
+             "no checksum and no shape_test checks the timed shape. Add a shape_test (the test "
+             "at the bench's shape: print the sizes as `width=1024` from the bench and take "
+             "them in the test), or a checksum in the bench's JSON line (docs/descriptor.md)")
+        if not yes and not dry_run and not click.confirm("write it all the same?", default=True,
+                                                         err=True):
+            raise UsageError("nothing written", hint="add a shape_test or a checksum, then "
+                             "run kernelopt init again")
     reading = (f"{probe['human']['value']} {probe['human']['unit']}, read from its own line"
                if probe.get("human") else f"{probe['line']['time_ms']} ms")
     note(f"smoke baseline passed: {test} on seed 1, one {bench} reading ({reading})")
