@@ -23,6 +23,19 @@ def apply_command(run_ref: str, state_root: Path | None) -> None:
     ui.note(f"`kernelopt revert {run_dir.name}` undoes it")
 
 
+@click.command("revert")
+@click.argument("run_ref")
+@click.option("--state-root", type=click.Path(path_type=Path))
+def revert_command(run_ref: str, state_root: Path | None) -> None:
+    """Undo RUN's applied winner in your tree; refuses if those files changed since."""
+    from kernelopt_core import history, settings, ui
+
+    run_dir = history.find_run(settings.load(None, {"state_root": state_root}).state_root, run_ref)
+    for rel in history.revert(run_dir):
+        ui.echo(f"restored {rel}")
+
+
 @hookimpl
 def kernelopt_register_commands(cli: click.Group) -> None:
     cli.add_command(apply_command)
+    cli.add_command(revert_command)

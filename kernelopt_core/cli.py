@@ -136,13 +136,14 @@ def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any,
 
 
 def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
-            forced: dict[str, Any] | None = None) -> int:
+            forced: dict[str, Any] | None = None, watch: bool = False) -> int:
     """Resolve backend and targets, run the loop once per target, print the outcomes.
 
     Several targets (a directory of kernels, a model's top kernels) run in turn, each its own
     run. Exit code: the most severe error (4 > 3 > 2) if any run failed that way, else 0 if any
     target ended optimized, else 1. Used by plugin commands too.
     """
+    from kernelopt_core import ui_watch
     from kernelopt_core.loop import Loop
 
     host, backend, targets, settings = resolve_all(ctx, path, flags, forced)
@@ -158,7 +159,8 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
         count = f" [{i}/{len(targets)}]" if len(targets) > 1 else ""
         ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at "
                 f"{target.root}{count}")
-        loop = Loop(host, backend, target, settings, [ui.Progress()], argv=sys.argv)
+        shown = ui_watch.LiveView() if watch else ui.Progress()  # one way of showing progress
+        loop = Loop(host, backend, target, settings, [shown], argv=sys.argv)
         outcome = loop.run()
         ui.summary(outcome.summary, str(outcome.run_dir))
         if outcome.summary.get("error"):
@@ -199,10 +201,11 @@ def check_model(backend: Any, finished: list[Any], state_root: Path, out_dir: Pa
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @run_options
+@click.option("--watch", is_flag=True, help="The live view (kernelopt watch) in this terminal.")
 @click.pass_context
-def run(ctx: click.Context, path: Path, **flags: Any) -> None:
+def run(ctx: click.Context, path: Path, watch: bool, **flags: Any) -> None:
     """Optimize the kernel at PATH (a file, directory, or git repository)."""
-    ctx.exit(execute(ctx, path, flags))
+    ctx.exit(execute(ctx, path, flags, watch=watch))
 
 
 @cli.command("gate-selftest")
@@ -326,16 +329,6 @@ def resume_cmd(run_ref: str, state_root: Path | None) -> None:
                           run_dir.name, "--state-root", str(root.resolve())],
                     standalone_mode=False)
     sys.exit(code or 0)
-
-
-@cli.command("revert")
-@click.argument("run_ref")
-@click.option("--state-root", type=click.Path(path_type=Path))
-def revert_cmd(run_ref: str, state_root: Path | None) -> None:
-    """Undo RUN's applied winner in your tree; refuses if those files changed since."""
-    run_dir = history.find_run(_state_root(state_root), run_ref)
-    for rel in history.revert(run_dir):
-        ui.echo(f"restored {rel}")
 
 
 @cli.command()

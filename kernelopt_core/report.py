@@ -191,10 +191,8 @@ def _llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
     calls = [e for e in events if e["event"] == "llm_call"]
     ok = [e for e in calls if e.get("status") == 200 and "tokens_in" in e]
     return {
-        "calls": len(ok),
-        "failed_attempts": len(calls) - len(ok),
-        "tokens_in": sum(e["tokens_in"] for e in ok),
-        "tokens_out": sum(e["tokens_out"] for e in ok),
+        "calls": len(ok), "failed_attempts": len(calls) - len(ok),
+        "tokens_in": sum(e["tokens_in"] for e in ok), "tokens_out": sum(e["tokens_out"] for e in ok),
         "latency_s": round(sum(e.get("latency_s", 0.0) for e in calls), 3),
         "cost": round(sum(e.get("cost", 0.0) for e in ok), 6),
         "unpriced_calls": sum(not e.get("priced", True) for e in ok),
@@ -275,7 +273,9 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
     config = next((e for e in events if e["event"] == "config"), {})
     verdict = next((e for e in events if e["event"] == "verdict"), {})
     search_end = next((e for e in events if e["event"] == "search_end"), {})
-    search_start = next((e for e in events if e["event"] == "search_start"), None)
+    began = next((f"; it began {e['before_s']:.0f} s into the run, the baseline built, timed "
+                  "and probed (the time budget counts from there)" for e in events
+                  if e["event"] == "search_start"), "")
     t = s["target"]
     lines = [
         f"# kernelopt run {s['run_id']}",
@@ -288,12 +288,11 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         + ", ".join(f"`{f}`" for f in t["files"]),
         f"- root: `{header.get('target', {}).get('root', '?')}`",
         f"- planner: {config.get('planner', '?')} ({config.get('planner_reason', '')})",
-        f"- gates: candidate {config.get('candidate_gates')}, final {config.get('final_gates')}",
+        "- gates: " + "; ".join(f"{kind} {' → '.join(config.get(f'{kind}_gates') or ['?'])}"
+                                for kind in ("candidate", "final")),
         f"- search ended: {search_end.get('reason', '?')} after "
-        f"{_count(search_end.get('evaluated', 0), 'candidate')}" + (
-            f"; it began {search_start['before_s']:.0f} s into the run, the baseline built, "
-            "timed and probed (the time budget counts from there)" if search_start else ""),
-        f"- candidates: {s['candidates']}",
+        f"{_count(search_end.get('evaluated', 0), 'candidate')}{began}",
+        "- candidates: " + ", ".join(f"{n} {k}" for k, n in s["candidates"].items()),
         "- best by planner (screen speedup): " + (", ".join(
             f"{name} {b['best']} {b['speedup']:.3f}× of {b['candidates']}" if b["best"]
             else f"{name}: none accepted of {b['candidates']}"

@@ -57,6 +57,8 @@ class Progress:
         self.of: int | None = None  # the iteration budget, from the run's header
 
     def _line(self, text: str, final: bool = True) -> None:
+        if not final and not self.tty:  # a log keeps the lines that say something, not each stage
+            return
         if self.tty and not final:
             click.echo(f"\r\x1b[2K{text}", err=True, nl=False)
             _status["open"] = True

@@ -114,6 +114,36 @@ def gone(s: WatchState) -> bool:
     return False
 
 
+class LiveView:
+    """Journal listener for ``kernelopt run --watch``: the same view, drawn in this terminal as
+    the run writes its journal (instead of ui.Progress's lines); stopped at the run's end."""
+
+    def __init__(self) -> None:
+        import importlib.util
+
+        from kernelopt_core.errors import PrerequisiteError
+
+        if importlib.util.find_spec("rich") is None:  # checked before the run starts
+            raise PrerequisiteError("--watch needs rich",
+                                    hint="pip install 'kernelopt[watch]' (or: pip install rich)")
+        self.state = WatchState()
+        self.live: Any = None
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self.state.add(record)
+        if self.live is None:
+            self.live = Live(view(self.state), console=Console(stderr=True),
+                             refresh_per_second=4)
+            self.live.start()
+        else:
+            self.live.update(view(self.state))
+        if record.get("event") == "end":
+            self.live.stop()
+
+
 def watch(journal: Path, once: bool, interval_s: float = 0.5) -> WatchState:
     """Draw the run from its journal until its ``end`` event (``once``: one frame now)."""
     from rich.console import Console
