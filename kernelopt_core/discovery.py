@@ -136,11 +136,15 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
                           f"{type(exc).__name__}: {exc}")
     top = max(scores.values())
     if top <= 0:
+        cmake = next((d for d in (path, *path.parents[:2]) if (d / "CMakeLists.txt").is_file()
+                      and d.is_dir()), None)
         raise NotRecognised(
             f"no installed backend recognises {path}"
             + (f"; broken: {'; '.join(broken)}" if broken else ""),
-            hint="add a kernelopt.toml (docs/descriptor.md), name one with --backend, or "
-            f"install the backend for this kind of project (installed: {', '.join(sorted(backends))})",
+            hint=(f"{cmake} is a CMake project without a kernelopt.toml: `kernelopt init {cmake}` "
+                  "writes one from its targets and a smoke baseline (docs/descriptor.md)")
+            if cmake else "add a kernelopt.toml (docs/descriptor.md), name one with --backend, "
+            f"or install the backend for this kind of project (installed: {', '.join(sorted(backends))})",
         )
     best = [n for n, s in scores.items() if s == top]
     if len(best) > 1:

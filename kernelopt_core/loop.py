@@ -85,6 +85,10 @@ class Loop:
                              hint="name a run with --run-id only")
         self.run_id = check_run_id(settings.run_id) if settings.run_id else new_run_id()
         self.run_dir = settings.state_root / "runs" / self.run_id
+        # the gate plan is checked before any folder is made: a typo makes no run
+        self.gates = (resolve.gates(host, settings, settings.candidate_gates, "candidate"),
+                      resolve.gates(host, settings, settings.final_gates, "final"))
+        resolve.check_gate_plan(*self.gates)
         self.seen = SeenContent()
         self.evaluated = 0  # candidates the search has numbered so far
 
@@ -171,10 +175,7 @@ class Loop:
                              "(kernelopt profile PATH --engine), not optimized",
                              hint="name a kernel to optimize (--target, or the backend's own "
                                   "flag: --op for llama.cpp)")
-        candidate_gates = resolve.gates(self.host, self.settings, self.settings.candidate_gates,
-                                        "candidate")
-        final_gates = resolve.gates(self.host, self.settings, self.settings.final_gates, "final")
-        resolve.check_gate_plan(candidate_gates, final_gates)
+        candidate_gates, final_gates = self.gates
         planner, why = resolve.planner(self.host, self.settings, self.target)
         profiling = Profiling(self.settings.profiler, self.host, self.backend, self.target,
                               self.runner, self.journal, self._stage)  # checked before any build

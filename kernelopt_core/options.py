@@ -160,11 +160,12 @@ def read_tables(tables: list[type], sources: list[tuple[Path, dict[str, Any], st
             content = data.get(table, {})
             if not isinstance(content, dict):
                 raise UsageError(f"{where(path, text, table, '')}: [{table}] must be a table")
+            unknown = [k for k in content if k not in known]
+            if unknown:  # every one at once
+                raise UsageError("; ".join(f"{where(path, text, k, table)}: unknown key `{k}` in "
+                                           f"[{table}]" for k in unknown),
+                                 hint=f"known keys: {', '.join(known)}")
             for key, value in content.items():
-                if key not in known:
-                    raise UsageError(f"{where(path, text, key, table)}: unknown key `{key}` in "
-                                     f"[{table}]",
-                                     hint=f"known keys: {', '.join(known)}")
                 mine[key] = where(path, text, key, table)
                 values[key] = coerce(cls, key, value, mine[key])
         for key in known:

@@ -116,13 +116,14 @@ def render_html(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
                    for row in candidate_rows(events))
     colour = STATUS_COLOUR.get(str(s.get("status")), "#d62728")
     whole = model_view.html(s.get("model"))
+    status, line = str(s.get("status")), str(s.get("report_line", ""))
+    headline = line if line.startswith(status) else f"{status}: {line}"  # not `error: error:`
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>kernelopt {escape(str(s.get('run_id')))}</title><style>{STYLE}</style></head>"
         f"<body><h1>kernelopt: {escape(str(target.get('name', '')))}</h1>"
-        f"<p class='status' style='color:{colour}'>{escape(str(s.get('status')))}: "
-        f"{escape(str(s.get('report_line', '')))}</p>"
-        f"<p>run {escape(str(s.get('run_id')))} · planner {escape(str(s.get('planner')))} · "
+        f"<p class='status' style='color:{colour}'>{escape(headline)}</p>"
+        f"<p>run {escape(str(s.get('run_id')))} · planner {escape(str(s.get('planner') or '-'))} · "
         f"{s.get('gpu_seconds')} GPU-s · {s.get('wall_seconds')} s · the evidence: "
         "<a href='report.md'>report.md</a>"
         + (" · the change: <a href='report.diff'>report.diff</a>" if s.get("diff") else "")

@@ -143,14 +143,16 @@ def _apply_sections(values: dict[str, Any], origins: dict[str, str], data: dict[
         raise UsageError(f"{where(path, text, 'options')}: [options] is no longer read",
                          hint="each plugin reads its own table: e.g. `op` in [llamacpp], `top` "
                               "in [triton], `provider` in [agents] (`kernelopt run --help`)")
+    unknown = [k for k in run if k not in FIELDS or k in ("candidate_gates", "final_gates")]
+    if unknown:  # every one at once: a file with two typos is fixed in one go
+        owners = {k: next((t for t, names in plugin_keys.items() if k in names), None)
+                  for k in unknown}
+        hints = [f"`{k}` belongs in [{owner}]" for k, owner in owners.items() if owner]
+        if not all(owners.values()):
+            hints.append(f"known keys: {', '.join(k for k in FIELDS if not k.endswith('_gates'))}")
+        raise UsageError("; ".join(f"{where(path, text, k)}: unknown key `{k}` in [run]"
+                                   for k in unknown), hint="; ".join(hints))
     for key, value in run.items():
-        if key not in FIELDS or key in ("candidate_gates", "final_gates"):
-            owner = next((t for t, names in plugin_keys.items() if key in names), None)
-            raise UsageError(
-                f"{where(path, text, key)}: unknown key `{key}` in [run]",
-                hint=f"`{key}` belongs in [{owner}]" if owner else
-                f"known keys: {', '.join(k for k in FIELDS if not k.endswith('_gates'))}",
-            )
         values[key] = _coerce(key, value, where(path, text, key))
         origins[key] = str(path)
     for key, value in gates.items():

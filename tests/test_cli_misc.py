@@ -292,9 +292,13 @@ def test_a_file_or_subdirectory_of_a_project_runs_that_projects_target(tmp_path:
 def test_history_hides_refused_runs_and_marks_unproven_ratios(chunk_project: Path) -> None:
     from kernelopt_core.history import speed
 
-    refused = kernelopt("run", str(chunk_project), "--gates", "build,screen",
-                        cwd=chunk_project.parent)
-    assert refused.returncode == 2 and "correctness" in refused.stderr
+    # a gate plan that cannot stand is refused before any run folder (issue 34, item 8)
+    typo = kernelopt("run", str(chunk_project), "--gates", "build,screen", cwd=chunk_project.parent)
+    assert typo.returncode == 2 and "correctness" in typo.stderr and "run:" not in typo.stdout
+    assert not (chunk_project.parent / ".kernelopt" / "runs").exists()
+    # the agents planner without a key: refused once the run has its folder, before any work
+    refused = kernelopt("run", str(chunk_project), "--planner", "agents", cwd=chunk_project.parent)
+    assert refused.returncode == 3, refused.stderr
     listed = kernelopt("history", cwd=chunk_project.parent)
     assert "chunk-sum" not in listed.stdout and "1 run(s) refused" in listed.stderr
     everything = kernelopt("history", "--all", cwd=chunk_project.parent)

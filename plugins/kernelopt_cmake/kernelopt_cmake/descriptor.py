@@ -83,11 +83,11 @@ def _explain(path: Path, text: str, message: str) -> str:
     what, where = match["what"], match["path"]
     keys = re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)", where)
     extra = re.search(r"extra fields found \((.*)\)", what)
-    if extra:
-        key = extra.group(1).split(",")[0].strip()
+    if extra:  # every extra key at once, each with its line
         section = ".".join(keys) or "top level"
-        return (f"{path}:{toml_line(text, key) or '?'}: unknown key `{key}` in {section} "
-                f"(remove it or check its spelling against docs/descriptor.md)")
+        return "; ".join(f"{path}:{toml_line(text, key) or '?'}: unknown key `{key}` in {section}"
+                         for key in (k.strip() for k in extra.group(1).split(","))) + \
+            " (remove it or check its spelling against docs/descriptor.md)"
     key = keys[-1] if keys else "?"
     line = toml_line(text, key)
     dotted = where.lstrip(".")

@@ -1,0 +1,51 @@
+"""The rough edges a newcomer hits in the first hour (issue 34, item 8), each through the CLI
+in a child process: every unknown key of a file named at once, a CMake project without a
+descriptor pointed at `kernelopt init`, and an error's report.html headline said once."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from kernelopt_tests_support import REPO, kernelopt
+
+
+def _example(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(REPO / "examples" / "cmake-cpu", tmp_path / "transpose"))
+
+
+def test_every_unknown_key_is_named_at_once(tmp_path: Path) -> None:
+    project = _example(tmp_path)
+    toml = project / "kernelopt.toml"
+    original = toml.read_text()
+    toml.write_text(original.replace("[run]\n", "[run]\nitrations = 3\npatiense = 2\n"))
+    run_keys = kernelopt("run", str(project), cwd=tmp_path)
+    assert run_keys.returncode == 2
+    assert "unknown key `itrations` in [run]" in run_keys.stderr
+    assert "unknown key `patiense` in [run]" in run_keys.stderr
+    toml.write_text(original.replace('name = "transpose"\n',
+                                     'name = "transpose"\nedtiable = 1\nshpe = 2\n'))
+    target_keys = kernelopt("run", str(project), cwd=tmp_path)
+    assert target_keys.returncode == 2
+    assert "unknown key `edtiable`" in target_keys.stderr and "unknown key `shpe`" in \
+        target_keys.stderr
+    assert not (project / ".kernelopt").exists() and not (tmp_path / ".kernelopt").exists()
+
+
+def test_a_cmake_project_without_a_descriptor_is_pointed_at_init(tmp_path: Path) -> None:
+    project = _example(tmp_path)
+    (project / "kernelopt.toml").unlink()
+    for where in (project, project / "kernel.cpp"):
+        refused = kernelopt("run", str(where), cwd=tmp_path)
+        assert refused.returncode == 2
+        assert f"`kernelopt init {project}` writes one" in refused.stderr
+
+
+def test_an_errors_html_headline_says_error_once() -> None:
+    from kernelopt_core.report_html import render_html
+
+    summary = {"status": "error", "report_line": "error: the baseline fails its own test",
+               "run_id": "r1", "planner": None, "target": {"name": "t"}}
+    html = render_html([], summary)
+    assert "error: the baseline fails its own test" in html
+    assert "error: error:" not in html and "planner -" in html
