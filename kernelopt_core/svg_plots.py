@@ -19,7 +19,8 @@ class Axes:
         (x0, x1), (y0, y1) = x, y
         self.x0, self.x1 = x0, x1 if x1 > x0 else x0 + 1
         pad = (y1 - y0) * 0.08 or abs(y0) * 0.1 or 1.0
-        self.y0, self.y1 = y0 - pad, y1 + pad
+        # times and speedups are never negative: their axis does not start below zero
+        self.y0, self.y1 = (max(0.0, y0 - pad) if y0 >= 0 else y0 - pad), y1 + pad
 
     def px(self, x: float) -> float:
         return LEFT + (x - self.x0) / (self.x1 - self.x0) * (W - LEFT - RIGHT)
@@ -118,6 +119,9 @@ def bars(title: str, ylabel: str, values: Sequence[tuple[str, float, str]],
         body.append(f'<rect x="{x - width / 2:.1f}" y="{ax.py(value):.1f}" width="{width:.1f}" '
                     f'height="{ax.py(0) - ax.py(value):.1f}" fill="{COLORS[kind]}">'
                     f'<title>{escape(label)} {value:.4g}</title></rect>'
+                    # the value over its bar: readable when a limit line dwarfs the bar
+                    f'<text x="{x:.1f}" y="{ax.py(value) - 4:.1f}" font-size="11" '
+                    f'text-anchor="middle">{value:.4g}</text>'
                     f'<text x="{x:.1f}" y="{H - BOTTOM + 28}" font-size="11" '
                     f'text-anchor="middle">{escape(label)}</text>')
     for i, (label, value) in enumerate(limits):

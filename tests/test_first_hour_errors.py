@@ -49,3 +49,15 @@ def test_an_errors_html_headline_says_error_once() -> None:
     html = render_html([], summary)
     assert "error: the baseline fails its own test" in html
     assert "error: error:" not in html and "planner -" in html
+
+
+def test_the_charts_axes_and_bars_read_plainly() -> None:
+    """report.html's charts (issue 34, item 8): a speedup or time axis does not start below zero;
+    a bar dwarfed by the peak line still shows its value."""
+    from kernelopt_core import svg_plots
+
+    assert svg_plots.Axes((0, 1), (0.05, 3.0)).y0 == 0.0  # padded, but not below zero
+    assert svg_plots.Axes((0, 1), (-2.0, 3.0)).y0 < -2.0  # a signed quantity keeps its pad
+    drawn = svg_plots.bars("Roofline", "GB/s", [("baseline", 26.3, "baseline")],
+                           [("peak", 4198.0)])
+    assert ">26.3</text>" in drawn

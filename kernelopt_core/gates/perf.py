@@ -343,9 +343,9 @@ class RooflineGate:
                 bound = ctx.settings.kappa * higher
                 metrics.update(peak_gbps=higher, fraction=achieved / higher,
                                peak_spread_pct=device.spread_pct, peak_remeasured=True)
-        spread = f" ±{device.spread_pct / 2:.1f} %" if device.spread_pct is not None else ""
+        spread = f" (spread ±{device.spread_pct / 2:.1f} %)" if device.spread_pct is not None else ""
         text = (f"{achieved:.1f} GB/s = {achieved / peak:.0%} of the measured "
-                f"{peak:.1f}{spread} GB/s peak ({nbytes} bytes {source})"
+                f"{peak:.1f} GB/s peak{spread} ({nbytes} bytes {source})"
                 + (f"; {note}" if note else ""))
         baseline_gbps = nbytes / (median(confirm.baseline_ms) / 1e3) / 1e9
         if baseline_gbps > bound:
