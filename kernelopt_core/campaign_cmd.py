@@ -23,7 +23,8 @@ from kernelopt_core.hookspecs import hookimpl
               "(default: CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi lists, else one slot).")
 @click.option("--budget-gpu-minutes", type=float, help="GPU-lock minutes for the whole campaign.")
 @click.option("--budget-usd", type=float, help="LLM dollars for the whole campaign.")
-@click.option("--budget-minutes", type=float, help="Wall minutes for the whole campaign.")
+@click.option("--budget-minutes", type=float, help="Wall minutes of search for the whole campaign, "
+              "split over its runs (each run's baseline build and final gates come on top).")
 @click.option("--run-args", default="", help="Arguments for every target's `kernelopt run` "
               "(one string), e.g. \"--iterations 8 --planner tuner\".")
 @click.option("--state-root", type=click.Path(path_type=Path))

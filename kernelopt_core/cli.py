@@ -160,8 +160,10 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
         ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at "
                 f"{target.root}{count}")
         shown = ui_watch.LiveView() if watch else ui.Progress()  # one way of showing progress
-        loop = Loop(host, backend, target, settings, [shown], argv=sys.argv)
-        outcome = loop.run()
+        try:
+            outcome = Loop(host, backend, target, settings, [shown], argv=sys.argv).run()
+        finally:  # a live view stops with the run, whatever ends it
+            getattr(shown, "stop", lambda: None)()
         ui.summary(outcome.summary, str(outcome.run_dir))
         if outcome.summary.get("error"):
             ui.error(outcome.summary["error"], outcome.exit_code)

@@ -76,13 +76,14 @@ class Replay:
                 spent += before["t"] - first
                 first = event["t"]
         spent += raw[-1]["t"] - first
-        # each attempt's search: from its `search_start` to its last event
+        # each attempt's search: from its `search_start` to its `search_end` (the final gates
+        # are not the search's), or to its last event when it was killed searching
         searched, since = 0.0, None
         for before, event in zip(raw, raw[1:] + [{"event": "resumed"}], strict=True):
             if event["event"] == "search_start":
                 since = event["t"]
-            elif event["event"] == "resumed" and since is not None:
-                searched += before["t"] - since
+            elif event["event"] in ("search_end", "resumed") and since is not None:
+                searched += (event if event["event"] == "search_end" else before)["t"] - since
                 since = None
         ended = [e for e in events if e["event"] == "end"]
         finished = ended[-1].get("exit_code") if ended and any(

@@ -70,7 +70,8 @@ class Progress:
         event = record["event"]
         if event == "config":
             self._line(f"planner: {record['planner']} ({record['planner_reason']})")
-            self._line(f"gates: {record['candidate_gates']} then {record['final_gates']}")
+            self._line(f"gates: {' → '.join(record['candidate_gates'])}, then "
+                       f"{' → '.join(record['final_gates'])}")
         elif event == "stage":
             self.candidate = record.get("candidate", self.candidate)
             self._line(f"[{record['stage']}] {self.candidate}  best {self.best:.3f}×", final=False)

@@ -141,6 +141,10 @@ class LiveView:
         else:
             self.live.update(view(self.state))
         if record.get("event") == "end":
+            self.stop()
+
+    def stop(self) -> None:
+        if self.live is not None:
             self.live.stop()
 
 

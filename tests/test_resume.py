@@ -494,9 +494,13 @@ def test_a_resumed_runs_search_time_is_its_attempts_searches(tmp_path: Path) -> 
     header = {"event": "run", "target": {"backend": "cmake", "name": "t", "root": str(tmp_path)}}
     events = [{**header, "t": 0.0}, {"event": "search_start", "t": 100.0},
               {"event": "stage", "t": 107.0}, {"event": "resumed", "t": 200.0},
-              {"event": "search_start", "t": 250.0}, {"event": "stage", "t": 252.0}]
+              {"event": "search_start", "t": 250.0}, {"event": "stage", "t": 252.0},
+              {"event": "search_end", "t": 253.0}, {"event": "stage", "t": 290.0},
+              {"event": "resumed", "t": 300.0}, {"event": "search_start", "t": 310.0},
+              {"event": "stage", "t": 311.0}]  # killed searching, searching, in final gates
     journal = tmp_path / "journal.jsonl"
     journal.write_text("".join(json.dumps(e) + "\n" for e in events))
     replay = Replay.load(journal, target)
     assert replay is not None
-    assert replay.searched_s == pytest.approx(9.0) and replay.spent_s == pytest.approx(159.0)
+    assert replay.searched_s == pytest.approx(7.0 + 3.0 + 1.0)  # not the final gates' 37 s
+    assert replay.spent_s == pytest.approx(107.0 + 90.0 + 11.0)

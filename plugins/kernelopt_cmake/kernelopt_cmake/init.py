@@ -88,8 +88,9 @@ def classify(root: Path, targets: list[dict[str, Any]]) -> dict[str, Any]:
     others = [t["name"] for t in executables if t["name"] not in benches]
     # named *test*; else *check* / *verify* / *valid*; else the one program beside the bench
     tests = sorted(n for n in others if "test" in n.lower()) or sorted(
-        n for n in others if re.search(r"(?i)check|verif|valid", n)) or \
-        (others if len(others) == 1 else [])
+        n for n in others if re.search(r"(?i)check|verif|valid", n))
+    guessed = not tests and len(others) == 1  # said, and asked without --yes
+    tests = others if guessed else tests
     programs = {s for t in executables if t["name"] in tests + benches for s in t["sources"]}
 
     def marked(source: str) -> bool:
@@ -110,7 +111,8 @@ def classify(root: Path, targets: list[dict[str, Any]]) -> dict[str, Any]:
     # the headers the kernel includes, listed in CMake or not (most projects do not list them)
     context = listed + included_headers(root, editable, set(listed) | programs)
     return {"editable": editable, "context": context,
-            "contract": sorted(programs - kernel), "tests": tests, "benches": benches,
+            "contract": sorted(programs - kernel), "tests": tests,
+            "test_guessed": guessed, "benches": benches,
             "artifacts": {t["name"]: t["artifact"] or t["name"] for t in executables},
             "device": "cuda" if any(s.endswith(".cu") for s in owned) else
                       "hip" if any(s.endswith(".hip") for s in owned) else None}
@@ -300,6 +302,11 @@ def init_command(path: Path, yes: bool, dry_run: bool) -> None:
                              "#pragma omp)", hint="write kernelopt.toml by hand "
                              "(docs/descriptor.md)")
         test, bench = choose("test", found["tests"], yes), choose("bench", found["benches"], yes)
+        if found["test_guessed"]:  # no name says so: its exit code becomes the correctness check
+            note(f"taking {test} as the test: the only program beside the bench (its exit "
+                 "status decides correctness)")
+            if not yes and not click.confirm(f"is {test} the test?", default=True, err=True):
+                raise UsageError("no test program", hint="name the test's executable *test*")
         probe = smoke(root, scratch, found, test, bench)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -10,6 +10,7 @@ printing ``rows=8192 cols=4096``: ``x_test --seed {seed} --rows 8192 --cols 4096
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -17,7 +18,9 @@ import attrs
 
 _USAGE_LINE = re.compile(r"(?i)\busage\b")
 _POSITIONAL = re.compile(r"[\[<]\s*([A-Za-z][\w-]*)\s*[\]>]")
-_VALUED_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)(?:\s*=\s*|\s+)(?=[\w<\[])")
+# a flag followed by its value's placeholder (`--rows R`, `--rows=<n>`, `--rows 2048`), not a
+# boolean one followed by the next option (`--transpose [--rows R]`)
+_VALUED_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)(?:\s*=\s*|\s+)(?=[A-Z0-9<]|[a-z]\w*\b(?!\]))")
 _SIZE = re.compile(r"\b([A-Za-z][\w]*)\s*[=:]\s*(\d+)\b")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 NOT_SHAPE = {"seed", "help", "work", "iters", "iterations", "warmup", "repeat", "repeats",
@@ -41,15 +44,15 @@ def usage_line(text: str) -> str:
 
 def read_test_usage(text: str) -> ProgramUsage:
     line = usage_line(text)
-    flags = [m.group(1).lower() for m in _VALUED_FLAG.finditer(line)]
+    flags = [m.group(1) for m in _VALUED_FLAG.finditer(line)]  # as spelled: --numRows
     named = []
     for m in _POSITIONAL.finditer(line):
-        # `--seed <n>`: the placeholder of a flag's value, not an argument of its own
-        if not re.search(r"--[\w-]+\s*=?\s*$", line[:m.start()]):
+        # `--seed <n>`, `-s <seed>`: a flag's value, not an argument of its own
+        if not re.search(r"(?<![\w-])-{1,2}[\w-]+\s*=?\s*$", line[:m.start()]):
             named.append(m.group(1).lower())
     if re.search(r"(?<![\w-])--seed(?![\w-])", line) or re.search(
             r"(?<![\w-])--seed(?![\w-])", text):
-        return ProgramUsage("flag", (), tuple(f for f in flags if f not in NOT_SHAPE))
+        return ProgramUsage("flag", (), tuple(f for f in flags if f.lower() not in NOT_SHAPE))
     if named and named[0] == "seed":
         return ProgramUsage("positional", tuple(named[1:]))
     return ProgramUsage(None)
@@ -67,8 +70,8 @@ def shape_arguments(usage: ProgramUsage, sizes: dict[str, str]) -> list[str] | N
     """The test's arguments for the bench's shape, or None when the bench prints none of the
     sizes the test takes."""
     if usage.seed == "flag":
-        args = [part for name in usage.shape_flags if name in sizes
-                for part in (f"--{name}", sizes[name])]
+        args = [part for name in usage.shape_flags if name.lower() in sizes
+                for part in (f"--{name}", sizes[name.lower()])]
         return args or None
     if usage.seed == "positional":
         args = []
@@ -83,10 +86,13 @@ def shape_arguments(usage: ProgramUsage, sizes: dict[str, str]) -> list[str] | N
 def included_headers(root: Path, sources: list[str], skip: set[str]) -> list[str]:
     """Project headers the sources include (``#include "x.h"``), found beside the source, at
     the root, or as the only project file of that path; transitively, without ``skip``."""
-    headers = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                     if p.suffix in {".h", ".hh", ".hpp", ".cuh", ".inl"} and p.is_file()
-                     and "build" not in p.relative_to(root).parts[:1]
-                     and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    headers = []
+    for folder, dirs, files in os.walk(root):  # build trees and hidden folders pruned
+        dirs[:] = [d for d in dirs if not d.startswith(".") and not d.startswith("build")
+                   and not d.startswith("cmake-build")]
+        headers += [(Path(folder) / f).relative_to(root).as_posix() for f in files
+                    if Path(f).suffix in {".h", ".hh", ".hpp", ".cuh", ".inl"}]
+    headers.sort()
     found: list[str] = []
     queue = list(sources)
     while queue:

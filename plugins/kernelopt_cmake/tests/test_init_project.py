@@ -88,6 +88,15 @@ def test_init_says_before_writing_when_a_run_can_only_end_matched(project: Path)
     taken = kernelopt("init", "--yes", cwd=project)
     assert taken.returncode == 0 and "can end `matched` at best" in taken.stderr
     assert "shape_test" not in (project / "kernelopt.toml").read_text()
+    # a test program no name marks (the only one beside the bench): taken, and said so
+    (project / "kernelopt.toml").unlink()
+    cmake = project / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text().replace("(check_blur ", "(blur_demo "))
+    guessed = kernelopt("init", "--yes", "--dry-run", cwd=project)
+    assert guessed.returncode == 0, guessed.stderr
+    assert "taking blur_demo as the test: the only program beside the bench" in guessed.stderr
+    assert 'test = "{build}/blur_demo {seed}"' in guessed.stdout
+    assert '"tests/check_blur.c"' in guessed.stdout  # its source is contract, not kernel
 
 
 def test_the_tests_usage_the_benchs_sizes_and_the_kernels_headers(tmp_path: Path) -> None:
@@ -96,8 +105,11 @@ def test_the_tests_usage_the_benchs_sizes_and_the_kernels_headers(tmp_path: Path
     assert shape_arguments(positional, printed_sizes("w width=512 height=384 t: 3.1 us")) == [
         "512", "384"]
     assert shape_arguments(positional, printed_sizes("height=384")) is None  # width first
-    flags = read_test_usage("usage: x_test --seed N [--rows R --cols C] [--verbose]")
+    flags = read_test_usage("usage: x_test --seed N [--rows R --cols C] [--verbose] [--transpose]")
     assert flags == ProgramUsage("flag", (), ("rows", "cols"))
+    # a seed behind a one-dash flag is that flag's value, not a positional seed
+    assert read_test_usage("usage: x [-s <seed>] [width]").seed is None
+    assert read_test_usage("usage: t --seed N --numRows 4").shape_flags == ("numRows",)
     assert shape_arguments(flags, {"rows": "8192", "cols": "4096"}) == [
         "--rows", "8192", "--cols", "4096"]
     assert read_test_usage("usage: t --seed <n>").seed == "flag"

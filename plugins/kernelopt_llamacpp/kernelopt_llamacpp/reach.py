@@ -38,6 +38,8 @@ _CALLED = re.compile(r"\b(\w+)\s*[(<]")
 _CONSTANT = re.compile(r"^\s*#\s*define\s+(\w+)\s+\(?\s*(-?\d+)[uUlL]*\s*\)?\s*$"
                        r"|^\s*(?:static\s+)?(?:constexpr|const)\s+[\w:]+\s+(\w+)\s*=\s*(-?\d+)[uUlL]*\s*;",
                        re.M)
+_TEMPLATE = re.compile(r"\btemplate\s*<((?:[^<>]|<[^<>]*>)*)>")  # a template head's parameters
+_PARAMETER = re.compile(r"(\w+)\s*(?:=[^,]*)?(?:,|$)")  # each one's name (before any default)
 _INTEGER = re.compile(r"^(?:\(\s*[\w\s]+\))?\s*(-?\d+)[uUlL]*$")  # 32, 32u, (int)32
 DEPTH = 4
 
@@ -140,12 +142,27 @@ class Reach:
         self.functions = {path: _functions(text) for path, text in self.texts.items()}
         self.kernels = {name for spans in self.functions.values()
                         for _, _, name, kernel in spans if kernel}
-        self.constants = {m.group(1) or m.group(3): m.group(2) or m.group(4)
-                          for text in self.texts.values() for m in _CONSTANT.finditer(text)}
+        self.constants = self._file_constants()
         self.bodies: dict[str, list[str]] = {}
         for path, spans in self.functions.items():
             for start, end, name, _ in spans:
                 self.bodies.setdefault(name, []).append(self.texts[path][start:end])
+
+    def _file_constants(self) -> dict[str, str]:
+        """Integer constants defined at file scope, outside every function (a local
+        ``constexpr int c_ncols_dst = 2;`` per switch case is not one); a name defined with two
+        values (``#if`` alternatives) or used as a template parameter anywhere is left out."""
+        values: dict[str, set[str]] = {}
+        for path, text in self.texts.items():
+            spans = self.functions[path]
+            for m in _CONSTANT.finditer(text):
+                if not any(start <= m.start() < end for start, end, _, _ in spans):
+                    values.setdefault(m.group(1) or m.group(3), set()).add(
+                        str(int(m.group(2) or m.group(4))))
+        parameters = {name for text in self.texts.values() for head in _TEMPLATE.findall(text)
+                      for name in _PARAMETER.findall(head)}
+        return {name: next(iter(vs)) for name, vs in values.items()
+                if len(vs) == 1 and name not in parameters}
 
     def _instances(self, code: str) -> set[str]:
         """The kernels ``code`` names, each with the template arguments it gives there."""

@@ -134,6 +134,24 @@ def test_a_launch_of_another_template_instance_is_not_reached(
         "cpy_scalar", ["cpy_1_scalar<float, float>"])
 
 
+def test_a_template_parameter_is_not_read_as_a_constant(tree: Path) -> None:
+    """mmvq.cu's switch declares ``constexpr int c_ncols_dst = 1;`` … ``= 8;`` case by case,
+    and ``c_ncols_dst`` is also its kernels' template parameter: read as a file-wide constant
+    (the last case's 8), an edit in ``case 2:`` would be judged unable to reach the
+    ``mul_mat_vec_q<…, 2, …>`` that ran, and a real candidate dropped."""
+    files = ("ggml/src/ggml-cuda/mmvq.cu", "ggml/src/ggml-cuda/mmvq.cuh")
+    reach = Reach({f: (tree / f).read_text() for f in files})
+    assert "c_ncols_dst" not in reach.constants
+    path = "ggml/src/ggml-cuda/mmvq.cu"
+    text = (tree / path).read_text()
+    line = "            constexpr int c_ncols_dst = 2;\n"
+    assert line in text
+    touched = reach.touched(path, text.replace(line, line + "            // edited\n"))
+    assert touched is not None and any(t.startswith("mul_mat_vec_q") for t in touched)
+    ran = "mul_mat_vec_q<(ggml_type)12, 2, 0, 0, 0>"
+    assert any(reach.may_run(t, ran) for t in touched)
+
+
 def test_the_pin_records_the_kernels_its_case_launches(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """ncu replayed: a stand-in `ncu` on PATH writes the H200 recording of SOFT_MAX's first
