@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelopt_core import knobs as knob_edit
-from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.errors import PlannerError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import Settings
@@ -75,7 +75,7 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
             "no LLM planner is installed"
         )
         if agents is not None and reason is None:
-            return agents, "an LLM is configured"
+            return agents, "an LLM is configured" + _provider_check(agents, settings)
         return make("tuner"), f"using the built-in tuner: {reason}"
     if name not in records:
         raise UsageError(
@@ -85,7 +85,21 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
     reason = chosen.unavailable_reason(settings, target)
     if reason is not None:
         raise PrerequisiteError(f"planner {name!r} cannot run: {reason}")
-    return chosen, chosen_by
+    return chosen, chosen_by + _provider_check(chosen, settings)
+
+
+def _provider_check(planner: Any, settings: Settings) -> str:
+    """An LLM planner's provider asked once before any build: one that can never answer (no
+    server, a rejected key, an unknown model) stops the run now, exit 3, not after minutes of
+    baseline work; a transient failure is said and left to the planner's own retries."""
+    check = getattr(planner, "check_provider", None)
+    if check is None:
+        return ""
+    try:
+        answered = check(settings)
+    except PlannerError as exc:
+        return f"; its provider check failed ({exc}), the run goes on"
+    return f"; {answered}" if answered else ""
 
 
 def check_planner_inputs(planner_name: str, settings: Settings, target: Target,

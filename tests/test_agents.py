@@ -36,6 +36,11 @@ def run_agents(project: Path, server: ScriptedLLMServer, *extra: str,
                      env={"OPENAI_API_KEY": KEY, "KERNELOPT_LLM_BACKOFF_S": "0.05", **(env or {})})
 
 
+def agent_calls(server: ScriptedLLMServer) -> list[dict]:
+    """The agents' requests, without the provider check a run makes before any build."""
+    return [r for r in server.requests if ScriptedLLMServer.role_of(r["json"]) != "other"]
+
+
 def assert_key_never_written(root: Path) -> None:
     for path in root.rglob("*"):
         if path.is_file():
@@ -56,12 +61,15 @@ def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) 
     assert s["status"] == "optimized" and s["planner"] == "agents"
     assert s["llm"]["calls"] == 5 and s["llm"]["tokens_in"] > 0
     assert s["llm"]["by_role"] == {"planner": 2, "executor": 2, "summarizer": 1}
-    first = server.requests[0]
+    # one cheap check of the provider comes first, before any build (issue 34, item 8)
+    assert server.requests[0]["json"]["messages"][0]["content"] == "Reply with the word OK."
+    calls = agent_calls(server)
+    first = calls[0]
     assert first["path"] == "/v1/chat/completions"
     assert first["headers"]["Authorization"] == f"Bearer {KEY}"
     assert {t["function"]["name"] for t in first["json"]["tools"]} == {
         "search_repo", "read_file", "get_profile", "search_memory", "submit_plan"}
-    executor_tools = {t["function"]["name"] for t in server.requests[2]["json"]["tools"]}
+    executor_tools = {t["function"]["name"] for t in calls[2]["json"]["tools"]}
     assert executor_tools == {"read_file", "write_file"}
     memory = (chunk_project.parent / ".kernelopt" / "experience.jsonl").read_text()
     assert "bigger chunks" in memory
@@ -179,6 +187,8 @@ def test_an_llm_that_never_answers_ends_the_run_with_exit_3_saying_why(
     run_dir = last_run(chunk_project.parent / ".kernelopt")
     assert "no LLM call of this run succeeded" in (run_dir / "report.md").read_text()
     assert KEY not in out
+    if case == "closed port":  # said before any build: the provider is checked first
+        assert not [e for e in events(run_dir) if e["event"] in ("baseline", "workspace")]
 
 
 @pytest.mark.slow
@@ -212,7 +222,7 @@ def test_patch_mode(chunk_project: Path) -> None:
     with ScriptedLLMServer(script) as server:
         result = run_agents(chunk_project, server, "--edit-mode", "patch")
     assert result.returncode == 0, result.stderr[-3000:]
-    tools = {t["function"]["name"] for t in server.requests[2]["json"]["tools"]}
+    tools = {t["function"]["name"] for t in agent_calls(server)[2]["json"]["tools"]}
     assert tools == {"read_file", "apply_patch"}
 
 
@@ -266,7 +276,7 @@ def test_a_third_party_provider_plugin_is_used_by_name(chunk_project: Path, tmp_
         outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0],
                        settings).run()
     assert outcome.status == "optimized", outcome.summary
-    first = server.requests[0]
+    first = agent_calls(server)[0]
     assert first["json"]["model"] == "acme-coder-1"
     assert first["headers"]["Authorization"] == "Bearer acme-secret"
     assert first["headers"]["x-acme-run"] == outcome.run_id
@@ -306,6 +316,6 @@ def test_a_server_that_only_errs_ends_the_run_after_two_attempts(chunk_project: 
     out = result.stderr + result.stdout
     assert result.returncode == 3, out[-3000:]
     assert "no LLM call of this run succeeded in 2 attempts" in out and "HTTP 500" in out
-    assert len(server.requests) == 10  # 2 attempts x 5 tries, then no more
+    assert len(agent_calls(server)) == 10  # 2 attempts x 5 tries, then no more
     run_dir = last_run(chunk_project.parent / ".kernelopt")
     assert summary(run_dir)["llm"]["failed_attempts"] == 10
