@@ -102,6 +102,8 @@ class Progress:
             self.best = record["speedup"]
         elif event == "resumed":  # the earlier attempts' best, before the replay serves it
             self.best = max(self.best, float(record.get("best") or 1.0))
+            self._line(f"resumed: {len(record.get('completed') or [])} candidate(s) served from "
+                       f"the journal, best {self.best:.3f}×")
         elif event == "search_end":
             n = record["evaluated"]
             self._line(f"search ended: {record['reason']} after {n} candidate{'' if n == 1 else 's'}")

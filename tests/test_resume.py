@@ -443,7 +443,9 @@ def test_a_planners_budgets_leave_the_earlier_attempts_out_until_the_replay_is_s
     from kernelopt_core.resume import gpu_spent
 
     _journal, cut, planner = _stepper_run(tmp_path, "c3")
-    spent_gpu, spent_wall = gpu_spent(cut), cut[-1]["t"] - cut[0]["t"]  # one killed attempt
+    # one killed attempt: its GPU seconds, and its seconds of search (the time budget's)
+    start = next(e["t"] for e in cut if e["event"] == "search_start")
+    spent_gpu, spent_wall = gpu_spent(cut), cut[-1]["t"] - start
     (gpu_c1, left_c1), (gpu_c4, left_c4) = planner.seen[0], planner.seen[3]
     assert spent_gpu > 0 and spent_wall > 0
     assert gpu_c4 - gpu_c1 >= spent_gpu - 1e-9
