@@ -10,14 +10,21 @@ import click
 from kernelopt_core.hookspecs import hookimpl
 
 
+def _run_dir(run_ref: str, state_root: Path | None) -> Path:
+    """RUN (an id, a prefix or `last`) under the state root these flags and settings name."""
+    from kernelopt_core import history, settings
+
+    return history.find_run(settings.load(None, {"state_root": state_root}).state_root, run_ref)
+
+
 @click.command("apply")
 @click.argument("run_ref")
 @click.option("--state-root", type=click.Path(path_type=Path))
 def apply_command(run_ref: str, state_root: Path | None) -> None:
     """Write RUN's winner into your tree; refuses if those files changed since the run began."""
-    from kernelopt_core import history, settings, ui
+    from kernelopt_core import history, ui
 
-    run_dir = history.find_run(settings.load(None, {"state_root": state_root}).state_root, run_ref)
+    run_dir = _run_dir(run_ref, state_root)
     for rel in history.apply(run_dir):
         ui.echo(f"applied {rel}")
     ui.note(f"`kernelopt revert {run_dir.name}` undoes it")
@@ -28,10 +35,9 @@ def apply_command(run_ref: str, state_root: Path | None) -> None:
 @click.option("--state-root", type=click.Path(path_type=Path))
 def revert_command(run_ref: str, state_root: Path | None) -> None:
     """Undo RUN's applied winner in your tree; refuses if those files changed since."""
-    from kernelopt_core import history, settings, ui
+    from kernelopt_core import history, ui
 
-    run_dir = history.find_run(settings.load(None, {"state_root": state_root}).state_root, run_ref)
-    for rel in history.revert(run_dir):
+    for rel in history.revert(_run_dir(run_ref, state_root)):
         ui.echo(f"restored {rel}")
 
 
