@@ -13,6 +13,8 @@
 #   OUT=DIR bash bench/h200_llamacpp_campaign.sh
 # Called again on the same warm machine, it resumes: profile and model kept, the campaign's
 # runs resumed, then the model check.
+# STEP=time: instead of the campaign, bench/llamacpp_time_ops.py times each of the top TOP (10)
+# ops at its node (no search), for coverage.json.
 # Env: TOP (2), BUDGET (campaign wall minutes, 5), NODES (the model's llama-eval-callback output;
 #      default: the H200 recording of the same 7B-wide model, tests/fixtures/h200-llama-model)
 set -uo pipefail
@@ -34,11 +36,7 @@ model_write() {
     --out "$S/llamacpp/random-llama-4096x4-f16.gguf" > "$OUT/model.log" 2>&1
   say "model written: exit $?"
 }
-if [ -d "$S/profiles" ] && [ -f "$S/llamacpp/random-llama-4096x4-f16.gguf" ]; then
-  # a second call on the same (still warm) machine: the profile, the model, the builds and
-  # ccache are where the first left them; the campaign of the same name resumes its runs
-  say "profile and model kept from the call before"
-elif [ "${PROFILE:-}" = recorded ]; then
+profile_recorded() {
   # the ranking from last session's H200 recording of this same model (ncu, every launch of
   # llama-bench -p 512 -n 0 and -p 0 -n 16), written as the journal kernelopt profile writes,
   # to spend this call's minutes on the campaign
@@ -65,6 +63,13 @@ journal.write("end", exit_code=0)
 print(run_id, whole.shape)
 PY
   say "profile from the recording: exit $?"
+}
+if [ -d "$S/profiles" ] && [ -f "$S/llamacpp/random-llama-4096x4-f16.gguf" ]; then
+  # a second call on the same (still warm) machine: the profile, the model, the builds and
+  # ccache are where the first left them; the campaign of the same name resumes its runs
+  say "profile and model kept from the call before"
+elif [ "${PROFILE:-}" = recorded ]; then
+  profile_recorded
 elif [ -n "${PROFILE:-}" ]; then
   mkdir -p "$S/profiles"
   cp -r "$PROFILE" "$S/profiles/"
@@ -72,11 +77,23 @@ elif [ -n "${PROFILE:-}" ]; then
 else
   kernelopt profile "$REPO" --backend llamacpp --engine --e2e --profiler ncu --state-root "$S" \
     > "$OUT/profile.log" 2>&1
-  say "profile: exit $?"
+  rc=$?
+  say "profile: exit $rc"
+  if [ $rc -ne 0 ]; then  # the campaign still runs, on the recorded ranking of the same model
+    mv "$OUT/profile.log" "$OUT/profile-product.log"; rm -rf "$S/profiles"
+    profile_recorded
+  fi
 fi
-kernelopt campaign "$REPO" --backend llamacpp --e2e --top "${TOP:-2}" --nodes "$NODES" \
-  --budget-minutes "${BUDGET:-5}" --state-root "$S" --name "${NAME:-llama}" > "$OUT/campaign.log" 2>&1
-say "campaign: exit $?"
+if [ "${STEP:-campaign}" = time ]; then
+  # no search: every op of the top TOP timed at the model's heaviest node, one build for all
+  python3 bench/llamacpp_time_ops.py --repo "$REPO" --state-root "$S" --nodes "$NODES" \
+    --top "${TOP:-10}" --first "${FIRST:-}" --out "$OUT" > "$OUT/time-ops.log" 2>&1
+  say "time ops: exit $?"
+else
+  kernelopt campaign "$REPO" --backend llamacpp --e2e --top "${TOP:-2}" --nodes "$NODES" \
+    --budget-minutes "${BUDGET:-5}" --state-root "$S" --name "${NAME:-llama}" > "$OUT/campaign.log" 2>&1
+  say "campaign: exit $?"
+fi
 python3 -m kernelopt_llamacpp.coverage --state-root "$S" --repo "$REPO" --campaign "${NAME:-llama}" \
   > "$OUT/coverage.json" 2> "$OUT/coverage.log"
 say "coverage: exit $?"

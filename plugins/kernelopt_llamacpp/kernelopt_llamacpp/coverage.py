@@ -54,7 +54,7 @@ def run_facts(run: Path) -> dict[str, Any]:
 
 
 def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: str | None,
-             runs: dict[str, Path], table: dict[str, Any]) -> dict[str, Any]:
+             runs: dict[str, Path], table: dict[str, Any], model: str | None = None) -> dict[str, Any]:
     from kernelopt_llamacpp import harness, timing, tuning
 
     route = table[row["op"]]
@@ -62,9 +62,10 @@ def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: s
                              "model_kernels": row["kernels"], "files": list(route.files)}
     source = (root / harness.FILE).read_bytes() if (root / harness.FILE).is_file() else b""
     try:
-        added, shape = timing.timed_cases(route, source, None, timing.model_node(route, nodes))
+        added, match = timing.timed_cases(route, source, None, timing.model_node(route, nodes),
+                                          model)
         entry.update(timed=True, why="", written_case=added[0] if added else None,
-                     shape=list(shape) if shape else None)
+                     match=list(match) if match else None)
     except UsageError as exc:
         entry.update(timed=False, why=str(exc))
     pin_path = state / "llamacpp" / f"{digest}-{row['op']}.pin.json"
@@ -131,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = campaign_runs(a.state_root, a.campaign)
     print(json.dumps({"profile": selection["profile"], "nodes": selection["nodes"],
                       "ops": [op_entry(r, root, a.state_root, digest, selection["nodes"], runs,
-                                       table) for r in editable]}, indent=1))
+                                       table, selection.get("model")) for r in editable]},
+                     indent=1))
     return 0
 
 

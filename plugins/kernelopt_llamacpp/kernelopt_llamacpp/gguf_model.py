@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                              "GELU); gpt2 wants models/ggml-vocab-gpt-2.gguf as --vocab")
     a = parser.parse_args(argv)
     partial = a.out.with_name(a.out.name + ".part")  # never a half-written model under its name
+    # a fresh state root has no llamacpp/ yet (kernelopt profile --e2e writes its model there)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         write_model(partial, a.vocab, n_vocab=a.n_vocab, seed=a.seed, n_embd=a.n_embd,
                     n_ff=a.n_ff or 2 * a.n_embd, n_head=a.n_head or max(4, a.n_embd // 64),

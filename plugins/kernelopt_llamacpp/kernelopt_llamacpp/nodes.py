@@ -12,10 +12,13 @@ test-backend-ops' perf list. Record the file with
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
 import attrs
+
+from kernelopt_llamacpp import perfcases
 
 _NODE = re.compile(
     r"^common_debug_cb_eval:\s+(?P<name>.+?) = \((?P<type>\w+)\)\s+(?P<op>[A-Z0-9_]+)\("
@@ -35,6 +38,8 @@ class Node:
     ne: tuple[int, ...]  # the result's shape
     src0: tuple[int, ...]
     src1: tuple[int, ...] | None = None
+    src0_name: str = ""  # a model's weight is named as in its GGUF: blk.0.attn_q.weight
+    src1_name: str = ""
 
     @property
     def elements(self) -> int:
@@ -54,7 +59,8 @@ def parse(text: str) -> list[Node]:
         m = _NODE.match(line.strip("\r"))
         if m:
             out.append(Node(m["name"].strip(), m["op"], m["type"], _shape(m["ne"]), _shape(m["ne0"]),
-                            _shape(m["ne1"]) if m["ne1"] else None))
+                            _shape(m["ne1"]) if m["ne1"] else None, m["src0"].strip(),
+                            (m["src1"] or "").strip()))
     return out
 
 
@@ -70,6 +76,29 @@ def heaviest(found: list[Node], op: str) -> Node | None:
     """The op's node that reads and writes the most elements (the first of equals)."""
     mine = [n for n in found if n.op == op]
     return max(mine, key=lambda n: n.elements) if mine else None
+
+
+@functools.lru_cache(maxsize=4)
+def weight_types(model: str) -> dict[str, str]:
+    """The model's tensors' types by name (``blk.0.attn_q.weight`` → ``GGML_TYPE_F16``), read
+    from its GGUF: the one source type a node line does not print. Empty without the gguf
+    package or the file (the sources then take the result's type, perfcases._types)."""
+    try:
+        from gguf import GGUFReader  # kernelopt-llamacpp[gguf]
+    except ImportError:
+        return {}
+    try:
+        reader = GGUFReader(model)
+    except Exception:  # the reader raises IndexError, ValueError... on a non-GGUF file
+        return {}
+    return {t.name: f"GGML_TYPE_{t.tensor_type.name}" for t in reader.tensors}
+
+
+def case_node(node: Node, model: str | None = None) -> perfcases.Node:
+    """What a perf case at ``node``'s shapes is written from (perfcases.write)."""
+    types = weight_types(model) if model else {}
+    return perfcases.Node(node.src0, f"GGML_TYPE_{node.type.upper()}", node.src1, node.ne,
+                          (types.get(node.src0_name), types.get(node.src1_name)))
 
 
 def ops(found: list[Node]) -> list[str]:

@@ -64,7 +64,7 @@ def structs(source: str) -> dict[str, TestStruct]:
     return found
 
 
-def _split_top(text: str) -> list[str]:
+def split_top(text: str) -> list[str]:
     """``text`` split at the commas outside (), <>, {} and []."""
     parts, depth, current = [], 0, ""
     for ch in text:
@@ -91,7 +91,7 @@ def _constructor(body: str, name: str) -> tuple[Param, ...] | None:
         depth += {"(": 1, ")": -1}.get(body[i], 0)
         i += 1
     params = []
-    for part in _split_top(_COMMENT.sub(" ", body[match.end():i - 1])):
+    for part in split_top(_COMMENT.sub(" ", body[match.end():i - 1])):
         part = part.strip()
         if not part:
             continue
@@ -162,50 +162,163 @@ def _broadcast(ne: tuple[int, ...], ne_b: tuple[int, ...] | None) -> tuple[tuple
     return ne_b, tuple(a // b for a, b in zip(ne, ne_b, strict=True))
 
 
-def _is_array(kind: str, element: str) -> bool:
-    return re.fullmatch(rf"(?:const\s+)?std::array<{element},\s*4>", kind.strip()) is not None
+def _is_array(kind: str, element: str, size: int = 4) -> bool:
+    return re.fullmatch(rf"(?:const\s+)?std::array<{element},\s*{size}>", kind.strip()) is not None
+
+
+def _braces(values: tuple[int, ...]) -> str:
+    return "{" + ", ".join(str(n) for n in values) + "}"
+
+
+def _printed(value: str) -> str:
+    """How the tool prints a value kernelopt wrote (var_to_str): ``{4096, 512}`` → ``[4096,512]``,
+    ``GGML_TYPE_F16`` → ``f16`` (ggml_type_name)."""
+    if value.startswith("{"):
+        return "[" + value.strip("{}").replace(" ", "") + "]"
+    return value.removeprefix("GGML_TYPE_").lower() if value.startswith("GGML_TYPE_") else value
+
+
+@attrs.frozen
+class Node:
+    """A model node's tensors, what a case at its shape is written from: its sources' shapes
+    (and types, where known: a model's weights, read from its GGUF), its result's shape and
+    type."""
+
+    src0: tuple[int, ...]
+    type: str = DEFAULT_TYPE  # the result's: GGML_TYPE_F32
+    src1: tuple[int, ...] | None = None
+    dst: tuple[int, ...] | None = None
+    src_types: tuple[str | None, str | None] = (None, None)
+
+
+def _by_layout(struct: TestStruct, node: Node) -> dict[str, str]:
+    """Parameters that are not a shape array, filled by ggml's layout of the op they name
+    (the tool's structs share these names):
+
+    * ``m``, ``n``, ``k`` (a matrix product, ``(k, m) × (k, n) → (m, n)``: test_mul_mat,
+      test_out_prod): k and m from the first source, n from the second, ``bs`` its batch
+      (dims 2-3), ``nr`` the second source's repeats of it;
+    * ``n``, ``m``, ``r`` without ``k`` (rows taken from a table, ``(n, m, be1, be2)`` by ``r``
+      indices: test_get_rows): n and m from the first source, r from the second, ``be1``/``be2``
+      the batch;
+    * ``r`` and a shape array without a default (rows written into a result, test_set_rows):
+      the array is the result's shape, r the first source's rows.
+    """
+    names = {p.name for p in struct.params}
+    s0, s1, out = node.src0, node.src1, node.dst
+    filled: dict[str, str] = {}
+    if {"m", "n", "k"} <= names and s1 is not None and len(s0) == len(s1) == 4:
+        filled.update(k=str(s0[0]), m=str(s0[1]), n=str(s1[1]), bs=_braces(s0[2:]))
+        if all(b and a % b == 0 for a, b in zip(s1[2:], s0[2:], strict=True)):
+            filled["nr"] = _braces(tuple(a // b for a, b in zip(s1[2:], s0[2:], strict=True)))
+    elif {"n", "m", "r"} <= names and s1 is not None and len(s0) == 4:
+        filled.update(n=str(s0[0]), m=str(s0[1]), r=str(s1[0]), be1=str(s0[2]), be2=str(s0[3]))
+    elif "r" in names and out is not None and len(s0) == 4:
+        filled["r"] = str(s0[1])
+        for p in struct.params:
+            if _is_array(p.type, "int64_t") and p.name.startswith("ne") and p.default is None:
+                filled[p.name] = _braces(out)
+                break
+    return filled
+
+
+def _types(struct: TestStruct, node: Node) -> dict[str, str]:
+    """The struct's ``ggml_type`` parameters: ``type_dst`` the result's type, ``type_idx`` its
+    default or I64 (llama.cpp's row indices), the others in order the sources' types where
+    known; an unknown source is the result's type where the struct has no ``type_dst`` (an
+    op that keeps its type: NORM, SOFT_MAX), else f32 (ggml's activations)."""
+    kinds = [p for p in struct.params if p.type.replace("const ", "").strip() == "ggml_type"]
+    filled: dict[str, str] = {}
+    has_dst = any(p.name == "type_dst" for p in kinds)
+    sources = iter(node.src_types)
+    for i, p in enumerate(p for p in kinds if p.name not in ("type_dst", "type_idx")):
+        known = next(sources, None)
+        filled[p.name] = known or (node.type if i == 0 and not has_dst else
+                                   DEFAULT_TYPE if has_dst or p.default is None else p.default)
+    for p in kinds:
+        if p.name == "type_dst":
+            filled[p.name] = node.type
+        elif p.name == "type_idx":
+            filled[p.name] = p.default or "GGML_TYPE_I64"
+    return filled
+
+
+def _printed_names(struct: TestStruct) -> set[str] | None:
+    """The names the struct's ``vars()`` prints (``VARS_TO_STR5(type, ne, v, eps, ...)``), or
+    None where it prints them another way."""
+    found = re.search(r"VARS_TO_STR\d+\(([^)]*)\)", struct.body)
+    return {n.strip() for n in found.group(1).split(",")} if found else None
+
+
+@attrs.frozen
+class Written:
+    """A case written from a struct: its C++ expression, and what the tool prints of the
+    values taken from the model's node (``ne=[4096,512,1,1]``, ``m=32000``): the pin looks
+    for a perf case printing all of them."""
+
+    expr: str
+    match: tuple[str, ...]
+
+
+def write(source: str, op: str, node: Node, struct: TestStruct | None = None,
+          enum: str = "") -> Written:
+    """A perf case of ``op`` at ``node``'s shapes, e.g.
+    ``new test_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)``; a binary op's
+    second source broadcast over its first where the struct takes repeats (``nr``)."""
+    struct = struct or struct_for(source, op, enum)
+    if struct is None:
+        raise CannotGenerate(f"test-backend-ops.cpp has no test struct that computes {op} "
+                             f"(no test_{op.lower()}, no struct whose out is ggml_{op.lower()}(...))")
+    ne, repeats = node.src0, (1,) * len(node.src0)
+    if any(p.name == "nr" and _is_array(p.type, "int") for p in struct.params):
+        ne, repeats = _broadcast(ne, node.src1)
+    layout, types = _by_layout(struct, node), _types(struct, node)
+    args: list[str] = []
+    match: list[str] = []
+    filled_ne = bool(layout)
+    for param in struct.params:
+        kind = param.type.replace("const ", "").strip()
+        value: str | None
+        taken = True  # from the node: the pin matches it
+        if kind in ("ggml_unary_op", "ggml_glu_op"):
+            value, taken = enum or f"GGML_{'UNARY' if kind == 'ggml_unary_op' else 'GLU'}_OP_{op}", False
+        elif kind == "op_t":
+            value, taken = f"ggml_{op.lower()}", False
+        elif param.name in layout:
+            value = layout[param.name]
+        elif kind == "ggml_type":
+            value = types[param.name]
+        elif _is_array(kind, "int64_t") and param.name.startswith("ne") and not filled_ne:
+            value, filled_ne = _braces(ne), True
+        elif param.name == "n_dims" and kind == "int":
+            value = str(ne[0])  # ROPE: the whole head rotated (a partial rotary's is not known)
+        elif param.name == "nr" and _is_array(kind, "int"):
+            value = _braces(repeats)
+        elif param.name.startswith("nr") and param.default is None and _is_array(kind, "int", 2):
+            value = "{1, 1}"  # no broadcast
+        else:
+            value, taken = param.default, False
+        if value is None:
+            raise CannotGenerate(f"{struct.name}'s parameter `{param.type} {param.name}` has no "
+                                 f"default and is not one kernelopt fills (type, shape, op)")
+        args.append(value)
+        if taken:
+            match.append(f"{param.name}={_printed(value)}")
+    if not filled_ne:
+        raise CannotGenerate(f"{struct.name} takes no 4-d shape (a `std::array<int64_t, 4> ne…` "
+                             "parameter) and no sizes kernelopt reads by ggml's layout (m/n/k, "
+                             "n/m/r): a case at the model's shape cannot be written")
+    printed = _printed_names(struct)
+    if printed is not None:  # a value the tool does not print cannot pick its case
+        match = [m for m in match if m.partition("=")[0] in printed]
+    return Written(f"new {struct.name}({', '.join(args)})", tuple(match))
 
 
 def generate(source: str, op: str, ne: tuple[int, ...] = DEFAULT_NE, type_: str = DEFAULT_TYPE,
              struct: TestStruct | None = None, enum: str = "",
              ne_b: tuple[int, ...] | None = None) -> str:
-    """The C++ expression of a perf case of ``op`` at ``ne``/``type_``:
-    ``new test_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)``. ``ne_b``: a
-    binary op's second source, broadcast over ``ne`` where the struct takes repeats (``nr``)."""
-    struct = struct or struct_for(source, op, enum)
-    if struct is None:
-        raise CannotGenerate(f"test-backend-ops.cpp has no test struct that computes {op} "
-                             f"(no test_{op.lower()}, no struct whose out is ggml_{op.lower()}(...))")
-    repeats = (1,) * len(ne)
-    if any(p.name == "nr" and _is_array(p.type, "int") for p in struct.params):
-        ne, repeats = _broadcast(ne, ne_b)
-    args: list[str] = []
-    filled_type = filled_ne = False
-    for param in struct.params:
-        kind = param.type.replace("const ", "").strip()
-        value: str | None
-        if kind in ("ggml_unary_op", "ggml_glu_op"):
-            value = enum or f"GGML_{'UNARY' if kind == 'ggml_unary_op' else 'GLU'}_OP_{op}"
-        elif kind == "op_t":
-            value = f"ggml_{op.lower()}"
-        elif kind == "ggml_type" and not filled_type:
-            value, filled_type = type_, True
-        elif _is_array(kind, "int64_t") and param.name.startswith("ne") and not filled_ne:
-            value, filled_ne = "{" + ", ".join(str(n) for n in ne) + "}", True
-        elif param.name == "n_dims" and kind == "int":
-            value = str(ne[0])  # ROPE: the whole head rotated (a partial rotary's is not known)
-        elif param.name == "nr" and _is_array(kind, "int"):
-            value = "{" + ", ".join(str(n) for n in repeats) + "}"
-        else:
-            value = param.default
-        if value is None:
-            raise CannotGenerate(f"{struct.name}'s parameter `{param.type} {param.name}` has no "
-                                 f"default and is not one kernelopt fills (type, shape, op)")
-        args.append(value)
-    if not filled_ne:
-        raise CannotGenerate(f"{struct.name} takes no 4-d shape (a `std::array<int64_t, 4> ne…` "
-                             "parameter): a case at the model's shape cannot be written")
-    return f"new {struct.name}({', '.join(args)})"
+    """The C++ expression of a perf case of ``op`` at ``ne``/``type_`` (write)."""
+    return write(source, op, Node(ne, type_, ne_b), struct, enum).expr
 
 
 @attrs.frozen
@@ -217,29 +330,22 @@ class Timing:
     perf_set: bool
     generated: str | None = None
     why: str = ""
+    match: tuple[str, ...] = ()  # what the tool prints of the generated case's model values
 
     @property
     def timable(self) -> bool:
         return self.perf_set or self.generated is not None
 
 
-def timing(source: str, op: str, enum: str = "", ne: tuple[int, ...] | None = None,
-           type_: str = DEFAULT_TYPE, ne_b: tuple[int, ...] | None = None) -> Timing:
-    """How ``op`` can be timed in this test-backend-ops.cpp. ``ne`` (a model's shape; ``ne_b``
-    its second source's) adds a generated case even where the perf set has cases of the op."""
+def timing(source: str, op: str, enum: str = "", node: Node | None = None) -> Timing:
+    """How ``op`` can be timed in this test-backend-ops.cpp. ``node`` (a model's) adds a
+    generated case at its shape even where the perf set has cases of the op."""
     struct = struct_for(source, op, enum)
     in_perf_set = timed_by_perf_set(source, op, struct)
-    if in_perf_set and ne is None:
+    if in_perf_set and node is None:
         return Timing(op, True)
     try:
-        case = generate(source, op, ne or DEFAULT_NE, type_, struct, enum, ne_b)
+        written = write(source, op, node or Node(DEFAULT_NE), struct, enum)
     except CannotGenerate as exc:
         return Timing(op, in_perf_set, why=str(exc))
-    return Timing(op, in_perf_set, case)
-
-
-def written_shape(case: str) -> tuple[int, ...] | None:
-    """The shape a written case times (its first ``{a, b, c, d}`` of four integers): what the
-    pin looks for among the tool's printed cases."""
-    m = re.search(r"\{(\d+), (\d+), (\d+), (\d+)\}", case)
-    return tuple(int(n) for n in m.groups()) if m else None
+    return Timing(op, in_perf_set, written.expr, match=written.match)

@@ -82,7 +82,8 @@ class OpData:
     harness: bool = False  # tests/test-backend-ops.cpp carries harness.py's patch
     test_jobs: int = 1  # test mode's parallel workers (-j), where the tool has them
     cases: Path | None = None  # the test set's case list (tbo check --cases), per test source
-    shape: tuple[int, ...] | None = None  # the model's shape to time (--nodes), else the tool's pick
+    # what the timed case prints of the model's node (--nodes: ne=[4096,512,1,1]), else the tool's pick
+    match: tuple[str, ...] | None = None
     model: str | None = None  # --top K: the profiled model, run whole by the model check
 
 
@@ -246,7 +247,8 @@ class LlamaCppBackend:
             test_source = (root / harness.FILE).read_bytes()
         except OSError:
             test_source = b""
-        extra_perf, shape_ne = timing.timed_cases(route, test_source, options.case, node)
+        extra_perf, match = timing.timed_cases(route, test_source, options.case, node,
+                                               model or e2e_model)
         marker = fixture_marker(root)
         if marker is None:
             problem = gpu_problem()
@@ -261,7 +263,7 @@ class LlamaCppBackend:
         pin = settings.state_root / "llamacpp" / f"{digest}-{route.op}.pin.json"
         case = options.case
         patched = harness.patched_source(test_source, extra_perf)
-        pinned = tbo.usable_pin(pin, route.op, case, patched is not None, shape_ne)
+        pinned = tbo.usable_pin(pin, route.op, case, patched is not None, match)
         e2e = options.e2e and model is None  # --top K: the model check runs the model instead
         e2e_model = e2e_model or ((marker or {}).get("e2e_model") if e2e else None)
         if e2e and not e2e_model:
@@ -275,12 +277,12 @@ class LlamaCppBackend:
             harness=patched is not None,
             test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
             cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
-            shape=shape_ne, model=model,
+            match=match, model=model,
         )
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else
-            f"{route.op} at the model's shape {tbo.shape_text(shape_ne)} (its node "
-            f"{node.name if node else '?'}; pinned at the first bench)" if shape_ne else
+            f"{route.op} at the model's node {tbo.match_text(match)} ({node.name if node else '?'}"
+            "; pinned at the first bench)" if match else
             f"{route.op}: the largest-us/run case of `test-backend-ops perf -o {route.op}` "
             "(ties within 5 %: the first by name; pinned at the first bench)")
         context = tuple(f for f in ("ggml/src/ggml-cuda/common.cuh",) if (root / f).is_file())
@@ -304,7 +306,7 @@ class LlamaCppBackend:
         time (top_ops.py), from its last profile, each timed on its heaviest node with
         --nodes; the engine gate and the model check run that model."""
         from kernelopt_core.api import last_profile
-        from kernelopt_llamacpp import harness, nodes, timing, top_ops
+        from kernelopt_llamacpp import harness, nodes, timing, top_ops, tuning
         from kernelopt_llamacpp.dispatch import Sources
 
         if options.case:
@@ -337,13 +339,19 @@ class LlamaCppBackend:
 
         def timable(route: Any) -> None:
             timing.timed_cases(route, test_source, None,
-                               timing.model_node(route, options.nodes, found))
+                               timing.model_node(route, options.nodes, found), model)
+            if settings.planner in (None, "tuner") and not tuning.scan(
+                    {f: (root / f).read_bytes() for f in route.files}, route.op, route.function):
+                # the tuner's run would refuse it (no knobs): an LLM planner, named, edits it
+                raise UsageError("no knob in its files for the built-in tuner; --planner agents "
+                                 "(an LLM) can edit it")
 
         rows = top_ops.choose(top_ops.ranked_ops(profile, Sources(root), top_ops.model_ops(found)),
                               table, options.top, timable)
         digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
         top_ops.write(settings.state_root / "llamacpp" / f"{digest}-top.json", profile, rows,
-                      str(Path(options.nodes).expanduser().resolve()) if options.nodes else None)
+                      str(Path(options.nodes).expanduser().resolve()) if options.nodes else None,
+                      model)
         chosen = [r for r in rows if r.chosen]
         if not chosen:
             raise UsageError(f"none of the model's ops in its profile {profile.run_id} can be "
@@ -505,7 +513,7 @@ class LlamaCppBackend:
                                   f"{_GIVE_OP}")
         data: OpData = target.data
         extra = ["--pin", str(data.pin)] + (["--case", data.case] if data.case else [])
-        extra += ["--ne", ",".join(map(str, data.shape))] if data.shape else []
+        extra += [arg for m in data.match or () for arg in ("--match", m)]
         return self._tbo(target, tree, "bench", *extra, *(["--harness"] if data.harness else []))
 
     def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None:

@@ -124,23 +124,30 @@ def case_name(op: str, case: str) -> str:
 TIE = 0.05  # us/run readings this close are not told apart by one perf run
 
 
-def shape_text(ne: tuple[int, ...]) -> str:
-    """How the tool prints a shape parameter's value: ``[4096,512,1,1]``."""
-    return "[" + ",".join(str(n) for n in ne) + "]"
+def match_text(match: tuple[str, ...]) -> str:
+    """The model's values a pinned case must print: ``ne=[4096,512,1,1]``, ``m=32000,n=1``."""
+    return ",".join(match)
+
+
+def prints_all(params: str, match: tuple[str, ...]) -> bool:
+    """Whether a case's params (``type=f32,ne=[4096,512,1,1],v=0``) hold every ``name=value``."""
+    from kernelopt_llamacpp.perfcases import split_top
+
+    return set(match) <= set(split_top(params))
 
 
 def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
-           checkable: tuple[str, ...] = (), ne: tuple[int, ...] | None = None) -> PerfCase | None:
+           checkable: tuple[str, ...] = (), match: tuple[str, ...] | None = None) -> PerfCase | None:
     """The pinned case: ``wanted`` if given (full string or params), else the largest us/run
     among the cases in ``checkable`` (the test set's), else the largest us/run of all; of
-    cases within ``TIE`` of the largest, the first by name. ``ne``: only cases of that shape
-    (the model's: ``=[4096,512,1,1]`` among the params)."""
+    cases within ``TIE`` of the largest, the first by name. ``match``: only cases that print
+    the model's node's values (``ne=[4096,512,1,1]``: perfcases.Written.match)."""
     mine = [c for c in cases if c.op == op]
     if wanted:
         name = case_name(op, wanted)
         return next((c for c in mine if c.name == name), None)
-    if ne is not None:
-        mine = [c for c in mine if f"={shape_text(ne)}" in c.params]
+    if match is not None:
+        mine = [c for c in mine if prints_all(c.params, match)]
     pool = [c for c in mine if c.name in checkable] or mine
     if not pool:
         return None
@@ -180,7 +187,7 @@ def read_pin(path: Path, op: str) -> dict | None:
 
 
 def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False,
-               ne: tuple[int, ...] | None = None) -> dict | None:
+               match: tuple[str, ...] | None = None) -> dict | None:
     """The saved pin if it still answers the question: the ``--case`` asked for, or, without
     one, the default choice (never a pin an earlier ``--case`` left behind; never one chosen
     without the harness when this tree has it: the choice and its checkability differ)."""
@@ -193,13 +200,13 @@ def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False,
         return pin if pin["case"] == case_name(op, wanted) else None
     # a pin made by another rule (an earlier --case, before the tie rule, another model's
     # shape) is made again
-    return pin if pin.get("chosen_by") == chosen_by(harness, ne) else None
+    return pin if pin.get("chosen_by") == chosen_by(harness, match) else None
 
 
-def chosen_by(harness: bool, ne: tuple[int, ...] | None = None) -> str:
+def chosen_by(harness: bool, match: tuple[str, ...] | None = None) -> str:
     """How the default pin is chosen, as the pin file records it."""
-    if ne is not None:
-        return f"the model's shape {shape_text(ne)} (its heaviest node of the op; --nodes)"
+    if match is not None:
+        return f"the model's node {match_text(match)} (its heaviest node of the op; --nodes)"
     if harness:
         return ("largest us/run of all perf cases (the harness lets test mode check any; "
                 "within 5 %: the first by name)")
@@ -208,20 +215,20 @@ def chosen_by(harness: bool, ne: tuple[int, ...] | None = None) -> str:
 
 
 def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | None,
-             harness: bool = False, ne: tuple[int, ...] | None = None) -> dict:
+             harness: bool = False, match: tuple[str, ...] | None = None) -> dict:
     """Choose the case (module docstring), record whether the test set covers it, save it.
     With the harness every perf case can be tested: the heaviest is chosen, then tested."""
     code, out = _run([tool, "perf", "-o", op, "-b", backend])
     cases = parse_perf(out)
     if harness:  # every perf case can be tested: the heaviest, then it alone
-        chosen = choose(cases, op, wanted, ne=ne)
+        chosen = choose(cases, op, wanted, match=match)
         tested = parse_test(_run([tool, "test", "-o", chosen.name, "-b", backend], True)[1]
                             if chosen else "")
     else:
         tested = parse_test(_run([tool, "test", "-o", op, "-b", backend])[1])
-        chosen = choose(cases, op, wanted, tested.ok + tested.failed, ne)
-    if chosen is None and ne is not None and not wanted:
-        raise SystemExit(_say(f"no perf case of {op} has the model's shape {shape_text(ne)} "
+        chosen = choose(cases, op, wanted, tested.ok + tested.failed, match)
+    if chosen is None and match is not None and not wanted:
+        raise SystemExit(_say(f"no perf case of {op} prints the model's node {match_text(match)} "
                               "(the harness adds one: does this tree's test-backend-ops.cpp "
                               "carry it?)", EXIT_CANNOT_TIME))
     if chosen is None:
@@ -241,7 +248,7 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
            # supported there would fail every candidate's shape gate for nothing)
            "kb": chosen.kb, "checkable": chosen.name in tested.ok,
            "harness": harness,
-           "chosen_by": "--case" if wanted else chosen_by(harness, ne),
+           "chosen_by": "--case" if wanted else chosen_by(harness, match),
            "candidates": [{"case": c.name, "us": c.us, "kb": c.kb} for c in cases if c.op == op]}
     pin.update(dispatch_profile(tool, chosen.name, backend, pin_path.parent))
     pin_path.parent.mkdir(parents=True, exist_ok=True)
@@ -406,9 +413,9 @@ def _check_problem(a: argparse.Namespace, code: int, r: TestResults) -> str | No
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
-    ne = tuple(int(n) for n in a.ne.split(",")) if a.ne else None
-    pin = usable_pin(Path(a.pin), a.op, a.case, a.harness, ne) or \
-        pin_case(a.tool, a.op, a.backend, Path(a.pin), a.case, a.harness, ne)
+    match = tuple(a.match) if a.match else None
+    pin = usable_pin(Path(a.pin), a.op, a.case, a.harness, match) or \
+        pin_case(a.tool, a.op, a.backend, Path(a.pin), a.case, a.harness, match)
     code, out = _run([a.tool, "perf", "-o", pin["case"], "-b", a.backend])
     sys.stdout.write(out)
     timed = [c for c in parse_perf(out) if c.name == pin["case"]]
@@ -450,11 +457,12 @@ def main(argv: list[str] | None = None) -> int:
                         "check that passes whole and read by the later ones to split it")
     parser.add_argument("--harness", action="store_true",
                         help="the tree's test-backend-ops has kernelopt's harness (harness.py)")
-    parser.add_argument("--ne", help="bench: pin a case of this shape (the model's, from its "
-                        "nodes: 4096,512,1,1)")
+    parser.add_argument("--match", action="append",
+                        help="bench: pin a case that prints this NAME=VALUE of the model's node "
+                             "(ne=[4096,512,1,1], m=32000); repeated: all of them")
     a = parser.parse_args(argv)
-    if a.ne and not re.fullmatch(r"\d+(,\d+)*", a.ne):
-        return _say(f"--ne takes integers separated by commas (got {a.ne!r})", 2)
+    if a.match and not all(re.fullmatch(r"\w+=\S+", m) for m in a.match):
+        return _say(f"--match takes NAME=VALUE (got {a.match!r})", 2)
     if min(a.runs, a.jobs, a.shards) < 1:
         return _say(f"--runs, --jobs and --shards must be at least 1 (got {a.runs}, {a.jobs}, "
                     f"{a.shards})", 2)

@@ -35,13 +35,15 @@ def model_node(route: Route, nodes_file: str | None,
     return node
 
 
-def timed_cases(route: Route, test_source: bytes, case: str | None,
-                node: Node | None) -> tuple[tuple[str, ...], tuple[int, ...] | None]:
+def timed_cases(route: Route, test_source: bytes, case: str | None, node: Node | None,
+                model: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
     """The perf cases the harness must add for ``route.op`` to be timed (none when the
     tool's perf set has the op and no model shape is asked for, or --case names a case)
-    and the shape the pin must take; refused before any build when the op cannot be timed
-    (perfcases.py reads that from test-backend-ops.cpp)."""
-    from kernelopt_llamacpp import harness, perfcases
+    and what the pinned case must print of the model's node (``ne=[4096,512,1,1]``,
+    ``m=32000``: perfcases.Written); refused before any build when the op cannot be timed
+    (perfcases.py reads that from test-backend-ops.cpp). ``model``: its GGUF gives the
+    node's weights' types."""
+    from kernelopt_llamacpp import harness, nodes, perfcases
 
     text = test_source.decode("utf-8", errors="replace")
     if case and node is not None:
@@ -54,16 +56,15 @@ def timed_cases(route: Route, test_source: bytes, case: str | None,
                          f"{harness.FILE} has none it can read", hint="drop --nodes")
     if case or not perfcases.structs(text):
         return (), None  # a --case, or a tool kernelopt cannot read: the bench says
-    type_ = f"GGML_TYPE_{node.type.upper()}" if node else perfcases.DEFAULT_TYPE
-    timing = perfcases.timing(text, route.op, route.enum, node.src0 if node else None,
-                              type_, node.src1 if node else None)
+    timing = perfcases.timing(text, route.op, route.enum,
+                              nodes.case_node(node, model) if node else None)
     if node is not None:  # the model's shape was asked for
         why = timing.why or "the harness cannot add a case to this tool's perf set"
         if timing.generated is None or harness.patched_source(test_source, (timing.generated,)) is None:
             raise UsageError(f"{route.op} cannot be timed at the model's shape "
                              f"{list(node.src0)}: {why}",
                              hint="drop --nodes to time the tool's own perf cases")
-        return (timing.generated,), perfcases.written_shape(timing.generated)
+        return (timing.generated,), timing.match
     if timing.perf_set:
         return (), None
     fix = (f"add a perf case of {route.op} to make_test_cases_perf() in {harness.FILE}, "

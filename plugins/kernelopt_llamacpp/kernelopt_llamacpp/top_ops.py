@@ -92,12 +92,13 @@ def choose(ranking: list[Ranked], table: dict[str, Route], top: int,
     return out
 
 
-def write(path: Path, profile: RecordedProfile, rows: list[Ranked], nodes: str | None) -> None:
+def write(path: Path, profile: RecordedProfile, rows: list[Ranked], nodes: str | None,
+          model: str | None = None) -> None:
     """Whole or not at all (a campaign's jobs each write it at their discovery)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_name(f"{path.name}.{os.getpid()}.part")
     part.write_text(json.dumps({
-        "profile": profile.run_id, "nodes": nodes,
+        "profile": profile.run_id, "nodes": nodes, "model": model,
         "ops": [attrs.asdict(r) for r in rows]}, indent=1) + "\n", encoding="utf-8")
     part.replace(path)
 

@@ -27,6 +27,17 @@ def test_random_gguf_parses_with_the_expected_tensors(tmp_path: Path):
     assert types["blk.0.attn_q.weight"] == "F16" and types["blk.0.attn_norm.weight"] == "F32"
 
 
+def test_the_model_writer_makes_its_folder(tmp_path: Path):
+    """kernelopt profile --e2e on a fresh state root: the build's last step writes the model to
+    STATE/llamacpp/, which does not exist yet (on the H200 this step exited 1, 2026-12-03)."""
+    pytest.importorskip("gguf")
+    from kernelopt_llamacpp.gguf_model import main
+
+    out = tmp_path / "fresh-state" / "llamacpp" / "m.gguf"
+    assert main(["--out", str(out), "--n-vocab", "50", "--n-embd", "32", "--n-layer", "1"]) == 0
+    assert out.is_file() and not out.with_name("m.gguf.part").exists()
+
+
 def test_a_gpt2_style_gguf_has_the_tensors_llamas_gpt2_loader_creates(tmp_path: Path):
     """The names and ne of src/models/gpt2.cpp's create_tensor calls (a llama.cpp CPU build
     loaded such a file and ran its NORM nodes: docs/llamacpp.md)."""

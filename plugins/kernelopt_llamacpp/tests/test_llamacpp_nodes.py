@@ -53,16 +53,16 @@ def test_an_op_is_timed_on_the_models_heaviest_node(tmp_path: Path) -> None:
     repo, recorded = _repo(tmp_path), _nodes(tmp_path)
     [target] = LlamaCppBackend().discover(
         repo, settings_with(tmp_path / "state", op="SOFT_MAX", nodes=str(recorded)))
-    assert target.data.shape == (512, 512, 32, 1)
-    assert "model's shape [512,512,32,1] (its node kq_soft_max-0" in target.shape
+    assert target.data.match == ("type=f32", "ne=[512,512,32,1]", "m_prec=f32")
+    assert "model's node type=f32,ne=[512,512,32,1],m_prec=f32 (kq_soft_max-0" in target.shape
     # the written case is in the perf set although the tool has SOFT_MAX perf cases of its own
     tool = target.harness[harness.FILE].decode()
     assert "test_cases.emplace_back(new test_soft_max(GGML_TYPE_F32, {512, 512, 32, 1}," in tool
     argv = LlamaCppBackend().bench(target, Tree("baseline", repo, tmp_path / "b")).argv
-    assert argv[argv.index("--ne") + 1] == "512,512,32,1"
+    assert [argv[i + 1] for i, x in enumerate(argv) if x == "--match"] == list(target.data.match)
     [norm] = LlamaCppBackend().discover(
         repo, settings_with(tmp_path / "state", op="RMS_NORM", nodes=str(recorded)))
-    assert norm.data.shape == (4096, 512, 1, 1)
+    assert norm.data.match == ("type=f32", "ne=[4096,512,1,1]")
 
 
 def test_an_op_the_model_does_not_run_is_refused_with_the_models_ops(tmp_path: Path) -> None:
@@ -81,10 +81,10 @@ def test_a_broadcast_binary_op_is_written_with_its_repeats(tmp_path: Path) -> No
     mul = nodes.heaviest(nodes.read(_nodes(tmp_path)), "MUL")
     assert mul is not None
     timing = perfcases.timing(gzip.decompress(REAL_TOOL.read_bytes()).decode(), "MUL", "GGML_OP_MUL",
-                              mul.src0, "GGML_TYPE_F32", mul.src1)
+                              nodes.case_node(mul))
     assert timing.generated == ("new test_bin_bcast(ggml_mul, GGML_TYPE_F32, {4096, 1, 1, 1}, "
                                 "{1, 512, 1, 1}, 1, false, false, GGML_TYPE_COUNT)")
-    assert perfcases.written_shape(timing.generated) == (4096, 1, 1, 1)
+    assert timing.match == ("type=f32", "ne=[4096,1,1,1]", "nr=[1,512,1,1]")
 
 
 def test_the_pin_takes_the_models_shape(tmp_path: Path) -> None:
@@ -92,10 +92,12 @@ def test_the_pin_takes_the_models_shape(tmp_path: Path) -> None:
         "  SOFT_MAX(type=f32,ne=[4096,4096,5,1],mask=0):  100 runs -  283.00 us/run - 655360 kB/run\n"
         "  SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0):  900 runs -   30.00 us/run - 65536 kB/run\n")
     assert tbo.choose(cases, "SOFT_MAX").params.startswith("type=f32,ne=[4096")  # type: ignore[union-attr]
-    chosen = tbo.choose(cases, "SOFT_MAX", ne=(512, 512, 32, 1))
+    model = ("type=f32", "ne=[512,512,32,1]")
+    chosen = tbo.choose(cases, "SOFT_MAX", match=model)
     assert chosen is not None and "ne=[512,512,32,1]" in chosen.params
-    assert tbo.choose(cases, "SOFT_MAX", ne=(1, 2, 3, 4)) is None
-    assert tbo.chosen_by(True, (512, 512, 32, 1)) != tbo.chosen_by(True)  # another pin
+    assert tbo.choose(cases, "SOFT_MAX", match=("ne=[1,2,3,4]",)) is None
+    assert tbo.choose(cases, "SOFT_MAX", match=("ne=[512,512,32",)) is None  # whole values only
+    assert tbo.chosen_by(True, model) != tbo.chosen_by(True)  # another pin
     # the bench wrapper end to end on a stand-in tool: the model's case is pinned and timed
     tool = tmp_path / "test-backend-ops"
     perf = ("  SOFT_MAX(type=f32,ne=[4096,4096,5,1],mask=0):  100 runs -  283.00 us/run - 655360 kB/run\n"
@@ -105,31 +107,47 @@ def test_the_pin_takes_the_models_shape(tmp_path: Path) -> None:
     tool.chmod(0o755)
     pin = tmp_path / "pin.json"
     assert tbo.main(["bench", "--tool", str(tool), "--op", "SOFT_MAX", "--pin", str(pin),
-                     "--harness", "--ne", "512,512,32,1"]) == 0
+                     "--harness", "--match", model[0], "--match", model[1]]) == 0
     saved = json.loads(pin.read_text())
     assert saved["case"] == "SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0)" and saved["checkable"]
-    assert tbo.usable_pin(pin, "SOFT_MAX", None, True, (512, 512, 32, 1)) is not None
+    assert tbo.usable_pin(pin, "SOFT_MAX", None, True, model) is not None
     assert tbo.usable_pin(pin, "SOFT_MAX", None, True) is None  # without the shape: pinned again
     assert tbo.main(["bench", "--tool", str(tool), "--op", "SOFT_MAX", "--pin", str(pin),
-                     "--ne", "4096,x"]) == 2
+                     "--match", "4096"]) == 2
 
 
-def test_an_op_whose_case_cannot_take_the_models_shape_is_refused(tmp_path: Path) -> None:
-    """GET_ROWS runs in the model (the embedding), but test_get_rows takes no 4-d shape."""
+def test_ops_whose_structs_take_sizes_are_written_by_ggmls_layout(tmp_path: Path) -> None:
+    """MUL_MAT (test_mul_mat's m/n/k), GET_ROWS (n/m/r) and SET_ROWS (the result's shape and r)
+    run in the model but take no source shape: their sizes are read from the node by ggml's
+    layout; the weights' types from the model's GGUF where one is given."""
     repo, recorded = _repo(tmp_path), _nodes(tmp_path)
     cuda = repo / "ggml/src/ggml-cuda/ggml-cuda.cu"
-    cuda.write_text(cuda.read_text().replace("case GGML_OP_RMS_NORM:", "case GGML_OP_GET_ROWS:"))
-    with pytest.raises(UsageError) as refused:
-        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="GET_ROWS",
-                                                       nodes=str(recorded)))
-    assert "GET_ROWS cannot be timed at the model's shape [4096, 32000, 1, 1]" in str(refused.value)
-    assert "test_get_rows takes no" in str(refused.value) and "drop --nodes" in (refused.value.hint or "")
-    # MUL_MAT has perf cases of its own, but its struct takes m/n/k, not a shape: refused too
-    # (the shape was once written into its permutation), and --case with --nodes is refused
-    with pytest.raises(UsageError, match="MUL_MAT cannot be timed at the model's shape .*"
-                                         "test_mul_mat takes no 4-d shape"):
-        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="MUL_MAT",
-                                                       nodes=str(recorded)))
+    cuda.write_text(cuda.read_text().replace("case GGML_OP_RMS_NORM:", "case GGML_OP_GET_ROWS:")
+                    .replace("case GGML_OP_SOFT_MAX:", "case GGML_OP_SET_ROWS:"))
+    [rows] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="GET_ROWS",
+                                                            nodes=str(recorded)))
+    assert rows.data.match == ("type=f32", "n=4096", "m=32000", "r=512", "be1=1", "be2=1")
+    assert "new test_get_rows(GGML_TYPE_F32, 4096, 32000, 512, 1, 1, false, false, 0)" in \
+        rows.harness[harness.FILE].decode()
+    [kv] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="SET_ROWS",
+                                                          nodes=str(recorded)))
+    assert kv.data.match == ("type_src=f32", "type_dst=f16", "type_idx=i64", "ne=[1,4194304,1,1]",
+                             "nr23=[1,1]", "r=2097152")  # the V cache's transposed write
+    # the model's heaviest MUL_MAT: the output projection of the last token, a GEMV
+    [matmul] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="MUL_MAT",
+                                                              nodes=str(recorded)))
+    assert matmul.data.match == ("type_a=f32", "type_b=f32", "m=32000", "n=1", "k=4096",
+                                 "bs=[1,1]", "nr=[1,1]")
+    gguf = pytest.importorskip("gguf")
+    from kernelopt_llamacpp.gguf_model import write_model
+
+    model = write_model(tmp_path / "m.gguf", None, n_embd=32, n_layer=1, n_head=2, n_ff=64,
+                        n_vocab=50, f16=True)
+    assert gguf.GGUFReader(str(model)) is not None
+    [typed] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="MUL_MAT",
+                                                             nodes=str(recorded),
+                                                             e2e_model=str(model)))
+    assert typed.data.match[:2] == ("type_a=f16", "type_b=f32")  # output.weight is f16 there
     with pytest.raises(UsageError, match="--case and --nodes both name the case"):
-        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="SOFT_MAX", case="x",
+        LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="ADD", case="x",
                                                        nodes=str(recorded)))

@@ -60,13 +60,13 @@ def test_an_op_the_perf_set_times_keeps_the_tools_cases(source: str, op: str) ->
 
 
 def test_a_models_shape_adds_a_case_even_where_the_perf_set_has_some(source: str) -> None:
-    timing = perfcases.timing(source, "SOFT_MAX", "GGML_OP_SOFT_MAX", ne=(512, 512, 32, 1))
+    timing = perfcases.timing(source, "SOFT_MAX", "GGML_OP_SOFT_MAX", perfcases.Node((512, 512, 32, 1)))
     assert timing.perf_set and timing.generated is not None
     assert timing.generated.startswith("new test_soft_max(GGML_TYPE_F32, {512, 512, 32, 1}")
 
 
 @pytest.mark.parametrize(("op", "enum", "why"), [
-    ("GET_ROWS", "GGML_OP_GET_ROWS", "test_get_rows takes no 4-d shape"),
+    ("OUT_PROD", "GGML_OP_OUT_PROD", "test_out_prod takes no 4-d shape"),
     ("FILL", "GGML_OP_FILL", "test_fill's parameter `float c` has no default"),
     ("ADD1", "GGML_OP_ADD1", "no test struct that computes ADD1"),
 ])
