@@ -203,6 +203,16 @@ def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False,
     return pin if pin.get("chosen_by") == chosen_by(harness, match) else None
 
 
+def params_filter(match: tuple[str, ...] | None) -> list[str]:
+    """``-p REGEX``: only the perf cases printing the node's values, in the order the tool prints
+    its parameters (the constructor's), so a long perf list (MUL_MAT's) is not timed whole just
+    to find one case. ECMAScript regex; only its special characters are escaped."""
+    if not match:
+        return []
+    parts = [re.sub(r"([][(){}.*+?^$|\\])", r"\\\1", m) for m in match]
+    return ["-p", "(^|,)" + ",(.*,)?".join(parts) + "(,|$)"]
+
+
 def chosen_by(harness: bool, match: tuple[str, ...] | None = None) -> str:
     """How the default pin is chosen, as the pin file records it."""
     if match is not None:
@@ -218,8 +228,12 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
              harness: bool = False, match: tuple[str, ...] | None = None) -> dict:
     """Choose the case (module docstring), record whether the test set covers it, save it.
     With the harness every perf case can be tested: the heaviest is chosen, then tested."""
-    code, out = _run([tool, "perf", "-o", op, "-b", backend])
+    code, out = _run([tool, "perf", "-o", op, "-b", backend, *params_filter(match)])
     cases = parse_perf(out)
+    if match and not wanted and not choose(cases, op, None, match=match):
+        # a tool without -p, or one whose params print in another order: the whole list
+        code, out = _run([tool, "perf", "-o", op, "-b", backend])
+        cases = parse_perf(out)
     if harness:  # every perf case can be tested: the heaviest, then it alone
         chosen = choose(cases, op, wanted, match=match)
         tested = parse_test(_run([tool, "test", "-o", chosen.name, "-b", backend], True)[1]

@@ -102,7 +102,13 @@ def test_the_pin_takes_the_models_shape(tmp_path: Path) -> None:
     tool = tmp_path / "test-backend-ops"
     perf = ("  SOFT_MAX(type=f32,ne=[4096,4096,5,1],mask=0):  100 runs -  283.00 us/run - 655360 kB/run\n"
             "  SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0):  900 runs -   30.00 us/run - 65536 kB/run")
-    tool.write_text(f"#!{sys.executable}\nimport sys\nprint({perf!r})\n"
+    # the stand-in honours -p as the tool does (a regex searched in each case's params)
+    tool.write_text(f"#!{sys.executable}\nimport re, sys\nlines = {perf!r}.splitlines()\n"
+                    f"open({str(tmp_path / 'argv.txt')!r}, 'a').write(repr(sys.argv[1:]) + '\\n')\n"
+                    "if '-p' in sys.argv:\n"
+                    "    rx = sys.argv[sys.argv.index('-p') + 1]\n"
+                    "    lines = [x for x in lines if re.search(rx, x.split('(', 1)[1].split(')')[0])]\n"
+                    "print('\\n'.join(lines))\n"
                     "if sys.argv[1] == 'test': print('  SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0): OK')\n")
     tool.chmod(0o755)
     pin = tmp_path / "pin.json"
@@ -110,6 +116,9 @@ def test_the_pin_takes_the_models_shape(tmp_path: Path) -> None:
                      "--harness", "--match", model[0], "--match", model[1]]) == 0
     saved = json.loads(pin.read_text())
     assert saved["case"] == "SOFT_MAX(type=f32,ne=[512,512,32,1],mask=0)" and saved["checkable"]
+    # the op's perf list was asked for the node's case alone (-p), once
+    calls = (tmp_path / "argv.txt").read_text().splitlines()
+    assert sum("'-p'" in c for c in calls) == 1 and sum("'perf', '-o', 'SOFT_MAX'," in c for c in calls) == 1
     assert tbo.usable_pin(pin, "SOFT_MAX", None, True, model) is not None
     assert tbo.usable_pin(pin, "SOFT_MAX", None, True) is None  # without the shape: pinned again
     assert tbo.main(["bench", "--tool", str(tool), "--op", "SOFT_MAX", "--pin", str(pin),
