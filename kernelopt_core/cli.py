@@ -256,7 +256,7 @@ def gate_selftest(ctx: click.Context, path: Path, trials: int, planted_speedup: 
 @cli.command()
 @click.pass_context
 def plugins(ctx: click.Context) -> None:
-    """List installed plugins, their versions and what each provides."""
+    """List installed plugins, their versions and what each provides (exit 1: one FAILED)."""
     host = host_of(ctx)
     run_command = cli.get_command(ctx, "run")  # adds plugin flags, recording any clash
     assert run_command is not None
@@ -267,9 +267,11 @@ def plugins(ctx: click.Context) -> None:
         rows.append([info.name, info.distribution, info.version,
                      "built-in" if info.builtin else "entry point", status, provides])
     ui.table(rows, ["plugin", "package", "version", "source", "status", "provides"])
-    for info in host.plugin_infos():
-        if info.error and info.hint:
-            ui.note(f"{info.name}: {info.hint}")
+    failed = [info for info in host.plugin_infos() if info.error]
+    for info in failed:
+        ui.note(f"{info.name}: {info.hint or 'fix or disable it (KERNELOPT_DISABLE_PLUGINS)'}")
+    if failed:  # like `pip check`: a CI notices a broken plugin
+        ctx.exit(1)
 
 
 def _state_root(state_root: Path | None) -> Path:
@@ -382,12 +384,10 @@ def main() -> None:
     except KerneloptError as exc:
         ui.error(str(exc), exc.exit_code)
         sys.exit(exc.exit_code)
-    except Exception:
-        import traceback
+    except Exception as exc:
+        from kernelopt_core.crash import report_crash
 
-        ui.error(traceback.format_exc(), EXIT_INTERNAL)
-        ui.note("this is a bug in kernelopt; please report it with the traceback above")
-        sys.exit(EXIT_INTERNAL)
+        sys.exit(report_crash(exc, cli.host))
     sys.exit(code if isinstance(code, int) else 0)
 
 

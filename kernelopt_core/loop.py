@@ -132,7 +132,8 @@ class Loop:
             status = self._run()
             exit_code = EXIT_OPTIMIZED if status == "optimized" else EXIT_NO_WIN
         except (KeyboardInterrupt, Exception) as exc:
-            exit_code = record_failure(self.journal, self.run_dir, exc, getattr(self, "stage", ""))
+            exit_code = record_failure(self.journal, self.run_dir, exc, getattr(self, "stage", ""),
+                                       self.host)
         finally:
             self.journal.write(
                 "end",

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import pluggy
 
-from kernelopt_core import hookspecs
+from kernelopt_core import hookspecs, plugin_checks
 from kernelopt_core.errors import UsageError
 
 if sys.version_info >= (3, 12):
@@ -100,6 +100,7 @@ class PluginHost:
         for name, obj in extra:
             self._register(obj, name, "(in-process)", "", repr(obj), False)
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
+        self._left_out: dict[tuple[str, str], str] = {}  # (kind, name) -> why, for run's error
         self._tables: list[type] | None = None  # option_tables(), collected once
 
     # ------------------------------------------------------------------ loading
@@ -184,35 +185,29 @@ class PluginHost:
             return self._records[kind]
         hook = getattr(self.pm.hook, REGISTRIES[kind])
         found: dict[str, tuple[str, Any]] = {}
-        duplicates: list[str] = []
         for impl in hook.get_hookimpls():  # registration order
             plugin = impl.plugin_name
             try:
                 records = impl.function() or []
             except (Exception, SystemExit) as exc:
-                info = self.infos.get(plugin)
-                if info is not None:
-                    info.error = f"{REGISTRIES[kind]} raised {type(exc).__name__}: {exc}"
-                    info.hint = "the plugin's registration hook is broken; disable or upgrade it"
-                if self.strict:
-                    raise
+                self._blame(plugin, f"{REGISTRIES[kind]} raised {type(exc).__name__}: {exc}",
+                            "the plugin's registration hook is broken; disable or upgrade it")
                 continue
             for record in records:
-                name = record.name
-                if name in found:
-                    duplicates.append(
-                        f"{kind[:-1]} {name!r} is offered by both plugin {found[name][0]!r} "
-                        f"and plugin {plugin!r}"
-                    )
+                name = getattr(record, "name", None)
+                wrong = plugin_checks.problems(kind, record)
+                if not wrong and name in found:  # the first keeps it: a built-in comes first
+                    wrong = [f"{kind[:-1]} {name!r} is already offered by "
+                             f"{self._who(found[name][0])}"]
+                if wrong:
+                    self._left_out[(kind, str(name))] = f"{self._who(plugin)}: {'; '.join(wrong)}"
+                    self._blame(plugin, f"{kind[:-1]} {name!r}: {'; '.join(wrong)}; left out",
+                                f"fix the plugin (kernelopt_core/hookspecs.py, docs/plugins.md) "
+                                f"or disable it: KERNELOPT_DISABLE_PLUGINS={plugin}")
                     continue
-                found[name] = (plugin, record)
+                found[str(name)] = (plugin, record)  # a string: plugin_checks saw to it
                 if plugin in self.infos:
-                    self.infos[plugin].provides.setdefault(kind, []).append(name)
-        if duplicates:
-            raise UsageError(
-                "; ".join(duplicates),
-                hint="uninstall one of them, or disable one with KERNELOPT_DISABLE_PLUGINS=NAME",
-            )
+                    self.infos[plugin].provides.setdefault(kind, []).append(str(name))
         self._records[kind] = found
         return found
 
@@ -222,14 +217,41 @@ class PluginHost:
     def owner(self, kind: str, name: str) -> str:
         return self._collect(kind)[name][0]
 
+    def left_out(self, kind: str, name: str) -> str | None:
+        """Why a plugin's object of that name was not registered (plugin_checks), if it was
+        offered."""
+        self._collect(kind)
+        return self._left_out.get((kind, name))
+
+    def origin(self, kind: str, name: str) -> str | None:
+        """Who offers a registered object, for an error's message: ``plugin kernelopt-maxlines
+        0.1.0``; None for kernelopt's own (a fault there is kernelopt's bug)."""
+        info = self.infos.get(self._collect(kind)[name][0])
+        return None if info is None or info.builtin else self._who(info.name)
+
+    def at_fault(self, exc: BaseException) -> PluginInfo | None:
+        """The third-party plugin whose code raised ``exc``: the deepest frame of its traceback
+        in a plugin's package (kernelopt's own built-ins are never blamed: their faults are
+        kernelopt's bugs)."""
+        packages = {info.module.split(":")[0].split(".")[0]: info for info in self.infos.values()
+                    if not info.builtin and info.error is None}
+        culprit = None
+        tb = exc.__traceback__
+        while tb is not None:
+            module = str(tb.tb_frame.f_globals.get("__name__", ""))
+            culprit = packages.get(module.split(".")[0], culprit)
+            tb = tb.tb_next
+        return culprit
+
+    def _who(self, plugin: str) -> str:
+        info = self.infos.get(plugin)
+        if info is None:
+            return f"plugin {plugin!r}"
+        return "kernelopt" if info.builtin else f"plugin {info.distribution} {info.version}"
+
     def plugin_infos(self) -> list[PluginInfo]:
         for kind in REGISTRIES:
-            try:
-                self._collect(kind)
-            except UsageError as exc:  # shown by `kernelopt plugins`, not fatal there
-                for info in self.infos.values():
-                    if info.error is None and repr(info.name) in str(exc):
-                        info.error = str(exc)
+            self._collect(kind)
         for name, plugin in self.pm.list_name_plugin():
             if name not in self.infos or "hooks" in self.infos[name].provides:
                 continue
@@ -302,13 +324,14 @@ class PluginHost:
                 options.append(option)
         return options
 
-    def _blame(self, plugin: str, error: str) -> None:
+    def _blame(self, plugin: str, error: str,
+               hint: str = "fix or disable the plugin (KERNELOPT_DISABLE_PLUGINS=NAME)") -> None:
         info = self.infos.get(plugin)
         if info is not None:
-            info.error = error
-            info.hint = "fix or disable the plugin (KERNELOPT_DISABLE_PLUGINS=NAME)"
+            info.error = error if info.error is None else f"{info.error}; {error}"
+            info.hint = hint
         if self.strict:
-            raise UsageError(f"plugin {plugin!r}: {error}")
+            raise UsageError(f"plugin {plugin!r}: {error}", hint=hint)
 
     def add_commands(self, cli: Any, on_error: Callable[[str, BaseException], None]) -> None:
         for impl in self.pm.hook.kernelopt_register_commands.get_hookimpls():

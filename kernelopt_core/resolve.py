@@ -8,6 +8,7 @@ from typing import Any
 from kernelopt_core import knobs as knob_edit
 from kernelopt_core.errors import PlannerError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Gate
+from kernelopt_core.plugin_guard import GuardedGate, GuardedPlanner
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -17,6 +18,9 @@ def gates(host: PluginHost, settings: Settings, names: tuple[str, ...], phase: s
     known = host.registry("gates")
     chosen = []
     for name in names:
+        if name not in known and (why := host.left_out("gates", name)):
+            raise UsageError(f"{phase} gate {name!r} was left out at registration: {why}",
+                             hint="fix or upgrade the plugin; `kernelopt plugins` lists it")
         if name not in known:
             raise UsageError(
                 f"unknown {phase} gate {name!r} in the gate configuration "
@@ -28,7 +32,8 @@ def gates(host: PluginHost, settings: Settings, names: tuple[str, ...], phase: s
                 f"gate {name!r} runs in the {known[name].phase!r} phase, not {phase!r}",
                 hint=f"move it to `{known[name].phase} = [...]` in [gates]",
             )
-        chosen.append(known[name])
+        origin = host.origin("gates", name)
+        chosen.append(GuardedGate(known[name], origin) if origin else known[name])
     return chosen
 
 
@@ -63,7 +68,8 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
         made = record() if isinstance(record, type) else record
         if hasattr(made, "host"):  # planners that use other plugins get the host
             made.host = host
-        return made
+        origin = host.origin("planners", name)
+        return GuardedPlanner(made, origin) if origin else made
 
     name = settings.planner
     chosen_by = "chosen by --planner"

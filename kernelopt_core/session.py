@@ -9,11 +9,17 @@ import secrets
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from kernelopt_core import __version__
-from kernelopt_core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, KerneloptError
+from kernelopt_core.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_PREREQUISITE,
+    KerneloptError,
+)
 from kernelopt_core.journal import Journal
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
@@ -58,9 +64,11 @@ def write_header(journal: Journal, run_id: str, target: Target, settings: Settin
     )
 
 
-def record_failure(journal: Journal, run_dir: Path, exc: BaseException, stage: str) -> int:
-    """Journal how a run ended early; its exit code (130 interrupted, the error's own code, 4
-    and a traceback in error.log for a bug)."""
+def record_failure(journal: Journal, run_dir: Path, exc: BaseException, stage: str,
+                   host: Any = None) -> int:
+    """Journal how a run ended early; its exit code (130 interrupted, the error's own code, 3
+    for a third-party plugin's fault that ``host.at_fault`` names, 4 and a traceback in
+    error.log for a bug of kernelopt's)."""
     if isinstance(exc, KeyboardInterrupt):
         journal.write("interrupted", stage=stage)
         return EXIT_INTERRUPTED
@@ -69,6 +77,14 @@ def record_failure(journal: Journal, run_dir: Path, exc: BaseException, stage: s
         return exc.exit_code
     log = run_dir / "error.log"
     log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    plugin = host.at_fault(exc) if host is not None else None
+    if plugin is not None:
+        journal.write("error", kind="plugin", exit_code=EXIT_PREREQUISITE, log=str(log),
+                      message=f"plugin {plugin.name} ({plugin.distribution} {plugin.version}) "
+                      f"raised {type(exc).__name__}: {exc} in the {stage or 'run'} step; "
+                      f"report it to its authors or disable it (KERNELOPT_DISABLE_PLUGINS="
+                      f"{plugin.name}); traceback: {log}")
+        return EXIT_PREREQUISITE
     journal.write("error", kind="internal", message=f"{type(exc).__name__}: {exc}",
                   exit_code=EXIT_INTERNAL, log=str(log))
     return EXIT_INTERNAL

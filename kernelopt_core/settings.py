@@ -86,6 +86,12 @@ class Settings:
         """A variable from the real environment, else from .env (the real one wins)."""
         return environment(self.dotenv, name)
 
+    def owned_tables(self) -> frozenset[str]:
+        """The top-level tables of kernelopt.toml the core reads: ``[run]``, ``[gates]`` and
+        every installed plugin's option table (``[agents]``, ``[llamacpp]``, a third-party
+        gate's). A backend's descriptor parser leaves these to the core and rejects the rest."""
+        return frozenset(("run", "gates", *self.tables))
+
 
 def environment(dotenv: dict[str, str], name: str) -> str | None:
     """A variable from the real environment, else from .env (the real one wins)."""

@@ -190,7 +190,8 @@ def test_plugin_that_raises_at_import_is_reported_not_fatal(broken_installed: Pa
                                                             work: Path) -> None:
     venv = broken_installed
     result = kernelopt(venv, "plugins", cwd=work)
-    out = ok(result)
+    assert result.returncode == 1, result.stdout + result.stderr  # a FAILED plugin: like pip check
+    out = result.stdout
     rows = plugin_rows(out)
     (row,) = rows["broken"]
     assert row.split()[1] == "kernelopt-broken" and "entry point" in row, row

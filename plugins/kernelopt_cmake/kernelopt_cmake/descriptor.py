@@ -96,8 +96,11 @@ def _explain(path: Path, text: str, message: str) -> str:
     return f"{path}:{line or '?'}: `{dotted}`: {what} (fix its type; see docs/descriptor.md)"
 
 
-def load(path: Path) -> Descriptor:
+def load(path: Path, owned: frozenset[str] = frozenset()) -> Descriptor:
+    """``owned``: the top-level tables the core reads (``Settings.owned_tables``: [run],
+    [gates], the installed plugins' tables), handed to it rather than checked here."""
     data, text = read_toml(path)
+    data = {k: v for k, v in data.items() if k in ("run", "gates") or k not in owned}
     if isinstance(data.get("target"), dict):  # a single [target] table is accepted too
         data["target"] = [data["target"]]
     if "target" not in data:
@@ -109,8 +112,10 @@ def load(path: Path) -> Descriptor:
         descriptor = _converter.structure(data, Descriptor)
     except ClassValidationError as exc:
         messages = [_explain(path, text, m) for m in cattrs.transform_error(exc)]
-        raise UsageError("\n".join(messages), hint="docs/descriptor.md has an annotated example") \
-            from None
+        tables = sorted(owned - {"run", "gates"})
+        raise UsageError("\n".join(messages), hint="docs/descriptor.md has an annotated example"
+                         + (f"; the installed plugins' tables: {', '.join(f'[{t}]' for t in tables)}"
+                            if tables else "")) from None
     names = [t.name for t in descriptor.target]
     if len(set(names)) != len(names):
         raise UsageError(f"{path}: target names must be unique, got {names}")

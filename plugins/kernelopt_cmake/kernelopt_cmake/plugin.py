@@ -73,7 +73,7 @@ class CMakeBackend:
                 f"no {FILENAME} at {path}",
                 hint=f"write a {FILENAME} describing build, test and bench (docs/descriptor.md)",
             )
-        descriptor = load(found)
+        descriptor = load(found, settings.owned_tables())
         root = found.parent.resolve()
         return [self._target(root, descriptor, spec) for spec in descriptor.target]
 

@@ -1,0 +1,67 @@
+"""Faults of third-party plugins contained to their smallest scope and named: a gate that raises
+(or returns something other than a GateResult) fails that candidate at that gate, a planner that
+raises fails that attempt — each with the plugin's package and version in the reason. Exit 4
+stays for kernelopt's own bugs, so kernelopt's built-ins are never wrapped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelopt_core.errors import PlannerError
+from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
+
+
+class GuardedGate:
+    """A plugin's gate: its attributes as they are, its faults as failed results."""
+
+    def __init__(self, gate: Any, origin: str) -> None:
+        self._gate = gate
+        self.origin = origin
+
+    def __getattr__(self, attr: str) -> Any:  # name, phase, requires, claims_speedup, ...
+        return getattr(self._gate, attr)
+
+    def evaluate(self, ctx: GateContext) -> GateResult:
+        name = self._gate.name
+        try:
+            result = self._gate.evaluate(ctx)
+        except Exception as exc:  # any fault of the plugin's code
+            fault = f"{type(exc).__name__}: {exc}"
+            # the final phase cannot vouch for a winner its gate never judged: fallback
+            return GateResult(name, False, f"{fault} ({self.origin})", failed_verdict=FALLBACK,
+                              metrics={"plugin_error": fault, "plugin": self.origin})
+        if not isinstance(result, GateResult):
+            return GateResult(name, False, f"evaluate returned {result!r}, not a GateResult "
+                              f"({self.origin})", failed_verdict=FALLBACK,
+                              metrics={"plugin": self.origin})
+        return result
+
+
+class GuardedPlanner:
+    """A plugin's planner: a fault in ``propose`` is a failed attempt (PlannerError), one in
+    ``observe`` is reported the same way at the next proposal."""
+
+    def __init__(self, planner: Any, origin: str) -> None:
+        self._planner = planner
+        self.origin = origin
+        self._observe_fault: str | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._planner, attr)
+
+    def propose(self, ctx: Any, parent: Any, count: int) -> Any:
+        if self._observe_fault is not None:
+            fault, self._observe_fault = self._observe_fault, None
+            raise PlannerError(f"observe raised {fault} ({self.origin})")
+        try:
+            return self._planner.propose(ctx, parent, count)
+        except PlannerError:
+            raise
+        except Exception as exc:  # any fault of the plugin's code
+            raise PlannerError(f"{type(exc).__name__}: {exc} ({self.origin})") from exc
+
+    def observe(self, ctx: Any, proposal: Any, outcome: dict[str, Any]) -> None:
+        try:
+            self._planner.observe(ctx, proposal, outcome)
+        except Exception as exc:  # the candidate's result stands
+            self._observe_fault = f"{type(exc).__name__}: {exc}"
