@@ -43,6 +43,8 @@ def _takes(record: Any, attr: str, count: int) -> bool:
 def problems(kind: str, record: Any) -> list[str]:
     """Why ``record`` (one object a ``kernelopt_register_<kind>`` hook returned) cannot serve."""
     out: list[str] = []
+    if isinstance(record, type) and kind != "planners":  # only a planner is made per run
+        return [f"a class ({record.__name__}), not an instance: register {record.__name__}()"]
     for attr, count in REQUIRED.get(kind, ()):
         if not hasattr(record, attr):
             out.append(f"no `{attr}`" + (" method" if count is not None else ""))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelopt_core.errors import PlannerError
+from kernelopt_core.errors import KerneloptError, PlannerError
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
 
 
@@ -19,12 +19,16 @@ class GuardedGate:
         self.origin = origin
 
     def __getattr__(self, attr: str) -> Any:  # name, phase, requires, claims_speedup, ...
+        if attr.startswith("_"):  # copy/pickle probe before _gate exists: no recursion
+            raise AttributeError(attr)
         return getattr(self._gate, attr)
 
     def evaluate(self, ctx: GateContext) -> GateResult:
         name = self._gate.name
         try:
             result = self._gate.evaluate(ctx)
+        except KerneloptError:  # a missing tool, a usage error: kernelopt's own exits
+            raise
         except Exception as exc:  # any fault of the plugin's code
             fault = f"{type(exc).__name__}: {exc}"
             # the final phase cannot vouch for a winner its gate never judged: fallback
@@ -47,6 +51,8 @@ class GuardedPlanner:
         self._observe_fault: str | None = None
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
         return getattr(self._planner, attr)
 
     def propose(self, ctx: Any, parent: Any, count: int) -> Any:
@@ -55,7 +61,7 @@ class GuardedPlanner:
             raise PlannerError(f"observe raised {fault} ({self.origin})")
         try:
             return self._planner.propose(ctx, parent, count)
-        except PlannerError:
+        except KerneloptError:  # PlannerError (a failed attempt) and kernelopt's own exits
             raise
         except Exception as exc:  # any fault of the plugin's code
             raise PlannerError(f"{type(exc).__name__}: {exc} ({self.origin})") from exc

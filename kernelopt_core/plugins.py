@@ -185,7 +185,11 @@ class PluginHost:
             return self._records[kind]
         hook = getattr(self.pm.hook, REGISTRIES[kind])
         found: dict[str, tuple[str, Any]] = {}
-        for impl in hook.get_hookimpls():  # registration order
+        # registration order, kernelopt's own first whatever a plugin's tryfirst/trylast says:
+        # a taken name keeps its first owner
+        impls = sorted(hook.get_hookimpls(), key=lambda i: not getattr(
+            self.infos.get(i.plugin_name), "builtin", False))
+        for impl in impls:
             plugin = impl.plugin_name
             try:
                 records = impl.function() or []
@@ -233,13 +237,16 @@ class PluginHost:
         """The third-party plugin whose code raised ``exc``: the deepest frame of its traceback
         in a plugin's package (kernelopt's own built-ins are never blamed: their faults are
         kernelopt's bugs)."""
-        packages = {info.module.split(":")[0].split(".")[0]: info for info in self.infos.values()
-                    if not info.builtin and info.error is None}
+        registered = [(info.module.split(":")[0].split("."), info) for info in self.infos.values()
+                      if not info.builtin and self.pm.get_plugin(info.name) is not None]
         culprit = None
         tb = exc.__traceback__
-        while tb is not None:
-            module = str(tb.tb_frame.f_globals.get("__name__", ""))
-            culprit = packages.get(module.split(".")[0], culprit)
+        while tb is not None:  # a deeper frame in a plugin's modules overrides a shallower one
+            module = str(tb.tb_frame.f_globals.get("__name__", "")).split(".")
+            # the plugin whose module shares the longest dotted prefix (the top package at least)
+            scored = [(_shared(mine, module), info) for mine, info in registered]
+            best = max(scored, key=lambda pair: pair[0], default=(0, None))
+            culprit = best[1] if best[0] else culprit
             tb = tb.tb_next
         return culprit
 
@@ -339,6 +346,16 @@ class PluginHost:
                 impl.function(cli=cli)
             except (Exception, SystemExit) as exc:
                 on_error(impl.plugin_name, exc)
+
+
+def _shared(a: list[str], b: list[str]) -> int:
+    """How many leading dotted parts two module names share."""
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
 
 
 def _same(a: attrs.Attribute, b: attrs.Attribute) -> bool:

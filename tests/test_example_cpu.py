@@ -32,8 +32,9 @@ def test_readme_main_job_optimizes_the_cpu_example(tmp_path: Path) -> None:
     run_dir = next((state / "runs").iterdir())
     s = summary(run_dir)
     assert s["target"]["shape"] == "f32[2048,2048]", s
-    confirm = next(e for e in events(run_dir)
-                   if e["event"] == "gate" and e.get("final") and e["gate"] == "confirm")
+    confirm = next((e for e in events(run_dir)
+                    if e["event"] == "gate" and e.get("final") and e["gate"] == "confirm"), None)
+    assert confirm is not None, f"no confirm gate ran: {s}"
     rounds = confirm["metrics"]
     if s["status"] != "optimized":
         # The real clock: with two CI runs on two cores (2026-12-03) the bracketing baselines
@@ -44,7 +45,7 @@ def test_readme_main_job_optimizes_the_cpu_example(tmp_path: Path) -> None:
         # counted clock, deterministically.
         assert (result.returncode, s["status"]) == (1, "matched"), result.stderr[-3000:]
         assert rounds["wins"] == rounds["rounds"] == 6, rounds
-        assert rounds["median_ratio"] <= rounds["threshold"], rounds
+        assert 1.3 <= rounds["median_ratio"] <= rounds["threshold"], rounds  # the win is there
     else:
         assert result.returncode == 0, result.stderr[-3000:]
         assert s["speedup"] >= 1.3 and s["rounds_won"] == 6, s

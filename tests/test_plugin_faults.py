@@ -215,3 +215,70 @@ def test_a_backend_that_raises_in_the_baselines_build_stops_the_run_naming_it(
     assert run.returncode == 3, out
     assert "plugin flaky_plugin (kernelopt-flaky 0.3) raised KeyError" in out, out
     assert "bug in kernelopt" not in out, out
+
+
+def test_the_guards_contain_a_plugins_faults_and_pass_kernelopts_own_errors() -> None:
+    import copy
+
+    import pytest
+
+    from kernelopt_core.errors import PlannerError, PrerequisiteError
+    from kernelopt_core.gates.base import FALLBACK
+    from kernelopt_core.plugin_guard import GuardedGate, GuardedPlanner
+
+    class Gate:
+        name, phase = "odd", "final"
+
+        def __init__(self, answer):
+            self.answer = answer
+
+        def evaluate(self, ctx):
+            if isinstance(self.answer, BaseException):
+                raise self.answer
+            return self.answer
+
+    origin = "plugin kernelopt-odd 1.0"
+    truthy = GuardedGate(Gate(True), origin).evaluate(None)  # type: ignore[arg-type]
+    assert (truthy.passed, truthy.failed_verdict) == (False, FALLBACK)
+    assert "returned True, not a GateResult (plugin kernelopt-odd 1.0)" in truthy.reason
+    broken = GuardedGate(Gate(KeyError("x")), origin)
+    assert broken.evaluate(None).reason == "KeyError: 'x' (plugin kernelopt-odd 1.0)"  # type: ignore[arg-type]
+    assert (broken.name, broken.phase) == ("odd", "final") and copy.copy(broken).name == "odd"
+    with pytest.raises(PrerequisiteError):  # kernelopt's own exit (3) is not the gate's row
+        GuardedGate(Gate(PrerequisiteError("ncu missing")), origin).evaluate(None)  # type: ignore[arg-type]
+
+    class Planner:
+        name = "odd"
+
+        def propose(self, ctx, parent, count):
+            return []
+
+        def observe(self, ctx, proposal, outcome):
+            raise ValueError("bad outcome")
+
+    planner = GuardedPlanner(Planner(), origin)
+    planner.observe(None, None, {})  # the candidate's result stands ...
+    with pytest.raises(PlannerError, match="observe raised ValueError: bad outcome .plugin"):
+        planner.propose(None, None, 1)  # ... and the next attempt is the failed one
+    assert planner.propose(None, None, 1) == []
+
+
+def test_a_trylast_gate_cannot_take_a_builtins_name() -> None:
+    from kernelopt_core.hookspecs import hookimpl
+    from kernelopt_core.testing import plugin_host
+
+    class Late:
+        name, phase = "build", "candidate"
+
+        def evaluate(self, ctx):
+            raise AssertionError("never registered")
+
+    class Plugin:
+        @hookimpl(trylast=True)
+        def kernelopt_register_gates(self):
+            return [Late()]
+
+    host = plugin_host(Plugin())
+    assert host.owner("gates", "build") == "core-gates"
+    failed = [i for i in host.plugin_infos() if i.error]
+    assert [i.name for i in failed] == ["test-plugin-0"], failed

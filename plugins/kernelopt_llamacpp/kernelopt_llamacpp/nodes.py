@@ -78,8 +78,17 @@ def heaviest(found: list[Node], op: str) -> Node | None:
     return max(mine, key=lambda n: n.elements) if mine else None
 
 
-@functools.lru_cache(maxsize=4)
 def weight_types(model: str) -> dict[str, str]:
+    """``_weight_types`` of the model file as it is now (a model not written yet: none)."""
+    try:
+        stamp = Path(model).stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _weight_types(model, stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _weight_types(model: str, stamp: int) -> dict[str, str]:
     """The model's tensors' types by name (``blk.0.attn_q.weight`` → ``GGML_TYPE_F16``), read
     from its GGUF: the one source type a node line does not print. Empty without the gguf
     package or the file (the sources then take the result's type, perfcases._types)."""

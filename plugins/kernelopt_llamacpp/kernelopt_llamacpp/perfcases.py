@@ -8,16 +8,18 @@ Whether an op can be timed is read from the source before anything is built:
 * else its **test struct** (``struct_for``): ``test_unary``/``test_glu`` for a unary/GLU op
   (the op is the constructor's enum argument), ``test_<op>`` by name, else the struct whose
   ``build_graph`` computes its ``out`` with ``ggml_<op>(``. Its constructor's parameters are
-  read with their defaults, and a case is written with the op's enum or function where a
-  parameter takes one, the shape's type in the first ``ggml_type``, the shape in the first
-  ``std::array<int64_t, 4>``, no broadcast in ``nr`` (a model's second source's broadcast,
-  when given), and every other parameter at its default
-  (``generate``; ROPE's ``n_dims`` is the shape's first dimension, a whole head rotated); the
-  shape goes only into a 4-d array whose name starts with ``ne`` (``ne``,
-  ``ne_a``, ``ne_src``: test_mul_mat's m/n/k and permutation are not a shape). A parameter
-  without a default that none of these fills means the case cannot be written: the op cannot
-  be timed, and discover says so before any build. A written case compiles where the struct's
-  defaults do; whether it runs (a default that does not fit the shape) the first bench shows.
+  read with their defaults, and a case is written (``write``) with the op's enum or function
+  where a parameter takes one, the shape in the first ``std::array<int64_t, 4>`` whose name
+  starts with ``ne`` (``ne``, ``ne_a``, ``ne_src``), no broadcast in ``nr`` (a model's second
+  source's broadcast, when given), sizes that are not a shape by ggml's layout (``_by_layout``:
+  test_mul_mat's m/n/k, test_get_rows' n/m/r, test_set_rows' result shape and r), the
+  ``ggml_type`` parameters from the node's types (``_types``), ROPE's ``n_dims`` the shape's
+  first dimension (a whole head rotated), and every other parameter at its default. A
+  parameter without a default that none of these fills means the case cannot be written: the
+  op cannot be timed, and discover says so before any build. A written case compiles where the
+  struct's defaults do; whether it runs (a default that does not fit the shape) the first
+  bench shows. ``Written.match`` is what the tool prints of the values taken from the node:
+  the pin picks the perf case printing all of them.
 
 The harness (harness.py) appends the generated cases to the perf set.
 """
@@ -175,7 +177,10 @@ def _printed(value: str) -> str:
     ``GGML_TYPE_F16`` → ``f16`` (ggml_type_name)."""
     if value.startswith("{"):
         return "[" + value.strip("{}").replace(" ", "") + "]"
-    return value.removeprefix("GGML_TYPE_").lower() if value.startswith("GGML_TYPE_") else value
+    if not value.startswith("GGML_TYPE_"):
+        return value
+    name = value.removeprefix("GGML_TYPE_").lower()  # ggml_type_name: q4_0, bf16, iq4_xs...
+    return name[:-2] + "_K" if name.endswith("_k") else name  # ...but q4_K, q6_K
 
 
 @attrs.frozen
@@ -195,9 +200,10 @@ def _by_layout(struct: TestStruct, node: Node) -> dict[str, str]:
     """Parameters that are not a shape array, filled by ggml's layout of the op they name
     (the tool's structs share these names):
 
-    * ``m``, ``n``, ``k`` (a matrix product, ``(k, m) × (k, n) → (m, n)``: test_mul_mat,
-      test_out_prod): k and m from the first source, n from the second, ``bs`` its batch
-      (dims 2-3), ``nr`` the second source's repeats of it;
+    * ``m``, ``n``, ``k``, ``bs`` where the struct builds its first source as ``{k, m, bs[0],
+      …}`` (a matrix product, ``(k, m) × (k, n) → (m, n)``: test_mul_mat): k and m from the
+      first source, n from the second, ``bs`` its batch (dims 2-3), ``nr`` the second
+      source's repeats of it;
     * ``n``, ``m``, ``r`` without ``k`` (rows taken from a table, ``(n, m, be1, be2)`` by ``r``
       indices: test_get_rows): n and m from the first source, r from the second, ``be1``/``be2``
       the batch;
@@ -207,7 +213,10 @@ def _by_layout(struct: TestStruct, node: Node) -> dict[str, str]:
     names = {p.name for p in struct.params}
     s0, s1, out = node.src0, node.src1, node.dst
     filled: dict[str, str] = {}
-    if {"m", "n", "k"} <= names and s1 is not None and len(s0) == len(s1) == 4:
+    # (k, m, bs…) × (k, n, bs·nr…): the struct builds its first source so (test_mul_mat);
+    # test_out_prod's (m, k) × (n, k) and test_mul_mat_id's experts are other layouts
+    mul_mat = re.search(r"\{\s*k,\s*m,\s*bs\[0\]", struct.body) is not None
+    if {"m", "n", "k", "bs"} <= names and mul_mat and s1 is not None and len(s0) == len(s1) == 4:
         filled.update(k=str(s0[0]), m=str(s0[1]), n=str(s1[1]), bs=_braces(s0[2:]))
         if all(b and a % b == 0 for a, b in zip(s1[2:], s0[2:], strict=True)):
             filled["nr"] = _braces(tuple(a // b for a, b in zip(s1[2:], s0[2:], strict=True)))
@@ -243,11 +252,11 @@ def _types(struct: TestStruct, node: Node) -> dict[str, str]:
     return filled
 
 
-def _printed_names(struct: TestStruct) -> set[str] | None:
-    """The names the struct's ``vars()`` prints (``VARS_TO_STR5(type, ne, v, eps, ...)``), or
-    None where it prints them another way."""
+def _printed_names(struct: TestStruct) -> list[str] | None:
+    """The names the struct's ``vars()`` prints, in its order (``VARS_TO_STR5(type, ne, v,
+    eps, ...)``), or None where it prints them another way."""
     found = re.search(r"VARS_TO_STR\d+\(([^)]*)\)", struct.body)
-    return {n.strip() for n in found.group(1).split(",")} if found else None
+    return [n.strip() for n in found.group(1).split(",")] if found else None
 
 
 @attrs.frozen
@@ -309,8 +318,10 @@ def write(source: str, op: str, node: Node, struct: TestStruct | None = None,
                              "parameter) and no sizes kernelopt reads by ggml's layout (m/n/k, "
                              "n/m/r): a case at the model's shape cannot be written")
     printed = _printed_names(struct)
-    if printed is not None:  # a value the tool does not print cannot pick its case
-        match = [m for m in match if m.partition("=")[0] in printed]
+    if printed is not None:  # a value the tool does not print cannot pick its case; the
+        # printed order is the order tbo.params_filter's regex needs
+        match = sorted((m for m in match if m.partition("=")[0] in printed),
+                       key=lambda m: printed.index(m.partition("=")[0]))
     return Written(f"new {struct.name}({', '.join(args)})", tuple(match))
 
 

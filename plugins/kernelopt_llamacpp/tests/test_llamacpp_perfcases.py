@@ -124,3 +124,28 @@ def test_an_op_without_perf_cases_is_timed_on_the_written_case(tmp_path: Path) -
     [named] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "state", op="RMS_NORM",
                                                              case="type=f32,ne=[64,5,4,3]"))
     assert written not in named.harness[harness.FILE].decode()
+
+
+def test_a_quantized_weights_type_is_matched_as_the_tool_prints_it(source: str) -> None:
+    """ggml_type_name spells K-quants q4_K: the pin and -p must too; the fragments follow the
+    order the tool prints its parameters."""
+    from kernelopt_llamacpp import tbo
+
+    node = perfcases.Node((4096, 32000, 1, 1), "GGML_TYPE_F32", (4096, 1, 1, 1), (32000, 1, 1, 1),
+                          ("GGML_TYPE_Q4_K", None))
+    written = perfcases.write(source, "MUL_MAT", node)
+    assert written.expr.startswith("new test_mul_mat(GGML_TYPE_Q4_K, GGML_TYPE_F32, 32000, 1, 4096,")
+    assert written.match[:3] == ("type_a=q4_K", "type_b=f32", "m=32000")
+    printed = "type_a=q4_K,type_b=f32,m=32000,n=1,k=4096,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1"
+    assert tbo.prints_all(printed, written.match)
+    import re
+    assert re.search(tbo.params_filter(written.match)[1], printed)
+
+
+def test_structs_of_another_layout_are_not_written_by_the_matrix_product_rule(source: str) -> None:
+    """test_out_prod builds (m, k) × (n, k) and test_mul_mat_id takes experts: neither is the
+    (k, m) × (k, n) layout, so no case is written from a node for them."""
+    node = perfcases.Node((4096, 512, 1, 1), "GGML_TYPE_F32", (4096, 64, 1, 1), (512, 64, 1, 1))
+    for op in ("OUT_PROD", "MUL_MAT_ID"):
+        timing = perfcases.timing(source, op, f"GGML_OP_{op}", node)
+        assert timing.generated is None and "ggml's layout" in timing.why, (op, timing)
