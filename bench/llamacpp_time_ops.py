@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernelopt_llamacpp import harness, ops, timing
+from kernelopt_llamacpp import harness
 from kernelopt_llamacpp.plugin import LlamaCppBackend, LlamaCppOptions
 
 from kernelopt_core.api import Tree
@@ -54,14 +54,8 @@ def main() -> int:
     backend = LlamaCppBackend()
     targets = backend.discover(root, settings)
     print(f"chosen: {[t.name for t in targets]}", flush=True)
-    table = ops.op_table(root)
-    source = (root / harness.FILE).read_bytes()
-    cases: list[str] = []
-    for target in targets:
-        node = timing.model_node(table[target.name], a.nodes)
-        added, _ = timing.timed_cases(table[target.name], source, None, node, target.data.model)
-        cases += [c for c in added if c not in cases]
-    patched = harness.patched_source(source, tuple(cases))
+    cases = tuple(dict.fromkeys(c for t in targets for c in t.data.written))  # as discover wrote
+    patched = harness.patched_source((root / harness.FILE).read_bytes(), cases)
     if patched is None:
         print("the harness cannot patch this test-backend-ops.cpp", file=sys.stderr)
         return 1

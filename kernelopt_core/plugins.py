@@ -67,6 +67,11 @@ class PluginInfo:
     hint: str | None = None
     provides: dict[str, list[str]] = attrs.field(factory=dict)
 
+    @property
+    def label(self) -> str:
+        """How an error names the plugin: ``plugin maxlines (kernelopt-maxlines 0.3)``."""
+        return f"plugin {self.name} ({self.distribution} {self.version})"
+
 
 class PluginHost:
     """Owns the pluggy manager and answers "which backends, gates, ... exist"."""

@@ -80,8 +80,8 @@ def record_failure(journal: Journal, run_dir: Path, exc: BaseException, stage: s
     plugin = host.at_fault(exc) if host is not None else None
     if plugin is not None:
         journal.write("error", kind="plugin", exit_code=EXIT_PREREQUISITE, log=str(log),
-                      message=f"plugin {plugin.name} ({plugin.distribution} {plugin.version}) "
-                      f"raised {type(exc).__name__}: {exc} in the {stage or 'run'} step; "
+                      message=f"{plugin.label} raised {type(exc).__name__}: {exc} in the "
+                      f"{stage or 'run'} step; "
                       f"report it to its authors or disable it (KERNELOPT_DISABLE_PLUGINS="
                       f"{plugin.name}); traceback: {log}")
         return EXIT_PREREQUISITE

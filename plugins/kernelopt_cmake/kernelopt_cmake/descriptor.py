@@ -73,6 +73,7 @@ class Descriptor:
 
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
+_OWN = frozenset(f.name for f in attrs.fields(Descriptor))  # never a plugin's: [build], [[target]]
 _MESSAGE = re.compile(r"^(?P<what>.*?) @ \$(?P<path>.*)$")
 
 
@@ -100,8 +101,7 @@ def load(path: Path, owned: frozenset[str] = frozenset()) -> Descriptor:
     """``owned``: the top-level tables the core reads (``Settings.owned_tables``: [run],
     [gates], the installed plugins' tables), handed to it rather than checked here."""
     data, text = read_toml(path)
-    own = {f.name for f in attrs.fields(Descriptor)}  # never a plugin's: [build], [[target]]
-    data = {k: v for k, v in data.items() if k in own or k not in owned}
+    data = {k: v for k, v in data.items() if k in _OWN or k not in owned}
     if isinstance(data.get("target"), dict):  # a single [target] table is accepted too
         data["target"] = [data["target"]]
     if "target" not in data:
@@ -113,7 +113,7 @@ def load(path: Path, owned: frozenset[str] = frozenset()) -> Descriptor:
         descriptor = _converter.structure(data, Descriptor)
     except ClassValidationError as exc:
         messages = [_explain(path, text, m) for m in cattrs.transform_error(exc)]
-        tables = sorted(owned - {f.name for f in attrs.fields(Descriptor)})
+        tables = sorted(owned - _OWN)
         raise UsageError("\n".join(messages), hint="docs/descriptor.md has an annotated example"
                          + (f"; the installed plugins' tables: {', '.join(f'[{t}]' for t in tables)}"
                             if tables else "")) from None

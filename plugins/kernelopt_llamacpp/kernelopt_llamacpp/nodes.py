@@ -103,10 +103,10 @@ def _weight_types(model: str, stamp: int) -> dict[str, str]:
     return {t.name: f"GGML_TYPE_{t.tensor_type.name}" for t in reader.tensors}
 
 
-def case_node(node: Node, model: str | None = None) -> perfcases.Node:
+def case_node(node: Node, model: str | None = None) -> perfcases.Shapes:
     """What a perf case at ``node``'s shapes is written from (perfcases.write)."""
     types = weight_types(model) if model else {}
-    return perfcases.Node(node.src0, f"GGML_TYPE_{node.type.upper()}", node.src1, node.ne,
+    return perfcases.Shapes(node.src0, f"GGML_TYPE_{node.type.upper()}", node.src1, node.ne,
                           (types.get(node.src0_name), types.get(node.src1_name)))
 
 

@@ -184,7 +184,7 @@ def _printed(value: str) -> str:
 
 
 @attrs.frozen
-class Node:
+class Shapes:
     """A model node's tensors, what a case at its shape is written from: its sources' shapes
     (and types, where known: a model's weights, read from its GGUF), its result's shape and
     type."""
@@ -196,7 +196,7 @@ class Node:
     src_types: tuple[str | None, str | None] = (None, None)
 
 
-def _by_layout(struct: TestStruct, node: Node) -> dict[str, str]:
+def _by_layout(struct: TestStruct, node: Shapes) -> dict[str, str]:
     """Parameters that are not a shape array, filled by ggml's layout of the op they name
     (the tool's structs share these names):
 
@@ -231,7 +231,7 @@ def _by_layout(struct: TestStruct, node: Node) -> dict[str, str]:
     return filled
 
 
-def _types(struct: TestStruct, node: Node) -> dict[str, str]:
+def _types(struct: TestStruct, node: Shapes) -> dict[str, str]:
     """The struct's ``ggml_type`` parameters: ``type_dst`` the result's type, ``type_idx`` its
     default or I64 (llama.cpp's row indices), the others in order the sources' types where
     known; an unknown source is the result's type where the struct has no ``type_dst`` (an
@@ -269,7 +269,7 @@ class Written:
     match: tuple[str, ...]
 
 
-def write(source: str, op: str, node: Node, struct: TestStruct | None = None,
+def write(source: str, op: str, node: Shapes, struct: TestStruct | None = None,
           enum: str = "") -> Written:
     """A perf case of ``op`` at ``node``'s shapes, e.g.
     ``new test_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)``; a binary op's
@@ -329,7 +329,7 @@ def generate(source: str, op: str, ne: tuple[int, ...] = DEFAULT_NE, type_: str 
              struct: TestStruct | None = None, enum: str = "",
              ne_b: tuple[int, ...] | None = None) -> str:
     """The C++ expression of a perf case of ``op`` at ``ne``/``type_`` (write)."""
-    return write(source, op, Node(ne, type_, ne_b), struct, enum).expr
+    return write(source, op, Shapes(ne, type_, ne_b), struct, enum).expr
 
 
 @attrs.frozen
@@ -348,7 +348,7 @@ class Timing:
         return self.perf_set or self.generated is not None
 
 
-def timing(source: str, op: str, enum: str = "", node: Node | None = None) -> Timing:
+def timing(source: str, op: str, enum: str = "", node: Shapes | None = None) -> Timing:
     """How ``op`` can be timed in this test-backend-ops.cpp. ``node`` (a model's) adds a
     generated case at its shape even where the perf set has cases of the op."""
     struct = struct_for(source, op, enum)
@@ -356,7 +356,7 @@ def timing(source: str, op: str, enum: str = "", node: Node | None = None) -> Ti
     if in_perf_set and node is None:
         return Timing(op, True)
     try:
-        written = write(source, op, node or Node(DEFAULT_NE), struct, enum)
+        written = write(source, op, node or Shapes(DEFAULT_NE), struct, enum)
     except CannotGenerate as exc:
         return Timing(op, in_perf_set, why=str(exc))
     return Timing(op, in_perf_set, written.expr, match=written.match)

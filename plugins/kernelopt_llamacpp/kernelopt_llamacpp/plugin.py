@@ -84,6 +84,7 @@ class OpData:
     cases: Path | None = None  # the test set's case list (tbo check --cases), per test source
     # what the timed case prints of the model's node (--nodes: ne=[4096,512,1,1]), else the tool's pick
     match: tuple[str, ...] | None = None
+    written: tuple[str, ...] = ()  # the perf cases the harness adds (perfcases.write), C++
     model: str | None = None  # --top K: the profiled model, run whole by the model check
 
 
@@ -277,7 +278,7 @@ class LlamaCppBackend:
             harness=patched is not None,
             test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
             cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
-            match=match, model=model,
+            match=match, written=extra_perf, model=model,
         )
         shape = pinned["case"] if pinned else (
             tbo.case_name(route.op, case) if case else

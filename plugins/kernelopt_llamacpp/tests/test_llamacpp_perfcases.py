@@ -60,7 +60,7 @@ def test_an_op_the_perf_set_times_keeps_the_tools_cases(source: str, op: str) ->
 
 
 def test_a_models_shape_adds_a_case_even_where_the_perf_set_has_some(source: str) -> None:
-    timing = perfcases.timing(source, "SOFT_MAX", "GGML_OP_SOFT_MAX", perfcases.Node((512, 512, 32, 1)))
+    timing = perfcases.timing(source, "SOFT_MAX", "GGML_OP_SOFT_MAX", perfcases.Shapes((512, 512, 32, 1)))
     assert timing.perf_set and timing.generated is not None
     assert timing.generated.startswith("new test_soft_max(GGML_TYPE_F32, {512, 512, 32, 1}")
 
@@ -131,7 +131,7 @@ def test_a_quantized_weights_type_is_matched_as_the_tool_prints_it(source: str) 
     order the tool prints its parameters."""
     from kernelopt_llamacpp import tbo
 
-    node = perfcases.Node((4096, 32000, 1, 1), "GGML_TYPE_F32", (4096, 1, 1, 1), (32000, 1, 1, 1),
+    node = perfcases.Shapes((4096, 32000, 1, 1), "GGML_TYPE_F32", (4096, 1, 1, 1), (32000, 1, 1, 1),
                           ("GGML_TYPE_Q4_K", None))
     written = perfcases.write(source, "MUL_MAT", node)
     assert written.expr.startswith("new test_mul_mat(GGML_TYPE_Q4_K, GGML_TYPE_F32, 32000, 1, 4096,")
@@ -145,7 +145,7 @@ def test_a_quantized_weights_type_is_matched_as_the_tool_prints_it(source: str) 
 def test_structs_of_another_layout_are_not_written_by_the_matrix_product_rule(source: str) -> None:
     """test_out_prod builds (m, k) × (n, k) and test_mul_mat_id takes experts: neither is the
     (k, m) × (k, n) layout, so no case is written from a node for them."""
-    node = perfcases.Node((4096, 512, 1, 1), "GGML_TYPE_F32", (4096, 64, 1, 1), (512, 64, 1, 1))
+    node = perfcases.Shapes((4096, 512, 1, 1), "GGML_TYPE_F32", (4096, 64, 1, 1), (512, 64, 1, 1))
     for op in ("OUT_PROD", "MUL_MAT_ID"):
         timing = perfcases.timing(source, op, f"GGML_OP_{op}", node)
         assert timing.generated is None and "ggml's layout" in timing.why, (op, timing)
