@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from kernelopt_tests_support import REPO, kernelopt, last_run, summary
+from kernelopt_tests_support import counted_cpu_example, kernelopt, last_run, summary
 
 
 def reply(body: dict) -> dict:
@@ -80,8 +80,7 @@ class RawServer:
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake and a C++ compiler")
 def test_a_foreign_server_drives_the_cpu_example_to_optimized(tmp_path: Path) -> None:
     server = RawServer()
-    example = tmp_path / "cmake-cpu"
-    shutil.copytree(REPO / "examples" / "cmake-cpu", example)
+    example = counted_cpu_example(tmp_path / "cmake-cpu")  # the verdict rides on the HTTP path, not the load
     result = kernelopt("run", str(example), "--planner", "agents", "--provider", "vllm",
                        "--base-url", f"http://127.0.0.1:{server.port}/v1", "--model", "any",
                        "--iterations", "1", cwd=tmp_path)

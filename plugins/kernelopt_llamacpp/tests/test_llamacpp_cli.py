@@ -32,7 +32,9 @@ def test_whole_loop_on_the_fixture_ends_with_a_verdict(repo: Path, tmp_path: Pat
     assert result.returncode in (0, 1), result.stdout + result.stderr
     [run_dir] = (tmp_path / ".kernelopt" / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] in ("optimized", "matched")
+    # the fixture's perf mode reads the real clock: on a loaded 2-core machine the noise gate may
+    # refuse a win (fallback); the subject here is the plugin's wiring, which every verdict shows
+    assert summary["status"] in ("optimized", "matched", "fallback")
     assert summary["target"]["backend"] == "llamacpp" and summary["target"]["name"] == "SOFT_MAX"
     assert summary["candidates"]["built"] >= 1
     [pin] = (tmp_path / ".kernelopt" / "llamacpp").glob("*SOFT_MAX.pin.json")
