@@ -268,6 +268,8 @@ def plugins(ctx: click.Context) -> None:
                      "built-in" if info.builtin else "entry point", status, provides])
     ui.table(rows, ["plugin", "package", "version", "source", "status", "provides"])
     failed = [info for info in host.plugin_infos() if info.error]
+    for note in (f"{info.name}: {note}" for info in host.plugin_infos() for note in info.notes):
+        ui.note(note)
     for info in failed:
         ui.note(f"{info.name}: {info.hint or 'fix or disable it (KERNELOPT_DISABLE_PLUGINS)'}")
     if failed:  # like `pip check`: a CI notices a broken plugin

@@ -10,8 +10,11 @@ A plugin declares an attrs class and returns it from ``kernelopt_option_tables``
                           validator=attrs.validators.ge(1))
 
 which gives ``--top N``, ``[triton] top = N`` (in the user's config or kernelopt.toml),
-``KERNELOPT_TOP=N`` and ``-o top=N``; flags, variables and ``-o`` keys share one namespace
-with the core's own settings (a clash is reported on the plugin). The plugin reads
+``KERNELOPT_TOP=N`` and ``-o top=N`` (also ``-o triton.top=N``). Flags, variables and ``-o``
+keys share one namespace with the core's own settings: where a field's name is taken (by the
+core, or by an earlier table's option of another type or default) its key is namespaced by
+the table, ``--triton-top``, ``KERNELOPT_TRITON_TOP``, ``-o triton_top=N``, and
+``kernelopt plugins`` says so (``option_keys``). The plugin reads
 ``settings.section(TritonOptions).top``. Precedence is the core's: defaults < user config <
 kernelopt.toml < environment (.env fills in) < ``-o`` < the flag.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -67,6 +70,30 @@ def fields(cls: type) -> dict[str, attrs.Attribute]:
     return {f.name: f for f in attrs.fields(cls)}
 
 
+def same_option(a: attrs.Attribute, b: attrs.Attribute) -> bool:
+    """Two tables' options one key may set: the same type and default (kernelopt-triton's and
+    kernelopt-llamacpp's ``top``)."""
+    return bool(a.type == b.type and a.default == b.default)
+
+
+def option_keys(tables: Sequence[type], taken: Collection[str]) -> dict[tuple[str, str], str]:
+    """(table, field) -> the key of its flag (``--key``), variable (``KERNELOPT_KEY``) and
+    ``-o key=``: the field's own name, or ``TABLE_FIELD`` where that name is in ``taken`` (the
+    core's settings) or an earlier table's option of another type or default. Pure, so the
+    flags, the settings and ``kernelopt plugins`` agree for the same tables in the same order."""
+    declared: dict[str, attrs.Attribute] = {}
+    keys: dict[tuple[str, str], str] = {}
+    for cls in tables:
+        table = table_name(cls)
+        for name, field in fields(cls).items():
+            if name in taken or (name in declared and not same_option(field, declared[name])):
+                keys[(table, name)] = re.sub(r"\W", "_", f"{table}_{name}")
+            else:
+                keys[(table, name)] = name
+                declared.setdefault(name, field)
+    return keys
+
+
 def _base_type(hint: Any) -> Any:
     """``int | None`` → int; anything else as is."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
@@ -75,15 +102,17 @@ def _base_type(hint: Any) -> Any:
     return hint
 
 
-def click_options(cls: type) -> list[Any]:
-    """The table's flags: ``--name`` per field (booleans as ``--name/--no-name``), no click
-    default (an unset flag must not hide kernelopt.toml or the environment)."""
+def click_options(cls: type, keys: dict[tuple[str, str], str]) -> list[Any]:
+    """The table's flags: ``--key`` per field (``option_keys``; booleans as
+    ``--key/--no-key``), no click default (an unset flag must not hide kernelopt.toml or the
+    environment)."""
     import click
 
     out = []
+    table = table_name(cls)
     for name, field in fields(cls).items():
         base = _base_type(field.type)
-        flag = "--" + name.replace("_", "-")
+        flag = "--" + keys.get((table, name), name).replace("_", "-")
         text = f"{field.metadata.get(_HELP, '')} [{field.default!r}]"
         if base is bool:
             out.append(click.Option([f"{flag}/--no-{flag[2:]}"], default=None, help=text))
@@ -145,10 +174,12 @@ def build(cls: type[T], values: dict[str, Any], origins: dict[str, str]) -> T:
 
 def read_tables(tables: list[type], sources: list[tuple[Path, dict[str, Any], str]],
                 env: Callable[[str], str | None], pairs: dict[str, tuple[Any, str]],
-                where: Callable[[Path, str, str, str], str]) -> tuple[dict[str, Any], dict[str, str]]:
+                where: Callable[[Path, str, str, str], str],
+                keys: dict[tuple[str, str], str]) -> tuple[dict[str, Any], dict[str, str]]:
     """Every table's object from its TOML tables (``sources``: path, parsed, text; later
-    wins), ``KERNELOPT_<NAME>`` and ``pairs`` (``-o`` keys and flags: name -> (value, origin),
-    already in precedence order). Returns (table name -> object, "table.key" -> origin)."""
+    wins), ``KERNELOPT_<KEY>`` and ``pairs`` (``-o`` keys and flags: key or "table.field" ->
+    (value, origin), already in precedence order; ``keys`` from ``option_keys``). Returns
+    (table name -> object, "table.field" -> origin)."""
     objects: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for cls in tables:
@@ -169,13 +200,15 @@ def read_tables(tables: list[type], sources: list[tuple[Path, dict[str, Any], st
                 mine[key] = where(path, text, key, table)
                 values[key] = coerce(cls, key, value, mine[key])
         for key in known:
-            variable = f"KERNELOPT_{key.upper()}"
+            public = keys.get((table, key), key)
+            variable = f"KERNELOPT_{public.upper()}"
             raw = env(variable)
             if raw:
                 values[key] = coerce(cls, key, raw, f"environment variable {variable}")
                 mine[key] = f"env {variable}"
-            if key in pairs:
-                value, origin = pairs[key]
+            given = [v for k, v in pairs.items() if k in (public, f"{table}.{key}")]
+            if given:  # both forms given: the later one (pairs are in precedence order)
+                value, origin = given[-1]
                 values[key] = coerce(cls, key, value, origin)
                 mine[key] = origin
         objects[table] = build(cls, values, mine)

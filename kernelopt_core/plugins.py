@@ -66,6 +66,7 @@ class PluginInfo:
     error: str | None = None
     hint: str | None = None
     provides: dict[str, list[str]] = attrs.field(factory=dict)
+    notes: list[str] = attrs.field(factory=list)  # not faults: e.g. a namespaced option key
 
     @property
     def label(self) -> str:
@@ -288,48 +289,52 @@ class PluginHost:
         return out
 
     def option_tables(self) -> list[type]:
-        """Every plugin's option classes (``kernelopt_option_tables``), registration order; a
-        class whose table or field names another plugin's already has is reported and left
-        out (one namespace for flags, variables and ``-o`` keys). Two plugins may share an
-        option of the same type and default (``top``: the Triton models' kernels, llama.cpp's
-        ops): one flag then sets both tables. Collected once per host."""
+        """Every plugin's option classes (``kernelopt_option_tables``), registration order. A
+        table name another plugin already has is reported and the table left out; an option
+        whose name is taken gets a key namespaced by its table (``options.option_keys``:
+        ``--maxlines-model``), noted on the plugin. Two plugins may share an option of the
+        same type and default (``top``: the Triton models' kernels, llama.cpp's ops): one flag
+        then sets both tables. Collected once per host."""
         if self._tables is not None:
             return self._tables
-        from kernelopt_core.options import fields, table_name
+        from kernelopt_core.options import option_keys, table_name
         from kernelopt_core.settings import FIELDS
 
         tables: list[type] = []
-        declared: dict[str, attrs.Attribute] = {}  # plugin options so far: name -> field
-        seen: set[str] = set()
+        owners: dict[str, str] = {}  # table -> plugin
         for impl in self.pm.hook.kernelopt_option_tables.get_hookimpls():
             try:
                 offered: list[type] = list(impl.function() or [])  # type: ignore[call-overload]
                 for cls in offered:
-                    table, mine = table_name(cls), fields(cls)
-                    clash = sorted(set(mine) & set(FIELDS)) + sorted(
-                        k for k, f in mine.items() if k in declared and not _same(f, declared[k]))
-                    if clash or table in seen:
-                        self._blame(impl.plugin_name, f"option table [{table}]: "
-                                    f"{', '.join(clash or [table])} already taken by kernelopt "
-                                    "or another plugin; not added")
+                    table = table_name(cls)
+                    if table in owners:
+                        self._blame(impl.plugin_name, f"option table [{table}] is already "
+                                    f"plugin {owners[table]}'s; not added")
                         continue
                     tables.append(cls)
-                    declared.update(mine)
-                    seen.add(table)
+                    owners[table] = impl.plugin_name
             except (Exception, SystemExit) as exc:
                 self._blame(impl.plugin_name,
                             f"kernelopt_option_tables raised {type(exc).__name__}: {exc}")
+        for (table, name), key in option_keys(tables, FIELDS).items():
+            info = self.infos.get(owners[table])
+            if key != name and info is not None:
+                info.notes.append(f"option `{name}` of [{table}] is --{key.replace('_', '-')}, "
+                                  f"KERNELOPT_{key.upper()}, -o {key}= (`{name}` is taken)")
         self._tables = tables
         return tables
 
     def run_options(self, taken: set[str]) -> list[Any]:
         """The option tables' flags for ``run`` (see ``kernelopt_option_tables``); a flag a
         command already has (``--model`` of a plugin command) is left to the command."""
-        from kernelopt_core.options import click_options
+        from kernelopt_core.options import click_options, option_keys
+        from kernelopt_core.settings import FIELDS
 
         options: list[Any] = []
-        for cls in self.option_tables():
-            for option in click_options(cls):
+        tables = self.option_tables()
+        keys = option_keys(tables, FIELDS)
+        for cls in tables:
+            for option in click_options(cls, keys):
                 if option.name in taken or set(option.opts) & taken:
                     continue
                 taken |= set(option.opts) | {option.name}
@@ -361,11 +366,6 @@ def _shared(a: list[str], b: list[str]) -> int:
             break
         count += 1
     return count
-
-
-def _same(a: attrs.Attribute, b: attrs.Attribute) -> bool:
-    """Two plugins' options one flag may set: the same type and default."""
-    return bool(a.type == b.type and a.default == b.default)
 
 
 def _version(dist: str) -> str:

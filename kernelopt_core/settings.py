@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import attrs
 
 from kernelopt_core.errors import UsageError
-from kernelopt_core.options import convert, read_tables, table_name
+from kernelopt_core.options import convert, option_keys, read_tables, table_name
 
 T = TypeVar("T")
 
@@ -222,16 +222,19 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
     if os.environ.get("KERNELOPT_HOME") and flags.get("state_root") is None:
         values["state_root"] = Path(os.environ["KERNELOPT_HOME"])
         origins["state_root"] = "env KERNELOPT_HOME"
-    declared = set().union(*plugin_keys.values()) if plugin_keys else set()
+    keys = option_keys(tables, FIELDS)
+    declared = {*keys.values(), *(f"{table}.{name}" for table, name in keys)}
     pairs: dict[str, tuple[Any, str]] = {}  # plugin options from -o, then flags (later wins)
     for pair in flags.get("option") or ():
         key, sep, value = pair.partition("=")
-        key = key.strip().replace("-", "_")
+        table, dot, name = key.strip().rpartition(".")
+        key = table + dot + name.replace("-", "_")
         if not sep or not key:
             raise UsageError(f"-o {pair!r} is not KEY=VALUE", hint="e.g. -o op=SOFT_MAX")
         if key not in declared:
             raise UsageError(f"-o {pair!r}: no installed plugin has an option `{key}`",
-                             hint=f"options: {', '.join(sorted(declared)) or 'none'}")
+                             hint=f"options: {', '.join(sorted(set(keys.values()))) or 'none'} "
+                                  "(each also as TABLE.NAME)")
         pairs[key] = (value, f"-o {key}")
     for name, value in flags.items():
         if value is None or value == () or name == "option":  # not given on the command line
@@ -241,7 +244,7 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
             continue
         values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
         origins[name] = "flag"
-    objects, table_origins = read_tables(list(tables), sources, env, pairs, where)
+    objects, table_origins = read_tables(list(tables), sources, env, pairs, where, keys)
     settings = Settings(**values, origins={**origins, **table_origins}, dotenv=dotenv,
                         tables=objects)
     if not settings.state_root.is_absolute():

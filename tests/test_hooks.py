@@ -311,17 +311,20 @@ class ChunkyOptions:
 @option_table("clashing")
 @attrs.frozen
 class ClashingOptions:
-    gamma: float = option(1.5, "clashes with the core's --gamma")
+    gamma: float = option(1.5, "clashes with the core's own")
 
 
 def test_kernelopt_option_tables(chunk_project, monkeypatch) -> None:
     """One declaration: a flag, a key in the plugin's own kernelopt.toml table, a variable and
-    -o, coerced and validated; a clash with a core flag is reported on the plugin."""
+    -o, coerced and validated; an option named like a core setting is namespaced by its
+    table, noted on the plugin."""
     seen: list = []
+    gammas: list = []  # (the core's gamma, [clashing]'s)
 
     class Recording(ScriptedBackend):
         def discover(self, path, settings):
             seen.append((settings.section(ChunkyOptions), dict(settings.origins)))
+            gammas.append((settings.gamma, settings.section(ClashingOptions).gamma))
             raise UsageError("stop here")
 
     class Plugin:
@@ -377,12 +380,26 @@ def test_kernelopt_option_tables(chunk_project, monkeypatch) -> None:
         bad = run(toml="\n[options]\nop = \"X\"\n")
         assert isinstance(bad.exception, UsageError) and "[options]" in str(bad.exception)
         assert CliRunner().invoke(cli, ["run", str(chunk_project), "--mode", "c"]).exit_code == 2
-        # a clash with a core flag: reported, not added
+        # a clash with a core flag: the plugin's option is namespaced by its table, noted on
+        # the plugin (not a fault), and the core's --gamma stays the core's
         info = next(i for i in cli.host.plugin_infos() if i.name == "test-plugin-0")
-        assert "gamma already taken" in (info.error or "")
+        assert info.error is None
+        assert info.notes == ["option `gamma` of [clashing] is --clashing-gamma, "
+                              "KERNELOPT_CLASHING_GAMMA, -o clashing_gamma= (`gamma` is taken)"]
         help_text = CliRunner().invoke(cli, ["run", "--help"]).output
         assert "--op" in help_text and "--no-fast" in help_text and help_text.count("--gamma") == 1
-        assert "gamma already taken" in CliRunner().invoke(cli, ["plugins"]).output
+        assert "--clashing-gamma" in help_text
+        listed = CliRunner().invoke(cli, ["plugins"])
+        assert "--clashing-gamma" in listed.output and "FAILED" not in listed.output
+        for args, want in ((("--clashing-gamma", "2.5"), 2.5), (("-o", "clashing_gamma=3"), 3.0),
+                           (("-o", "clashing.gamma=4", "--clashing-gamma", "5"), 5.0)):
+            gammas.clear()
+            run(*args)
+            assert gammas and gammas[0][1] == want and gammas[0][0] != want, args
+        monkeypatch.setenv("KERNELOPT_CLASHING_GAMMA", "6")
+        gammas.clear()
+        run()
+        assert gammas[0][1] == 6.0
     finally:
         cli.host = None
         (chunk_project / "kernelopt.toml").write_text(base_toml)
@@ -402,12 +419,14 @@ class DifferingOptions:
 
 def test_two_plugins_share_an_option_of_the_same_type_and_default(chunk_project) -> None:
     """--top of a Triton model and of a llama.cpp model: one flag sets both tables; an option
-    of the same name but another default is a clash, reported on its plugin."""
+    of the same name but another default gets its table's name (--differing-top), noted on
+    its plugin."""
     seen: list = []
 
     class Recording(ScriptedBackend):
         def discover(self, path, settings):
-            seen.append((settings.section(ChunkyOptions), settings.section(SharingOptions)))
+            seen.append((settings.section(ChunkyOptions), settings.section(SharingOptions),
+                         settings.section(DifferingOptions)))
             raise UsageError("stop here")
 
     class First:
@@ -426,12 +445,13 @@ def test_two_plugins_share_an_option_of_the_same_type_and_default(chunk_project)
 
     cli.host = plugin_host(First(), Second())
     try:
-        CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted", "--top", "4"],
-                           standalone_mode=False)
-        assert seen == [(ChunkyOptions(top=4), SharingOptions(top=4))]
+        CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted", "--top", "4",
+                                 "--differing-top", "9"], standalone_mode=False)
+        assert seen == [(ChunkyOptions(top=4), SharingOptions(top=4), DifferingOptions(top=9))]
         info = next(i for i in cli.host.plugin_infos() if i.name == "test-plugin-1")
-        assert "[differing]: top already taken" in (info.error or "")
-        assert CliRunner().invoke(cli, ["run", "--help"]).output.count("--top") == 1
+        assert info.error is None and "--differing-top" in info.notes[0]
+        help_text = CliRunner().invoke(cli, ["run", "--help"]).output
+        assert help_text.count("--top ") == 1 and help_text.count("--differing-top") == 1
     finally:
         cli.host = None
 
