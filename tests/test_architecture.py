@@ -4,6 +4,8 @@ core has no import cycle, and every public name is documented."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from pathlib import Path
 
 from kernelopt_core import api
@@ -60,26 +62,78 @@ def test_the_core_has_no_import_cycle() -> None:
         modules[name] = path
     graph = {name: {m for _l, m in _imports(path, module_level=True) if m in modules and m != name}
              for name, path in modules.items()}
-    # a depth-first search for a back edge
-    state: dict[str, int] = {}
-    stack: list[str] = []
+    cycles = _cycles(graph)
+    assert not cycles, "\n".join(" -> ".join(cycle) for cycle in cycles)
 
-    def visit(node: str) -> list[str] | None:
+
+def _cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """A depth-first search: the cycle each back edge closes (none: no cycle), as a path that
+    ends where it starts."""
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
         state[node] = 1
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt not in state and (cycle := visit(nxt)):
-                return cycle
+                found.append([*stack[stack.index(nxt):], nxt])
+            elif nxt not in state:
+                visit(nxt)
         stack.pop()
         state[node] = 2
-        return None
 
     for name in sorted(graph):
         if name not in state:
-            cycle = visit(name)
-            assert cycle is None, " -> ".join(cycle)
+            visit(name)
+    return found
+
+
+def _sibling_imports(package: Path) -> dict[str, dict[str, int]]:
+    """module -> {module of the same package it imports: line} for one package, every import
+    counted: module level, TYPE_CHECKING and function-local ones (a local import that hides a
+    cycle is still one)."""
+    paths = {".".join(p.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in package.rglob("*.py")}
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in paths.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]  # its __package__
+        edges: dict[str, int] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level:  # relative: from its package, one level up per extra dot
+                    parent = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                    module = f"{parent}.{module}" if module else parent
+                # `from pkg import mod` imports the module mod; `from mod import name`, mod
+                targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in paths else module
+                           for a in node.names]
+            else:
+                continue
+            for target in targets:
+                if target in paths and target != name:
+                    edges.setdefault(target, node.lineno)
+        graph[name] = edges
+    return graph
+
+
+def test_plugin_packages_have_no_import_cycle() -> None:
+    """Built-in plugins follow the core's rule (issue 35), read from the source (nothing
+    imported): within each package no module imports, even locally or for types only, one that
+    imports it back."""
+    packages = sorted(p.parent for p in REPO.glob("plugins/kernelopt_*/kernelopt_*/__init__.py"))
+    assert len(packages) >= 5
+    found = []
+    for package in packages:
+        graph = _sibling_imports(package)
+        for cycle in _cycles(graph):
+            steps = [f"{a}:{graph[a][b]}" for a, b in pairwise(cycle)]
+            found.append(" -> ".join([*steps, cycle[-1]]))
+    assert not found, ("import cycles in plugin packages (module:line of each import):\n"
+                       + "\n".join(found))
 
 
 def test_every_public_name_is_documented() -> None:

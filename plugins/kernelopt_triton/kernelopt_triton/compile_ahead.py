@@ -34,6 +34,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernelopt_triton.loading import DeadlinePassed, deadline, load, module_name
+
 NO_DEADLINE_S = 600.0  # a wait is never unbounded
 
 # torch operations allowed on device tensors while compiling ahead: allocation, views and
@@ -142,8 +144,6 @@ class CompileAhead:
         """``variants``: (file, module role, its text), the files written. Returns how many
         compiled ahead, how many were stuck at the deadline, and why others were left to the
         sweep."""
-        from kernelopt_triton.harness import DeadlinePassed, deadline, load, module_name
-
         try:
             from triton.runtime._async_compile import AsyncCompileMode, active_mode
         except ImportError:  # an older Triton: the sweep compiles under the lock, as before

@@ -17,27 +17,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import importlib.util
 import json
 import math
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kernelopt_triton.compile_ahead import CompileAhead
 from kernelopt_triton.convention import REQUIRED_FUNCTIONS, REQUIRED_NAMES
+from kernelopt_triton.loading import ConventionError, DeadlinePassed, deadline, load, module_name
 from kernelopt_triton.timing import Timer
-
-if TYPE_CHECKING:
-    from kernelopt_triton.compile_ahead import CompileAhead
 
 # Captured before any kernel file is imported: a candidate that patches the clock patches a
 # copy we never read.
@@ -62,10 +58,6 @@ ALLOWED_CALLS = {
     "chunk", "unbind", "zero_", "fill_", "zeros", "zeros_like", "full", "full_like", "new_zeros",
     "new_full", "ones", "ones_like", "new_ones",
 }
-
-
-class ConventionError(Exception):
-    """The kernel file does not follow the convention (exit 2)."""
 
 
 class Mismatch(Exception):
@@ -95,27 +87,6 @@ def setup_device() -> tuple[Any, str, bool]:
 
         patch_interpreter()
     return torch, ("cpu" if interpreted else "cuda"), interpreted
-
-
-def module_name(path: Path, role: str) -> str:
-    """The unique module name a kernel file is imported under (``load``)."""
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
-    return f"kernelopt_kernel_{role}_{path.stem}_{digest}"
-
-
-def load(path: Path, role: str) -> ModuleType:
-    """Import a kernel file by path under a unique module name (no bytecode written)."""
-    sys.dont_write_bytecode = True  # keep the workspace's source tree clean
-    name = module_name(path, role)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConventionError(f"{path}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # triton's jit and dataclasses look modules up by name
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))  # sibling helper modules
-    spec.loader.exec_module(module)
-    return module
 
 
 def contract(module: ModuleType, path: Path) -> dict[str, Any]:
@@ -432,8 +403,6 @@ class Session:
         self._forget_ahead()
         if self.interpreted:  # the interpreter compiles nothing
             return {"compiled": 0, "stuck": 0}
-        from kernelopt_triton.compile_ahead import CompileAhead
-
         self.ahead = CompileAhead()
         self.ahead_dir = Path(tempfile.mkdtemp(prefix="kernelopt-ahead-"))
         variants = self._variants(self.ahead_dir, configs, "ahead")
@@ -522,30 +491,6 @@ def _remove_dir(directory: Path) -> None:
     shutil.rmtree(directory, ignore_errors=True)
     if str(directory) in sys.path:
         sys.path.remove(str(directory))
-
-
-class DeadlinePassed(BaseException):  # not an Exception: no kernel-file handler swallows it
-    pass
-
-
-@contextlib.contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
-    """SIGALRM after ``seconds``: raised where Python regains control (between compile stages,
-    in the wait for ptxas), so a configuration compiling for minutes fails on its own."""
-    if not seconds or seconds <= 0 or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def expire(_signum: int, _frame: object) -> None:
-        raise DeadlinePassed(f"took longer than {seconds:g} s (compile, check and timing)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _narrow(torch: Any, args: list[Any], work: float) -> list[Any]:

@@ -30,8 +30,9 @@ from kernelopt_core.api import (
     run_process,
 )
 from kernelopt_triton import inductor_rules
+from kernelopt_triton.backend import TritonBackend, require_prerequisites
 from kernelopt_triton.inductor_parse import parse_kernel_source
-from kernelopt_triton.plugin import TritonBackend, TritonOptions, require_prerequisites
+from kernelopt_triton.options import TritonOptions
 
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
 CAPTURE_TIMEOUT_S = 1800.0

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from kernelopt_triton.plugin import gpu_device
+from kernelopt_triton.backend import gpu_device
 
 if gpu_device() is None:
     # Triton reads TRITON_INTERPRET when it decorates a kernel: set it before any test module

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from kernelopt_triton import convention
-from kernelopt_triton.plugin import TritonBackend, require_prerequisites
+from kernelopt_triton.backend import TritonBackend, require_prerequisites
 from kernelopt_triton_testpaths import EXAMPLES
 
 from kernelopt_core.errors import EXIT_PREREQUISITE, PrerequisiteError, UsageError

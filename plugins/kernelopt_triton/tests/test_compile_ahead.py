@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kernelopt_triton.plugin import TritonBackend, gpu_device
+from kernelopt_triton.backend import TritonBackend, gpu_device
 from kernelopt_triton_testpaths import EXAMPLES
 
 from kernelopt_core.journal import Journal

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from kernelopt_triton.backend import TritonBackend
 from kernelopt_triton.models import InductorBackend
-from kernelopt_triton.plugin import TritonBackend
 
 REPO = Path(__file__).resolve().parents[3]
 

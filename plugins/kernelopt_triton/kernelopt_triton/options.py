@@ -1,0 +1,21 @@
+"""``[triton]`` in kernelopt.toml: the option table both backends read (backend.py's
+``triton``, models.py's ``inductor``)."""
+
+from __future__ import annotations
+
+import attrs
+
+from kernelopt_core.api import option, option_table
+
+
+@option_table("triton")
+@attrs.frozen
+class TritonOptions:
+    """``[triton]`` in kernelopt.toml; ``--top`` (shared with kernelopt-llamacpp's table: the
+    same type and default, one flag), ``--kernel``."""
+
+    top: int = option(1, "A model (a Triton model file; a llama.cpp tree with --e2e or "
+                      "--e2e-model and no --op): optimize its K kernels (ops) with the largest "
+                      "share of GPU time.", validator=attrs.validators.ge(1))
+    kernel: str | None = option(None, "Model files: optimize this kernel (a name from "
+                                "ranking.txt).")
