@@ -174,7 +174,8 @@ class Profiler(Protocol):
 
     def parse(self, out_dir: Path) -> dict[str, Any]:
         """The raw output read back: ``{"tool": NAME, "kernels": [KernelProfile.to_json(),
-        ...]}`` (docs/plugins.md, "Profilers"), or ``{"error": ...}``."""
+        ...]}`` and, optionally, ``"columns"``: the table columns of its own metrics
+        (MetricColumn or its JSON; docs/plugins.md, "Profilers"), or ``{"error": ...}``."""
 
 
 @attrs.frozen

@@ -40,6 +40,51 @@ class KernelProfile:
                 "metrics": {k: round(v, 4) for k, v in sorted(self.metrics.items())}}
 
 
+def _formats_a_number(_instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{attribute.name} {value!r} is not a format string")
+    try:
+        value.format(1.5)
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"{attribute.name} {value!r} does not format a number: {exc}") from exc
+
+
+_TEXT = attrs.validators.and_(attrs.validators.instance_of(str), attrs.validators.min_len(1))
+
+
+@attrs.frozen
+class MetricColumn:
+    """A column of the per-kernel table (report.md, ``kernelopt profile``) that a profiler
+    declares in ``parse``'s ``"columns"``: each kernel's ``metrics[metric]`` times ``scale``,
+    through ``fmt``; a kernel without that metric shows as missing. As JSON (how it is
+    journaled): ``{"header", "metric", "scale", "fmt"}``."""
+
+    header: str = attrs.field(validator=_TEXT)
+    metric: str = attrs.field(validator=_TEXT)
+    scale: float = attrs.field(default=1.0, converter=float)
+    fmt: str = attrs.field(default="{:.1f}", validator=_formats_a_number)
+
+    def to_json(self) -> dict[str, object]:
+        return {"header": self.header, "metric": self.metric, "scale": self.scale,
+                "fmt": self.fmt}
+
+    @classmethod
+    def of(cls, value: object) -> MetricColumn:
+        """A declared column: a MetricColumn, its JSON, or ``(header, metric[, scale[, fmt]])``;
+        ValueError naming what is wrong with anything else."""
+        if isinstance(value, MetricColumn):
+            return value
+        try:
+            if isinstance(value, dict):
+                return cls(**value)
+            if isinstance(value, (list, tuple)) and 2 <= len(value) <= 4:
+                return cls(*value)
+        except (TypeError, ValueError) as exc:  # attrs' TypeError: (message, attribute, ...)
+            raise ValueError(f"column {value!r}: {exc.args[0] if exc.args else exc}") from exc
+        raise ValueError(f"column {value!r}: not a MetricColumn, its JSON or "
+                         "(header, metric, scale, fmt)")
+
+
 def number(text: str | None) -> float | None:
     """A tool's printed number ("12,800", "1.5", "n/a" → None)."""
     try:

@@ -5,13 +5,18 @@ A profiler's ``parse`` gives kernels (profile_parsers.KernelProfile as JSON). Th
 kernels are those defined in its editable files (``__global__`` functions, ``@triton.jit``
 functions); every other kernel the bench launched (input fills, cache flushes, the library's
 and the harness's own) is shown apart, so a metric is never summed across kernels.
+The table's columns are ncu's, or any other profiler's time and share then the metric columns
+its ``parse`` declared (profile_parsers.MetricColumn); a metric a kernel lacks shows as
+missing, never as 0.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
+
+from kernelopt_core.profile_parsers import DURATION, MetricColumn
 
 _DEFINITIONS = (
     # CUDA/HIP: __global__ [void] [__launch_bounds__(...)] [void] NAME [<...>] (
@@ -49,7 +54,9 @@ def is_target(kernel: str, names: Iterable[str]) -> bool:
 def annotate(parsed: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     """The profiler's kernels marked target or not (``file``: where the target's is defined),
     with their share of the profiled device time. A metric stays the kernel's own: none is
-    summed across kernels."""
+    summed across kernels. The columns ``parse`` declared, as JSON (they are journaled with
+    the kernels); ValueError naming a malformed one."""
+    columns = [c.to_json() for c in declared(parsed)]
     kernels = [dict(k) for k in parsed.get("kernels", [])]
     total = sum(float(k.get("total_us", 0.0)) for k in kernels) or 1.0
     for k in kernels:
@@ -58,21 +65,56 @@ def annotate(parsed: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
         if defined:
             k["file"] = names[defined[0]]
         k["share_pct"] = round(100.0 * float(k.get("total_us", 0.0)) / total, 2)
-    return {**parsed, "kernels": kernels, "target_kernels": sorted(names)}
+    return {**parsed, "kernels": kernels, "target_kernels": sorted(names),
+            **({"columns": columns} if columns else {})}
 
 
-# the table's columns: (header, metric, scale, format)
-COLUMNS = (
-    ("µs/launch", "gpu__time_duration.sum.us", 1.0, "{:.2f}"),
-    ("DRAM read MB", "dram__bytes_read.sum", 1e-6, "{:.1f}"),
-    ("DRAM write MB", "dram__bytes_write.sum", 1e-6, "{:.1f}"),
-    ("DRAM % peak", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", 1.0, "{:.1f}"),
-    ("SM % peak", "sm__throughput.avg.pct_of_peak_sustained_elapsed", 1.0, "{:.1f}"),
-    ("occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active", 1.0, "{:.1f}"),
-    ("regs/thread", "launch__registers_per_thread", 1.0, "{:.0f}"),
-    ("smem/block B", "launch__shared_mem_per_block", 1.0, "{:.0f}"),
+SHARED_MEM = "launch__shared_mem_per_block"  # ncu reads it as _static and _dynamic
+# ncu's table (its default: ncu declares no columns, and profiles recorded before profilers
+# could declare any have none)
+NCU_COLUMNS = (
+    MetricColumn("µs/launch", DURATION, 1.0, "{:.2f}"),
+    MetricColumn("DRAM read MB", "dram__bytes_read.sum", 1e-6, "{:.1f}"),
+    MetricColumn("DRAM write MB", "dram__bytes_write.sum", 1e-6, "{:.1f}"),
+    MetricColumn("DRAM % peak", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+    MetricColumn("SM % peak", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+    MetricColumn("occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active"),
+    MetricColumn("regs/thread", "launch__registers_per_thread", 1.0, "{:.0f}"),
+    MetricColumn("smem/block B", SHARED_MEM, 1.0, "{:.0f}"),
 )
+# any other profiler's, before the columns it declares: what every KernelProfile has
+BASE_COLUMNS = (MetricColumn("µs/launch", "mean_us", 1.0, "{:.2f}"),
+                MetricColumn("share %", "share_pct", 1.0, "{:.1f}"))
+# a column's metric the kernel's metrics lack, read from the record itself
+_RECORD = {"mean_us": "mean_us", "total_us": "total_us", "share_pct": "share_pct",
+           DURATION: "mean_us"}
+MISSING = "—"  # a metric the kernel lacks: never shown as 0
 _STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio")
+
+
+def declared(parsed: dict[str, Any]) -> list[MetricColumn]:
+    """The columns ``parse`` declared (``"columns"``: MetricColumns, their JSON or tuples);
+    ValueError naming a malformed one."""
+    raw = parsed.get("columns") or []
+    if not isinstance(raw, (list, tuple)):
+        raise ValueError(f"columns: a list of columns, not {type(raw).__name__}")
+    return [MetricColumn.of(c) for c in raw]
+
+
+def layout(profile: dict[str, Any]) -> tuple[list[MetricColumn], bool]:
+    """The profile's columns after profile, kernel and launches: ncu's, or µs/launch and share
+    of device time; then those its profiler declared. And whether ncu's top stalls follow."""
+    ncu = profile.get("tool") == "ncu"
+    columns = list(NCU_COLUMNS if ncu else BASE_COLUMNS)
+    raw = profile.get("columns")
+    for entry in raw if isinstance(raw, list) else []:
+        try:  # checked when recorded (annotate); a journal edited since costs a column, not the report
+            column = MetricColumn.of(entry)
+        except ValueError:
+            continue
+        if column.header not in {c.header for c in columns}:  # one column per header
+            columns.append(column)
+    return columns, ncu
 
 
 def stalls(metrics: dict[str, float], top: int = 3) -> list[tuple[str, float]]:
@@ -83,25 +125,47 @@ def stalls(metrics: dict[str, float], top: int = 3) -> list[tuple[str, float]]:
                   key=lambda rv: -rv[1])[:top]
 
 
-def _cells(kernel: dict[str, Any]) -> list[str]:
-    metrics = dict(kernel.get("metrics", {}))
-    metrics["launch__shared_mem_per_block"] = sum(
-        metrics.get(f"launch__shared_mem_per_block_{kind}", 0.0) for kind in ("static", "dynamic"))
+def value(kernel: dict[str, Any], metric: str) -> float | None:
+    """The kernel's ``metric`` (per launch), None when the profiler did not measure it: never
+    0 in its place. ncu's shared memory is the static and the dynamic, whichever were read."""
+    metrics = kernel.get("metrics") or {}
+    if metric == SHARED_MEM and metric not in metrics:
+        parts = [metrics.get(f"{SHARED_MEM}_{kind}") for kind in ("static", "dynamic")]
+        found = [v for v in parts if _number(v)]
+        return float(sum(found)) if found else None
+    got = metrics.get(metric)
+    if not _number(got) and metric in _RECORD:
+        got = kernel.get(_RECORD[metric])
+    return float(got) if _number(got) else None
+
+
+def _number(v: object) -> TypeGuard[float]:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _cells(kernel: dict[str, Any], columns: list[MetricColumn], with_stalls: bool) -> list[str]:
     cells = []
-    for _header, key, scale, fmt in COLUMNS:
-        value = metrics.get(key)
-        if key == "gpu__time_duration.sum.us" and value is None:
-            value = kernel.get("mean_us")
-        cells.append(fmt.format(value * scale) if isinstance(value, (int, float)) else "–")
-    top = stalls(metrics)
-    cells.append(", ".join(f"{r} {v:.1f}" for r, v in top) or "–")
+    for column in columns:
+        v = value(kernel, column.metric)
+        cells.append(MISSING if v is None else column.fmt.format(v * column.scale))
+    if with_stalls:
+        top = stalls(dict(kernel.get("metrics") or {}))
+        cells.append(", ".join(f"{r} {v:.1f}" for r, v in top) or MISSING)
     return cells
 
 
 def kernel_table(profiles: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """Markdown: each labelled profile's target kernels (every kernel when none is the
-    target's), then one line for the kernels shown apart."""
-    header = ["profile", "kernel", "launches", *(c[0] for c in COLUMNS), "top stalls"]
+    target's), then one line for the kernels shown apart. The columns: each profile's
+    (``layout``), the first of a header kept."""
+    columns: list[MetricColumn] = []
+    with_stalls = False
+    for _label, profile in profiles:
+        its, ncu = layout(profile)
+        columns += [c for c in its if c.header not in {k.header for k in columns}]
+        with_stalls = with_stalls or ncu
+    header = ["profile", "kernel", "launches", *(c.header.replace("|", "\\|") for c in columns),
+              *(["top stalls"] if with_stalls else [])]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     apart = []
     for label, profile in profiles:
@@ -110,7 +174,7 @@ def kernel_table(profiles: list[tuple[str, dict[str, Any]]]) -> list[str]:
         for k in mine:
             name = str(k.get("name", "?"))
             lines.append("| " + " | ".join([label, f"`{name[:60]}`", str(k.get("launches", "?")),
-                                            *_cells(k)]) + " |")
+                                            *_cells(k, columns, with_stalls)]) + " |")
         others = [k for k in kernels if k not in mine]
         if others:
             us = sum(float(k.get("total_us", 0.0)) for k in others)

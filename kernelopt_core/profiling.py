@@ -75,13 +75,14 @@ class Profiling:
         else:
             # the target's kernels: those its editable files define (not its test's or
             # bench's, e.g. an input fill in the bench program)
-            editable = {k: v for k, v in files.items() if k in self.target.editable}
+            names = kernel_names({k: v for k, v in files.items() if k in self.target.editable})
             try:
                 parsed = self.profiler.parse(out_dir)
+                # annotate reads what parse gave (its kernels, the columns it declared): a
+                # malformed one is the profiler's failure too
+                metrics = annotate(parsed, names) if "error" not in parsed else parsed
             except Exception as exc:  # a profiler's reader that breaks is its own failure
-                parsed = {"error": f"{self.name}'s parse failed: {type(exc).__name__}: {exc}"}
-            metrics = annotate(parsed, kernel_names(editable)) if "error" not in parsed \
-                else parsed
+                metrics = {"error": f"{self.name}'s parse failed: {type(exc).__name__}: {exc}"}
         self.journal.write("profile", profiler=self.name, tree=label, program=program,
                            metrics=metrics, **event)
         return metrics

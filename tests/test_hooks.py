@@ -182,8 +182,11 @@ def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -
 
             recorded = (Path(__file__).parent / "fixtures" / "profilers"
                         / "ncu-multikernel.csv").read_text()
-            return {"answer": int((out_dir / "p.txt").read_text()), "tool": "timer",
-                    "kernels": [k.to_json() for k in ncu_kernels(recorded)]}
+            answer = int((out_dir / "p.txt").read_text())
+            kernels = [k.to_json() for k in ncu_kernels(recorded)]
+            kernels[0]["metrics"]["timer.answer"] = answer  # its own metric, one kernel's
+            return {"answer": answer, "tool": "timer", "kernels": kernels,
+                    "columns": [{"header": "answer", "metric": "timer.answer", "fmt": "{:.0f}"}]}
 
     class Plugin:
         @hookimpl
@@ -207,6 +210,10 @@ def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -
     report = (outcome.run_dir / "report.md").read_text()
     assert "## Profile (timer, per launch)" in report
     assert "| baseline | `scale_add" in report and "| winner | `scale_add" in report
+    # its own column, after time and share; a kernel it did not measure shows as missing
+    assert "| launches | µs/launch | share % | answer |" in report
+    rows = [line for line in report.splitlines() if line.startswith("| baseline |")]
+    assert rows[0].endswith("| 7 |") and all(r.endswith("| — |") for r in rows[1:])
 
 
 def test_kernelopt_register_executors(tmp_path) -> None:
