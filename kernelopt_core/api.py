@@ -51,6 +51,7 @@ from kernelopt_core.hookspecs import (
     hookimpl,
 )
 from kernelopt_core.knobs import anchored_pattern, current_values, define_pattern, powers_around
+from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.llm_check import check_llm_provider
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import ANSI, BenchReading
@@ -58,7 +59,7 @@ from kernelopt_core.options import option, option_table
 from kernelopt_core.planners.base import PlanContext, Proposal, Screened
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
 from kernelopt_core.process import run as _run
-from kernelopt_core.profile_parsers import KernelProfile, ncu_kernels
+from kernelopt_core.profile_parsers import KernelProfile, MetricColumn, ncu_kernels
 from kernelopt_core.profiles import RecordedProfile, last_profile
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings, read_dotenv, read_toml, toml_line
@@ -75,8 +76,8 @@ __all__ = [
     "option", "option_table",
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
-    "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "EventLog", "KernelProfile", "ncu_kernels",
-    "RecordedProfile", "last_profile",
+    "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "EventLog",
+    "KernelProfile", "MetricColumn", "ncu_kernels", "RecordedProfile", "last_profile",
     # errors and exit codes
     "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "BenchFailed",
     "PlannerError",
@@ -85,7 +86,7 @@ __all__ = [
     # the backend kit
     "run_process", "run_on_gpu", "gpu_lock", "ProcessResult", "OUTPUT_CAP", "cmake_commands",
     "needs_configure",
-    "define_pattern", "powers_around", "current_values", "anchored_pattern",
+    "define_pattern", "powers_around", "current_values", "anchored_pattern", "apply_knobs",
     "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command", "repo_path",
     # a plugin command's output, through the one UI; the LLM setting checked

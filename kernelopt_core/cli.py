@@ -393,5 +393,7 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # -m: run the module the commands import, whose classes they know
+    import kernelopt_core.cli
+
+    kernelopt_core.cli.main()

@@ -15,6 +15,14 @@ there in any test run, no conftest line needed.
   without any descriptor.
 * ``git_repo(path)``: make ``path`` a git repository with a commit, a staged change, an
   unstaged change and a stash, to prove that nothing of the user's is ever written.
+* ``run_kernelopt(*args, cwd=...)``: the real ``kernelopt`` CLI in a child process, as a user
+  runs it (every installed plugin loaded from its entry point); ``last_summary(state_root)``:
+  the newest run's summary.json.
+* ``settings_with(*options)``: a ``Settings`` holding plugins' option objects, as a run would
+  hand them to a plugin (``settings.section(MyOptions)``).
+* ``ScriptedLLMServer``: a real OpenAI-compatible HTTP server replaying scripted replies.
+
+Install it with ``pip install kernelopt[testing]`` (pytest).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,6 +184,30 @@ class ScriptedBackendPlugin:
 def plugin_host(*plugins: object, autoload: bool = False) -> PluginHost:
     extra = [(f"test-plugin-{i}", p) for i, p in enumerate(plugins)]
     return PluginHost(autoload=autoload, disabled=(), strict=False, extra=extra)
+
+
+def run_kernelopt(*args: str | Path, cwd: Path, env: dict[str, str] | None = None,
+                  timeout_s: float = 600.0) -> process.ProcessResult:
+    """``kernelopt ARGS`` in a child process of this interpreter, from ``cwd`` (runs land in
+    ``cwd/.kernelopt`` unless ``--state-root`` is given; ``KERNELOPT_HOME`` is ignored)."""
+    argv = (sys.executable, "-m", "kernelopt_core.cli", *(str(a) for a in args))
+    return process.run(Command(argv, Path(cwd), env={"KERNELOPT_HOME": "", **(env or {})},
+                               timeout_s=timeout_s, label="kernelopt (test)"))
+
+
+def last_summary(state_root: Path) -> dict[str, Any]:
+    """The summary.json of the newest run under ``state_root`` (e.g. ``project/.kernelopt``)."""
+    runs = sorted((Path(state_root) / "runs").glob("*/summary.json"))
+    if not runs:
+        raise AssertionError(f"no finished run under {state_root}")
+    return dict(_json.loads(runs[-1].read_text()))
+
+
+def settings_with(*options: object) -> Settings:
+    """Default settings holding these plugins' option objects (``option_table`` classes)."""
+    from kernelopt_core.options import table_name
+
+    return Settings(tables={table_name(type(o)): o for o in options})
 
 
 def _git(cwd: Path, *args: str) -> str:
