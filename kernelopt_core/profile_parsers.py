@@ -25,9 +25,9 @@ import attrs
 
 @attrs.frozen
 class KernelProfile:
-    name: str
-    launches: int
-    total_us: float
+    name: str  # as the tool printed it (demangled is fine)
+    launches: int  # how often it ran in the profiled command
+    total_us: float  # its device time over all launches
     metrics: dict[str, float] = attrs.field(factory=dict)  # per launch
 
     @property

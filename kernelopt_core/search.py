@@ -18,14 +18,14 @@ import attrs
 
 @attrs.define(eq=False)
 class Node:
-    id: str
+    id: str  # the candidate's id ("c7"), "root" for the baseline
     edits: dict[str, bytes]  # full content of each changed file, relative to the baseline
-    knobs: dict[str, str] = attrs.field(factory=dict)
-    description: str = "baseline"
-    parent: str | None = None
+    knobs: dict[str, str] = attrs.field(factory=dict)  # its knob assignment (the baseline's values left out)
+    description: str = "baseline"  # the proposal's line
+    parent: str | None = None  # the node it was proposed from
     speedup: float = 1.0  # screen speedup over the baseline
-    visits: int = 0
-    exhausted: bool = False
+    visits: int = 0  # times the search expanded it
+    exhausted: bool = False  # its planner had nothing more to offer from it
 
 
 @attrs.define

@@ -38,43 +38,44 @@ CORE_SECTIONS = ("run", "gates")
 
 @attrs.define
 class Settings:
+    # runs, locks, caches; relative: to the working directory
     state_root: Path = attrs.field(factory=lambda: Path(".kernelopt"), converter=Path)
-    backend: str | None = None
-    target: str | None = None
-    planner: str | None = None
-    iterations: int = 40
-    patience: int = 12
-    target_speedup: float | None = None
-    budget_minutes: float | None = 30.0
+    backend: str | None = None  # None: the backend whose detect scores the path highest
+    target: str | None = None  # one target of several; None: each in turn
+    planner: str | None = None  # None: agents when an LLM is configured, else the tuner
+    iterations: int = 40  # candidates at most
+    patience: int = 12  # candidates without a better one before the search stops
+    target_speedup: float | None = None  # stop the search once the best reaches it
+    budget_minutes: float | None = 30.0  # the run's wall time
     budget_gpu_seconds: float | None = None  # GPU-lock seconds for the search
     screen_top: int = 3  # the tuner's best screened configurations sent through the gates
     screen_evaluations: int | None = None  # None: all of a grid <= 24, else a quarter (12..256)
     screen_gpu_seconds: float = 120.0  # GPU-lock seconds the tuner's screening may spend
     screen_config_timeout_s: float = 60.0  # one screened configuration: compile, check, time
-    plans: int = 1
-    beam: int = 4
-    gamma: float = 1.03
-    screen_runs: int = 3
-    final_rounds: int = 6
+    plans: int = 1  # proposals asked of the planner per step
+    beam: int = 4  # the search's beam width
+    gamma: float = 1.03  # the least speedup the screen and confirm gates call a win
+    screen_runs: int = 3  # screen gate: readings of each tree
+    final_rounds: int = 6  # confirm gate: interleaved baseline/candidate rounds
     worker_rounds: int = 20  # confirm rounds when both trees are served by bench workers
-    min_noise_pct: float = 1.0
+    min_noise_pct: float = 1.0  # confirm and engine gates: the noise floor never below it
     kappa: float = 1.3  # roofline: reject achieved bandwidth above kappa x measured peak
     peak_gbps: float | None = None  # override the measured peak bandwidth
     checksum_rtol: float = 1e-5  # shape gate: bench checksums must agree this closely
-    seeds: tuple[int, ...] = (1, 2, 3)
-    candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES
-    final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES
-    profiler: str | None = None
+    seeds: tuple[int, ...] = (1, 2, 3)  # correctness: each seed's fresh inputs
+    candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES  # [gates] candidate
+    final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES  # [gates] final
+    profiler: str | None = None  # profile the baseline and the winner with it
     model_check: bool = True  # after a model's kernels: the whole model every way (model_check.py)
     candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
     run_id: str | None = None  # names the run; an existing run of that name is resumed
-    # LLM agents (docs/agents.md, docs/providers.md)
-    build_timeout_s: float = 1800.0
-    test_timeout_s: float = 600.0
-    bench_timeout_s: float = 600.0
-    origins: dict[str, str] = attrs.field(factory=dict)
-    dotenv: dict[str, str] = attrs.field(factory=dict)
-    # Plugin-owned option tables (options.py): table name -> the plugin's options object
+    build_timeout_s: float = 1800.0  # one build command
+    test_timeout_s: float = 600.0  # one check command
+    bench_timeout_s: float = 600.0  # one bench command
+    origins: dict[str, str] = attrs.field(factory=dict)  # setting -> where its value came from
+    dotenv: dict[str, str] = attrs.field(factory=dict)  # the working directory's .env
+    # Plugin-owned option tables (options.py): table name -> the plugin's options object;
+    # read one with section(), build one for a test with Settings(tables={NAME: options})
     tables: dict[str, Any] = attrs.field(factory=dict)
 
     def section(self, cls: type[T]) -> T:

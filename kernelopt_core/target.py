@@ -12,11 +12,11 @@ import attrs
 class Command:
     """A child process the core may spawn. Backends describe; only process.py spawns."""
 
-    argv: tuple[str, ...]
+    argv: tuple[str, ...]  # the program and its arguments (no shell)
     cwd: Path
-    env: dict[str, str] = attrs.field(factory=dict)
-    timeout_s: float = 600.0
-    label: str = ""
+    env: dict[str, str] = attrs.field(factory=dict)  # added to kernelopt's environment
+    timeout_s: float = 600.0  # then the whole process group is killed
+    label: str = ""  # how logs and errors name it
 
     def display(self) -> str:
         import shlex
@@ -44,13 +44,13 @@ class Knob:
     kernel's file); each pattern matches once, its first group and mirror groups are written.
     """
 
-    name: str
-    file: str
-    values: tuple[str, ...]
-    pattern: str
-    geometry: str = ""
-    launch: str = ""
-    also: tuple[tuple[str, str], ...] = ()
+    name: str  # as shown and journaled (a #define's name)
+    file: str  # the editable file holding it, relative to the target's root
+    values: tuple[str, ...]  # the candidates, as source text
+    pattern: str  # its first group is the value (multiline)
+    geometry: str = ""  # "elements" | "warps" | "": what the value is in its launch
+    launch: str = ""  # a name shared by the knobs of one kernel launch
+    also: tuple[tuple[str, str], ...] = ()  # (file, pattern): other places holding the value
 
     def sites(self) -> tuple[tuple[str, str], ...]:
         """Every (file, pattern) the value is written to, the knob's own first."""
@@ -62,8 +62,8 @@ class Tree:
     """One source tree and its build directory: the baseline's or the candidate's."""
 
     role: str  # "baseline" | "candidate"
-    src: Path
-    build: Path
+    src: Path  # the tree's copy of the target's root (the workspace's, never the user's)
+    build: Path  # its build directory
 
 
 @attrs.frozen
@@ -84,18 +84,18 @@ class Target:
     the workspace snapshots.
     """
 
-    backend: str
-    name: str
-    root: Path
-    editable: tuple[str, ...]
-    context: tuple[str, ...] = ()
-    contract: tuple[str, ...] = ()
-    shape: str = ""
-    bytes_moved: int | None = None
-    flops: int | None = None
-    knobs: tuple[Knob, ...] = ()
-    bench: BenchSpec | None = attrs.field(factory=BenchSpec)
-    has_engine: bool = False
+    backend: str  # the backend's name
+    name: str  # the target's name, unique among the backend's targets at one path
+    root: Path  # the directory the workspace snapshots
+    editable: tuple[str, ...]  # the files a candidate may change
+    context: tuple[str, ...] = ()  # read-only files a planner is shown (headers, callers)
+    contract: tuple[str, ...] = ()  # the test and bench: a candidate that edits one is refused
+    shape: str = ""  # the timed case, as shown (a bench line's "shape" replaces it)
+    bytes_moved: int | None = None  # DRAM bytes per call, for the roofline (or the bench's "bytes")
+    flops: int | None = None  # floating-point operations per call, where compute bounds it
+    knobs: tuple[Knob, ...] = ()  # the tuner's; none: detected from the editable files
+    bench: BenchSpec | None = attrs.field(factory=BenchSpec)  # how to read the bench; None: none
+    has_engine: bool = False  # informational: `engine` gives a whole-program command
     time_share: float | None = None  # the kernel's share of the engine's GPU time (Amdahl)
     # Text the backend wants shown before the run and kept in its run directory as
     # preface.txt (e.g. a model's kernel ranking).

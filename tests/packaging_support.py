@@ -31,16 +31,14 @@ NINFER_PLUGIN = REPO / "plugins" / "kernelopt_ninfer"
 BROKEN_TEXT = "kernelopt-broken fails at import on purpose (token 7f3a91)"
 
 ECHO_MODULE = r'''"""kernelopt-echo: a third-party backend for a directory holding kernel.py, check.py and
-bench.py. It imports only the core and the standard library, as hookspecs.py asks."""
+bench.py. It imports only kernelopt_core.api and the standard library, as docs/plugins.md asks."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from kernelopt_core.errors import UsageError
-from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.target import BenchSpec, Command, Knob, Target
+from kernelopt_core.api import BenchSpec, Command, Knob, Target, UsageError, hookimpl
 
 FILES = ("kernel.py", "check.py", "bench.py")
 CHUNKS = ("1", "2", "4", "8", "16", "32", "64", "128", "256")

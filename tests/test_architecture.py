@@ -144,6 +144,25 @@ def test_every_public_name_is_documented() -> None:
         assert hasattr(api, name), name
 
 
+def test_the_api_reference_is_generated_from_the_code() -> None:
+    """docs/api-reference.md is what `python -m kernelopt_core.api_reference` prints, and it
+    covers every record, protocol and function of the public API (the rest are constants,
+    errors and hook markers, documented in docs/plugins.md)."""
+    from kernelopt_core import api_reference
+
+    text = (REPO / "docs" / "api-reference.md").read_text(encoding="utf-8")
+    assert text == api_reference.render(), (
+        "docs/api-reference.md is stale: run python -m kernelopt_core.api_reference > "
+        "docs/api-reference.md")
+    listed = {*api_reference.RECORDS, *api_reference.PROTOCOLS, *api_reference.FUNCTIONS}
+    for name in api.__all__:
+        value = getattr(api, name)
+        if name == "hookimpl" or not callable(value) or (
+                isinstance(value, type) and issubclass(value, Exception)):
+            continue  # the hook marker, constants and errors: docs/plugins.md
+        assert name in listed, f"{name} is missing from api_reference's lists"
+
+
 CONTRACT = {
     "kernelopt_core.hookspecs", "kernelopt_core.target", "kernelopt_core.errors",
     "kernelopt_core.settings", "kernelopt_core.options", "kernelopt_core.gates.base",

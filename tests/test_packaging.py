@@ -152,7 +152,7 @@ def test_venv_uses_the_wheels_and_lists_cmake(venv: Path, wheels: dict[str, Path
     assert "core-tuner" in rows and "FAILED" not in out
 
 
-def test_third_party_backend_is_listed_and_drives_the_whole_loop(venv: Path, work: Path) -> None:
+def test_third_party_backend_is_listed_and_claims_its_project(venv: Path, work: Path) -> None:
     out = ok(kernelopt(venv, "plugins", cwd=work))
     (row,) = plugin_rows(out)["echo"]
     assert row.split()[1:3] == ["kernelopt-echo", "0.2.0"] and "backends: echo" in row, row
@@ -177,13 +177,8 @@ def test_third_party_backend_is_listed_and_drives_the_whole_loop(venv: Path, wor
     assert info["scores"]["echo"] == 0.5 and info["scores"]["cmake"] == 0.0
     assert [name for name, score in info["scores"].items() if score > 0] == ["echo"]
 
-    result = kernelopt(venv, "run", project, "--backend", "echo", "--iterations", "4",
-                       "--final-rounds", "3", cwd=run_cwd)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "(echo backend)" in result.stderr
-    s = summary(last_run(run_cwd / ".kernelopt"))
-    assert s["target"]["backend"] == "echo" and s["target"]["name"] == "echo-sum"
-    assert s["status"] == "optimized" and s["speedup"] > 1.0
+    # a whole run with a wheel-installed third-party backend: tests/test_plugin_examples.py
+    # (examples/plugins/kernelopt-example-backend, through the real CLI in a fresh venv)
 
 
 def test_plugin_that_raises_at_import_is_reported_not_fatal(broken_installed: Path,

@@ -62,24 +62,24 @@ class Confirmed:
     """What the confirm gate measured, for the final gates after it (shape, roofline, engine)."""
 
     baseline_readings: list[BenchReading]  # two a round
-    candidate_readings: list[BenchReading]
+    candidate_readings: list[BenchReading]  # two a round
     baseline_ms: list[float]  # per round (geometric mean of the round's two baselines)
     candidate_ms: list[float]
-    median_ratio: float
-    noise_pct: float
+    median_ratio: float  # the rounds' median baseline/candidate time
+    noise_pct: float  # the run's A/A noise floor, in %
 
 
 @attrs.define
 class GateContext:
     """Services and facts for one gate decision on one candidate."""
 
-    runner: GateServices
-    settings: Settings
-    target: Target
+    runner: GateServices  # build, check, bench and engine of a tree (GateServices)
+    settings: Settings  # the run's settings; a plugin's table: settings.section(MyOptions)
+    target: Target  # the target being optimized
     candidate: str  # the candidate's id, e.g. "c7"
-    candidate_tree: Tree
-    baseline_tree: Tree
-    log_dir: Path
+    candidate_tree: Tree  # the candidate's source and build directories
+    baseline_tree: Tree  # the baseline's
+    log_dir: Path  # where this gate writes its logs
     baseline_screen_ms: float | None  # the baseline's screen median at the start of the run
     edits: dict[str, bytes] = attrs.field(factory=dict)  # the candidate's changed files
     baseline_files: dict[str, bytes] = attrs.field(factory=dict)  # the baseline snapshot
@@ -90,10 +90,10 @@ class GateContext:
 
 @attrs.frozen
 class GateResult:
-    gate: str
-    passed: bool
-    reason: str
-    metrics: dict[str, Any] = attrs.field(factory=dict)
+    gate: str  # the gate's name
+    passed: bool  # False rejects the candidate (a final gate: the verdict drops)
+    reason: str  # one line for the report's row
+    metrics: dict[str, Any] = attrs.field(factory=dict)  # numbers for the journal and report (JSON-able)
     # For a final gate that fails: the verdict it leaves (matched or fallback).
     failed_verdict: str = MATCHED
     skipped: bool = False  # the gate had nothing to decide (e.g. no bench): not a pass on merit

@@ -30,7 +30,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 @attrs.frozen
 class BenchReading:
-    time_ms: float
+    time_ms: float  # the bench's one time
+    # everything else its line reported (shape, bytes, checksum...)
     extra: dict[str, Any] = attrs.field(factory=dict)
 
 

@@ -14,10 +14,10 @@ from kernelopt_core.target import Knob, Target
 
 @attrs.frozen
 class Proposal:
-    description: str
+    description: str  # one line for the report
     edits: dict[str, bytes]  # path (relative to the target root) -> full new content
-    knobs: dict[str, str] = attrs.field(factory=dict)
-    planner: str = ""
+    knobs: dict[str, str] = attrs.field(factory=dict)  # the knob assignment it makes, if it is one
+    planner: str = ""  # the planner's name
 
 
 @attrs.frozen
@@ -38,16 +38,17 @@ class PlanContext:
     """What a planner sees. The search itself (which node to expand) stays with the loop: a
     planner gets the parent in ``propose`` and answers with proposals."""
 
-    target: Target
-    settings: Settings
+    target: Target  # the target being optimized
+    settings: Settings  # the run's settings; a plugin's table: settings.section(MyOptions)
     files: dict[str, bytes]  # the baseline snapshot
     knobs: tuple[Knob, ...]  # declared, else auto-detected
-    baseline_knobs: dict[str, str]
+    baseline_knobs: dict[str, str]  # each knob's value in the baseline
     journal: EventLog  # the run's journal: a planner's own events (LLM calls, experience)
-    run_id: str
+    run_id: str  # the run's id
+    # the baseline's profile and the tuner's screen, when there are any
     profile: dict[str, Any] = attrs.field(factory=dict)
     tried: set[tuple[tuple[str, str], ...]] = attrs.field(factory=set)  # knob assignments seen
-    baseline_ms: float | None = None
+    baseline_ms: float | None = None  # the baseline's screen time
     # bulk screening of knob configurations in one worker (None: the backend has no worker);
     # cheap next to a candidate: no gates, no confirm rounds, failures cost only their compile
     screen: Callable[[list[dict[str, str]]], list[Screened]] | None = None
