@@ -30,12 +30,15 @@ class Profiling:
         self.name, self.backend, self.target = name, backend, target
         self.runner, self.journal, self.stage = runner, journal, stage
         self.profiler: Any = None
+        self.blame = ""  # a third-party profiler's package, named in its faults
         if name:
             profilers = host.registry("profilers")
             if name not in profilers:
                 raise UsageError(f"unknown profiler {name!r}",
                                  hint=f"known profilers: {', '.join(sorted(profilers))}")
             self.profiler = profilers[name]
+            origin = host.origin("profilers", name)
+            self.blame = f" ({origin})" if origin else ""
             reason = self.profiler.unavailable_reason()
             if reason:
                 raise PrerequisiteError(f"profiler {name!r} is unavailable: {reason}")
@@ -59,6 +62,19 @@ class Profiling:
             return {}
         self.stage("profile", profiler=self.name, tree=label, program=program)
         out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            wrapped = self._wrap(command, out_dir, whole_program)
+        except Exception as exc:  # a profiler's fault drops its profile, never the run
+            metrics = self._fault("wrap", exc)
+        else:
+            result, _held = self.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log")
+            metrics = {"error": result.describe()} if not result.ok else \
+                self._read(out_dir, files)
+        self.journal.write("profile", profiler=self.name, tree=label, program=program,
+                           metrics=metrics, **event)
+        return metrics
+
+    def _wrap(self, command: Command, out_dir: Path, whole_program: bool) -> Command:
         # every launch of a phase, where the profiler can say so (ncu: one pass each)
         whole = whole_program and "whole_program" in inspect.signature(
             self.profiler.wrap).parameters
@@ -66,23 +82,22 @@ class Profiling:
             else self.profiler.wrap(command, out_dir)
         # a profiler replays kernels (ncu: dozens of passes each): one bound for every
         # profiler, here, rather than a factor in each
-        wrapped = attrs.evolve(wrapped, timeout_s=min(
+        return attrs.evolve(wrapped, timeout_s=min(
             PROFILE_TIMEOUT_FACTOR * command.timeout_s,
             PROFILE_TIMEOUT_FACTOR * self.runner.settings.bench_timeout_s))
-        result, _held = self.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log")
-        if not result.ok:
-            metrics: dict[str, Any] = {"error": result.describe()}
-        else:
-            # the target's kernels: those its editable files define (not its test's or
-            # bench's, e.g. an input fill in the bench program)
-            names = kernel_names({k: v for k, v in files.items() if k in self.target.editable})
-            try:
-                parsed = self.profiler.parse(out_dir)
-                # annotate reads what parse gave (its kernels, the columns it declared): a
-                # malformed one is the profiler's failure too
-                metrics = annotate(parsed, names) if "error" not in parsed else parsed
-            except Exception as exc:  # a profiler's reader that breaks is its own failure
-                metrics = {"error": f"{self.name}'s parse failed: {type(exc).__name__}: {exc}"}
-        self.journal.write("profile", profiler=self.name, tree=label, program=program,
-                           metrics=metrics, **event)
-        return metrics
+
+    def _read(self, out_dir: Path, files: dict[str, bytes]) -> dict[str, Any]:
+        # the target's kernels: those its editable files define (not its test's or bench's,
+        # e.g. an input fill in the bench program)
+        names = kernel_names({k: v for k, v in files.items() if k in self.target.editable})
+        try:
+            parsed = self.profiler.parse(out_dir)
+            # annotate reads what parse gave (its kernels, the columns it declared): a
+            # malformed one is the profiler's failure too
+            return annotate(parsed, names) if "error" not in parsed else parsed
+        except Exception as exc:  # a profiler's reader that breaks is its own failure
+            return self._fault("parse", exc)
+
+    def _fault(self, step: str, exc: Exception) -> dict[str, Any]:
+        """A profiler's exception as the profile's error, naming a third-party plugin."""
+        return {"error": f"{self.name}'s {step} failed: {type(exc).__name__}: {exc}{self.blame}"}

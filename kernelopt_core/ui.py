@@ -107,6 +107,9 @@ class Progress:
         elif event == "search_end":
             n = record["evaluated"]
             self._line(f"search ended: {record['reason']} after {n} candidate{'' if n == 1 else 's'}")
+        elif event == "profile" and (record.get("metrics") or {}).get("error"):
+            self._line(f"warning: no {record['profiler']} profile of the {record['tree']}: "
+                       f"{str(record['metrics']['error']).splitlines()[0][:200]}")
         elif event == "confirm_round":
             b, c = record["baseline_ms"], record["candidate_ms"]
             again = " (retake: a transient reading)" if record.get("retake") else ""

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from kernelopt_tests_support import counted_cpu_example, events, kernelopt, last_run, summary
 
-RAISER = '''"""kernelopt-raiser: a candidate gate that raises on every call, with its own table."""
+RAISER = '''"""kernelopt-raiser: a candidate gate that raises on every call, with its own table,
+and a profiler whose wrap raises."""
 import attrs
 from kernelopt_core.api import hookimpl, option, option_table
 
@@ -32,9 +33,27 @@ class RaisingGate:
         raise ZeroDivisionError(ctx.settings.section(RaiserOptions).message)
 
 
+class RaisingProfiler:
+    name = "raiser"
+
+    def unavailable_reason(self):
+        return None
+
+    def wrap(self, command, out_dir):
+        raise OSError("no counters on this machine")
+
+    def parse(self, out_dir):
+        return {}
+
+
 @hookimpl
 def kernelopt_register_gates():
     return [RaisingGate()]
+
+
+@hookimpl
+def kernelopt_register_profilers():
+    return [RaisingProfiler()]
 
 
 @hookimpl
@@ -171,7 +190,8 @@ def test_a_gate_that_raises_fails_each_candidate_there_and_the_run_ends_with_a_v
         tmp_path: Path) -> None:
     """Its table and [agents] in the project's kernelopt.toml are accepted by the cmake
     descriptor and take effect; each candidate is rejected at the gate with the exception and
-    the plugin's package and version; the verdict is reached (fallback, exit 1), not exit 4."""
+    the plugin's package and version; the verdict is reached (fallback, exit 1), not exit 4.
+    Its profiler's fault drops the profile with a warning naming it; the run goes on."""
     site = tmp_path / "site"
     _install(site, "kernelopt-raiser", "raiser_plugin", RAISER)
     project = counted_cpu_example(tmp_path / "project")
@@ -181,12 +201,16 @@ def test_a_gate_that_raises_fails_each_candidate_there_and_the_run_ends_with_a_v
                     'candidate = ["build", "correctness", "raiser", "screen"]\n')
     state = tmp_path / "s"
     run = kernelopt("run", str(project), "--iterations", "2", "--final-rounds", "2",
-                    "--screen-runs", "2", "--seeds", "1", "--state-root", str(state),
-                    cwd=tmp_path, env=_env(site))
+                    "--screen-runs", "2", "--seeds", "1", "--profiler", "raiser",
+                    "--state-root", str(state), cwd=tmp_path, env=_env(site))
     out = run.stdout + run.stderr
     assert run.returncode == 1, out
     assert "bug in kernelopt" not in out, out
+    assert ("warning: no raiser profile of the baseline: raiser's wrap failed: OSError: no "
+            "counters on this machine (plugin kernelopt-raiser 0.3)") in run.stderr, run.stderr
     run_dir = last_run(state)
+    [profile] = [e for e in events(run_dir) if e["event"] == "profile"]
+    assert "OSError" in profile["metrics"]["error"], profile
     assert summary(run_dir)["status"] == "fallback"
     header = events(run_dir)[0]
     assert "kernelopt.toml" in header["origins"]["agents.retries"], header["origins"]
