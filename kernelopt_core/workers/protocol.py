@@ -1,0 +1,258 @@
+"""A bench worker's pipes, as the core drives them: one JSON-line request, exactly one reply
+(its id and the token of hello), pause and resume of its process group, close. Spawning is
+process.py's (``start_worker``); nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kernelopt_core.target import Command
+
+OUTPUT_CAP = 256 * 1024  # bytes of stdout and of stderr kept; the rest is cut from the middle
+
+
+def _cap(data: bytes, cap: int = OUTPUT_CAP) -> str:
+    if len(data) > cap:
+        half = cap // 2
+        cut = len(data) - cap
+        data = data[:half] + f"\n…[{cut} bytes cut]…\n".encode() + data[-half:]
+    return data.decode("utf-8", errors="replace")
+
+
+def _read_from(fh: Any, offset: int) -> str:
+    fh.seek(offset)
+    return _cap(fh.read())
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+
+REPLY_CAP = 1 << 20  # bytes of one reply line
+
+
+class WorkerError(Exception):
+    """A worker crashed, hung, or broke the protocol: its tree's failure, never the run's."""
+
+
+class WorkerMissing(WorkerError):
+    """The worker's program was not found (a missing prerequisite)."""
+
+
+@attrs.define(eq=False)
+class Worker:
+    """A persistent child serving requests on a private pipe pair (docs/plugins.md, "Bench
+    workers"). Requests and replies are JSON lines; each request gets exactly one reply that
+    echoes its ``id`` and the ``token`` sent in the first request. The child's stdout and
+    stderr are kept apart (captured like any child's): they are never the reply channel."""
+
+    command: Command
+    proc: subprocess.Popen[bytes]
+    to_child: int
+    from_child: int
+    out: Any
+    err: Any
+    log_path: Path | None
+    token: str
+    next_id: int = 1
+    pending: bytes = b""
+    closed: bool = False
+    stdout_read: int = 0  # bytes of stdout already handed out by new_stdout()
+    awaiting: tuple[int, dict[str, Any], float] | None = None  # hello sent, reply not yet read
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _log(self, text: str) -> None:
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "a", encoding="utf-8") as fh:
+                fh.write(text.rstrip("\n") + "\n")
+
+    def _fail(self, reason: str) -> WorkerError:
+        tail = self.output_tail() if not self.closed else ""
+        self._log(f"# worker {self.pid}: {reason}\n{tail}")
+        self._terminate()
+        return WorkerError(f"worker `{self.command.display()}`: {reason}"
+                           + (f"\n{tail}" if tail else ""))
+
+    def pause(self) -> None:
+        """Stop the worker's whole process group between its requests (SIGSTOP): code under
+        test cannot run a thread that disturbs the other tree's readings."""
+        if not self.closed:
+            _signal_group(self.proc, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if not self.closed:
+            _signal_group(self.proc, signal.SIGCONT)
+
+    def _terminate(self) -> None:
+        """Kill the process group, reap it, release the pipes and files (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        _kill_group(self.proc)
+        self.proc.wait()
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.out.close()
+        self.err.close()
+
+    def output_tail(self, chars: int = 2000) -> str:
+        parts = []
+        for name, fh in (("stdout", self.out), ("stderr", self.err)):
+            text = _read_from(fh, 0).strip()
+            if text:
+                parts.append(f"[{name}] {text[-chars:]}")
+        return "\n".join(parts)
+
+    def new_stdout(self) -> str:
+        """What the child wrote on its stdout since the last call (read once per request, not
+        the whole output again)."""
+        text = _read_from(self.out, self.stdout_read)
+        self.stdout_read = self.out.tell()
+        return text
+
+    def _unexpected_bytes(self) -> bool:
+        if self.pending:
+            return True
+        ready, _, _ = select.select([self.from_child], [], [], 0)
+        if not ready:
+            return False
+        chunk = os.read(self.from_child, 65536)
+        self.pending += chunk
+        return bool(chunk)
+
+    def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send one request and return its one reply; WorkerError on any breach. Ctrl-C takes
+        the worker down with it."""
+        if self.closed:
+            raise WorkerError(f"worker `{self.command.display()}` is closed")
+        try:
+            return self._request(payload, timeout_s)
+        except WorkerError:
+            raise
+        except BaseException:
+            self._terminate()
+            raise
+
+    def ready(self) -> None:
+        """Wait for the reply to ``hello`` when the worker was started without waiting."""
+        if self.awaiting is not None:
+            ident, payload, timeout_s = self.awaiting
+            self.awaiting = None
+            try:
+                self._receive(ident, payload, timeout_s)
+            except WorkerError:
+                raise
+            except BaseException:
+                self._terminate()
+                raise
+
+    def _request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        self.ready()
+        return self._receive(self._send(payload), payload, timeout_s)
+
+    def _send(self, payload: dict[str, Any]) -> int:
+        if self._unexpected_bytes():
+            raise self._fail(f"wrote to the reply channel unasked: {self.pending[:200]!r} (a "
+                             "second or forged reply)")
+        ident = self.next_id
+        self.next_id += 1
+        line = json.dumps({**payload, "id": ident}) + "\n"
+        self._log(f"> {line}")
+        try:
+            os.write(self.to_child, line.encode())
+        except (BrokenPipeError, OSError):
+            raise self._fail(f"exited {self.proc.poll()} before request {ident}") from None
+        return ident
+
+    def _receive(self, ident: int, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        deadline = time.perf_counter() + timeout_s
+        buffer = b""
+        while b"\n" not in buffer:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise self._fail(f"no reply to request {ident} ({payload.get('op')}) within "
+                                 f"{timeout_s:g} s (hung)")
+            ready, _, _ = select.select([self.from_child], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.from_child, 65536)
+            if not chunk:
+                code = self.proc.wait()
+                raise self._fail(f"exited {code} while serving request {ident} "
+                                 f"({payload.get('op')})")
+            buffer += chunk
+            if len(buffer) > REPLY_CAP:
+                raise self._fail(f"reply to request {ident} exceeds {REPLY_CAP} bytes")
+        text, _, rest = buffer.partition(b"\n")
+        self.pending = rest
+        self._log(f"< {text.decode('utf-8', errors='replace')}")
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            raise self._fail(f"malformed reply to request {ident}: {text[:200]!r}") from None
+        if not isinstance(reply, dict) or reply.get("id") != ident or reply.get("token") != self.token:
+            raise self._fail(f"malformed reply to request {ident} (wrong id or token): "
+                             f"{text[:200]!r}")
+        if rest or self._unexpected_bytes():
+            raise self._fail(f"more than one reply to request {ident}: {self.pending[:200]!r}")
+        return reply
+
+    def close(self, grace_s: float = 5.0) -> None:
+        """Ask the worker to exit; kill its process group if it does not (idempotent)."""
+        if self.closed:
+            return
+        if self.awaiting is not None:  # never finished starting (a spare): nothing to wait for
+            self._log(f"# worker {self.pid} closed before its start-up was used")
+            self._terminate()
+            return
+        try:
+            self.resume()
+            if self._unexpected_bytes():  # a reply nobody asked for, after the last request
+                self._log(f"# worker {self.pid}: wrote to the reply channel unasked: "
+                          f"{self.pending[:200]!r}")
+            if self.alive():
+                try:
+                    os.write(self.to_child, b'{"op": "exit"}\n')
+                except OSError:
+                    pass
+                try:
+                    self.proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    pass
+            self._log(f"# worker {self.pid} closed (exit {self.proc.poll()})\n"
+                      f"{self.output_tail()}")
+        finally:
+            self._terminate()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
