@@ -14,7 +14,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kernelopt_core.backend_kit import (
+    CudaGpu,
+    Nvcc,
+    cuda_gpus,
+    find_nvcc,
+    gpu_arch,
+    nvcc_version,
+    read_pin,
+    write_pin,
+)
 from kernelopt_core.cmake_support import cmake_commands, needs_configure
+from kernelopt_core.entry import RunResult
+from kernelopt_core.entry import run as _run_entry
 from kernelopt_core.errors import (
     EXIT_INTERNAL,
     EXIT_NO_WIN,
@@ -29,7 +41,7 @@ from kernelopt_core.errors import (
     PrerequisiteError,
     UsageError,
 )
-from kernelopt_core.executors import Job, JobResult
+from kernelopt_core.executors import Job, JobResult, listed_gpus, visible_gpus
 from kernelopt_core.gates.base import (
     FALLBACK,
     MATCHED,
@@ -40,6 +52,8 @@ from kernelopt_core.gates.base import (
     GateResult,
     GateServices,
 )
+from kernelopt_core.gates.engine import OUT_ENV as ENGINE_OUT_ENV
+from kernelopt_core.gates.engine import REFERENCE_ENV as ENGINE_REFERENCE_ENV
 from kernelopt_core.hookspecs import (
     Backend,
     DocHit,
@@ -50,7 +64,15 @@ from kernelopt_core.hookspecs import (
     Profiler,
     hookimpl,
 )
-from kernelopt_core.knobs import anchored_pattern, current_values, define_pattern, powers_around
+from kernelopt_core.knobs import (
+    anchored_pattern,
+    current_values,
+    define_pattern,
+    launch_bounds_knobs,
+    powers_around,
+    source_texts,
+    unroll_knobs,
+)
 from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.llm_check import check_llm_provider
 from kernelopt_core.lock import gpu_lock
@@ -77,6 +99,7 @@ __all__ = [
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
     "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "EventLog",
+    "ENGINE_OUT_ENV", "ENGINE_REFERENCE_ENV",
     "KernelProfile", "MetricColumn", "ncu_kernels", "RecordedProfile", "last_profile",
     # errors and exit codes
     "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "BenchFailed",
@@ -87,11 +110,25 @@ __all__ = [
     "run_process", "run_on_gpu", "gpu_lock", "ProcessResult", "OUTPUT_CAP", "cmake_commands",
     "needs_configure",
     "define_pattern", "powers_around", "current_values", "anchored_pattern", "apply_knobs",
+    "launch_bounds_knobs", "unroll_knobs", "source_texts",
+    "find_nvcc", "nvcc_version", "Nvcc", "cuda_gpus", "CudaGpu", "gpu_arch", "listed_gpus",
+    "visible_gpus", "read_pin", "write_pin",
     "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command", "repo_path",
     # a plugin command's output, through the one UI; the LLM setting checked
     "echo", "note", "check_llm_provider",
+    # runs from Python, as `kernelopt run` starts them
+    "run", "RunResult",
 ]
+
+
+def run(path: str | Path, **settings: Any) -> list[RunResult]:
+    """Optimize the kernel(s) at ``path`` as ``kernelopt run PATH`` does, printing nothing:
+    ``settings`` by flag name (``iterations=3``, ``backend="cmake"``, a plugin's option such
+    as ``top=2``), merged with kernelopt.toml, the user's config and the environment as the
+    CLI merges them. Returns each target's ``RunResult`` in the order they ran; bad input
+    raises the errors the CLI exits 2 or 3 with (``UsageError``, ``PrerequisiteError``)."""
+    return _run_entry(path, **settings)
 
 
 def repo_path(flags: dict[str, Any], env: str, what: str) -> Path:

@@ -22,11 +22,13 @@ from kernelopt_core import api
 RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "GateContext",
            "GateResult", "Confirmed", "BenchReading", "PlanContext", "Proposal", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
-           "DocHit", "Job", "JobResult", "ProcessResult")
+           "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")
 PROTOCOLS = ("Backend", "Gate", "Planner", "Profiler", "Executor", "GateServices", "EventLog")
-FUNCTIONS = ("option", "option_table", "run_process", "run_on_gpu", "gpu_lock", "run_command",
+FUNCTIONS = ("run", "option", "option_table", "run_process", "run_on_gpu", "gpu_lock", "run_command",
              "repo_path", "cmake_commands", "needs_configure", "define_pattern",
              "powers_around", "current_values", "anchored_pattern", "apply_knobs",
+             "source_texts", "launch_bounds_knobs", "unroll_knobs", "find_nvcc", "nvcc_version",
+             "cuda_gpus", "gpu_arch", "listed_gpus", "visible_gpus", "read_pin", "write_pin",
              "ncu_kernels", "last_profile", "check_llm_provider", "read_toml", "toml_line",
              "read_dotenv", "echo", "note")
 _FIELD = re.compile(r"^    (\w+): ([^=#]+?)(?:\s*=\s*(.*?))?\s*(?:#\s*(.*))?$")

@@ -11,17 +11,12 @@ from typing import Any
 
 import click
 
-from kernelopt_core import __version__, discovery, history, model_check, model_view, ui
+from kernelopt_core import __version__, discovery, entry, history, model_check, model_view, ui
 from kernelopt_core import settings as settings_mod
-from kernelopt_core.errors import (
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_PREREQUISITE,
-    KerneloptError,
-    UsageError,
-)
+from kernelopt_core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, KerneloptError, UsageError
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.run_flags import run_options
+from kernelopt_core.target import Target
 
 
 class KerneloptGroup(click.Group):
@@ -105,26 +100,20 @@ def run_command(name: str, *, help: str, forced: dict[str, Any],
     return command
 
 
+def given(ctx: click.Context, flags: dict[str, Any],
+          forced: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The flags the user gave: a click default is not "given" (kernelopt.toml and -o must
+    still win over it); ``forced``: values a command fixes (run-llamacpp's backend)."""
+    defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+    return {**{k: v for k, v in flags.items() if ctx.get_parameter_source(k) not in defaults},
+            **(forced or {})}
+
+
 def resolve_all(ctx: click.Context, path: Path, flags: dict[str, Any],
                 forced: dict[str, Any] | None = None) -> tuple[Any, ...]:
-    """PATH and flags → (plugin host, backend, targets to run, settings).
-
-    ``forced``: values a command fixes whatever the user typed (run-llamacpp's backend).
-    """
-    host = host_of(ctx)
-    if not path.exists():
-        raise UsageError(f"{path} does not exist", hint="give a kernel file, directory or repo")
-    path = path.resolve()
-    # a flag's click default is not "given": kernelopt.toml and -o must still win over it
-    defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
-    flags = {k: v for k, v in flags.items() if ctx.get_parameter_source(k) not in defaults}
-    flags.update(forced or {})
-    backend, path, focus, settings = discovery.locate(
-        host, path, lambda toml: settings_mod.load(toml, flags, tables=tuple(host.option_tables())))
-    targets = discovery.choose_targets(backend.discover(path, settings), settings.target, path)
-    if focus is not None:
-        targets = discovery.focus_targets(targets, focus, path)
-    return host, backend, targets, settings
+    """PATH and flags → (plugin host, backend, targets to run, settings) (entry.resolve)."""
+    found = entry.resolve(path, given(ctx, flags, forced), host_of(ctx))
+    return found.host, found.backend, list(found.targets), found.settings
 
 
 def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any, ...]:
@@ -137,68 +126,59 @@ def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any,
 
 def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
             forced: dict[str, Any] | None = None, watch: bool = False) -> int:
-    """Resolve backend and targets, run the loop once per target, print the outcomes.
-
-    Several targets (a directory of kernels, a model's top kernels) run in turn, each its own
-    run. Exit code: the most severe error (4 > 3 > 2) if any run failed that way, else 0 if any
-    target ended optimized, else 1. Used by plugin commands too.
-    """
+    """Resolve backend and targets, run the loop once per target (entry.run_each), print the
+    outcomes; the exit code is entry.exit_code's. Used by plugin commands too."""
     from kernelopt_core import ui_watch
-    from kernelopt_core.loop import Loop
 
-    host, backend, targets, settings = resolve_all(ctx, path, flags, forced)
-    if settings.run_id and len(targets) > 1:
-        raise UsageError(f"--run-id names one run, but {path} has {len(targets)} targets",
-                         hint="pick one with --target, or leave --run-id out")
-    codes: list[int] = []
-    rows: list[list[Any]] = []
-    finished: list[model_check.Finished] = []  # runs that reached a verdict
+    resolved = entry.resolve(path, given(ctx, flags, forced), host_of(ctx))
+    targets = resolved.targets
     for preface in dict.fromkeys(t.preface for t in targets if t.preface):
         ui.echo(preface.rstrip("\n"))
-    for i, target in enumerate(targets, 1):
-        count = f" [{i}/{len(targets)}]" if len(targets) > 1 else ""
-        ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at "
+    shown: list[Any] = []  # the running target's view
+
+    def start(target: Target) -> list[Any]:
+        count = f" [{targets.index(target) + 1}/{len(targets)}]" if len(targets) > 1 else ""
+        ui.note(f"kernelopt {__version__}: {target.name} ({resolved.backend.name} backend) at "
                 f"{target.root}{count}")
-        shown = ui_watch.LiveView() if watch else ui.Progress()  # one way of showing progress
-        try:
-            outcome = Loop(host, backend, target, settings, [shown], argv=sys.argv).run()
-        finally:  # a live view stops with the run, whatever ends it
-            getattr(shown, "stop", lambda: None)()
-        ui.summary(outcome.summary, str(outcome.run_dir))
-        if outcome.summary.get("error"):
-            ui.error(outcome.summary["error"], outcome.exit_code)
-            if outcome.exit_code == EXIT_INTERNAL:
-                ui.note(f"this is a bug in kernelopt; the traceback is in {outcome.run_dir}/error.log")
-        codes.append(outcome.exit_code)
-        if outcome.exit_code in (0, 1):
-            finished.append(model_check.Finished(target, outcome.run_dir))
-        rows.append([target.name, outcome.summary["status"], outcome.summary["report_line"],
-                     outcome.run_id])
-        if outcome.exit_code in (EXIT_INTERRUPTED, EXIT_PREREQUISITE):
-            break  # interrupted, or a missing prerequisite the next target would hit too
+        shown[:] = [ui_watch.LiveView() if watch else ui.Progress()]  # one way of showing it
+        return shown
+
+    results: list[entry.RunResult] = []
+    try:
+        for result in entry.run_each(resolved, start, sys.argv):
+            getattr(shown[0], "stop", lambda: None)()  # a live view stops with its run
+            results.append(result)
+            ui.summary(result.summary, str(result.run_dir))
+            if result.summary.get("error"):
+                ui.error(result.summary["error"], result.exit_code)
+                if result.exit_code == EXIT_INTERNAL:
+                    ui.note(f"this is a bug in kernelopt; the traceback is in {result.run_dir}/error.log")
+    finally:
+        for view in shown:  # whatever ends the run
+            getattr(view, "stop", lambda: None)()
     if len(targets) > 1:
-        ui.table(rows, ["target", "status", "report line", "run"])
-    if settings.model_check and EXIT_INTERRUPTED not in codes and model_check.offered(backend):
-        check_model(backend, finished, settings.state_root,
-                    settings.state_root / "models" / finished[0].run_dir.name if finished else None)
-    severe = [c for c in codes if c not in (0, 1)]
-    if severe:
-        return max(severe)
-    return 0 if 0 in codes else 1
+        ui.table([[r.target.name, r.status, r.summary["report_line"], r.run_id] for r in results],
+                 ["target", "status", "report line", "run"])
+    finished = sum(r.exit_code in (0, 1) for r in results)
+    show_model_check(entry.check_model(resolved, results, lambda: ui.note(
+        f"model check: the whole model every way, {finished} run(s)' winners in")))
+    return entry.exit_code(results)
 
 
 def check_model(backend: Any, finished: list[Any], state_root: Path, out_dir: Path | None,
                 ledger: Any = None) -> None:
-    """The whole model, every winner in place (model_check.py), reported; campaign's too."""
+    """The whole model, every winner in place (model_check.py), reported: campaign's."""
     if finished and out_dir is not None:
-        record = model_check.run(backend, finished, state_root, out_dir, ledger, lambda: ui.note(
-            f"model check: the whole model every way, {len(finished)} run(s)' winners in"))
-        if record is not None and record.get("error"):
-            ui.note(f"model check failed ({record['seconds']} s): {record['error'][:600]}")
-        elif record is not None:
-            ui.table(*model_view.rows(record))
-            ui.note(model_view.verdict_line(record))
+        show_model_check(model_check.run(backend, finished, state_root, out_dir, ledger, lambda: ui.note(
+            f"model check: the whole model every way, {len(finished)} run(s)' winners in")))
 
+
+def show_model_check(record: dict[str, Any] | None) -> None:
+    if record is not None and record.get("error"):
+        ui.note(f"model check failed ({record['seconds']} s): {record['error'][:600]}")
+    elif record is not None:
+        ui.table(*model_view.rows(record))
+        ui.note(model_view.verdict_line(record))
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))

@@ -83,6 +83,14 @@ class LocalExecutor:
             thread.join()
 
 
+def listed_gpus() -> list[str]:
+    """The lines ``nvidia-smi -L`` lists a GPU on (``GPU 0: NVIDIA H200 (UUID: ...)``); MIG
+    devices' indented lines are not GPUs of their own. Empty without a working nvidia-smi.
+    Kept here, with the GPU slots: executors are contract and import no backend kit."""
+    found = process.run(Command(("nvidia-smi", "-L"), Path.cwd(), timeout_s=30))
+    return [line for line in found.stdout.splitlines() if line.startswith("GPU ")] if found.ok else []
+
+
 def visible_gpus(env: dict[str, str] | None = None) -> list[str]:
     """This host's GPU slots: CUDA_VISIBLE_DEVICES's entries when set, else nvidia-smi's
     count, else one slot ("0") so a CPU campaign still runs."""
@@ -90,9 +98,7 @@ def visible_gpus(env: dict[str, str] | None = None) -> list[str]:
     listed = env.get("CUDA_VISIBLE_DEVICES")
     if listed is not None and listed.strip():
         return [g.strip() for g in listed.split(",") if g.strip()]
-    found = process.run(Command(("nvidia-smi", "-L"), Path.cwd(), timeout_s=30))
-    count = sum(1 for line in found.stdout.splitlines() if line.startswith("GPU "))
-    return [str(i) for i in range(count)] or ["0"]
+    return [str(i) for i in range(len(listed_gpus()))] or ["0"]
 
 
 @hookimpl

@@ -3,21 +3,22 @@
 A knob is a regex whose first group is a value in an editable file. Auto-detection finds, in
 CUDA/HIP/C/C++ sources, ``#define NAME <int>`` where NAME speaks of a block, tile, unroll, warp,
 thread, vector or chunk size, ``__launch_bounds__(<int>)`` and ``#pragma unroll <int>``; the
-values tried are powers of two around the current one.
+values tried are powers of two around the current one. The launch-bounds and unroll sites are
+found by ``launch_bounds_knobs`` / ``unroll_knobs``, which the CUDA backends use too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+
+import attrs
 
 from kernelopt_core.errors import UsageError
 from kernelopt_core.target import Knob
 
 SIZE_WORDS = re.compile(r"BLOCK|TILE|UNROLL|WARP|THREAD|VEC|CHUNK|GROUP|ROWS_PER|COLS_PER|TB_")
 DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Z][A-Z0-9_]*)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
-LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\((\d+)")
-PRAGMA_UNROLL = re.compile(r"^[ \t]*#pragma[ \t]+unroll[ \t]+(\d+)", re.M)
 C_LIKE = (".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh", ".hip")
 
 
@@ -35,31 +36,76 @@ def powers_around(value: int, low: int = 1, high: int = 1024) -> tuple[str, ...]
     return tuple(str(x) for x in sorted(out))
 
 
+def source_texts(files: Mapping[str, bytes],
+                 suffixes: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """(path, text) of ``files`` whose path ends in one of ``suffixes`` (any, when none), in
+    path order so that knobs come in a stable order; undecodable bytes replaced."""
+    for path, data in sorted(files.items()):
+        if not suffixes or path.endswith(suffixes):
+            yield path, data.decode("utf-8", errors="replace")
+
+
 def detect(files: Mapping[str, bytes]) -> list[Knob]:
     knobs: list[Knob] = []
-    for path, data in sorted(files.items()):
-        if not path.endswith(C_LIKE):
-            continue
-        text = data.decode("utf-8", errors="replace")
+    for path, text in source_texts(files, C_LIKE):
         for match in DEFINE.finditer(text):
             name, value = match.group(1), int(match.group(2))
             if SIZE_WORDS.search(name) and value > 0:
                 knobs.append(Knob(name, path, powers_around(value), define_pattern(name)))
-        bounds = LAUNCH_BOUNDS.findall(text)
-        if len(bounds) == 1:
-            value = int(bounds[0])
-            knobs.append(
-                Knob(f"launch_bounds@{path}", path, powers_around(value, 32, 1024),
-                     r"__launch_bounds__\((\d+)")
-            )
-        unrolls = PRAGMA_UNROLL.findall(text)
-        if len(unrolls) == 1:
-            value = int(unrolls[0])
-            knobs.append(
-                Knob(f"unroll@{path}", path, powers_around(value, 1, 32),
-                     r"^[ \t]*#pragma[ \t]+unroll[ \t]+(\d+)")
-            )
+        # a generic target: one knob a file and kind, where the file has exactly one such site
+        knobs += launch_bounds_knobs(path, text, each=False) + unroll_knobs(path, text, each=False)
     return knobs
+
+
+@attrs.frozen
+class _SiteKind:
+    """An integer literal a CUDA source may hold at several sites, each a knob."""
+
+    label: str  # the knob's name before ``#i@path``
+    prefix: str  # a regex for what precedes the number
+    follows: str  # a lookahead after it: ``__launch_bounds__(Block)`` or ``(8*WARP_SIZE)`` is none
+    low: int
+    high: int
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.prefix + r"(\d+)" + self.follows, re.M)
+
+
+_LAUNCH_BOUNDS = _SiteKind("launch_bounds", r"__launch_bounds__\(\s*", r"(?=\s*[,)])", 32, 1024)
+_UNROLL = _SiteKind("unroll", r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+", "", 1, 32)
+
+
+def _site_knobs(kind: _SiteKind, path: str, text: str, each: bool) -> list[Knob]:
+    sites = list(kind.regex.finditer(text))
+    if not each:
+        if len(sites) != 1:
+            return []
+        return [Knob(f"{kind.label}@{path}", path,
+                     powers_around(int(sites[0].group(1)), kind.low, kind.high), kind.regex.pattern)]
+    knobs = []
+    for i, site in enumerate(sites):
+        # the tuner needs a pattern that matches once: kept only where an anchor makes it so
+        pattern = anchored_pattern(text, site.start(1), site.end(1), kind.prefix)
+        if pattern:
+            knobs.append(Knob(f"{kind.label}#{i}@{path}", path,
+                              powers_around(int(site.group(1)), kind.low, kind.high), pattern))
+    return knobs
+
+
+def launch_bounds_knobs(path: str, text: str, *, each: bool = True) -> list[Knob]:
+    """Knobs for the integer literals of ``__launch_bounds__(<int>...)`` in ``text`` (the file
+    ``path``), tried at 32..1024. ``each``: every site its own knob ``launch_bounds#i@path``
+    (i counts the file's sites), anchored on the text after it and kept only when that makes
+    it unique; else one ``launch_bounds@path`` for a file with exactly one site, none for more."""
+    return _site_knobs(_LAUNCH_BOUNDS, path, text, each)
+
+
+def unroll_knobs(path: str, text: str, *, each: bool = True) -> list[Knob]:
+    """Knobs for the factors of ``#pragma unroll <int>`` in ``text``, tried at 1..32; a bare
+    ``#pragma unroll`` is none. ``each`` as for ``launch_bounds_knobs`` (``unroll#i@path``,
+    else ``unroll@path``)."""
+    return _site_knobs(_UNROLL, path, text, each)
 
 
 def anchored_pattern(text: str, start: int, end: int, prefix: str) -> str | None:

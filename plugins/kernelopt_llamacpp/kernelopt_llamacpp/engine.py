@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernelopt_core.api import Command, ProcessResult, run_process
+from kernelopt_core.api import ENGINE_OUT_ENV, ENGINE_REFERENCE_ENV, Command, ProcessResult, run_process
 
 PROMPT = "The quick brown fox"
 
@@ -80,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     text = generate(a.build, a.model, a.tokens, a.prompt, a.flash_attn)
     gen_s = time.perf_counter() - t0
-    out = os.environ.get("KERNELOPT_ENGINE_OUT")
+    out = os.environ.get(ENGINE_OUT_ENV)
     if out:
         Path(out).write_text(text)
-    reference = os.environ.get("KERNELOPT_ENGINE_REFERENCE")
+    reference = os.environ.get(ENGINE_REFERENCE_ENV)
     match = None
     detail = f"{a.tokens} greedy tokens"
     if reference:

@@ -30,18 +30,20 @@ from kernelopt_core.api import (
     BenchSpec,
     Command,
     PrerequisiteError,
-    ProcessResult,
     Settings,
     Target,
     Tree,
     UsageError,
     cmake_commands,
+    find_nvcc,
+    gpu_arch,
     hookimpl,
+    listed_gpus,
     option,
     option_table,
+    read_pin,
     repo_path,
     run_command,
-    run_process,
 )
 from kernelopt_llamacpp.ops import DISPATCH
 
@@ -127,18 +129,11 @@ def _test_jobs() -> int:
 
 def gpu_problem() -> str | None:
     """Why this machine cannot build and run ggml-cuda, or None."""
-    nvcc = shutil.which("nvcc") or next(
-        (p for p in ("/usr/local/cuda/bin/nvcc",) if os.access(p, os.X_OK)), None)
-    if nvcc is None:
+    if find_nvcc() is None:
         return ("nvcc (the CUDA toolkit) is not on PATH: install the CUDA toolkit "
                 "(https://developer.nvidia.com/cuda-downloads) and put its bin/ on PATH")
-    listed = _nvidia_smi("-L")
-    if listed.ok and "GPU" in listed.stdout:
+    if listed_gpus() or Path("/dev/nvidia0").exists():
         return None if shutil.which("cmake") else "cmake is not on PATH: install CMake 3.21 or newer"
-    if Path("/dev/nvidia0").exists():
-        if shutil.which("cmake") is None:
-            return "cmake is not on PATH: install CMake 3.21 or newer"
-        return None
     return ("no NVIDIA GPU is visible (`nvidia-smi -L` lists none and /dev/nvidia0 is absent): "
             "run on a machine with an NVIDIA GPU and its driver installed")
 
@@ -158,18 +153,6 @@ def cmake_args(arch: str, engine: bool, flash_attn: bool) -> list[str]:
         # so that attention goes through SOFT_MAX (the op being optimized), not fattn
         args.append("-DGGML_CUDA_FA=OFF")
     return args
-
-
-def cuda_arch() -> str:
-    """The local GPU's architecture for CMAKE_CUDA_ARCHITECTURES (e.g. 90), else ``native``."""
-    out = _nvidia_smi("--query-gpu=compute_cap", "--format=csv,noheader").stdout.split()
-    if out and out[0].replace(".", "").isdigit():
-        return out[0].replace(".", "")
-    return "native"
-
-
-def _nvidia_smi(*args: str) -> ProcessResult:
-    return run_process(Command(("nvidia-smi", *args), Path.cwd(), timeout_s=30))
 
 
 class LlamaCppBackend:
@@ -273,7 +256,7 @@ class LlamaCppBackend:
         data = OpData(
             pin=pin, case=case,
             device_backend=str(options.device_backend or (marker or {}).get("backend", "CUDA0")),
-            standins=marker is not None, cuda_arch="native" if marker else cuda_arch(),
+            standins=marker is not None, cuda_arch="native" if marker else gpu_arch(),
             e2e_model=str(Path(e2e_model).resolve()) if e2e_model else None,
             harness=patched is not None,
             test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
@@ -386,7 +369,7 @@ class LlamaCppBackend:
             contract=(DISPATCH,), shape=f"the whole model {path}: prompt of {PROMPT_TOKENS} "
             f"tokens, then {GENERATED_TOKENS} generated",
             has_engine=True, device="cpu" if marker else "cuda",
-            data=ModelData(str(path), "native" if marker else cuda_arch(),
+            data=ModelData(str(path), "native" if marker else gpu_arch(),
                                        marker is not None))
 
     def _random_model(self, root: Path, out_dir: Path) -> Path:
@@ -522,10 +505,8 @@ class LlamaCppBackend:
             return None
         """The timed case in test mode, when test-backend-ops' test set holds it (recorded at
         pin time); otherwise None and the shape gate reports the timed shape as unverified."""
-        from kernelopt_llamacpp import tbo
-
         data: OpData = target.data
-        pin = tbo.read_pin(data.pin, target.name)
+        pin = read_pin(data.pin, target.name)
         if pin is None or not pin.get("checkable"):
             return None
         return self._tbo(target, tree, "shape", "--pin", str(data.pin))

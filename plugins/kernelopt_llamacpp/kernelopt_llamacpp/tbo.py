@@ -49,7 +49,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.api import ANSI, Command, ncu_kernels, run_process
+from kernelopt_core.api import ANSI, Command, ncu_kernels, read_pin, run_process, write_pin
 
 CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
 PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
@@ -178,14 +178,6 @@ def _run(argv: list[str], harness: bool = False) -> tuple[int, str]:
     return result.returncode, result.stdout + result.stderr
 
 
-def read_pin(path: Path, op: str) -> dict | None:
-    try:
-        pin = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return pin if pin.get("op") == op else None
-
-
 def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False,
                match: tuple[str, ...] | None = None) -> dict | None:
     """The saved pin if it still answers the question: the ``--case`` asked for, or, without
@@ -265,8 +257,7 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
            "chosen_by": "--case" if wanted else chosen_by(harness, match),
            "candidates": [{"case": c.name, "us": c.us, "kb": c.kb} for c in cases if c.op == op]}
     pin.update(dispatch_profile(tool, chosen.name, backend, pin_path.parent))
-    pin_path.parent.mkdir(parents=True, exist_ok=True)
-    pin_path.write_text(json.dumps(pin, indent=1))
+    write_pin(pin_path, pin)
     launched = ", ".join(sorted({k["function"] for k in pin["dispatched"] or ()})) or "not read"
     print(f"kernelopt-llamacpp: pinned {chosen.name} ({chosen.us} us/run, "
           f"{len(pin['candidates'])} perf cases; test set covers it: {pin['checkable']}; "

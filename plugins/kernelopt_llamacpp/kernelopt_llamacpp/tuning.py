@@ -38,12 +38,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kernelopt_core.api import Knob, anchored_pattern, define_pattern, powers_around
+from kernelopt_core.api import (
+    Knob,
+    define_pattern,
+    launch_bounds_knobs,
+    powers_around,
+    source_texts,
+    unroll_knobs,
+)
 
 BLOCK_DEFINE = re.compile(
     r"^[ \t]*#[ \t]*define[ \t]+(CUDA_([A-Z0-9_]+)_BLOCK_SIZE)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
-LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\(\s*(\d+)(?=\s*[,)])")
-PRAGMA_UNROLL = re.compile(r"^([ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+)(\d+)", re.M)
 CONST_INT = re.compile(r"^(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:int|int64_t|uint32_t|unsigned)"
                        r"[ \t]+(\w+)[ \t]*=[ \t]*(\d+)[ \t]*;", re.M)
 
@@ -143,22 +148,14 @@ def constants(texts: Mapping[str, str]) -> list[Knob]:
 
 def scan(files: Mapping[str, bytes], op: str, function: str = "") -> list[Knob]:
     knobs: list[Knob] = []
-    texts = {path: data.decode("utf-8", errors="replace") for path, data in files.items()}
-    for path, text in sorted(texts.items()):
+    texts = dict(source_texts(files))
+    for path, text in texts.items():
         defines = BLOCK_DEFINE.findall(text)
         for name, stem, value in defines:
             if len(defines) == 1 or _belongs(stem, op):
                 knobs.append(Knob(name, path, powers_around(int(value), 32, 1024),
                                   define_pattern(name), also=pinned_with(texts, name, value)))
-        for i, m in enumerate(LAUNCH_BOUNDS.finditer(text)):
-            pattern = anchored_pattern(text, m.start(1), m.end(1), r"__launch_bounds__\(\s*")
-            if pattern:
-                knobs.append(Knob(f"launch_bounds#{i}@{path}", path,
-                                  powers_around(int(m.group(1)), 32, 1024), pattern))
+        knobs += launch_bounds_knobs(path, text)
         knobs += launch_pairs(text, path, op, function)
-        for i, m in enumerate(PRAGMA_UNROLL.finditer(text)):
-            pattern = anchored_pattern(text, m.start(2), m.end(2), r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+")
-            if pattern:
-                knobs.append(Knob(f"unroll#{i}@{path}", path,
-                                  powers_around(int(m.group(2)), 1, 32), pattern))
+        knobs += unroll_knobs(path, text)
     return knobs + constants(texts)

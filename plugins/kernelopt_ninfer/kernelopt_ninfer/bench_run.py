@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.api import ANSI, Command, run_process
+from kernelopt_core.api import ANSI, Command, read_pin, run_process, write_pin
 
 LINE = re.compile(r"^(?P<tag>\S.*?)\s+median=\s*(?P<median>[0-9.]+)\s*us\s+min=\s*(?P<min>[0-9.]+)\s*us"
                   r"\s+p95=\s*(?P<p95>[0-9.]+)\s*us\s+(?P<gbps>[0-9.]+)\s*GB/s")
@@ -77,14 +77,6 @@ def find_binary(build: Path, target: str) -> Path | None:
             return path
     return next((p for p in sorted(build.rglob(target)) if p.is_file() and p.stat().st_mode & 0o111),
                 None)
-
-
-def read_pin(path: Path, op: str) -> dict[str, Any] | None:
-    try:
-        pin = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return pin if isinstance(pin, dict) and pin.get("op") == op else None
 
 
 def usable_pin(path: Path, op: str, wanted: str | None, args: str) -> dict[str, Any] | None:
@@ -156,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                "gbps": chosen.gbps, "bytes": chosen.bytes,
                "chosen_by": "--case" if a.case else "the largest median of the bench's cases",
                "cases": [{"case": c.tag, "median_us": c.median_us} for c in cases]}
-        a.pin.parent.mkdir(parents=True, exist_ok=True)
-        a.pin.write_text(json.dumps(pin, indent=1))
+        write_pin(a.pin, pin)
         _say(f"pinned {chosen.tag!r} ({chosen.median_us} us, of {len(cases)} cases) in {a.pin}", 0)
     mine = [c for c in cases if c.tag == pin["case"]]
     if len(mine) != 1:

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core.api import Command, run_process
+from kernelopt_core.api import ENGINE_OUT_ENV, ENGINE_REFERENCE_ENV, Command, run_process
 from kernelopt_ninfer.bench_run import find_binary
 
 ARGS = ("-p", "512", "-n", "128", "-r", "5", "--warmup", "1", "-o", "json")
@@ -95,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         print("kernelopt-ninfer engine: the report has no total_seconds_mean", file=sys.stderr)
         return 1
     mine = outputs(report)
-    out = os.environ.get("KERNELOPT_ENGINE_OUT")
+    out = os.environ.get(ENGINE_OUT_ENV)
     if out:
         Path(out).write_text(json.dumps(mine, indent=1, sort_keys=True))
-    reference = os.environ.get("KERNELOPT_ENGINE_REFERENCE")
+    reference = os.environ.get(ENGINE_REFERENCE_ENV)
     match = None
     detail = ("ninfer_bench -p 512 -n 128: tests, token counts and repetitions compared "
               "(it reports no generated text; the op's numerics rest on its own test)")

@@ -34,11 +34,12 @@ from kernelopt_core.api import (
     hookimpl,
     option,
     option_table,
+    read_pin,
     repo_path,
     run_command,
 )
 from kernelopt_ninfer import layout, toolchain, tuning
-from kernelopt_ninfer.bench_run import normalize, read_pin, usable_pin
+from kernelopt_ninfer.bench_run import normalize, usable_pin
 from kernelopt_ninfer.cmakelists import executables
 from kernelopt_ninfer.ctest_run import covers
 

@@ -18,19 +18,24 @@ configure.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 
 import attrs
 
-from kernelopt_core.api import Command, PrerequisiteError, UsageError, run_process
+from kernelopt_core.api import (
+    CudaGpu,
+    Nvcc,
+    PrerequisiteError,
+    UsageError,
+    cuda_gpus,
+    find_nvcc,
+    nvcc_version,
+)
 from kernelopt_ninfer.cmakelists import calls, expand, options
 
 ARCH_VAR = "CMAKE_CUDA_ARCHITECTURES"
 VERSION_VAR = "CMAKE_CUDA_COMPILER_VERSION"
-CUDA_FALLBACKS = ("/usr/local/cuda/bin/nvcc",)
 
 
 @attrs.frozen
@@ -57,24 +62,6 @@ class Guards:
             if high is not None and _ver(version) >= _ver(high):
                 return f"CUDA < {high}"
         return None
-
-
-@attrs.frozen
-class Gpu:
-    name: str
-    compute_cap: str  # "9.0"
-
-    @property
-    def arch(self) -> str:
-        """CMAKE_CUDA_ARCHITECTURES spelling: 9.0 → 90."""
-        return self.compute_cap.replace(".", "")
-
-
-@attrs.frozen
-class Nvcc:
-    path: str
-    release: str  # "13.0"
-    text: str  # the version line as printed
 
 
 def _ver(text: str) -> tuple[int, ...]:
@@ -166,32 +153,7 @@ def read_guards(root: Path) -> Guards:
 # --------------------------------------------------------------------------- the machine
 
 
-def find_nvcc() -> str | None:
-    return shutil.which("nvcc") or next((p for p in CUDA_FALLBACKS if os.access(p, os.X_OK)), None)
-
-
-def probe_nvcc(path: str) -> Nvcc | None:
-    result = run_process(Command((path, "--version"), Path.cwd(), timeout_s=60))
-    found = re.search(r"release\s+([0-9]+\.[0-9]+)[^\n]*", result.stdout)
-    if not result.ok or found is None:
-        return None
-    return Nvcc(path, found.group(1), found.group(0).strip())
-
-
-def probe_gpu() -> Gpu | None:
-    """The first GPU ``nvidia-smi`` lists (name, compute capability), or None."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    result = run_process(Command(("nvidia-smi", "--query-gpu=name,compute_cap",
-                                  "--format=csv,noheader"), Path.cwd(), timeout_s=60))
-    for line in result.stdout.splitlines() if result.ok else ():
-        name, _, cap = line.rpartition(",")
-        if re.fullmatch(r"\s*\d+\.\d+\s*", cap):
-            return Gpu(name.strip(), cap.strip())
-    return None
-
-
-def choose_arch(guards: Guards, gpu: Gpu, forced: str | None) -> str | None:
+def choose_arch(guards: Guards, gpu: CudaGpu, forced: str | None) -> str | None:
     """The CMAKE_CUDA_ARCHITECTURES to build: ``forced`` when the tree allows it, else the GPU's
     own (``90``, or an arch-specific ``90a`` the tree lists); None when the tree allows neither."""
     if forced:
@@ -224,7 +186,7 @@ class Platform:
     device: str
     arch: str | None = None
     nvcc: Nvcc | None = None
-    gpu: Gpu | None = None
+    gpu: CudaGpu | None = None
     why: str = ""  # how the device was chosen, in words
 
 
@@ -245,8 +207,8 @@ def decide(root: Path, device: str, forced_arch: str | None) -> Platform:
                 hint="run with --device cuda (or auto) on a machine with an NVIDIA GPU and nvcc")
         return Platform("cpu", why="--device cpu: the tree's NINFER_CPU_KERNELS=ON (kernels as C++)")
     path = find_nvcc()
-    nvcc = probe_nvcc(path) if path else None
-    gpu = probe_gpu()
+    nvcc = nvcc_version(path) if path else None
+    gpu = next(iter(cuda_gpus()), None)  # the first GPU nvidia-smi lists
     if nvcc is None or gpu is None:
         missing = " and ".join(m for m in (
             "" if nvcc else "no nvcc (the CUDA toolkit) on PATH or in /usr/local/cuda/bin",

@@ -20,14 +20,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kernelopt_core.api import Knob, anchored_pattern, define_pattern, powers_around
+from kernelopt_core.api import (
+    Knob,
+    define_pattern,
+    launch_bounds_knobs,
+    powers_around,
+    source_texts,
+    unroll_knobs,
+)
 
 DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?(\d+)\)?[ \t]*(?://.*)?$",
                     re.M)
 CONSTEXPR_HEAD = r"^[ \t]*(?:static[ \t]+)?(?:inline[ \t]+)?constexpr[ \t]+[\w:]+[ \t]+"
 CONSTEXPR = re.compile(CONSTEXPR_HEAD + r"([A-Za-z_]\w*)[ \t]*=[ \t]*(\d+)[ \t]*;", re.M)
-LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\(\s*(\d+)(?=\s*[,)])")
-PRAGMA_UNROLL = re.compile(r"^([ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+)(\d+)", re.M)
 SMALL = {"ROWS", "ROW", "WARPS", "VEC", "VECTOR", "UNROLL"}
 PER_WHAT = {"ITEMS", "ELEMS", "ELEMENTS", "PAIRS", "VALUES"}
 THREADS = {"BLOCK", "BLOCKSIZE", "BLOCKDIM", "THREADS", "NTHREADS"}
@@ -80,21 +85,9 @@ def scan(files: Mapping[str, bytes]) -> list[Knob]:
     """The knobs of ``files`` (path → content), in a stable order."""
     named: list[tuple[str, str, str, int, tuple[int, int]]] = []
     positional: list[Knob] = []
-    for path, data in sorted(files.items()):
-        if not path.endswith(C_LIKE):
-            continue
-        text = data.decode("utf-8", errors="replace")
+    for path, text in source_texts(files, C_LIKE):
         named += _named(path, text)
-        for i, m in enumerate(LAUNCH_BOUNDS.finditer(text)):
-            pattern = anchored_pattern(text, m.start(1), m.end(1), r"__launch_bounds__\(\s*")
-            if pattern:
-                positional.append(Knob(f"launch_bounds#{i}@{path}", path,
-                                       powers_around(int(m.group(1)), 32, 1024), pattern))
-        for i, m in enumerate(PRAGMA_UNROLL.finditer(text)):
-            pattern = anchored_pattern(text, m.start(2), m.end(2), r"^[ \t]*#[ \t]*pragma[ \t]+unroll[ \t]+")
-            if pattern:
-                positional.append(Knob(f"unroll#{i}@{path}", path,
-                                       powers_around(int(m.group(2)), 1, 32), pattern))
+        positional += launch_bounds_knobs(path, text) + unroll_knobs(path, text)
     counts: dict[str, int] = {}
     for name, *_ in named:
         counts[name] = counts.get(name, 0) + 1
