@@ -56,12 +56,22 @@ from kernelopt_core.gates.engine import OUT_ENV as ENGINE_OUT_ENV
 from kernelopt_core.gates.engine import REFERENCE_ENV as ENGINE_REFERENCE_ENV
 from kernelopt_core.hookspecs import (
     Backend,
+    BenchesWork,
+    ChecksSeeds,
+    ChecksShape,
+    ComparesModel,
     DocHit,
     Executor,
     Gate,
+    LabelsKernels,
     LLMProvider,
+    PairsEngine,
     Planner,
+    ProbesCompile,
     Profiler,
+    ServesBenchWorker,
+    SplitsPhases,
+    benches_work,
     hookimpl,
 )
 from kernelopt_core.knobs import (
@@ -91,6 +101,9 @@ from kernelopt_core.ui import echo, note
 __all__ = [
     # the hooks and the protocols their records follow
     "hookimpl", "Backend", "Gate", "Planner", "Profiler", "LLMProvider", "DocHit", "Executor",
+    # a backend's optional methods, one capability protocol each (the core tests isinstance)
+    "ChecksShape", "ChecksSeeds", "BenchesWork", "benches_work", "PairsEngine", "ComparesModel",
+    "SplitsPhases", "LabelsKernels", "ProbesCompile", "ServesBenchWorker",
     "Job", "JobResult",
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",

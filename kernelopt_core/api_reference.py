@@ -23,8 +23,12 @@ RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "GateCo
            "GateResult", "Confirmed", "BenchReading", "PlanContext", "Proposal", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
            "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")
-PROTOCOLS = ("Backend", "Gate", "Planner", "Profiler", "Executor", "GateServices", "EventLog")
-FUNCTIONS = ("run", "option", "option_table", "run_process", "run_on_gpu", "gpu_lock", "run_command",
+PROTOCOLS = ("Backend", "ChecksShape", "ChecksSeeds", "BenchesWork", "PairsEngine",
+             "ComparesModel", "SplitsPhases", "LabelsKernels", "ProbesCompile",
+             "ServesBenchWorker", "Gate", "Planner", "Profiler", "Executor", "GateServices",
+             "EventLog")
+FUNCTIONS = ("run", "benches_work", "option", "option_table", "run_process", "run_on_gpu",
+             "gpu_lock", "run_command",
              "repo_path", "cmake_commands", "needs_configure", "define_pattern",
              "powers_around", "current_values", "anchored_pattern", "apply_knobs",
              "source_texts", "launch_bounds_knobs", "unroll_knobs", "find_nvcc", "nvcc_version",

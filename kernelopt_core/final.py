@@ -123,7 +123,7 @@ class FinalPhase:
             return FALLBACK, results  # the next best candidate gets its turn
         tree = self.workspace.candidate_tree
         # a resumed run's replayed winner was checked by the killed process, not this one: its
-        # worker times only checked content (runner.checked), so it is checked again here
+        # worker times only checked content (the pool's TreeWorkers.checked), so it is checked again here
         if self.runner.served(tree, unchecked=True) and (
                 failed := self.runner.check_all(tree, log_dir / "final-check.log")) is not None:
             record(GateResult("correctness", False, f"fails its check again ({failed[0]})",

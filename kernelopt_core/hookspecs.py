@@ -25,8 +25,9 @@ timeouts and profiler wrapping stay in one place.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 import attrs
 import pluggy
@@ -54,37 +55,48 @@ class Backend(Protocol):
 
     ``name``: unique, used by ``--backend NAME`` and ``backend = "NAME"`` in kernelopt.toml.
 
-    Optional methods (looked up with getattr; leave them out when they do not apply):
+    Optional methods, one capability each (leave them out when they do not apply; one set to
+    None counts as absent): the core tests each with ``isinstance`` against the protocol named
+    in brackets, defined below.
 
-    * ``shape_check(target, tree, seed) -> Command | None``: a check of exactly the shape and
-      launch path the bench times (the ``shape`` final gate); without it the gate compares the
-      bench's ``checksum`` with the baseline's.
-    * ``check_seeds(target, tree, seeds) -> Command | None``: one command that checks every seed
-      (in one process, or in processes of its own at once), each seed with its own fresh
-      inputs, exiting non-zero when any fails. For backends whose process start-up dominates a
-      check (Python, CUDA) or whose one check leaves most CPUs idle; None: ``check`` per seed.
-    * ``bench(target, tree, work=F)``: accepting ``work`` lets ``gate-selftest`` plant a truly
-      faster candidate (the bench does the fraction F of its timed work).
-    * ``engine_pair(target, baseline, candidate) -> Command | None``: one whole-program run
-      holding both versions, compared and timed in interleaved rounds by the program itself,
-      printing ``{"baseline_ms": [...], "candidate_ms": [...], "match", "detail"}`` or
-      ``{"engine_error", "side"}`` (docs/plugins.md, the engine contract); the engine gate then
-      runs it once instead of ``engine`` six times.
-    * ``model_compare(targets, winners, out_dir) -> Command | None``: after the runs of one
-      program's kernels, the program in one process every way (``winners``: target name → a
-      directory with its editable files as the winner has them), printing ``{"kernelopt_model":
-      1, "modes": {label: {"ms", "spread_pct", "match", "windows"}}, "baseline", "kernelopt"}``
-      (docs/plugins.md, the model check contract; kernelopt_core/model_check.py).
-    * ``profile_phases(target, tree) -> dict[str, Command] | None``: the whole program split
-      into phases that ``kernelopt profile --engine`` profiles and ranks apart (llama.cpp:
-      ``prefill`` and ``decode``, whose kernels differ); absent or empty: ``engine`` as one.
-    * ``kernel_labels(target, tree, kernels) -> dict[str, str]``: for profiled kernel names,
-      what each belongs to in the backend's terms (llama.cpp: ``RMS_NORM``, ``cuBLAS
-      (library)``), a column of ``kernelopt profile``'s ranking.
-    * ``compile_probe(target, tree, probe_dir) -> Command | None``: compiles, without writing
-      the tree or its build, what each knob value's edited files (``probe_dir/<id>/``, listed in
-      ``probe_dir/variants.json``) affect and prints ``{"kernelopt_probe": 1, "results": {id:
-      {"ok", "error"}}}``; values that fail are dropped before the search (knob_probe.py).
+    * ``shape_check(target, tree, seed) -> Command | None`` (``ChecksShape``): a check of
+      exactly the shape and launch path the bench times (the ``shape`` final gate); without it
+      the gate compares the bench's ``checksum`` with the baseline's.
+    * ``check_seeds(target, tree, seeds) -> Command | None`` (``ChecksSeeds``): one command that
+      checks every seed (in one process, or in processes of its own at once), each seed with
+      its own fresh inputs, exiting non-zero when any fails. For backends whose process
+      start-up dominates a check (Python, CUDA) or whose one check leaves most CPUs idle; None:
+      ``check`` per seed.
+    * ``bench(target, tree, work=F)`` (``BenchesWork``): accepting ``work`` lets
+      ``gate-selftest`` plant a truly faster candidate (the bench does the fraction F of its
+      timed work).
+    * ``engine_pair(target, baseline, candidate) -> Command | None`` (``PairsEngine``): one
+      whole-program run holding both versions, compared and timed in interleaved rounds by the
+      program itself, printing ``{"baseline_ms": [...], "candidate_ms": [...], "match",
+      "detail"}`` or ``{"engine_error", "side"}`` (docs/plugins.md, the engine contract); the
+      engine gate then runs it once instead of ``engine`` six times.
+    * ``model_compare(targets, winners, out_dir) -> Command | None`` (``ComparesModel``): after
+      the runs of one program's kernels, the program in one process every way (``winners``:
+      target name → a directory with its editable files as the winner has them), printing
+      ``{"kernelopt_model": 1, "modes": {label: {"ms", "spread_pct", "match", "windows"}},
+      "baseline", "kernelopt"}`` (docs/plugins.md, the model check contract;
+      kernelopt_core/model_check.py).
+    * ``profile_phases(target, tree) -> dict[str, Command] | None`` (``SplitsPhases``): the
+      whole program split into phases that ``kernelopt profile --engine`` profiles and ranks
+      apart (llama.cpp: ``prefill`` and ``decode``, whose kernels differ); absent or empty:
+      ``engine`` as one.
+    * ``kernel_labels(target, tree, kernels) -> dict[str, str]`` (``LabelsKernels``): for
+      profiled kernel names, what each belongs to in the backend's terms (llama.cpp:
+      ``RMS_NORM``, ``cuBLAS (library)``), a column of ``kernelopt profile``'s ranking.
+    * ``compile_probe(target, tree, probe_dir) -> Command | None`` (``ProbesCompile``):
+      compiles, without writing the tree or its build, what each knob value's edited files
+      (``probe_dir/<id>/``, listed in ``probe_dir/variants.json``) affect and prints
+      ``{"kernelopt_probe": 1, "results": {id: {"ok", "error"}}}``; values that fail are
+      dropped before the search (knob_probe.py).
+    * ``bench_worker(target, tree) -> Command | None`` (``ServesBenchWorker``): a persistent
+      worker that serves this tree's check, bench and sweep requests over a private pipe pair
+      (docs/plugins.md, "Bench workers"; the child's side: ``kernelopt_core.bench_worker``);
+      None: fresh ``check`` and ``bench`` processes for this tree.
     """
 
     name: str
@@ -114,6 +126,80 @@ class Backend(Protocol):
 
     def engine(self, target: Target, tree: Tree) -> Command | None:
         """Optional whole-program command (model, app) for the engine gate; None if absent."""
+
+
+# One protocol per optional Backend method: the core asks ``isinstance(backend, ChecksSeeds)``
+# (the method exists and is not None), never getattr, and mypy then knows the call's types.
+
+
+@runtime_checkable
+class ChecksShape(Protocol):
+    """A backend with ``shape_check``: the timed shape and launch path checked apart."""
+
+    def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None: ...
+
+
+@runtime_checkable
+class ChecksSeeds(Protocol):
+    """A backend with ``check_seeds``: every seed checked by one command."""
+
+    def check_seeds(self, target: Target, tree: Tree, seeds: tuple[int, ...]) -> Command | None: ...
+
+
+@runtime_checkable
+class BenchesWork(Protocol):
+    """A backend whose ``bench`` accepts ``work`` (the fraction of its timed work to do).
+    Every backend has ``bench``, so ``isinstance`` cannot tell: ask :func:`benches_work`."""
+
+    def bench(self, target: Target, tree: Tree, work: float = 1.0) -> Command | None: ...
+
+
+def benches_work(backend: Backend) -> TypeGuard[BenchesWork]:
+    """True when ``backend.bench`` takes ``work``: a parameter, which only its signature shows."""
+    return "work" in inspect.signature(backend.bench).parameters
+
+
+@runtime_checkable
+class PairsEngine(Protocol):
+    """A backend with ``engine_pair``: both versions in one whole-program run."""
+
+    def engine_pair(self, target: Target, baseline: Tree, candidate: Tree) -> Command | None: ...
+
+
+@runtime_checkable
+class ComparesModel(Protocol):
+    """A backend with ``model_compare``: the whole model with every winner in place."""
+
+    def model_compare(self, targets: list[Target], winners: dict[str, Path], out_dir: Path
+                      ) -> Command | None: ...
+
+
+@runtime_checkable
+class SplitsPhases(Protocol):
+    """A backend with ``profile_phases``: the whole program profiled in phases."""
+
+    def profile_phases(self, target: Target, tree: Tree) -> dict[str, Command] | None: ...
+
+
+@runtime_checkable
+class LabelsKernels(Protocol):
+    """A backend with ``kernel_labels``: profiled kernels named in the backend's terms."""
+
+    def kernel_labels(self, target: Target, tree: Tree, kernels: list[str]) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class ProbesCompile(Protocol):
+    """A backend with ``compile_probe``: knob values that do not compile dropped up front."""
+
+    def compile_probe(self, target: Target, tree: Tree, probe_dir: Path) -> Command | None: ...
+
+
+@runtime_checkable
+class ServesBenchWorker(Protocol):
+    """A backend with ``bench_worker``: a persistent worker per tree (kernelopt_core.workers)."""
+
+    def bench_worker(self, target: Target, tree: Tree) -> Command | None: ...
 
 
 @runtime_checkable

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import knobs as knob_edit
+from kernelopt_core.hookspecs import ProbesCompile
 from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
 from kernelopt_core.target import Knob, Tree
@@ -31,11 +32,11 @@ def usable(runner: Runner, tree: Tree, knobs: tuple[Knob, ...], files: dict[str,
            baseline: dict[str, str], out_dir: Path, journal: Journal) -> tuple[Knob, ...]:
     """``knobs`` without the values the backend's compile probe rejects (all of them when the
     backend has no probe or the probe itself fails: the candidates' builds then judge)."""
-    method = getattr(runner.backend, "compile_probe", None)
-    if method is None or not knobs:
+    backend = runner.backend
+    if not isinstance(backend, ProbesCompile) or not knobs:
         return knobs
     variants = _write_variants(knobs, files, baseline, out_dir)
-    command = method(runner.target, tree, out_dir) if variants else None
+    command = backend.compile_probe(runner.target, tree, out_dir) if variants else None
     if command is None:
         shutil.rmtree(out_dir, ignore_errors=True)
         return knobs

@@ -35,7 +35,6 @@ from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling import Profiling
 from kernelopt_core.resume import Replay, check_run_id, run_lock
 from kernelopt_core.runner import Runner
-from kernelopt_core.screening import screener
 from kernelopt_core.search import BeamSearch, Node, SeenContent
 from kernelopt_core.session import (
     new_run_id,
@@ -45,6 +44,7 @@ from kernelopt_core.session import (
 )
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
+from kernelopt_core.workers.screening import screener
 from kernelopt_core.workspace import Workspace
 
 __all__ = ["Loop", "RunOutcome"]

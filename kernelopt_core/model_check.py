@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import history, journal, process, report
+from kernelopt_core.hookspecs import ComparesModel
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import json_objects
 from kernelopt_core.target import Target
@@ -92,7 +93,7 @@ def parse(stdout: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def offered(backend: Any) -> bool:
-    return callable(getattr(backend, "model_compare", None))
+    return isinstance(backend, ComparesModel)
 
 
 def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: Path,
@@ -102,8 +103,7 @@ def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: P
     of their runs (and in ``ledger``: a campaign's journal) and rebuild their reports. None when
     the backend offers no model check for these targets. ``starting``: called when it does,
     before the model runs."""
-    method = getattr(backend, "model_compare", None)
-    if method is None or not finished:
+    if not isinstance(backend, ComparesModel) or not finished:
         return None
     out_dir.mkdir(parents=True, exist_ok=True)  # the command's working directory
     summaries = [history.summary(f.run_dir) for f in finished]
@@ -116,7 +116,7 @@ def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: P
                 (home / rel).parent.mkdir(parents=True, exist_ok=True)
                 (home / rel).write_bytes(data)
             winners[item.target.name] = home
-    command = method([f.target for f in finished], winners, out_dir)
+    command = backend.model_compare([f.target for f in finished], winners, out_dir)
     if command is None:
         return None
     if starting is not None:

@@ -2,7 +2,7 @@
 
 Every child runs in its own session (process group) so a timeout or Ctrl-C kills the whole
 tree it started (compilers, test runners), not just the direct child. A bench worker, once
-spawned here, is driven by ``worker_process.Worker`` (requests, replies, pause, close).
+spawned here, is driven by ``workers.protocol.Worker`` (requests, replies, pause, close).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import attrs
 
 from kernelopt_core.bench_worker import FDS_ENV  # "READ_FD,WRITE_FD" as the child sees them
 from kernelopt_core.target import Command
-from kernelopt_core.worker_process import (  # the worker's side of the pipes; re-exported
+from kernelopt_core.workers.protocol import (  # the worker's side of the pipes; re-exported
     OUTPUT_CAP,
     Worker,
     WorkerError,

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.hookspecs import LabelsKernels, SplitsPhases, hookimpl
 
 
 @click.command("profile")
@@ -76,16 +76,16 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
         tree = workspace.baseline_tree
         # the whole program in phases profiled apart (llama.cpp: prompt, generation), where the
         # backend splits it; else its engine command, or the bench
-        phases = getattr(backend, "profile_phases", None)
-        split = (phases(target, tree) or {}) if whole_program and phases else {}
+        split = ((backend.profile_phases(target, tree) or {})
+                 if whole_program and isinstance(backend, SplitsPhases) else {})
         profiles = {name: profiling.run(tree, workspace.files, out / name, "baseline", program,
                                         command, whole_program=True, phase=name)
                     for name, command in split.items()} or \
             {program: profiling.run(tree, workspace.files, out, "baseline", program)}
-        labelled = getattr(backend, "kernel_labels", None)
         names = sorted({str(k.get("name", "")) for p in profiles.values()
                         for k in p.get("kernels", [])})
-        labels = labelled(target, tree, names) if labelled and names else None
+        labels = (backend.kernel_labels(target, tree, names)
+                  if isinstance(backend, LabelsKernels) and names else None)
     except (KeyboardInterrupt, Exception) as exc:
         record_failure(journal, out, exc, "profile")
         raise

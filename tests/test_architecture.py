@@ -168,7 +168,7 @@ CONTRACT = {
     "kernelopt_core.settings", "kernelopt_core.options", "kernelopt_core.gates.base",
     "kernelopt_core.planners.base",
     "kernelopt_core.search", "kernelopt_core.journal", "kernelopt_core.measure.parsers",
-    "kernelopt_core.process", "kernelopt_core.worker_process", "kernelopt_core.bench_worker",
+    "kernelopt_core.process", "kernelopt_core.workers.protocol", "kernelopt_core.bench_worker",
     "kernelopt_core.executors",
 }
 

@@ -217,10 +217,10 @@ def test_the_kept_best_candidates_worker_serves_the_final_gates(tmp_path: Path) 
         assert later != best and again == best
         loads = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
         assert sum(e.get("op") == "load" for e in loads) == 2
-        assert runner.retained == {}  # the later candidate's worker was closed, not kept
+        assert runner.pool.trees["candidate"].kept is None  # the later one's closed, not kept
     finally:
         runner.close_workers()
-    assert not runner.workers and not runner.retained
+    assert not runner.workers and not any(t.kept for t in runner.pool.trees.values())
 
 
 @pytest.mark.parametrize("mode", ["ok", "compiler"])
@@ -260,7 +260,7 @@ def test_the_next_candidate_gets_a_worker_started_ahead_never_a_used_one(tmp_pat
             (candidate.src / "kernel.txt").write_text(content)
             assert runner.check_all(candidate, tmp_path / "log") is None
             pids.append(runner.workers["candidate"][1].pid)
-        _command, spare = runner.spares.by_role["candidate"]
+        _command, spare = runner.pool.spares.by_role["candidate"]
         assert spare.alive() and spare.pid not in pids
         # a timed reading waits until the spare has started: its start-up never overlaps one
         assert runner.bench(candidate, tmp_path / "log", "screen").time_ms == 1.0
@@ -272,7 +272,7 @@ def test_the_next_candidate_gets_a_worker_started_ahead_never_a_used_one(tmp_pat
         assert not spare.alive() and runner.workers["candidate"][1].pid != spare.pid
     finally:
         runner.close_workers()
-    assert not runner.spares.by_role
+    assert not runner.pool.spares.by_role
     starts = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     spares = [e["spare"] for e in starts if e["event"] == "worker_start" and e["tree"] == "candidate"]
     assert spares == [False, True, True, False]
