@@ -33,6 +33,7 @@ from kernelopt_core.workers.protocol import (  # the worker's side of the pipes;
     WorkerMissing,
     _cap,
     _kill_group,
+    exit_text,
 )
 
 
@@ -45,10 +46,13 @@ class ProcessResult:
     seconds: float
     timed_out: bool = False
     missing: bool = False  # the program was not found
+    # it ended, but processes it started were still running in its group (then killed): a
+    # leftover server, a forgotten background job — a fault of the code it ran
+    left_running: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and not self.left_running
 
     def tail(self, chars: int = 2000) -> str:
         text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
@@ -59,7 +63,8 @@ class ProcessResult:
             return f"`{self.command.display()}`: program not found"
         if self.timed_out:
             return f"`{self.command.display()}` timed out after {self.command.timeout_s:g} s"
-        return f"`{self.command.display()}` exited {self.returncode}"
+        left = " but left processes running (killed)" if self.left_running else ""
+        return f"`{self.command.display()}` {exit_text(self.returncode)}{left}"
 
 
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -125,6 +130,9 @@ def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP) -
             _kill_group(proc)
             proc.wait()
             raise
+        left_running = not timed_out and _outlived(proc.pid)
+        if left_running:  # nothing a command started outlives it
+            _kill_group(proc)
         seconds = time.perf_counter() - start
         out.seek(0)
         err.seek(0)
@@ -135,9 +143,41 @@ def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP) -
             _cap(err.read(), cap),
             seconds,
             timed_out=timed_out,
+            left_running=left_running,
         )
     _log(result, log_path)
     return result
+
+
+LEFT_GRACE_S = 2.0  # a child winding down after its parent (a pool's worker) may take this long
+
+
+def _outlived(pgid: int) -> bool:
+    """Whether a process of the ended command's group is still alive after a short grace."""
+    deadline = time.perf_counter() + LEFT_GRACE_S
+    while _group_alive(pgid):
+        if time.perf_counter() > deadline:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live process (zombies aside) is still in the group ``pgid``, from /proc
+    (Linux; elsewhere not known: False)."""
+    try:
+        entries = [e for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return False
+    for entry in entries:
+        try:
+            with open(f"{entry.path}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
 
 
 def _log(result: ProcessResult, log_path: Path | None) -> None:

@@ -53,6 +53,8 @@ def test_honest_edits_pass(path: str, new: str) -> None:
     ("k.cu", "void f() { ::write(1, buf, n); }\n", "output forging"),
     ("k.cu", '#include "cublas_v2.h"\n', "vendor library"),
     ("k.cu", "void f() { std::thread t(g); }\n", "side stream or thread"),
+    ("k.cpp", "void f() { pid_t p; posix_spawn(&p, \"/bin/sh\", 0, 0, argv, 0); }\n",
+     "side stream or thread"),
 ])
 def test_hack_constructs_are_found(path: str, new: str, reason: str) -> None:
     passed, why = judge(path, new, PY_BASE if path.endswith(".py") else "")

@@ -28,7 +28,7 @@ POLICY_RULES: list[Rule] = [
         r"torch\.cuda\.Event|elapsed_time)\b")),
     ("work on a side stream or thread", re.compile(
         r"\b(cudaStreamCreate\w*|hipStreamCreate\w*|std::thread|std::async|std::jthread|"
-        r"pthread_create|fork|threading\.Thread|multiprocessing|concurrent\.futures|"
+        r"pthread_create|fork|posix_spawnp?|threading\.Thread|multiprocessing|concurrent\.futures|"
         r"torch\.cuda\.(Stream|stream|ExternalStream))\b")),
     ("bypass of the harness's instrumentation", re.compile(
         r"\b(DisableTorchFunction|DisableTorchFunctionSubclass|_disable_current_modes|torch\._C|"

@@ -34,6 +34,34 @@ def _read_from(fh: Any, offset: int) -> str:
     return _cap(fh.read())
 
 
+# what a signal that ended a process says about the code it ran
+_SIGNAL_MEANING = {
+    signal.SIGSEGV: "segmentation fault: an invalid memory access",
+    signal.SIGBUS: "bus error: a misaligned or unmapped memory access",
+    signal.SIGABRT: "abort: a failed assertion or std::abort",
+    signal.SIGFPE: "arithmetic fault: an integer division by zero",
+    signal.SIGILL: "illegal instruction",
+    signal.SIGKILL: "killed: by kernelopt at a timeout, or by the system out of memory",
+}
+
+
+def exit_text(code: int | None) -> str:
+    """``exited N``, naming the signal when one ended the process (``-11``), or when a shell
+    reported one (``139`` = 128 + SIGSEGV): the fault a user has to fix."""
+    if code is None:
+        return "is still running"
+    number = -code if code < 0 else code - 128 if 128 < code < 160 else 0
+    try:
+        name = signal.Signals(number).name if number else ""
+    except ValueError:
+        name = ""
+    if not name:
+        return f"exited {code}"
+    meaning = _SIGNAL_MEANING.get(signal.Signals(number), "")
+    how = f"killed by {name}" if code < 0 else f"a shell's report of {name}"
+    return f"exited {code} ({how}{': ' + meaning if meaning else ''})"
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -185,7 +213,7 @@ class Worker:
         try:
             os.write(self.to_child, line.encode())
         except (BrokenPipeError, OSError):
-            raise self._fail(f"exited {self.proc.poll()} before request {ident}") from None
+            raise self._fail(f"{exit_text(self.proc.poll())} before request {ident}") from None
         return ident
 
     def _receive(self, ident: int, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -202,7 +230,7 @@ class Worker:
             chunk = os.read(self.from_child, 65536)
             if not chunk:
                 code = self.proc.wait()
-                raise self._fail(f"exited {code} while serving request {ident} "
+                raise self._fail(f"{exit_text(code)} while serving request {ident} "
                                  f"({payload.get('op')})")
             buffer += chunk
             if len(buffer) > REPLY_CAP:
