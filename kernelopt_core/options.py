@@ -81,13 +81,19 @@ def option_keys(tables: Sequence[type], taken: Collection[str]) -> dict[tuple[st
     ``-o key=``: the field's own name, or ``TABLE_FIELD`` where that name is in ``taken`` (the
     core's settings) or an earlier table's option of another type or default. Pure, so the
     flags, the settings and ``kernelopt plugins`` agree for the same tables in the same order."""
-    declared: dict[str, attrs.Attribute] = {}
+    declared: dict[str, attrs.Attribute] = {}  # plain keys so far
+    namespaced: set[str] = set()
     keys: dict[tuple[str, str], str] = {}
     for cls in tables:
         table = table_name(cls)
         for name, field in fields(cls).items():
-            if name in taken or (name in declared and not same_option(field, declared[name])):
-                keys[(table, name)] = re.sub(r"\W", "_", f"{table}_{name}")
+            if name in taken or name in namespaced or (
+                    name in declared and not same_option(field, declared[name])):
+                key = re.sub(r"\W", "_", f"{table}_{name}")
+                while key in taken or key in declared or key in namespaced:  # still taken
+                    key = re.sub(r"\W", "_", f"{table}_{key}")
+                keys[(table, name)] = key
+                namespaced.add(key)
             else:
                 keys[(table, name)] = name
                 declared.setdefault(name, field)

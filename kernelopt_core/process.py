@@ -95,8 +95,13 @@ def _popen(command: Command, out: Any, err: Any, extra_env: dict[str, str] | Non
     )
 
 
-def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP) -> ProcessResult:
+def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP,
+        own_group: bool = False) -> ProcessResult:
     """Run ``command`` to completion (or its timeout) and return what it did.
+
+    ``own_group``: the command runs the code under test (a check, a bench, the engine), so
+    a process it leaves running in its group (after a short grace) is killed and fails it.
+    Builds and tools may leave a daemon behind (sccache's server): theirs are left alone.
 
     Output goes to temporary files, not pipes, so a chatty child can never block on a full
     pipe. If ``log_path`` is given, the command, exit status and output are written there.
@@ -130,10 +135,10 @@ def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP) -
             _kill_group(proc)
             proc.wait()
             raise
-        left_running = not timed_out and _outlived(proc.pid)
-        if left_running:  # nothing a command started outlives it
+        seconds = time.perf_counter() - start  # the grace below is not the command's time
+        left_running = own_group and not timed_out and _outlived(proc.pid)
+        if left_running:  # nothing the code under test started outlives it
             _kill_group(proc)
-        seconds = time.perf_counter() - start
         out.seek(0)
         err.seek(0)
         result = ProcessResult(

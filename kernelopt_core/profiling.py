@@ -67,7 +67,8 @@ class Profiling:
         except Exception as exc:  # a profiler's fault drops its profile, never the run
             metrics = self._fault("wrap", exc)
         else:
-            result, _held = self.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log")
+            result, _held = self.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log",
+                                                     own_group=False)
             metrics = {"error": result.describe()} if not result.ok else \
                 self._read(out_dir, files)
         self.journal.write("profile", profiler=self.name, tree=label, program=program,

@@ -58,8 +58,8 @@ class Runner:
     def _with_timeout(self, command: Command, timeout_s: float) -> Command:  # the tighter wins
         return attrs.evolve(command, timeout_s=min(command.timeout_s, timeout_s))
 
-    def spawn(self, command: Command, log: Path) -> ProcessResult:
-        result = process.run(command, log)
+    def spawn(self, command: Command, log: Path, own_group: bool = False) -> ProcessResult:
+        result = process.run(command, log, own_group=own_group)
         self.spent.child_seconds += result.seconds
         if result.missing:
             raise PrerequisiteError(
@@ -78,11 +78,14 @@ class Runner:
                 return result
         return result
 
-    def spawn_locked(self, command: Command, log: Path) -> tuple[ProcessResult, Held]:
-        """Spawn under the GPU lock (verify, bench, profile and engine steps); spares settled."""
+    def spawn_locked(self, command: Command, log: Path,
+                     own_group: bool = True) -> tuple[ProcessResult, Held]:
+        """Spawn under the GPU lock (verify, bench, profile and engine steps); spares settled.
+        ``own_group``: the code under test runs, so nothing it starts may outlive it (a
+        profiler's own daemon may: Profiling passes False)."""
         self.pool.spares.settle()
         with gpu_lock(self.settings.state_root) as held:
-            result = self.spawn(command, log)
+            result = self.spawn(command, log, own_group)
         self.spent.gpu_seconds += held.released - held.acquired
         return result, held
 

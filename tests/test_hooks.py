@@ -541,3 +541,23 @@ def test_specname_and_optional_hooks_are_not_called_unknown() -> None:
 
     host = PluginHost(autoload=False, extra=[("aliased", Aliased())])
     assert {i.name: i for i in host.plugin_infos()}["aliased"].error is None
+
+
+def test_a_namespaced_option_key_never_lands_on_a_taken_one() -> None:
+    """[t] x clashes with the core's x and t_x is the core's too: t_t_x; a later table's
+    plain field named like an earlier namespaced key is namespaced in its turn."""
+    from kernelopt_core.options import option_keys
+
+    @option_table("t")
+    @attrs.frozen
+    class T:
+        x: int = option(1, "clashes")
+
+    @option_table("u")
+    @attrs.frozen
+    class U:
+        t_t_x: int = option(2, "named like [t] x's key")
+
+    keys = option_keys([T, U], {"x", "t_x"})
+    assert keys == {("t", "x"): "t_t_x", ("u", "t_t_x"): "u_t_t_x"}
+    assert len(set(keys.values())) == len(keys)
