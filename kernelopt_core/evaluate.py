@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import outside
 from kernelopt_core.gates.base import GateContext, GateResult
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.journal import Journal
@@ -69,16 +70,21 @@ class Evaluator:
         else:
             self.workspace.use_candidate(proposal.edits)
             ctx = self.gate_context(cid, proposal.edits, log_dir, baseline_ms)
+            watch = self._watched()
+            before = watch.stamp()
             for gate in gates:
                 self.stage(gate.name, candidate=cid)
                 result = gate.evaluate(ctx)
                 results.append(result)
-                self.journal.write(
-                    "gate", candidate=cid, gate=gate.name, passed=result.passed,
-                    skipped=result.skipped, reason=result.reason, metrics=result.metrics,
-                )
+                self._journal_gate(cid, result)
                 if not result.passed:
                     break
+            wrote = outside.changes(before, watch.stamp())
+            if wrote:  # the worst of its faults, whatever else failed: named first
+                results.insert(0, GateResult("workspace", False,
+                                             outside.describe(wrote, self.target.root),
+                                             {"paths": wrote[:50]}))
+                self._journal_gate(cid, results[0])
         accepted = all(r.passed for r in results)
         speedup = next((r.metrics["speedup"] for r in results if "speedup" in r.metrics), None)
         tag = None
@@ -100,6 +106,20 @@ class Evaluator:
             gpu_seconds=round(self.runner.gpu_seconds, 3),  # the run's total so far
         )
         return self._outcome(cid, proposal, parent, result_event, log_dir, replayed=False)
+
+    def _journal_gate(self, cid: str, result: GateResult) -> None:
+        self.journal.write(
+            "gate", candidate=cid, gate=result.gate, passed=result.passed,
+            skipped=result.skipped, reason=result.reason, metrics=result.metrics,
+        )
+
+    def _watched(self) -> outside.Watched:
+        """Where this candidate must not write (kernelopt_core.outside)."""
+        tree = self.workspace.candidate_tree
+        # the baseline's build is where its own bench, interleaved with the candidate's at the
+        # screen, may write its outputs: not the candidate's doing (its sources are watched)
+        return outside.watched(self.target.root, self.settings.state_root, self.workspace.dir,
+                               (tree.src, tree.build, self.workspace.baseline_tree.build))
 
     def planner_failed(self, cid: str, parent: str, planner: str, message: str) -> None:
         """The planner gave no proposal for ``cid``: a row of its own, unless a resumed run's

@@ -34,6 +34,7 @@ from kernelopt_core.workers.protocol import (  # the worker's side of the pipes;
     _cap,
     _kill_group,
     exit_text,
+    group_members,
 )
 
 
@@ -160,28 +161,10 @@ LEFT_GRACE_S = 2.0  # a child winding down after its parent (a pool's worker) ma
 def _outlived(pgid: int) -> bool:
     """Whether a process of the ended command's group is still alive after a short grace."""
     deadline = time.perf_counter() + LEFT_GRACE_S
-    while _group_alive(pgid):
+    while group_members(pgid):
         if time.perf_counter() > deadline:
             return True
         time.sleep(0.05)
-    return False
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a live process (zombies aside) is still in the group ``pgid``, from /proc
-    (Linux; elsewhere not known: False)."""
-    try:
-        entries = [e for e in os.scandir("/proc") if e.name.isdigit()]
-    except OSError:
-        return False
-    for entry in entries:
-        try:
-            with open(f"{entry.path}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
     return False
 
 

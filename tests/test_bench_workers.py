@@ -76,6 +76,7 @@ def make_runner(tmp_path: Path, candidate_mode: str, baseline_mode: str = "ok",
     ("forge", "more than one reply"),
     ("stdout", "forged output"),
     ("malformed", "malformed reply"),
+    ("stray", "left processes running"),
 ])
 def test_a_misbehaving_worker_fails_only_its_tree(tmp_path: Path, mode: str, message: str) -> None:
     runner, baseline, candidate = make_runner(tmp_path, mode, bench_timeout_s=2.0)

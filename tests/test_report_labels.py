@@ -117,3 +117,24 @@ def test_the_report_says_which_knob_values_were_not_tried_and_why() -> None:
     assert "- no value of CUDA_CPY_BLOCK_SIZE is left: not a knob of this run" in md
     assert "Knob values not tried" not in render_markdown(journal("fallback", False),
                                                            summarize(journal("fallback", False)))
+
+
+def test_a_device_fault_is_named_before_a_generic_line() -> None:
+    """Outputs recorded on the H200 (bench/results/2026-12-04-h200-faults): the CUDA runtime's
+    or torch's words for the fault lead the reason, not a FAIL banner or torch's closing hint."""
+    from kernelopt_core.gates.builtin import failing_line
+
+    cuda = ("rowsum_test: FAIL seed=1 shape=1x1\n\nCUDA error in row_sum (cudaDeviceSynchronize): "
+            "cudaErrorIllegalAddress (an illegal memory access was encountered)\n")
+    assert "illegal memory access" in failing_line(cuda)
+    torch_text = ("Traceback (most recent call last):\n  File \"harness.py\", line 195, in _sync\n"
+                  "    torch.cuda.synchronize()\ntorch.AcceleratorError: CUDA error: unspecified "
+                  "launch failure\nSearch for `cudaErrorLaunchFailure' in https://docs.nvidia.com/"
+                  "cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n"
+                  "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+                  "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+    assert failing_line(torch_text) == ("torch.AcceleratorError: CUDA error: unspecified launch "
+                                        "failure")
+    oom = ("rowsum_test: FAIL seed=1\nCUDA error in row_sum (launch): cudaErrorMemoryAllocation "
+           "(out of memory)\n")
+    assert "out of memory" in failing_line(oom)

@@ -32,9 +32,15 @@ class BuildGate:
         return GateResult(self.name, True, f"built in {result.seconds:.1f} s")
 
 
-# a test's own words for a failure, most specific first: an exception line, a mismatch, a
-# failed test id, a FAIL line; banners ("=== FAILURES ===") are never the answer
-RANKED_FAILURES = (re.compile(r"^\w+(Error|Exception)\b.*:"), re.compile(r"MISMATCH|mismatch"),
+# a test's own words for a failure, most specific first: a fault of the device or the process
+# (an illegal address, a trap, memory exhausted, a hang: what a CUDA runtime or driver says),
+# an exception line, a mismatch, a failed test id, a FAIL line; banners ("=== FAILURES ===")
+# are never the answer
+DEVICE_FAULT = re.compile(
+    r"illegal memory access|illegal instruction|misaligned address|device-side assert"
+    r"|unspecified launch failure|launch timed out|out of memory|OutOfMemory"
+    r"|\b(cuda|hip)Error[A-Z]\w+|left processes running|\(hung\)", re.I)
+RANKED_FAILURES = (DEVICE_FAULT, re.compile(r"^\w+(Error|Exception)\b.*:"), re.compile(r"MISMATCH|mismatch"),
                    re.compile(r"^FAILED \S+::"), re.compile(r"\bFAIL(ED)?\b"))
 WEAK_FAILURE = re.compile(r"error|fail|assert|wrong", re.I)
 BANNER = re.compile(r"^[=_-]{3,}.*[=_-]{3,}$")
@@ -66,7 +72,9 @@ class CorrectnessGate:
         if failed is not None:
             which, result = failed
             tail = result.tail(4000)
-            line = failing_line(tail)
+            # a test that exited 0 but failed for what it left running: its output says "OK"
+            exited_ok = result.returncode == 0 and not result.timed_out
+            line = "" if exited_ok else failing_line(tail)
             return GateResult(self.name, False, (f"{line} — " if line else "")
                               + f"{which}: {result.describe()}",
                               {"seeds": which, "log_tail": tail, "failing_line": line},

@@ -81,6 +81,28 @@ class WorkerMissing(WorkerError):
     """The worker's program was not found (a missing prerequisite)."""
 
 
+STRAY_GRACE_S = 2.0  # a child winding down after its request may take this long
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes (zombies aside) of the group ``pgid``, from /proc (Linux; elsewhere
+    none known)."""
+    try:
+        entries = [e for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        try:
+            with open(f"{entry.path}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
 @attrs.define(eq=False)
 class Worker:
     """A persistent child serving requests on a private pipe pair (docs/plugins.md, "Bench
@@ -121,6 +143,17 @@ class Worker:
         self._terminate()
         return WorkerError(f"worker `{self.command.display()}`: {reason}"
                            + (f"\n{tail}" if tail else ""))
+
+    def strays(self) -> list[int]:
+        """Live processes of the worker's group other than the worker, after a short grace for
+        one winding down: what the code under test started and left running (a worker's own
+        pools are not allowed: the backend starts it so that it needs none)."""
+        deadline = time.perf_counter() + STRAY_GRACE_S
+        while (others := [pid for pid in group_members(self.pid) if pid != self.pid]):
+            if time.perf_counter() > deadline:
+                return others
+            time.sleep(0.05)
+        return []
 
     def pause(self) -> None:
         """Stop the worker's whole process group between its requests (SIGSTOP): code under
@@ -247,6 +280,9 @@ class Worker:
                              f"{text[:200]!r}")
         if rest or self._unexpected_bytes():
             raise self._fail(f"more than one reply to request {ident}: {self.pending[:200]!r}")
+        if strays := self.strays():  # the code under test started them: they skew what follows
+            raise self._fail(f"left processes running after request {ident} "
+                             f"({payload.get('op')}): pids {strays} (killed with its group)")
         return reply
 
     def close(self, grace_s: float = 5.0) -> None:

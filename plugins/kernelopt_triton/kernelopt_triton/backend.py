@@ -115,7 +115,9 @@ class TritonBackend:
 
     # ------------------------------------------------------------------ commands
     def _env(self, target: Target) -> dict[str, str]:
-        env = {"PYTHONDONTWRITEBYTECODE": "1"}
+        # Inductor compiles in the process, without a pool of compile workers: nothing the
+        # harness starts outlives a request, so any process that does is the candidate's
+        env = {"PYTHONDONTWRITEBYTECODE": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
         if (target.data or {}).get("device", target.device) == "cpu":
             env["TRITON_INTERPRET"] = "1"  # no GPU: Triton's interpreter on CPU tensors
         return env

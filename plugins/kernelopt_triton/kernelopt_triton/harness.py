@@ -30,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernelopt_triton import leak
 from kernelopt_triton.compile_ahead import CompileAhead
 from kernelopt_triton.convention import REQUIRED_FUNCTIONS, REQUIRED_NAMES
 from kernelopt_triton.loading import ConventionError, DeadlinePassed, deadline, load, module_name
@@ -352,6 +353,9 @@ class Session:
         checksums = self._verify(launch)
         if module is None and self.checksums is None:
             self.checksums = checksums
+        if (first or module is not None) and not self.interpreted:  # once a content, untimed
+            self._use(0)
+            leak.probe(torch, lambda: launch(*self.args))
         args = self.args if work >= 1.0 else _narrow(torch, self.args, work)
         state = {"n": 0}
 
@@ -689,6 +693,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConventionError as exc:
         print(f"kernel file: {exc}", file=sys.stderr, flush=True)
         return EXIT_CONVENTION
+    except SystemExit as exc:
+        if exc.code not in (0, None):  # a prerequisite missing (3): the harness's own exit
+            raise
+        # the kernel file left the process "successfully": no result is never a pass
+        print(f"kernel file: exited during {args.mode} (SystemExit({exc.code!r}))",
+              file=sys.stderr, flush=True)
+        return 4
     sys.stdout.flush()
     # Ours is the last line: leave before any atexit handler of the kernel file can print.
     _write(1, (line + "\n").encode())

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Issue 36 on a GPU: the GPU fault corpus (tests/faults/cuda, tests/faults/triton) replayed
+# through the real product. Per backend, ONE kernelopt run replays every fault file as a
+# --candidate and then a clean candidate (a correct faster variant, last), and a second run
+# replays only the clean candidate (the verdict and the times to compare with). The user's
+# tree, the state root and the directories above them are fingerprinted before and after;
+# files the faults left outside are listed and removed. bench/faults_summary.py then writes
+# $OUT/summary.json.
+#
+# Run from the repository root on the GPU machine, with wheels of this repo's packages in
+# .whl/ (../shared/tools/h200-wheels builds them):
+#   bash bench/h200_faults.sh [all|cuda|triton]     results go to $OUT (default bench/results/out)
+# Sized for one 10-minute device call (both backends in DEADLINE=525 s after the set-up): one
+# seed, one screen reading, two final rounds, 20 s per test/bench command for CUDA (30 s for
+# Triton, whose worker's load makes the inputs). Each run is capped by `timeout` so a slow part
+# cannot eat the next one's time (time a part leaves unused goes to the later ones); a capped
+# run still leaves its journal, and the summary says so. Two device calls instead:
+# `bash bench/h200_faults.sh cuda`, then `... triton` with the same OUT (summary.json merges).
+set -uo pipefail
+OUT=${OUT:-bench/results/out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+source bench/h200_site.sh
+PART=${1:-all}
+DEADLINE=${DEADLINE:-525}  # seconds for this script, the set-up above excluded
+W=/tmp/kfaults            # the user's trees and the state roots of these runs
+MARKER=kernelopt_fault_outside_write.txt
+REPO=$(pwd)
+t0=$(date +%s)
+say() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
+rm -rf "$W"; mkdir -p "$W"
+
+{ date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=index,name,driver_version,memory.total \
+    --format=csv,noheader; nvcc --version | tail -2
+  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+  kernelopt --version; } > "$OUT/env.txt" 2>&1
+
+markers() {  # markers FILE: list (then remove) the files outside_write left in /tmp and $HOME
+  { find /tmp -xdev -name "$MARKER" 2>/dev/null; [ -e "$HOME/$MARKER" ] && echo "$HOME/$MARKER"; } \
+    | sort -u > "$1"
+  xargs -r rm -f < "$1"
+}
+
+left() {  # left LATER_S: the seconds this part may take, keeping LATER_S for the parts after it
+  echo $(( t0 + DEADLINE - $(date +%s) - $1 ))
+}
+
+# run_one NAME PROJECT CAP_S TIMEOUT_S CANDIDATE...: one kernelopt run, its own state root
+run_one() {
+  local name=$1 project=$2 cap=$3 tmo=$4; shift 4
+  if [ "$cap" -lt 30 ]; then say "$name: skipped, ${cap} s left"; return 0; fi
+  local state=$W/state-$name args=() c
+  for c in "$@"; do args+=(--candidate "$c"); done
+  mkdir -p "$OUT/$name"
+  python3 bench/faults_summary.py fingerprint "$OUT/$name/tree-before.json" "$project"
+  say "$name: kernelopt run (${#args[@]} args, at most ${cap} s)"
+  KERNELOPT_HOME=$state KERNELOPT_TEST_TIMEOUT_S=$tmo KERNELOPT_BENCH_TIMEOUT_S=$tmo \
+    timeout -k 15 "$cap" kernelopt run "$project" --state-root "$state" --final-rounds 2 \
+    --screen-runs 1 --seeds 1 "${args[@]}" > "$OUT/$name/run.out" 2> "$OUT/$name/run.err"
+  local rc=$?
+  echo "exit $rc" >> "$OUT/$name/run.err"
+  echo "$rc" > "$OUT/$name/exit_code"
+  python3 bench/faults_summary.py fingerprint "$OUT/$name/tree-after.json" "$project"
+  markers "$OUT/$name/markers.txt"
+  local run; run=$(ls -d "$state"/runs/* 2>/dev/null | tail -1)
+  if [ -n "$run" ]; then
+    echo "$run" > "$OUT/$name/run_dir"
+    cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$name/" 2>/dev/null
+    tar -czf "$OUT/$name/run.tar.gz" -C "$(dirname "$run")" "$(basename "$run")" 2>/dev/null
+  fi
+  # nothing of the run may still be running: list what is (then kill only those, by pid)
+  pgrep -f "$state" > "$OUT/$name/left_running.txt" 2>/dev/null || true
+  xargs -r kill -9 < "$OUT/$name/left_running.txt" 2>/dev/null || true
+  say "$name: exit $rc, $(wc -l < "$OUT/$name/markers.txt") outside file(s), $(wc -l < "$OUT/$name/left_running.txt") left running"
+}
+
+summarize() {  # summarize BACKEND CORPUS CLEAN_NAME: the backend's entry of $OUT/summary.json
+  local b=$1 corpus=$2 clean_name=$3 clean_dir=()
+  [ -s "$OUT/$b-faults/run_dir" ] || { say "$b: no faults run to summarize"; return 0; }
+  [ -s "$OUT/$b-clean/run_dir" ] && clean_dir=(--clean "$(cat "$OUT/$b-clean/run_dir")")
+  python3 bench/faults_summary.py summarize --backend "$b" --corpus "$corpus" \
+    --faults "$(cat "$OUT/$b-faults/run_dir")" "${clean_dir[@]}" --clean-name "$clean_name" \
+    --tree-before "$OUT/$b-faults/tree-before.json" --tree-after "$OUT/$b-faults/tree-after.json" \
+    --markers "$OUT/$b-faults/markers.txt" --exit-code "$(cat "$OUT/$b-faults/exit_code")" \
+    --out "$OUT/summary.json"
+}
+
+markers "$OUT/stale-markers.txt"  # an earlier session's: not this one's to count
+
+if [ "$PART" = all ] || [ "$PART" = cuda ]; then
+  project=$W/cuda-project
+  cp -r examples/cmake-cuda "$project"
+  rm -rf "$project/build"
+  # the clean candidate: the tuner's fast knobs (as h200_gate.sh mkfast)
+  sed -e 's/^#define BLOCK_SIZE 32$/#define BLOCK_SIZE 512/' \
+    -e 's/^#define ROWS_PER_BLOCK 1$/#define ROWS_PER_BLOCK 2/' \
+    -e 's/^#define VEC 1$/#define VEC 4/' examples/cmake-cuda/kernel.cu > "$W/clean.cu"
+  cands=()
+  for f in "$REPO"/tests/faults/cuda/*.cu; do cands+=("kernel.cu=$f"); done
+  later=0; [ "$PART" = all ] && later=180  # the Triton part's share
+  run_one cuda-faults "$project" "$(left $((later + 70)))" 20 "${cands[@]}" "kernel.cu=$W/clean.cu"
+  run_one cuda-clean "$project" "$(left "$later")" 20 "kernel.cu=$W/clean.cu"
+  summarize cuda tests/faults/cuda clean.cu
+fi
+
+if [ "$PART" = all ] || [ "$PART" = triton ]; then
+  project=$W/triton-project
+  mkdir -p "$project"
+  cp examples/triton/softmax.py "$project/softmax.py"
+  # the clean candidate: a block of 4096 columns (measured 1.32x on the H200, Dec 1)
+  sed -e 's/BLOCK_SIZE=128, num_warps=1)/BLOCK_SIZE=4096, num_warps=1)/' \
+    examples/triton/softmax.py > "$W/clean.py"
+  cands=()
+  for f in "$REPO"/tests/faults/triton/*.py; do cands+=("softmax.py=$f"); done
+  run_one triton-faults "$project/softmax.py" "$(left 45)" 30 "${cands[@]}" \
+    "softmax.py=$W/clean.py"
+  run_one triton-clean "$project/softmax.py" "$(left 0)" 30 "softmax.py=$W/clean.py"
+  summarize triton tests/faults/triton clean.py
+fi
+
+[ -f "$OUT/summary.json" ] && python3 - "$OUT/summary.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+for b, e in s.get("backends", {}).items():
+    print(f"{b}: faults run {e['faults_run'].get('status')} (exit {e['exit_code']}), clean-only "
+          f"{e['clean_run'].get('status')}, same verdict {e['verdict_same_as_clean']}, clean "
+          f"candidate within band {e['clean_candidate_times'].get('within_aa_band')}")
+    for k, v in e["kinds"].items():
+        print(f"  {k:16} rejected={v['rejected']} gate={v.get('failed_gate')} "
+              f"expected={v['expected_gate']} ok={v['as_expected']} "
+              f"t={v.get('seconds_to_detection')} :: {str(v.get('reason'))[:120]}")
+EOF
+# the device tool brings back few files: everything but summary.json and env.txt in one tarball
+( cd "$OUT" && ls | grep -vxE 'summary.json|env.txt|faults-runs.tar.gz' \
+    | tar -czf faults-runs.tar.gz -T - && ls | grep -vxE 'summary.json|env.txt|faults-runs.tar.gz' \
+    | xargs -r rm -rf )
+say "done"
