@@ -13,6 +13,7 @@ test-backend-ops' perf list. Record the file with
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from pathlib import Path
 
@@ -40,6 +41,10 @@ class Node:
     src1: tuple[int, ...] | None = None
     src0_name: str = ""  # a model's weight is named as in its GGUF: blk.0.attn_q.weight
     src1_name: str = ""
+    # the first source is a PERMUTE node's result (`kqv-0 (permuted)`): that node's source
+    # shape and ggml_permute's axes, where the shapes say them unambiguously
+    src0_unpermuted: tuple[int, ...] | None = None
+    src0_permute: tuple[int, ...] | None = None
 
     @property
     def elements(self) -> int:
@@ -54,14 +59,31 @@ class Node:
 
 
 def parse(text: str) -> list[Node]:
-    out = []
+    out: list[Node] = []
+    permutes: dict[tuple[str, tuple[int, ...]], Node] = {}  # the latest PERMUTE by name, shape
     for line in text.splitlines():
         m = _NODE.match(line.strip("\r"))
         if m:
-            out.append(Node(m["name"].strip(), m["op"], m["type"], _shape(m["ne"]), _shape(m["ne0"]),
-                            _shape(m["ne1"]) if m["ne1"] else None, m["src0"].strip(),
-                            (m["src1"] or "").strip()))
+            node = Node(m["name"].strip(), m["op"], m["type"], _shape(m["ne"]), _shape(m["ne0"]),
+                        _shape(m["ne1"]) if m["ne1"] else None, m["src0"].strip(),
+                        (m["src1"] or "").strip())
+            made = permutes.get((node.src0_name, node.src0))
+            axes = permutation(made.src0, made.ne) if made is not None else None
+            if made is not None and axes is not None:
+                node = attrs.evolve(node, src0_unpermuted=made.src0, src0_permute=axes)
+            if node.op == "PERMUTE":
+                permutes[(node.name, node.ne)] = node
+            out.append(node)
     return out
+
+
+def permutation(source: tuple[int, ...], result: tuple[int, ...]) -> tuple[int, ...] | None:
+    """ggml_permute's axes that make ``result`` of ``source`` (``result[axes[i]] ==
+    source[i]``), or None when the shapes allow none or more than one (two axes of one size:
+    which went where is not printed)."""
+    found = [axes for axes in itertools.permutations(range(len(source)))
+             if all(result[a] == n for a, n in zip(axes, source, strict=True))]
+    return found[0] if len(found) == 1 else None
 
 
 def read(path: Path) -> list[Node]:
@@ -107,7 +129,8 @@ def case_node(node: Node, model: str | None = None) -> perfcases.Shapes:
     """What a perf case at ``node``'s shapes is written from (perfcases.write)."""
     types = weight_types(model) if model else {}
     return perfcases.Shapes(node.src0, f"GGML_TYPE_{node.type.upper()}", node.src1, node.ne,
-                          (types.get(node.src0_name), types.get(node.src1_name)))
+                          (types.get(node.src0_name), types.get(node.src1_name)),
+                          node.src0_unpermuted, node.src0_permute)
 
 
 def ops(found: list[Node]) -> list[str]:

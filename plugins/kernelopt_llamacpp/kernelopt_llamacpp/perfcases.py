@@ -194,6 +194,10 @@ class Shapes:
     src1: tuple[int, ...] | None = None
     dst: tuple[int, ...] | None = None
     src_types: tuple[str | None, str | None] = (None, None)
+    # src0 made by ggml_permute (nodes.Node): the tensor before it and the axes, for a struct
+    # that permutes its source itself (test_cont's ``permute``)
+    unpermuted: tuple[int, ...] | None = None
+    permute: tuple[int, ...] | None = None
 
 
 def _by_layout(struct: TestStruct, node: Shapes) -> dict[str, str]:
@@ -279,6 +283,12 @@ def write(source: str, op: str, node: Shapes, struct: TestStruct | None = None,
         raise CannotGenerate(f"test-backend-ops.cpp has no test struct that computes {op} "
                              f"(no test_{op.lower()}, no struct whose out is ggml_{op.lower()}(...))")
     ne, repeats = node.src0, (1,) * len(node.src0)
+    # the struct permutes its source like the model's graph did: the case starts from the
+    # tensor before the permute (test_cont without one transposes: another kernel)
+    axes = node.permute if node.unpermuted is not None and any(
+        p.name == "permute" and _is_array(p.type, "int64_t") for p in struct.params) else None
+    if axes is not None and node.unpermuted is not None:
+        ne = node.unpermuted
     if any(p.name == "nr" and _is_array(p.type, "int") for p in struct.params):
         ne, repeats = _broadcast(ne, node.src1)
     layout, types = _by_layout(struct, node), _types(struct, node)
@@ -301,6 +311,8 @@ def write(source: str, op: str, node: Shapes, struct: TestStruct | None = None,
             value, filled_ne = _braces(ne), True
         elif param.name == "n_dims" and kind == "int":
             value = str(ne[0])  # ROPE: the whole head rotated (a partial rotary's is not known)
+        elif param.name == "permute" and axes is not None:
+            value = _braces(axes)
         elif param.name == "nr" and _is_array(kind, "int"):
             value = _braces(repeats)
         elif param.name.startswith("nr") and param.default is None and _is_array(kind, "int", 2):

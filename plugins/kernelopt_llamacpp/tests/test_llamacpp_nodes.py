@@ -160,3 +160,22 @@ def test_ops_whose_structs_take_sizes_are_written_by_ggmls_layout(tmp_path: Path
     with pytest.raises(UsageError, match="--case and --nodes both name the case"):
         LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", op="ADD", case="x",
                                                        nodes=str(recorded)))
+
+
+def test_a_permuted_source_is_written_as_the_models_permute(tmp_path: Path) -> None:
+    """kqv_out is CONT of `kqv-0 (permuted)`: the case starts from the tensor before the
+    PERMUTE node and permutes it as the graph did. Without that, test_cont transposes its
+    source and times `cpy_scalar_transpose`, a kernel the model never launches (H200,
+    2026-12-04: bench/results/2026-12-04-h200-llamacpp-model)."""
+    from kernelopt_llamacpp import perfcases
+
+    cont = nodes.heaviest(nodes.read(_nodes(tmp_path)), "CONT")
+    assert cont is not None and cont.src0_name == "kqv-0 (permuted)"
+    assert (cont.src0_unpermuted, cont.src0_permute) == ((128, 512, 32, 1), (0, 2, 1, 3))
+    source = gzip.decompress(REAL_TOOL.read_bytes()).decode()
+    written = perfcases.write(source, "CONT", nodes.case_node(cont))
+    assert written.expr == "new test_cont(GGML_TYPE_F32, {128, 512, 32, 1}, false, {0, 2, 1, 3})"
+    assert written.match == ("type=f32", "ne=[128,512,32,1]", "permute=[0,2,1,3]")
+    # the axes only where the shapes say them
+    assert nodes.permutation((4, 8, 2, 1), (8, 4, 2, 1)) == (1, 0, 2, 3)
+    assert nodes.permutation((4, 4, 2, 1), (4, 4, 2, 1)) is None  # which 4 went where: unknown
