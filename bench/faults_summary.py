@@ -207,6 +207,12 @@ def summarize(args: argparse.Namespace) -> dict[str, Any]:
         # the files this kind leaves behind are named after it (outside_write's markers)
         entry["files_outside_workspace_changed"] = (
             len(markers) if header["kind"] == "outside_write" else 0)
+        # of those, the ones kernelopt named (the workspace gate's paths): $HOME and the
+        # folders above the state root are not watched
+        named = [e for e in events if e.get("event") == "gate" and e.get("candidate") == cid
+                 and e.get("gate") == "workspace"]
+        entry["files_outside_named_by_kernelopt"] = (
+            len((named[0].get("metrics") or {}).get("paths", [])) if named else 0)
         kinds[header["kind"]] = entry
     return {
         "corpus": str(corpus), "exit_code": args.exit_code, "faults_run": faults_run,

@@ -79,7 +79,7 @@ class Evaluator:
                 self._journal_gate(cid, result)
                 if not result.passed:
                     break
-            wrote = outside.changes(before, watch.stamp())
+            wrote = watch.changes(before, watch.stamp())
             if wrote:  # the worst of its faults, whatever else failed: named first
                 results.insert(0, GateResult("workspace", False,
                                              outside.describe(wrote, self.target.root),
@@ -115,11 +115,8 @@ class Evaluator:
 
     def _watched(self) -> outside.Watched:
         """Where this candidate must not write (kernelopt_core.outside)."""
-        tree = self.workspace.candidate_tree
-        # the baseline's build is where its own bench, interleaved with the candidate's at the
-        # screen, may write its outputs: not the candidate's doing (its sources are watched)
         return outside.watched(self.target.root, self.settings.state_root, self.workspace.dir,
-                               (tree.src, tree.build, self.workspace.baseline_tree.build))
+                               self.workspace.baseline_tree.src, self.workspace.files)
 
     def planner_failed(self, cid: str, parent: str, planner: str, message: str) -> None:
         """The planner gave no proposal for ``cid``: a row of its own, unless a resumed run's

@@ -12,28 +12,81 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelopt_core.errors import PrerequisiteError
+
 SCHEMA = 1
+
+
+class JournalWriteError(PrerequisiteError):
+    """The journal could not be written (a full disk, a file-size limit): the run stops."""
+
+
+# journals whose write failed in this process, by path: the run's report is not written over
+# an incomplete record, and the run ends with this error (``complete`` raises it)
+_FAILED: dict[Path, JournalWriteError] = {}
+
+
+def failure(path: Path) -> JournalWriteError | None:
+    """Why the journal at ``path`` could not be written in this process; None when it could."""
+    return _FAILED.get(path.resolve())
 
 
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(path, "a", encoding="utf-8")
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.listeners: list[Any] = []
+        self.failed: JournalWriteError | None = None
+        # a torn last line (a run killed mid-write) is ended: the next record would join it
+        # and be skipped with it (a resumed run's ``resumed`` event lost)
+        if os.fstat(self._fd).st_size and _last_byte(path) != b"\n":
+            self._append(b"\n", "")
 
     def write(self, event: str, **data: Any) -> dict[str, Any]:
         record = {"event": event, "t": round(time.time(), 6), **data}
-        self._fh.write(json.dumps(record, default=str, sort_keys=False) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if self.failed is not None:  # the run is stopping on it: the ending is not recorded
+            return record
+        self._append((json.dumps(record, default=str, sort_keys=False) + "\n").encode(), event)
         for listener in self.listeners:
             listener(record)
         return record
 
+    def _append(self, line: bytes, event: str) -> None:
+        """Write ``line`` whole or not at all: a failed write (ENOSPC, EFBIG) is cut back to
+        the last complete line, so the journal stays parseable and the run resumable."""
+        assert self._fd is not None, "the journal is closed"
+        start = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(line)
+            while view:  # unbuffered: a short write (the limit reached mid-line) is seen
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, start)  # shrinking needs no space
+            except OSError:
+                pass
+            what = f" ({event} event)" if event else ""
+            resume = (f", then resume: `kernelopt run PATH --run-id {self.path.parent.name}`"
+                      if self.path.parent.parent.name == "runs" else "")
+            self.failed = JournalWriteError(
+                f"cannot write the journal {self.path}{what}: {exc.strerror or exc} (errno "
+                f"{exc.errno}); stopped here, the journal intact up to its last complete event",
+                hint=f"free space on {self.path.parent} (or raise the file-size limit){resume}")
+            _FAILED[self.path.resolve()] = self.failed
+            raise self.failed from exc
+
     def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1)
 
 
 def read(path: Path) -> list[dict[str, Any]]:
@@ -45,6 +98,14 @@ def read(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return events
+
+
+def complete(path: Path) -> list[dict[str, Any]]:
+    """``read``, for a report: raises the error a write of this journal met in this process
+    (the run stopped on it: no report is written over an incomplete journal)."""
+    if (failed := failure(path)) is not None:
+        raise failed
+    return read(path)
 
 
 def gpu_lock_span(event: dict[str, Any]) -> tuple[float, float] | None:

@@ -2,68 +2,79 @@
 
 A candidate's commands run with its tree as their directory, but nothing stops an absolute
 path or a ``../``. Around each candidate's gates the places it must not touch are stamped
-(path -> size and mtime: a stat walk, no reading) and compared: the user's project tree
-(kernelopt never writes there, so any change is the candidate's) and, in the state root, the
-directories above the candidate's tree (the state root's and ``work/``'s own files, and this
-target's workspace but for the candidate's tree). Other targets' workspaces and the runs'
-folders are left out: a concurrent run writes there. kernelopt's own moving files (locks, the
-experience log), the baseline's build folder (its bench runs beside the candidate's) and
-``__pycache__`` folders (Python writes them when kernelopt imports a user's module) are left
-out too. Nothing is restored: what changed is named, so the user can
-look.
+(path -> size and mtime: a stat, no reading) and compared:
+
+* the user's files that the workspace copied (its snapshot: what a run reads of the project),
+  in the user's project tree and in the baseline's source tree. A stamp that moved is read
+  and compared with the snapshot's bytes, so a file rewritten with the same content (a
+  concurrent job regenerating a model's kernel files) is no change. The rest of the project
+  tree is the user's to change while a run goes on (an editor's swap file, git's index, their
+  own build): not watched, and not blamed on a candidate;
+* the state root's, ``work/``'s and the workspace's own files (a file written above the
+  candidate's tree).
+
+Other targets' workspaces, the runs' folders, the baseline's build folder (its bench runs
+beside the candidate's) and kernelopt's own moving files there (locks, the experience log)
+are left out. Nothing is restored: what changed is named, so the user can look.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
 Stamp = dict[str, tuple[int, int]]
 
-MAX_FILES = 20_000  # per watched tree: a huge project is watched in part (bounded cost)
-# kernelopt's own files that change while a candidate runs (another run's lock, the experience
-# log a concurrent run appends to)
+# kernelopt's own files that change while a candidate runs, in the state root and workspaces
+# (another run's lock, the experience log a concurrent run appends to)
 OWN_SUFFIXES = (".lock", ".holder")
 OWN_NAMES = frozenset({"experience.jsonl"})
 
 
 @attrs.frozen
 class Watched:
-    """Where a candidate must not write: ``trees`` walked in full (bounded), ``shallow``
-    directories by their own files only; ``skip``: its own tree, inside them."""
+    """Where a candidate must not write: ``copies`` of the snapshot ``originals`` (relative
+    path -> bytes), and the ``shallow`` directories by their own files."""
 
-    trees: tuple[Path, ...]
+    copies: tuple[Path, ...]
+    originals: Mapping[str, bytes]
     shallow: tuple[Path, ...]
-    skip: tuple[Path, ...]
 
     def stamp(self) -> Stamp:
         found: Stamp = {}
-        skip = {str(p) for p in self.skip}
-        for root in self.trees:
-            _walk(root, skip, found)
+        for root in self.copies:
+            for rel in self.originals:
+                _stat(os.path.join(root, rel), found)
         for directory in self.shallow:
             _files_of(directory, found)
         return found
 
+    def changes(self, before: Stamp, after: Stamp) -> list[str]:
+        """Paths added, removed or rewritten, sorted; a copy of a snapshot file whose stamp
+        moved but whose bytes are the snapshot's is not one."""
+        moved = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+        return [p for p in moved if not self._same_as_original(p)]
 
-def watched(project: Path, state_root: Path, workspace_dir: Path,
-            candidate_dirs: tuple[Path, ...]) -> Watched:
-    """The places around one candidate: its project tree, the state root's and ``work/``'s
-    own files, and its workspace but for ``candidate_dirs``."""
-    project, state_root = project.resolve(), state_root.resolve()
-    skip = tuple(p.resolve() for p in candidate_dirs)
-    # a state root inside the project (``.kernelopt/``) is kernelopt's, not the user's
-    inside = state_root if state_root.is_relative_to(project) else None
-    return Watched(trees=(project, workspace_dir.resolve()),
-                   shallow=(state_root, state_root / "work"),
-                   skip=skip + ((inside,) if inside is not None else ()))
+    def _same_as_original(self, path: str) -> bool:
+        for root in self.copies:
+            rel = os.path.relpath(path, root)
+            if not rel.startswith("..") and rel in self.originals:
+                try:
+                    return Path(path).read_bytes() == self.originals[rel]
+                except OSError:
+                    return False  # removed
+        return False
 
 
-def changes(before: Stamp, after: Stamp) -> list[str]:
-    """Paths added, removed or rewritten, sorted."""
-    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+def watched(project: Path, state_root: Path, workspace_dir: Path, baseline_src: Path,
+            originals: Mapping[str, bytes]) -> Watched:
+    """The places around one candidate of the workspace at ``workspace_dir``."""
+    return Watched(copies=(project.resolve(), baseline_src.resolve()), originals=originals,
+                   shallow=(state_root.resolve(), state_root.resolve() / "work",
+                            workspace_dir.resolve()))
 
 
 def describe(paths: list[str], project: Path) -> str:
@@ -86,7 +97,7 @@ def _stat(path: str, found: Stamp) -> None:
     try:
         st = os.lstat(path)
     except OSError:
-        return  # gone meanwhile
+        return  # absent (or gone meanwhile): a removal shows as a missing key
     found[path] = (st.st_size, st.st_mtime_ns)
 
 
@@ -98,20 +109,3 @@ def _files_of(directory: Path, found: Stamp) -> None:
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False) and not _own(entry.name):
             _stat(entry.path, found)
-
-
-def _walk(root: Path, skip: set[str], found: Stamp) -> None:
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        # sorted: the same files are stamped before and after when the bound is reached
-        # __pycache__: Python writes it when kernelopt's own processes import the user's module
-        # (a Triton oracle, a model file), whatever the candidate does
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__"
-                             and os.path.join(dirpath, d) not in skip)
-        for name in sorted(filenames):
-            if _own(name):
-                continue
-            _stat(os.path.join(dirpath, name), found)
-            count += 1
-            if count >= MAX_FILES:
-                return

@@ -385,7 +385,7 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
 
 
 def write_all(run_dir: Path) -> dict[str, Any]:
-    events = journal_mod.effective(journal_mod.read(run_dir / "journal.jsonl"))
+    events = journal_mod.effective(journal_mod.complete(run_dir / "journal.jsonl"))
     summary = summarize(events)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (run_dir / "report.md").write_text(render_markdown(events, summary), encoding="utf-8")

@@ -77,3 +77,19 @@ def test_no_child_survives_sigint_or_sigkill_at_any_moment(tmp_path: Path) -> No
         while _alive(marker) and time.time() < deadline:
             time.sleep(0.05)
         assert not _alive(marker), f"child outlived its kernelopt (case {i})"
+
+
+def test_a_plugin_wrapper_running_code_under_test_sees_what_it_left_running(tmp_path: Path) -> None:
+    """``api.run_process(..., under_test=True)``: what a wrapper's test program (llama.cpp's
+    test-backend-ops, NInfer's ctest) leaves running in its session is killed and fails it,
+    as the core's own check and bench commands do; a tool run without it is left alone."""
+    from kernelopt_core.api import run_process
+
+    marker = f"kernelopt-left-{tmp_path.name}"
+    child = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; " \
+            f"time.sleep(600)', '{marker}']); print('started')"
+    argv = (sys.executable, "-c", child)
+    result = run_process(Command(argv, tmp_path, timeout_s=30), under_test=True)
+    assert result.returncode == 0 and result.left_running and not result.ok
+    assert "left processes running" in result.describe()
+    assert not _alive(marker), "the process it left is still running"

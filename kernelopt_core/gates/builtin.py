@@ -40,6 +40,8 @@ DEVICE_FAULT = re.compile(
     r"illegal memory access|illegal instruction|misaligned address|device-side assert"
     r"|unspecified launch failure|launch timed out|out of memory|OutOfMemory"
     r"|\b(cuda|hip)Error[A-Z]\w+|left processes running|\(hung\)", re.I)
+ERRORISH = re.compile(r"error|fail|abort|assert|hung|killed|left processes", re.I)  # not a
+# passing test's name that mentions a fault
 RANKED_FAILURES = (DEVICE_FAULT, re.compile(r"^\w+(Error|Exception)\b.*:"), re.compile(r"MISMATCH|mismatch"),
                    re.compile(r"^FAILED \S+::"), re.compile(r"\bFAIL(ED)?\b"))
 WEAK_FAILURE = re.compile(r"error|fail|assert|wrong", re.I)
@@ -52,7 +54,8 @@ def failing_line(log: str) -> str:
     lines = [line.strip() for line in log.splitlines() if line.strip()
              and not BANNER.match(line.strip())]
     for pattern in RANKED_FAILURES:
-        hit = next((line for line in lines if pattern.search(line)), None)
+        hit = next((line for line in lines if pattern.search(line)
+                    and (pattern is not DEVICE_FAULT or ERRORISH.search(line))), None)
         if hit:
             return hit[:500]
     hit = next((line for line in reversed(lines) if WEAK_FAILURE.search(line)), None)

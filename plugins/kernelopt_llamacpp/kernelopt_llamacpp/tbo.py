@@ -174,8 +174,11 @@ def _run(argv: list[str], harness: bool = False) -> tuple[int, str]:
     # ``harness``: test mode also holds the perf cases (harness.py), for the pinned one
     env = {HARNESS_ENV: "1"} if harness else {}
     result = run_process(Command(tuple(argv), Path.cwd(), env=env, timeout_s=TOOL_TIMEOUT_S),
-                         cap=TOOL_OUTPUT_CAP)
-    return result.returncode, result.stdout + result.stderr
+                         cap=TOOL_OUTPUT_CAP, under_test=True)
+    output = result.stdout + result.stderr
+    if result.left_running:  # the tool (the ops under test) started something that outlived it
+        return 1, f"{output}\ntest-backend-ops: {result.describe()}"
+    return result.returncode, output
 
 
 def usable_pin(path: Path, op: str, wanted: str | None, harness: bool = False,

@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if binary is None:
         return _say(f"{a.target} is not in {a.build}: did its build succeed?", 1)
     result = run_process(Command((str(binary), *shlex.split(a.args)), binary.parent,
-                                 timeout_s=TIMEOUT_S))
+                                 timeout_s=TIMEOUT_S), under_test=True)
     output = result.stdout + result.stderr
     sys.stderr.write(output)  # the bench's own lines: logged, never parsed by the core
     cases = parse(result.stdout)

@@ -96,7 +96,8 @@ def covers(label: str, tag: str) -> bool:
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> ProcessResult:
-    return run_process(Command(tuple(argv), cwd, env=env, timeout_s=TIMEOUT_S), cap=CAP)
+    return run_process(Command(tuple(argv), cwd, env=env, timeout_s=TIMEOUT_S), cap=CAP,
+                       under_test=True)
 
 
 def registered(build: Path, test: str) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -91,29 +92,87 @@ def setup_device() -> tuple[Any, str, bool]:
 
 
 def contract(module: ModuleType, path: Path) -> dict[str, Any]:
-    """The convention's names, validated."""
+    """The convention's names, validated: each wrong one is named with what it must be."""
     missing = [n for n in (*REQUIRED_FUNCTIONS, *REQUIRED_NAMES) if not hasattr(module, n)]
     if missing:
         raise ConventionError(f"{path.name} does not define {', '.join(missing)} "
                               "(docs/triton.md lists what a kernel file defines)")
+    for name in REQUIRED_FUNCTIONS:  # a class is callable, but makes no args nor outputs
+        if not callable(getattr(module, name)) or isinstance(getattr(module, name), type):
+            raise ConventionError(f"{path.name}: {name} must be a function, got "
+                                  f"{_shown(getattr(module, name))}")
     tol = module.TOLERANCE
-    if not isinstance(tol, dict) or set(tol) - {"atol", "rtol"} or not tol:
+    if not isinstance(tol, dict) or set(tol) - {"atol", "rtol"} or not tol or not all(
+            _tolerance(v) for v in tol.values()):
         raise ConventionError(f"{path.name}: TOLERANCE must be a dict with atol and rtol, "
-                              f"got {tol!r}")
-    outputs = tuple(module.OUTPUTS)
-    if not outputs or not all(isinstance(i, int) for i in outputs):
-        raise ConventionError(f"{path.name}: OUTPUTS must be a non-empty tuple of arg indices")
-    inplace = tuple(getattr(module, "INPLACE", ()))
-    if not set(inplace) <= set(outputs):
-        raise ConventionError(f"{path.name}: INPLACE {inplace!r} must be among OUTPUTS {outputs!r}")
+                              f"non-negative finite numbers, got {_shown(tol)}")
+    outputs, inplace = _indices(module.OUTPUTS), _indices(getattr(module, "INPLACE", ()))
+    if not outputs:
+        raise ConventionError(f"{path.name}: OUTPUTS must be a non-empty tuple of arg indices "
+                              f"(ints), got {_shown(module.OUTPUTS)}")
+    if inplace is None or not set(inplace) <= set(outputs):
+        raise ConventionError(f"{path.name}: INPLACE {_shown(getattr(module, 'INPLACE', ()))} "
+                              f"must be a tuple of indices among OUTPUTS {outputs!r}")
+    shape, size = module.SHAPE, getattr(module, "BYTES", None)
+    if not isinstance(shape, str):
+        raise ConventionError(f"{path.name}: SHAPE must be a string such as \"f32[4096]\", "
+                              f"got {_shown(shape)}")
     return {"make_args": module.make_args, "reference": module.reference,
             "atol": float(tol.get("atol", 0.0)), "rtol": float(tol.get("rtol", 0.0)),
-            "outputs": outputs, "inplace": inplace, "shape": str(module.SHAPE),
-            "bytes": getattr(module, "BYTES", None), "name": path.name}
+            "outputs": outputs, "inplace": inplace, "shape": shape,
+            "bytes": size if isinstance(size, int) and not isinstance(size, bool) and size > 0
+            else None, "name": path.name}
+
+
+def _shown(value: Any) -> str:
+    text = f"{type(value).__name__} {value!r}" if not callable(value) else type(value).__name__
+    return text if len(text) <= 120 else text[:120] + "…"
+
+
+def _tolerance(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value >= 0
+
+
+def _indices(value: Any) -> tuple[int, ...] | None:
+    """A tuple or list of ints (bools aside), as a tuple; None for anything else."""
+    if not isinstance(value, (tuple, list)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in value):
+        return None
+    return tuple(value)
+
+
+def takes(function: Any, args: list[Any] | tuple[Any, ...], what: str, name: str) -> None:
+    """ConventionError unless ``function`` accepts ``args`` (its signature, when Python can
+    tell): a wrong arity is the file's mistake, said as one, not a TypeError from here."""
+    try:
+        inspect.signature(function).bind(*args)
+    except TypeError as exc:
+        raise ConventionError(f"{name}: {what} cannot take {len(args)} args ({exc}); "
+                              "docs/triton.md gives its signature") from None
+    except ValueError:  # a builtin without a signature: the call says
+        pass
+
+
+def call(function: Any, args: list[Any] | tuple[Any, ...], what: str, name: str) -> Any:
+    """``function(*args)``; a TypeError raised by the call itself (a wrong arity, a builtin
+    that takes no such args), not by code inside the function, is the file's mistake."""
+    takes(function, args, what, name)
+    try:
+        return function(*args)
+    except TypeError as exc:
+        if exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+            raise ConventionError(f"{name}: {what} cannot be called with {len(args)} args "
+                                  f"({exc}); docs/triton.md gives its signature") from None
+        raise
 
 
 def make_args(torch: Any, spec: dict[str, Any], seed: int, device: str) -> list[Any]:
-    args = list(spec["make_args"](seed, device))
+    made = call(spec["make_args"], (seed, device), "make_args(seed, device)", spec["name"])
+    if not isinstance(made, (list, tuple)):
+        raise ConventionError(f"{spec['name']}: make_args(seed, device) must return a list of "
+                              f"launch's args, got {_shown(made)}")
+    args = list(made)
     for i in spec["outputs"]:
         if not -len(args) <= i < len(args) or not isinstance(args[i], torch.Tensor):
             raise ConventionError(f"{spec['name']}: OUTPUTS names arg {i}, which is not a tensor "
@@ -285,6 +344,7 @@ class Session:
         self.base_calls: set[str] | None = None
         if self.oracle.read_bytes() != path.read_bytes():
             base_args = self._clones(originals[0] if seeds else self.values[0])
+            takes(self.oracle_module.launch, base_args, "launch(*args)", spec["name"])
             with _CallRecorder() as recorder:
                 self.oracle_module.launch(*base_args)
             _sync(torch, device)
@@ -294,6 +354,8 @@ class Session:
         self.candidate = load(path, "candidate") if self.oracle != path else self.oracle_module
         if not callable(getattr(self.candidate, "launch", None)):
             raise ConventionError(f"{path.name} does not define launch(*args)")
+        takes(self.candidate.launch, values[0] if values else self.args, "launch(*args)",
+              path.name)
         lap("import_candidate")
         self.checksums: list[float] | None = None
 
@@ -303,7 +365,12 @@ class Session:
     def _expected(self, originals: list[Any]) -> list[Any]:
         copies = self._clones(originals)
         with self.torch.no_grad():
-            want = [w.clone() for w in self.spec["reference"](*copies)]
+            got = call(self.spec["reference"], copies, "reference(*args)", self.spec["name"])
+        if not isinstance(got, (list, tuple)) or not all(
+                isinstance(w, self.torch.Tensor) for w in got):
+            raise ConventionError(f"{self.spec['name']}: reference(*args) must return a list of "
+                                  f"tensors, one per OUTPUTS index, got {_shown(got)}")
+        want = [w.clone() for w in got]
         if len(want) != len(self.spec["outputs"]):
             raise ConventionError(f"{self.spec['name']}: reference returned {len(want)} tensors "
                                   f"for {len(self.spec['outputs'])} OUTPUTS")

@@ -12,6 +12,7 @@ most, and an honest launch() grows neither, so the probe does not depend on timi
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,7 @@ def probe(torch: Any, call: Callable[[], None]) -> None:
             for _ in range(PROBE_CALLS):
                 call()
         torch.cuda.synchronize()
+        gc.collect()  # tensors held only by a reference cycle are garbage, not a leak
         counts.append(int(torch.cuda.memory_allocated()))
     per_call = leaked_per_call((counts[0], counts[1], counts[2]))
     if per_call is not None:

@@ -39,7 +39,11 @@ def load(path: Path, role: str) -> ModuleType:
     sys.modules[name] = module  # triton's jit and dataclasses look modules up by name
     if str(path.parent) not in sys.path:
         sys.path.insert(0, str(path.parent))  # sibling helper modules
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:  # the file's own error, said as one: where, what
+        raise ConventionError(f"{path}: line {exc.lineno}: {exc.msg} (the kernel file is not "
+                              "valid Python)") from None
     return module
 
 

@@ -46,10 +46,10 @@ def _sleepers(marker: str) -> list[str]:
         if entry.name.isdigit():
             try:
                 line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
+                environ = (entry / "environ").read_bytes().decode(errors="replace")
+            except OSError:  # gone meanwhile, or another user's
                 continue
-            if line.startswith("sleep 600") and marker in (entry / "environ").read_bytes().decode(
-                    errors="replace"):
+            if line.startswith("sleep 600") and marker in environ:
                 found.append(line)
     return found
 
