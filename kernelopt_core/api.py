@@ -94,7 +94,16 @@ from kernelopt_core.process import run as _run
 from kernelopt_core.profile_parsers import KernelProfile, MetricColumn, ncu_kernels
 from kernelopt_core.profiles import RecordedProfile, last_profile
 from kernelopt_core.search import Node
-from kernelopt_core.settings import Settings, read_dotenv, read_toml, toml_line
+from kernelopt_core.settings import (
+    GateSettings,
+    PlannerSettings,
+    SearchSettings,
+    Settings,
+    Timeouts,
+    read_dotenv,
+    read_toml,
+    toml_line,
+)
 from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree
 from kernelopt_core.ui import echo, note
 
@@ -106,7 +115,8 @@ __all__ = [
     "SplitsPhases", "LabelsKernels", "ProbesCompile", "ServesBenchWorker",
     "Job", "JobResult",
     # what a backend describes
-    "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings",
+    "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings", "SearchSettings",
+    "PlannerSettings", "GateSettings", "Timeouts",
     # a plugin's own typed options (kernelopt_option_tables)
     "option", "option_table",
     # gates and planners
@@ -154,11 +164,14 @@ def repo_path(flags: dict[str, Any], env: str, what: str) -> Path:
     return Path(repo)
 
 
-def run_process(command: Command, log: Path | None = None, cap: int = OUTPUT_CAP) -> ProcessResult:
+def run_process(command: Command, log: Path | None = None, cap: int = OUTPUT_CAP,
+                under_test: bool = False) -> ProcessResult:
     """Run a command that does not use the GPU (a tool, a query) through the core's one
     spawner: its own session, the command's timeout, a process-group kill, capped output
-    (``cap`` bytes of each stream), the log written to ``log``."""
-    return _run(command, log, cap)
+    (``cap`` bytes of each stream), the log written to ``log``. ``under_test``: it runs the
+    code under test (a wrapper's test or bench program), so a process it leaves running in
+    its session is killed and the result is not ``ok`` (``left_running``)."""
+    return _run(command, log, cap, own_group=under_test)
 
 
 def run_on_gpu(command: Command, state_root: Path, log: Path | None = None,

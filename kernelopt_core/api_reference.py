@@ -19,7 +19,8 @@ import attrs
 from kernelopt_core import api
 
 # what the reference holds, in the order an author meets it
-RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "GateContext",
+RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "SearchSettings",
+           "PlannerSettings", "GateSettings", "Timeouts", "GateContext",
            "GateResult", "Confirmed", "BenchReading", "PlanContext", "Proposal", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
            "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")

@@ -226,7 +226,7 @@ def gate_selftest(ctx: click.Context, path: Path, trials: int, planted_speedup: 
         rows.append([f"planted {planted_speedup:g}×", trials, f"{result['detections']} detected",
                      f"{result['naive']['detections']} detected",
                      f"{result['measured_planted_ratio']:.4f}"])
-    ui.table(rows, ["decision", "trials", f"kernelopt (γ={settings.gamma:g}, "
+    ui.table(rows, ["decision", "trials", f"kernelopt (γ={settings.gates.gamma:g}, "
                     f"{result['protocol']['rounds']} rounds)", "naive (1 vs 1, γ=1.03)",
                     "median ratio"])
     ui.echo(f"{result['seconds_per_decision']:.2f} s per decision; JSON: "

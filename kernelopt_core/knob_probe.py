@@ -40,7 +40,8 @@ def usable(runner: Runner, tree: Tree, knobs: tuple[Knob, ...], files: dict[str,
     if command is None:
         shutil.rmtree(out_dir, ignore_errors=True)
         return knobs
-    command = attrs.evolve(command, timeout_s=runner.settings.build_timeout_s)  # compiles, as a build
+    # compiles, as a build
+    command = attrs.evolve(command, timeout_s=runner.settings.timeouts.build_timeout_s)
     result = runner.spawn(command, out_dir / "probe.log")
     results = _results(result.stdout) if result.ok else None
     if results is None:

@@ -86,8 +86,8 @@ class Loop:
         self.run_id = check_run_id(settings.run_id) if settings.run_id else new_run_id()
         self.run_dir = settings.state_root / "runs" / self.run_id
         # the gate plan is checked before any folder is made: a typo makes no run
-        self.gates = (resolve.gates(host, settings, settings.candidate_gates, "candidate"),
-                      resolve.gates(host, settings, settings.final_gates, "final"))
+        self.gates = (resolve.gates(host, settings, settings.gates.candidate_gates, "candidate"),
+                      resolve.gates(host, settings, settings.gates.final_gates, "final"))
         resolve.check_gate_plan(*self.gates)
         self.seen = SeenContent()
         self.evaluated = 0  # candidates the search has numbered so far
@@ -161,7 +161,7 @@ class Loop:
     def _left(self) -> float:
         """Wall seconds left of the time budget: the search's, from the moment the baseline is
         built, timed and probed (a cold build's minutes are not traded for candidates)."""
-        minutes = self.settings.budget_minutes
+        minutes = self.settings.search.budget_minutes
         if not minutes or self.search_started is None:
             return float("inf")
         return self.search_started + minutes * 60 - time.time()
@@ -202,13 +202,13 @@ class Loop:
         )
         baseline_ms = baseline_steps.measure(
             self.runner, self.journal, self.workspace, self.run_dir / "baseline",
-            self.settings.screen_runs, self._stage, self.replay.baseline if self.replay else None)
+            self.settings.gates.screen_runs, self._stage, self.replay.baseline if self.replay else None)
         knobs = knob_probe.usable(self.runner, self.workspace.baseline_tree, knobs, files,
                                   baseline_knobs, self.run_dir / "knob-probe", self.journal)
         self.evaluator.profile = profile = profiling.run(self.workspace.baseline_tree, files,
                                                          self.run_dir / "profile", "baseline")
         root = Node("baseline", {}, dict(baseline_knobs))
-        search = BeamSearch(root, width=self.settings.beam)
+        search = BeamSearch(root, width=self.settings.search.beam)
         ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
                           self.run_id, profile, baseline_ms=baseline_ms,
                           screen=screener(self.runner, self.workspace.baseline_tree, knobs,
@@ -233,7 +233,7 @@ class Loop:
         best = 1.0
         stop = "iterations"
         while True:
-            if self.evaluated >= s.iterations:
+            if self.evaluated >= s.search.iterations:
                 break
             # a resumed run's recorded candidates cost nothing: the budgets wait until they are
             # served, so the replay reaches the state the killed run had
@@ -241,14 +241,14 @@ class Loop:
             if self._left() <= 0 and not replaying:
                 stop = "time budget"
                 break
-            if s.budget_gpu_seconds is not None and not replaying \
-                    and self.runner.gpu_seconds >= s.budget_gpu_seconds:
+            if s.search.budget_gpu_seconds is not None and not replaying \
+                    and self.runner.gpu_seconds >= s.search.budget_gpu_seconds:
                 stop = "GPU budget"
                 break
-            if since_best >= s.patience and not getattr(planner, "exhaustive", False):
+            if since_best >= s.search.patience and not getattr(planner, "exhaustive", False):
                 stop = "patience"
                 break
-            if s.target_speedup is not None and best >= s.target_speedup:
+            if s.search.target_speedup is not None and best >= s.search.target_speedup:
                 stop = "target speedup reached"
                 break
             parent = search.select()
@@ -257,7 +257,7 @@ class Loop:
                 break
             self._stage("plan", parent=parent.id)
             try:
-                count = min(s.plans, s.iterations - self.evaluated)
+                count = min(s.search.plans, s.search.iterations - self.evaluated)
                 proposals = planner.propose(ctx, parent, count)
             except BudgetExhausted as exc:
                 stop = str(exc)

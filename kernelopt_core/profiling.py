@@ -85,7 +85,7 @@ class Profiling:
         # profiler, here, rather than a factor in each
         return attrs.evolve(wrapped, timeout_s=min(
             PROFILE_TIMEOUT_FACTOR * command.timeout_s,
-            PROFILE_TIMEOUT_FACTOR * self.runner.settings.bench_timeout_s))
+            PROFILE_TIMEOUT_FACTOR * self.runner.settings.timeouts.bench_timeout_s))
 
     def _read(self, out_dir: Path, files: dict[str, bytes]) -> dict[str, Any]:
         # the target's kernels: those its editable files define (not its test's or bench's,

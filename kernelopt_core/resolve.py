@@ -73,7 +73,7 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
 
     name = settings.planner
     chosen_by = "chosen by --planner"
-    if name is None and settings.candidates:
+    if name is None and settings.planners.candidates:
         name, chosen_by = "replay", "chosen by --candidate"
     if name is None:
         agents = make("agents") if "agents" in records else None
@@ -114,7 +114,7 @@ def check_planner_inputs(planner_name: str, settings: Settings, target: Target,
     if planner_name == "replay":
         from kernelopt_core.planners.replay import parse_candidate
 
-        for spec in settings.candidates:
+        for spec in settings.planners.candidates:
             bad = [f for f in parse_candidate(spec) if f not in target.editable]
             if bad:
                 raise UsageError(f"--candidate {spec!r}: {', '.join(bad)} is not an "

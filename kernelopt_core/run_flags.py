@@ -6,15 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import attrs
 import click
 
-from kernelopt_core.settings import Settings
+from kernelopt_core.settings import FIELDS
 
 
 def default(name: str) -> Any:
     """A setting's default, as `run --help` shows it (one source: Settings)."""
-    value: Any = attrs.fields_dict(Settings)[name].default
+    value: Any = FIELDS[name].default
     return value.factory() if hasattr(value, "factory") else value  # an attrs Factory
 
 

@@ -73,7 +73,7 @@ class Runner:
         tree.build.mkdir(parents=True, exist_ok=True)
         result = None
         for command in self.backend.build(self.target, tree):
-            result = self.spawn(self._with_timeout(command, self.settings.build_timeout_s), log)
+            result = self.spawn(self._with_timeout(command, self.settings.timeouts.build_timeout_s), log)
             if not result.ok:
                 return result
         return result
@@ -91,7 +91,7 @@ class Runner:
 
     def check(self, tree: Tree, seed: int, log: Path) -> ProcessResult:
         command = self._with_timeout(
-            self.backend.check(self.target, tree, seed), self.settings.test_timeout_s
+            self.backend.check(self.target, tree, seed), self.settings.timeouts.test_timeout_s
         )
         return self.spawn_locked(command, log)[0]
 
@@ -104,7 +104,7 @@ class Runner:
         command = (self.backend.check_seeds(self.target, tree, seeds)
                    if isinstance(self.backend, ChecksSeeds) else None)
         if command is not None:
-            command = self._with_timeout(command, self.settings.test_timeout_s * len(seeds))
+            command = self._with_timeout(command, self.settings.timeouts.test_timeout_s * len(seeds))
             result = self.spawn_locked(command, log)[0]
             return None if result.ok else (f"seeds {list(seeds)}", result)
         for seed in seeds:
@@ -141,8 +141,8 @@ class Runner:
             return 2
         baseline = attrs.evolve(candidate, role="baseline")
         if self.served(candidate) and self.served(baseline):
-            return max(self.settings.final_rounds, self.settings.worker_rounds)
-        return self.settings.final_rounds
+            return max(self.settings.gates.final_rounds, self.settings.gates.worker_rounds)
+        return self.settings.gates.final_rounds
 
     def has_bench(self, tree: Tree) -> bool:
         return self.target.bench is not None and self._bench_command(tree) is not None
@@ -186,7 +186,7 @@ class Runner:
     def _fresh_bench(self, tree: Tree, log: Path, work: float) -> tuple[BenchReading, Held]:
         command = self._bench_command(tree, work)
         assert command is not None and self.target.bench is not None
-        command = self._with_timeout(command, self.settings.bench_timeout_s)
+        command = self._with_timeout(command, self.settings.timeouts.bench_timeout_s)
         result, held = self.spawn_locked(command, log)
         if not result.ok:
             raise BenchFailed(f"bench {result.describe()}:\n{result.tail()}")
@@ -204,7 +204,7 @@ class Runner:
         command = (self.backend.shape_check(self.target, tree, seed)
                    if isinstance(self.backend, ChecksShape) else None)
         return None if command is None else self.spawn_locked(
-            self._with_timeout(command, self.settings.test_timeout_s), log)[0]
+            self._with_timeout(command, self.settings.timeouts.test_timeout_s), log)[0]
 
     def has_engine(self, tree: Tree) -> bool:
         return self.backend.engine(self.target, tree) is not None
@@ -224,5 +224,5 @@ class Runner:
         if command is None:
             return None
         command = attrs.evolve(command, env={**command.env, **(env or {})},
-                               timeout_s=min(command.timeout_s, self.settings.bench_timeout_s))
+                               timeout_s=min(command.timeout_s, self.settings.timeouts.bench_timeout_s))
         return self.spawn_locked(command, log)[0]

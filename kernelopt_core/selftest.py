@@ -117,8 +117,8 @@ def run_selftest(
                 start = time.perf_counter()
                 taken = bracketed_rounds(ctx, workspace.candidate_tree, rounds,
                                          f"{kind}{i + 1}", work)
-                stats = confirm_stats(taken.base, taken.cand, taken.aa, settings.gamma,
-                                      settings.min_noise_pct)
+                stats = confirm_stats(taken.base, taken.cand, taken.aa, settings.gates.gamma,
+                                      settings.gates.min_noise_pct)
                 seconds.append(time.perf_counter() - start)
                 decisions.append(stats.faster)
                 base_once, cand_once = taken.first_take  # one reading each, as first taken
@@ -142,7 +142,7 @@ def run_selftest(
         runner.close_workers()
         workspace.release()
         journal.close()
-    device = device_info(settings.state_root, target.device, settings.peak_gbps)
+    device = device_info(settings.state_root, target.device, settings.gates.peak_gbps)
     summary: dict[str, Any] = {
         "schema": 1,
         "selftest_id": run_id,
@@ -162,9 +162,9 @@ def run_selftest(
             "false_accepts": results["aa"]["naive_accepts"] if include_aa else None,
             "detections": results["planted"]["naive_accepts"] if "planted" in results else None,
         },
-        "protocol": {"gamma": settings.gamma, "rounds": rounds,
+        "protocol": {"gamma": settings.gates.gamma, "rounds": rounds,
                      "workers": runner.served(workspace.candidate_tree),
-                     "min_noise_pct": settings.min_noise_pct},
+                     "min_noise_pct": settings.gates.min_noise_pct},
         "machine": {"host": platform.node(), "platform": platform.platform(),
                     "cpus": os.cpu_count()},
         "device": {"kind": target.device, "name": device.name, "peak_gbps": device.peak_gbps},

@@ -58,8 +58,7 @@ def write_header(journal: Journal, run_id: str, target: Target, settings: Settin
             "harness": sorted(target.harness),
             "flops": target.flops,
         },
-        settings={k: v for k, v in attrs.asdict(settings).items()
-                  if k not in ("dotenv", "origins")},
+        settings={**settings.flat(), "tables": attrs.asdict(settings)["tables"]},
         origins=settings.origins,
     )
 

@@ -5,7 +5,7 @@ Precedence (later wins): defaults < user config (``$KERNELOPT_CONFIG`` or
 environment variables (a ``.env`` file in the working directory fills in what the real
 environment lacks) < command-line flags. Each value remembers where it came from.
 
-Both TOML files may hold ``[run]`` (any field below), ``[gates]`` (``candidate`` and
+Both TOML files may hold ``[run]`` (any setting by its flat name, ``FIELDS``), ``[gates]`` (``candidate`` and
 ``final``: ordered lists of gate names) and each plugin's own table (options.py: ``[agents]``,
 ``[triton]``, ``[llamacpp]``...), whose keys are that plugin's typed options.
 """
@@ -17,6 +17,7 @@ import re
 import sys
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import attrs
@@ -37,23 +38,36 @@ CORE_SECTIONS = ("run", "gates")
 
 
 @attrs.define
-class Settings:
-    # runs, locks, caches; relative: to the working directory
-    state_root: Path = attrs.field(factory=lambda: Path(".kernelopt"), converter=Path)
-    backend: str | None = None  # None: the backend whose detect scores the path highest
-    target: str | None = None  # one target of several; None: each in turn
-    planner: str | None = None  # None: agents when an LLM is configured, else the tuner
+class SearchSettings:
+    """How far the search goes and how wide (``settings.search``)."""
+
     iterations: int = 40  # candidates at most
     patience: int = 12  # candidates without a better one before the search stops
     target_speedup: float | None = None  # stop the search once the best reaches it
     budget_minutes: float | None = 30.0  # the run's wall time
     budget_gpu_seconds: float | None = None  # GPU-lock seconds for the search
+    plans: int = 1  # proposals asked of the planner per step
+    beam: int = 4  # the search's beam width
+
+
+@attrs.define
+class PlannerSettings:
+    """The built-in planners' inputs (``settings.planners``): the tuner's screening, the
+    replay planner's candidates."""
+
     screen_top: int = 3  # the tuner's best screened configurations sent through the gates
     screen_evaluations: int | None = None  # None: all of a grid <= 24, else a quarter (12..256)
     screen_gpu_seconds: float = 120.0  # GPU-lock seconds the tuner's screening may spend
     screen_config_timeout_s: float = 60.0  # one screened configuration: compile, check, time
-    plans: int = 1  # proposals asked of the planner per step
-    beam: int = 4  # the search's beam width
+    candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
+
+
+@attrs.define
+class GateSettings:
+    """The gates, in order, and how the built-in gates measure (``settings.gates``)."""
+
+    candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES  # [gates] candidate
+    final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES  # [gates] final
     gamma: float = 1.03  # the least speedup the screen and confirm gates call a win
     screen_runs: int = 3  # screen gate: readings of each tree
     final_rounds: int = 6  # confirm gate: interleaved baseline/candidate rounds
@@ -62,16 +76,37 @@ class Settings:
     kappa: float = 1.3  # roofline: reject achieved bandwidth above kappa x measured peak
     peak_gbps: float | None = None  # override the measured peak bandwidth
     checksum_rtol: float = 1e-5  # shape gate: bench checksums must agree this closely
-    seeds: tuple[int, ...] = (1, 2, 3)  # correctness: each seed's fresh inputs
-    candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES  # [gates] candidate
-    final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES  # [gates] final
-    profiler: str | None = None  # profile the baseline and the winner with it
-    model_check: bool = True  # after a model's kernels: the whole model every way (model_check.py)
-    candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
-    run_id: str | None = None  # names the run; an existing run of that name is resumed
+
+
+@attrs.define
+class Timeouts:
+    """Seconds one command of the backend may take (``settings.timeouts``)."""
+
     build_timeout_s: float = 1800.0  # one build command
     test_timeout_s: float = 600.0  # one check command
     bench_timeout_s: float = 600.0  # one bench command
+
+
+@attrs.define
+class Settings:
+    """A run's settings. kernelopt.toml's ``[run]``, the flags and ``KERNELOPT_*`` use flat
+    names (``final_rounds``); the grouped ones live in ``search``, ``planners``, ``gates`` and
+    ``timeouts`` under the same names (``settings.gates.final_rounds``).
+    ``Settings.make(**flat)`` builds one from flat names, ``flat()`` gives them back."""
+
+    # runs, locks, caches; relative: to the working directory
+    state_root: Path = attrs.field(factory=lambda: Path(".kernelopt"), converter=Path)
+    backend: str | None = None  # None: the backend whose detect scores the path highest
+    target: str | None = None  # one target of several; None: each in turn
+    planner: str | None = None  # None: agents when an LLM is configured, else the tuner
+    run_id: str | None = None  # names the run; an existing run of that name is resumed
+    profiler: str | None = None  # profile the baseline and the winner with it
+    model_check: bool = True  # after a model's kernels: the whole model every way (model_check.py)
+    seeds: tuple[int, ...] = (1, 2, 3)  # correctness: each seed's fresh inputs
+    search: SearchSettings = attrs.field(factory=SearchSettings)  # iterations, budgets, beam
+    planners: PlannerSettings = attrs.field(factory=PlannerSettings)  # tuner's, replay's inputs
+    gates: GateSettings = attrs.field(factory=GateSettings)  # gate lists and measurement
+    timeouts: Timeouts = attrs.field(factory=Timeouts)  # build, check and bench commands
     origins: dict[str, str] = attrs.field(factory=dict)  # setting -> where its value came from
     dotenv: dict[str, str] = attrs.field(factory=dict)  # the working directory's .env
     # Plugin-owned option tables (options.py): table name -> the plugin's options object;
@@ -93,15 +128,42 @@ class Settings:
         gate's). A backend's descriptor parser leaves these to the core and rejects the rest."""
         return frozenset(("run", "gates", *self.tables))
 
+    @classmethod
+    def make(cls, **values: Any) -> Settings:
+        """Settings from flat names, as ``[run]``, the flags and ``KERNELOPT_*`` spell them
+        (``Settings.make(seeds=(1,), screen_runs=1)``), and from Settings' own fields."""
+        groups: dict[str, dict[str, Any]] = {}
+        for name in [n for n in values if n in GROUP_OF]:
+            groups.setdefault(GROUP_OF[name], {})[name] = values.pop(name)
+        return cls(**values, **{g: GROUPS[g](**v) for g, v in groups.items()})
+
+    def flat(self) -> dict[str, Any]:
+        """Every setting under its flat name (``final_rounds``), as ``make`` takes them."""
+        out: dict[str, Any] = {}
+        for name in ORDER:
+            group = GROUP_OF.get(name)
+            out[name] = getattr(getattr(self, group) if group else self, name)
+        return out
+
 
 def environment(dotenv: dict[str, str], name: str) -> str | None:
     """A variable from the real environment, else from .env (the real one wins)."""
     return os.environ.get(name, dotenv.get(name))
 
 
-attrs.resolve_types(Settings)
-FIELDS = {f.name: f for f in attrs.fields(Settings)
-          if f.name not in ("origins", "dotenv", "tables")}
+GROUPS: dict[str, type] = {"search": SearchSettings, "planners": PlannerSettings,
+                           "gates": GateSettings, "timeouts": Timeouts}
+for _cls in (Settings, *GROUPS.values()):
+    attrs.resolve_types(_cls)
+GROUP_OF = {f.name: group for group, cls in GROUPS.items() for f in attrs.fields(cls)}
+# every setting by its flat name (``[run]`` key, flag, KERNELOPT_ variable) -> its attrs field
+FIELDS: dict[str, attrs.Attribute] = {}
+for _field in attrs.fields(Settings):
+    if _field.name in GROUPS:
+        FIELDS.update({f.name: f for f in attrs.fields(GROUPS[_field.name])})
+    elif _field.name not in ("origins", "dotenv", "tables"):
+        FIELDS[_field.name] = _field
+ORDER = tuple(FIELDS)
 
 
 def toml_line(text: str, key: str, section: str | None = None) -> int | None:
@@ -246,15 +308,16 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
         values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
         origins[name] = "flag"
     objects, table_origins = read_tables(list(tables), sources, env, pairs, where, keys)
-    settings = Settings(**values, origins={**origins, **table_origins}, dotenv=dotenv,
-                        tables=objects)
+    settings = Settings.make(**values, origins={**origins, **table_origins}, dotenv=dotenv,
+                             tables=objects)
     if not settings.state_root.is_absolute():
         settings.state_root = (cwd / settings.state_root).resolve()
     _validate(settings)
     return settings
 
 
-def _validate(s: Settings) -> None:
+def _validate(settings: Settings) -> None:
+    s = SimpleNamespace(**settings.flat())  # by flat name, as the messages say them
     checks = [
         (s.iterations >= 1, "iterations", "at least 1"),
         (s.patience >= 1, "patience", "at least 1"),
@@ -284,6 +347,6 @@ def _validate(s: Settings) -> None:
     for ok, name, need in checks:
         if not ok:
             raise UsageError(
-                f"`{name}` = {getattr(s, name)!r} (from {s.origins.get(name, '?')}) "
+                f"`{name}` = {getattr(s, name)!r} (from {settings.origins.get(name, '?')}) "
                 f"must be {need}"
             )

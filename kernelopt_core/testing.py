@@ -203,11 +203,12 @@ def last_summary(state_root: Path) -> dict[str, Any]:
     return dict(_json.loads(runs[-1].read_text()))
 
 
-def settings_with(*options: object) -> Settings:
-    """Default settings holding these plugins' option objects (``option_table`` classes)."""
+def settings_with(*options: object, **values: Any) -> Settings:
+    """Default settings holding these plugins' option objects (``option_table`` classes);
+    ``values`` by flat name, as ``Settings.make`` takes them (``seeds=(1,), final_rounds=2``)."""
     from kernelopt_core.options import table_name
 
-    return Settings(tables={table_name(type(o)): o for o in options})
+    return Settings.make(tables={table_name(type(o)): o for o in options}, **values)
 
 
 def _git(cwd: Path, *args: str) -> str:

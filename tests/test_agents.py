@@ -269,9 +269,9 @@ def test_a_third_party_provider_plugin_is_used_by_name(chunk_project: Path, tmp_
                                     headers={"x-acme-run": "{session}"})]
 
         host = plugin_host(ScriptedBackendPlugin(), Provider())
-        settings = Settings(state_root=tmp_path / "s", planner="agents", iterations=1,
-                            final_rounds=3, dotenv={"ACME_KEY": "acme-secret"},
-                            tables={"agents": AgentOptions(provider="acme", llm_backoff_s=0.05)})
+        settings = Settings.make(state_root=tmp_path / "s", planner="agents", iterations=1,
+                                 final_rounds=3, dotenv={"ACME_KEY": "acme-secret"},
+                                 tables={"agents": AgentOptions(provider="acme", llm_backoff_s=0.05)})
         backend = ScriptedBackend()
         outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0],
                        settings).run()

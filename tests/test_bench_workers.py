@@ -64,7 +64,7 @@ def make_runner(tmp_path: Path, candidate_mode: str, baseline_mode: str = "ok",
         (src / "kernel.txt").write_text(role)
         trees.append(Tree(role, src, tmp_path / f"{role}-build"))
     target = Target("workers", "k", tmp_path / "baseline", ("kernel.txt",), bench=BenchSpec())
-    s = Settings(state_root=tmp_path / "state", seeds=(1,), **settings)  # type: ignore[arg-type]
+    s = Settings.make(state_root=tmp_path / "state", seeds=(1,), **settings)  # type: ignore[arg-type]
     runner = Runner(WorkerBackend({"baseline": baseline_mode, "candidate": candidate_mode}), target, s,
                     Journal(tmp_path / "journal.jsonl"))
     return runner, trees[0], trees[1]
@@ -76,7 +76,6 @@ def make_runner(tmp_path: Path, candidate_mode: str, baseline_mode: str = "ok",
     ("forge", "more than one reply"),
     ("stdout", "forged output"),
     ("malformed", "malformed reply"),
-    ("stray", "left processes running"),
 ])
 def test_a_misbehaving_worker_fails_only_its_tree(tmp_path: Path, mode: str, message: str) -> None:
     runner, baseline, candidate = make_runner(tmp_path, mode, bench_timeout_s=2.0)
@@ -91,6 +90,17 @@ def test_a_misbehaving_worker_fails_only_its_tree(tmp_path: Path, mode: str, mes
     finally:
         runner.close_workers()
     assert not runner.workers
+
+
+def test_a_process_left_by_a_check_fails_that_tree_only(tmp_path: Path) -> None:
+    runner, baseline, candidate = make_runner(tmp_path, "stray")
+    try:
+        assert runner.check_all(baseline, tmp_path / "log") is None
+        failed = runner.check_all(candidate, tmp_path / "log")
+        assert failed is not None and "left processes running" in failed[1].stderr
+        assert runner.bench(baseline, tmp_path / "log", "screen").time_ms == 2.0
+    finally:
+        runner.close_workers()
 
 
 def test_baseline_and_candidate_never_share_a_process(tmp_path: Path) -> None:

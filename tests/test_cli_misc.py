@@ -332,11 +332,10 @@ def test_run_help_shows_the_settings_own_defaults() -> None:
     from kernelopt_core.settings import Settings
 
     text = " ".join(CliRunner().invoke(cli, ["run", "--help"], terminal_width=200).output.split())
-    s = Settings(state_root=Path("."))
-    for flag, value in (("--iterations", s.iterations), ("--patience", s.patience),
-                        ("--gamma", s.gamma), ("--final-rounds", s.final_rounds),
-                        ("--worker-rounds", s.worker_rounds), ("--kappa", s.kappa),
-                        ("--screen-gpu-seconds", s.screen_gpu_seconds)):
+    s = Settings(state_root=Path(".")).flat()  # by flat name, as the flags spell them
+    for flag in ("--iterations", "--patience", "--gamma", "--final-rounds", "--worker-rounds",
+                 "--kappa", "--screen-gpu-seconds"):
+        value = s[flag[2:].replace("-", "_")]
         after = text[text.index(flag):]
         assert f"[{value}]" in after[:200], (flag, value, after[:200])
-    assert "[" + ",".join(map(str, s.seeds)) + "]" in text
+    assert "[" + ",".join(map(str, s["seeds"])) + "]" in text

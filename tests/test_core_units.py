@@ -11,7 +11,7 @@ import pytest
 from kernelopt_core import knobs
 from kernelopt_core.errors import UsageError
 from kernelopt_core.search import BeamSearch, Node
-from kernelopt_core.settings import load
+from kernelopt_core.settings import FIELDS, Settings, load
 from kernelopt_core.target import Knob, Target
 from kernelopt_core.testing import fingerprint, git_repo, write_chunk_project
 from kernelopt_core.workspace import Workspace, snapshot
@@ -67,12 +67,28 @@ def test_settings_precedence_and_origins(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("KERNELOPT_CONFIG", str(tmp_path / "none.toml"))
     (tmp_path / ".env").write_text("KERNELOPT_BEAM=2\nKERNELOPT_PATIENCE=9\n")
     s = load(toml, {"gamma": 1.1}, cwd=tmp_path)
-    assert (s.iterations, s.patience, s.gamma, s.beam) == (5, 4, 1.1, 2)
+    assert (s.search.iterations, s.search.patience, s.gates.gamma, s.search.beam) == (5, 4, 1.1, 2)
     assert s.origins["iterations"] == str(toml)
     assert s.origins["patience"] == "env KERNELOPT_PATIENCE"  # the real environment wins
     assert s.origins["gamma"] == "flag"
     with pytest.raises(UsageError, match="`gamma` = 0.9"):
         load(None, {"gamma": 0.9}, cwd=tmp_path)
+
+
+def test_settings_keep_only_the_cores_own_fields_grouped_under_flat_names(tmp_path: Path) -> None:
+    """Issue 37: Settings holds at most 15 fields; the grouped settings keep their flat names
+    ([run] keys, flags, KERNELOPT_*), which Settings.make takes and flat() gives back."""
+    assert len(attrs.fields(Settings)) <= 15
+    assert {"iterations", "screen_top", "candidates", "final_rounds", "kappa", "candidate_gates",
+            "bench_timeout_s", "seeds", "state_root"} <= set(FIELDS)
+    s = Settings.make(state_root=tmp_path, seeds=(1,), screen_runs=1, iterations=2,
+                      screen_top=5, build_timeout_s=9.0)
+    assert (s.gates.screen_runs, s.search.iterations, s.planners.screen_top,
+            s.timeouts.build_timeout_s, s.seeds) == (1, 2, 5, 9.0, (1,))
+    flat = s.flat()
+    assert set(flat) == set(FIELDS) and flat["screen_runs"] == 1 and flat["gamma"] == 1.03
+    assert Settings.make(**flat) == Settings(state_root=tmp_path, **{
+        g: getattr(s, g) for g in ("search", "planners", "gates", "timeouts")}, seeds=(1,))
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -106,7 +106,7 @@ def test_kernelopt_register_planners_a_plugin_planner_drives_the_loop(tmp_path, 
             return [planner]
 
     host = plugin_host(ScriptedBackendPlugin(), Plugin())
-    settings = Settings(state_root=tmp_path / "s", planner="oneshot", final_rounds=3)
+    settings = Settings.make(state_root=tmp_path / "s", planner="oneshot", final_rounds=3)
     backend = ScriptedBackend()
     outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0], settings).run()
     assert outcome.status == "optimized", outcome.summary
@@ -119,7 +119,7 @@ def test_kernelopt_register_planners_a_plugin_planner_drives_the_loop(tmp_path, 
 def test_kernelopt_register_backends_a_target_preface_is_kept_in_the_run(tmp_path, chunk_project):
     import attrs
 
-    settings = Settings(state_root=tmp_path / "s", iterations=1, final_rounds=2)
+    settings = Settings.make(state_root=tmp_path / "s", iterations=1, final_rounds=2)
     backend = ScriptedBackend()
     target = attrs.evolve(backend.discover(chunk_project, settings)[0],
                           preface="kernel ranking\n  k1  61.0 %\n")
@@ -149,7 +149,7 @@ def test_kernelopt_register_backends_check_seeds_checks_every_seed_in_one_proces
             return Command((sys.executable, "-c", script, str(calls), ",".join(map(str, seeds)),
                             str(tree.src / "check.py"), str(tree.build)), tree.src, timeout_s=60)
 
-    settings = Settings(state_root=tmp_path / "s", iterations=2, final_rounds=2, seeds=(4, 5, 6))
+    settings = Settings.make(state_root=tmp_path / "s", iterations=2, final_rounds=2, seeds=(4, 5, 6))
     backend = Batched()
     outcome = Loop(plugin_host(ScriptedBackendPlugin()), backend,
                    backend.discover(chunk_project, settings)[0], settings).run()
@@ -195,7 +195,7 @@ def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -
 
     host = plugin_host(ScriptedBackendPlugin(), Plugin())
     assert {"ncu", "nsys", "rocprof", "graphsignal", "timer"} <= set(host.registry("profilers"))
-    settings = Settings(state_root=tmp_path / "s", profiler="timer", iterations=1, final_rounds=2)
+    settings = Settings.make(state_root=tmp_path / "s", profiler="timer", iterations=1, final_rounds=2)
     backend = ScriptedBackend()
     outcome = Loop(host, backend, backend.discover(chunk_project, settings)[0], settings).run()
     profiles = [e for e in events(outcome.run_dir) if e["event"] == "profile"]
@@ -331,7 +331,7 @@ def test_kernelopt_option_tables(chunk_project, monkeypatch) -> None:
     class Recording(ScriptedBackend):
         def discover(self, path, settings):
             seen.append((settings.section(ChunkyOptions), dict(settings.origins)))
-            gammas.append((settings.gamma, settings.section(ClashingOptions).gamma))
+            gammas.append((settings.gates.gamma, settings.section(ClashingOptions).gamma))
             raise UsageError("stop here")
 
     class Plugin:

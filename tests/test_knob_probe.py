@@ -63,7 +63,7 @@ def test_usable_drops_failed_values_keeps_the_baseline_and_keeps_all_when_the_pr
             return Command((sys.executable, "-c", f"print({line!r})"), tmp_path)
 
     runner = SimpleNamespace(backend=Backend(), target=None, settings=SimpleNamespace(
-        build_timeout_s=60), spawn=lambda command, log: process.run(command, log))
+        timeouts=SimpleNamespace(build_timeout_s=60)), spawn=lambda command, log: process.run(command, log))
     tree = Tree("baseline", tmp_path, tmp_path)
     journal = Journal(tmp_path / "journal.jsonl")
     kept = knob_probe.usable(runner, tree, knobs, files, {"A": "64"}, tmp_path / "p", journal)

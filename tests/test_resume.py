@@ -403,9 +403,9 @@ def _stepper_run(tmp_path: Path, cut_after: str) -> tuple[Path, list, Stepper]:
             return [planners[-1]]
 
     project = write_chunk_project(tmp_path / "project")
-    settings = Settings(state_root=tmp_path / "s", planner="stepper", final_rounds=2,
-                        screen_runs=1, seeds=(1,), run_id="pf", beam=1, budget_minutes=30.0,
-                        origins={"run_id": "flag"})
+    settings = Settings.make(state_root=tmp_path / "s", planner="stepper", final_rounds=2,
+                             screen_runs=1, seeds=(1,), run_id="pf", beam=1, budget_minutes=30.0,
+                             origins={"run_id": "flag"})
     backend = ScriptedBackend()
     target = backend.discover(project, settings)[0]
     first = Loop(plugin_host(ScriptedBackendPlugin(), Plugin()), backend, target,

@@ -85,7 +85,7 @@ def _roofline(tmp_path: Path, declared: int, baseline_ms: float, candidate_ms: f
     """The roofline gate on a confirmed pair, against a given 10 GB/s peak."""
     tree = Tree("candidate", tmp_path, tmp_path / "build")
     target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=declared, device="cpu")
-    settings = Settings(state_root=tmp_path / "state", peak_gbps=10.0)
+    settings = Settings.make(state_root=tmp_path / "state", peak_gbps=10.0)
     log = Journal(tmp_path / journal)
     runner = Runner(object(), target, settings, log)  # type: ignore[arg-type]
     ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
@@ -161,7 +161,7 @@ def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) 
 
     tree = Tree("candidate", tmp_path, tmp_path / "build")
     target = Target("x", "k", tmp_path, ("k.c",), bytes_moved=1 << 20, device="cpu")
-    settings = Settings(state_root=tmp_path / "state", peak_gbps=10.0)
+    settings = Settings.make(state_root=tmp_path / "state", peak_gbps=10.0)
     runner = Runner(object(), target, settings, Journal(tmp_path / "j.jsonl"))  # type: ignore[arg-type]
     ctx = GateContext(runner, settings, target, "c1", tree, tree, tmp_path, None)
     ctx.confirmed = Confirmed([BenchReading(2.0)], [BenchReading(1.0)], [2.0], [1.0], 2.0, 1.0)

@@ -27,7 +27,7 @@ class Journal:
 
 def context(screen: Any, **settings: Any) -> PlanContext:
     target = Target("cmake", "k", Path("."), ("k.cu",), knobs=KNOBS)
-    return PlanContext(target, Settings(**settings), {"k.cu": SOURCE}, KNOBS,
+    return PlanContext(target, Settings.make(**settings), {"k.cu": SOURCE}, KNOBS,
                        {"BLOCK": "64", "WARPS": "2"}, Journal(), "run-1", screen=screen)
 
 

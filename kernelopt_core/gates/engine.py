@@ -158,7 +158,7 @@ class EngineGate:
     def _decide(self, ctx: GateContext, base_times: list[float], cand_times: list[float],
                 detail: str, extra: dict[str, Any]) -> GateResult:
         b, c = median(base_times), median(cand_times)
-        floor = ctx.settings.min_noise_pct / 100.0
+        floor = ctx.settings.gates.min_noise_pct / 100.0
         paired = len(base_times) >= PAIR_MIN_ROUNDS and len(cand_times) == len(base_times)
         if paired:
             # many interleaved rounds in one process (engine_pair): each round's candidate/

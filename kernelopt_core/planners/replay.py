@@ -41,9 +41,9 @@ class Replay:
         self.done: set[str] = set()
 
     def unavailable_reason(self, settings: Settings, target: Target) -> str | None:
-        if not settings.candidates:
+        if not settings.planners.candidates:
             return "give the candidates to replay with --candidate FILE=LOCAL_FILE"
-        for spec in settings.candidates:
+        for spec in settings.planners.candidates:
             parse_candidate(spec)
         return None
 
@@ -51,7 +51,7 @@ class Replay:
         if parent.id != "baseline":
             return []
         out = []
-        for spec in ctx.settings.candidates:
+        for spec in ctx.settings.planners.candidates:
             if spec in self.done:
                 continue
             self.done.add(spec)

@@ -45,8 +45,8 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
 
     def within_budget() -> bool:
         spent = ctx.gpu_seconds()
-        return spent - spent_before < s.screen_gpu_seconds and ctx.seconds_left() > 0 and (
-            s.budget_gpu_seconds is None or spent < s.budget_gpu_seconds)
+        return spent - spent_before < s.planners.screen_gpu_seconds and ctx.seconds_left() > 0 and (
+            s.search.budget_gpu_seconds is None or spent < s.search.budget_gpu_seconds)
 
     def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
         batches.append(len(configs))
@@ -56,7 +56,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     # assignment has ratio 1 by definition and is not screened again
     is_baseline = all(start.get(k.name) == ctx.baseline_knobs.get(k.name) for k in ctx.knobs)
     search = JointSearch([(k.name, tuple(k.values)) for k in ctx.knobs], start, evaluate,
-                         s.screen_evaluations, within_budget,
+                         s.planners.screen_evaluations, within_budget,
                          start_cost=1.0 if is_baseline else None,
                          plausible=threads_fit(ctx.knobs))
     try:
@@ -82,7 +82,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
                 "(lower is faster), checked on one seed, not yet through the gates",
         "grid": search.grid, "screened": search.evaluations, "failed": failed, "best": best}
     # only what the screen saw faster than the tree; the gates decide on the rest
-    return [c for c, ratio in ranked if ratio < 1.0 and c != start][: s.screen_top]
+    return [c for c, ratio in ranked if ratio < 1.0 and c != start][: s.planners.screen_top]
 
 
 def knob_proposal(ctx: PlanContext, assignment: dict[str, str], planner: str) -> Proposal | None:
@@ -145,7 +145,7 @@ class Tuner:
         effect: dict[str, float] = {}
         for knob, _a, sa, _b, sb in pairs:
             effect[knob] = max(effect.get(knob, 0.0), abs(math.log(sa / sb)))
-        margin = math.log(ctx.settings.gamma)
+        margin = math.log(ctx.settings.gates.gamma)
 
         def rank(knob: Any) -> tuple[int, float]:
             if knob.name not in effect:

@@ -134,7 +134,7 @@ class Pool:
         try:
             loaded = self.loaded(tree, digest, log)
             reply = self.request(loaded.worker, {"op": "check"},
-                                 self.settings.test_timeout_s * len(seeds))
+                                 self.settings.timeouts.test_timeout_s * len(seeds))
         except WorkerError as exc:  # LoadFailed carries the worker's own exit code
             code = exc.code if isinstance(exc, LoadFailed) else 4
             return f"seeds {list(seeds)}", self._failed(tree, str(exc), code)
@@ -178,7 +178,7 @@ class Pool:
         started = time.perf_counter()
         spare = self.spares.take(tree.role, command)  # started ahead (spare.py)
         try:
-            worker = spare or process.start_worker(command, log, self.settings.test_timeout_s)
+            worker = spare or process.start_worker(command, log, self.settings.timeouts.test_timeout_s)
         except WorkerMissing as exc:
             raise PrerequisiteError(f"{exc} (needed by the {self.target.backend} backend)",
                                     hint=f"install `{command.argv[0]}` or put it on PATH") from exc
@@ -189,10 +189,10 @@ class Pool:
         self.journal.write("worker_start", tree=tree.role, pid=worker.pid, spare=spare is not None,
                            seconds=round(time.perf_counter() - started, 3))
         if tree.role == "candidate":  # the next candidate's, while this one loads and runs
-            self.spares.prepare(tree.role, command, log, self.settings.test_timeout_s)
+            self.spares.prepare(tree.role, command, log, self.settings.timeouts.test_timeout_s)
         reply = self.request(worker, {"op": "load", "seeds": list(self.settings.seeds),
                                       "bench_seeds": list(self.bench_seeds)},
-                             self.settings.test_timeout_s)
+                             self.settings.timeouts.test_timeout_s)
         if not reply.get("ok"):
             slots.live = None
             worker.close()
@@ -233,7 +233,7 @@ class Pool:
         try:
             worker = self.loaded(tree, digest, log).worker
             reply = self.request(worker, {"op": "bench", "work": work},
-                                 self.settings.bench_timeout_s, held)
+                                 self.settings.timeouts.bench_timeout_s, held)
         except WorkerError as exc:
             raise BenchFailed(str(exc)) from exc
         if not reply.get("ok"):

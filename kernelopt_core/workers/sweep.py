@@ -38,7 +38,8 @@ def payload(knobs: tuple[Knob, ...], tree: Tree, configs: list[dict[str, str]]
 def timeout_s(settings: Settings, configs: int) -> float:
     """The tree's own reading, then each configuration's deadline with a margin: past it the
     worker is killed (a compile that never yields to Python's signal handler)."""
-    return settings.bench_timeout_s + configs * (settings.screen_config_timeout_s + MARGIN_S)
+    deadline = settings.planners.screen_config_timeout_s + MARGIN_S
+    return settings.timeouts.bench_timeout_s + configs * deadline
 
 
 def poisoned(results: list[dict[str, Any]]) -> bool:
@@ -58,7 +59,7 @@ def sweep(pool: Pool, tree: Tree, configs: list[dict[str, str]], log: Path,
         return None
     configs_in = payload(pool.target.knobs if knobs is None else knobs, tree, configs)
     held: list[Held] = []
-    request = {"configs": configs_in, "deadline_s": pool.settings.screen_config_timeout_s}
+    request = {"configs": configs_in, "deadline_s": pool.settings.planners.screen_config_timeout_s}
     timeout = timeout_s(pool.settings, len(configs))
     try:
         loaded = pool.loaded(tree, pool.digest(tree), log)
