@@ -180,6 +180,6 @@ EOF
 # (only what this script wrote: the runs' folders and the stale-markers list, never an OUT's
 # other files)
 ( cd "$OUT" && made=$(ls -d stale-markers.txt cuda-faults cuda-clean triton-faults triton-clean \
-    llamacpp-faults llamacpp-clean llamacpp-variants 2>/dev/null) && [ -n "$made" ] \
+    llamacpp-faults llamacpp-clean llamacpp-variants 2>/dev/null; true) && [ -n "$made" ] \
     && tar -czf faults-runs.tar.gz $made && rm -rf $made )
 say "done"

@@ -138,3 +138,34 @@ def test_a_device_fault_is_named_before_a_generic_line() -> None:
     oom = ("rowsum_test: FAIL seed=1\nCUDA error in row_sum (launch): cudaErrorMemoryAllocation "
            "(out of memory)\n")
     assert "out of memory" in failing_line(oom)
+
+
+def test_a_ggml_abort_is_named_by_the_cuda_error_not_a_backtrace_frame() -> None:
+    """test-backend-ops' output for llama.cpp's illegal-address candidate on the H200
+    (bench/results/2026-12-04-h200-faults, llamacpp): ggml's CUDA error line, then each of
+    four shards' glibc backtraces (several thousand characters), then the wrapper's summary.
+    The reason is the runtime's words, found however far the backtraces push them up; a
+    frame naming ggml_cuda_error is never the answer, nor is a CUDA error with no fault name."""
+    from kernelopt_core.gates.builtin import FAILURE_SCAN, failing_line
+
+    build = "/tmp/k/work/llamacpp-SOFT_MAX-9f24bd3721/cand-build/bin"
+    frames = "".join(
+        f"{build}/libggml-cuda.so.0(_Z15ggml_cuda_errorPKcS0_S0_iS0_+0xb7)[0x7f8c1594{i:04x}]\n"
+        f"{build}/libggml-base.so.0(ggml_abort+0x15b)[0x7f8c1959{i:04x}]\n"
+        f"/lib/x86_64-linux-gnu/libc.so.6(+0x129ecc)[0x7f8c1532{i:04x}]\n" for i in range(40))
+    log = ("Backend 1/2: CUDA0\n  Device description: NVIDIA H200\n"
+           "CUDA error: an illegal memory access was encountered\n"
+           "  current device: 0, in function ggml_backend_cuda_synchronize at "
+           "../cand-src/ggml/src/ggml-cuda/ggml-cuda.cu:2544\n"
+           "  cudaStreamSynchronize(cuda_ctx->stream())\n"
+           "../cand-src/ggml/src/ggml-cuda/ggml-cuda.cu:109: CUDA error\n" + frames
+           + "kernelopt-llamacpp: no SOFT_MAX case ran OK on CUDA0 (0 not supported; exit -6): "
+           "nothing was checked\n")
+    assert len(log) > 4000 and len(log) < FAILURE_SCAN
+    assert failing_line(log) == "CUDA error: an illegal memory access was encountered"
+    assert failing_line(log.replace("an illegal memory access was encountered",
+                                    "device-side assert triggered")) == \
+        "CUDA error: device-side assert triggered"
+    # no device fault's name: the runtime's line still beats the frames and the summary
+    assert failing_line("CUDA error: invalid argument\n" + frames) == "CUDA error: invalid argument"
+    assert "ggml_cuda_error" not in failing_line(frames + "exit 1\n")

@@ -42,17 +42,22 @@ DEVICE_FAULT = re.compile(
     r"|\b(cuda|hip)Error[A-Z]\w+|left processes running|\(hung\)", re.I)
 ERRORISH = re.compile(r"error|fail|abort|assert|hung|killed|left processes", re.I)  # not a
 # passing test's name that mentions a fault
-RANKED_FAILURES = (DEVICE_FAULT, re.compile(r"^\w+(Error|Exception)\b.*:"), re.compile(r"MISMATCH|mismatch"),
+RANKED_FAILURES = (DEVICE_FAULT, re.compile(r"\b(CUDA|HIP) error: \S"),  # the runtime's words
+                   re.compile(r"^\w+(Error|Exception)\b.*:"), re.compile(r"MISMATCH|mismatch"),
                    re.compile(r"^FAILED \S+::"), re.compile(r"\bFAIL(ED)?\b"))
 WEAK_FAILURE = re.compile(r"error|fail|assert|wrong", re.I)
 BANNER = re.compile(r"^[=_-]{3,}.*[=_-]{3,}$")
+# a frame of a glibc backtrace (ggml_abort prints one): `lib.so(symbol+0x1f)[0x7f..]`; a
+# symbol such as ggml_cuda_error is the printer's name, not what failed
+BACKTRACE_FRAME = re.compile(r"^\S*\([^()\s]*\+0x[0-9a-f]+\)\s*\[0x[0-9a-f]+\]$")
+FAILURE_SCAN = 64 * 1024  # characters of a failed test's output searched for its words
 
 
 def failing_line(log: str) -> str:
     """The line of the test's output that says what failed: the first of the most specific
     kind present, else the last line that speaks of an error or failure, else the last line."""
     lines = [line.strip() for line in log.splitlines() if line.strip()
-             and not BANNER.match(line.strip())]
+             and not BANNER.match(line.strip()) and not BACKTRACE_FRAME.match(line.strip())]
     for pattern in RANKED_FAILURES:
         hit = next((line for line in lines if pattern.search(line)
                     and (pattern is not DEVICE_FAULT or ERRORISH.search(line))), None)
@@ -77,7 +82,8 @@ class CorrectnessGate:
             tail = result.tail(4000)
             # a test that exited 0 but failed for what it left running: its output says "OK"
             exited_ok = result.returncode == 0 and not result.timed_out
-            line = "" if exited_ok else failing_line(tail)
+            # the words are searched beyond the tail: a few backtraces fill 4000 characters
+            line = "" if exited_ok else failing_line(result.tail(FAILURE_SCAN))
             return GateResult(self.name, False, (f"{line} — " if line else "")
                               + f"{which}: {result.describe()}",
                               {"seeds": which, "log_tail": tail, "failing_line": line},

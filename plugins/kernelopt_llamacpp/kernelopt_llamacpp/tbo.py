@@ -177,7 +177,10 @@ def _run(argv: list[str], harness: bool = False) -> tuple[int, str]:
                          cap=TOOL_OUTPUT_CAP, under_test=True)
     output = result.stdout + result.stderr
     if result.left_running:  # the tool (the ops under test) started something that outlived it
-        return 1, f"{output}\ntest-backend-ops: {result.describe()}"
+        # the fault's words first, on a line of their own: the tool's command line is a few
+        # kilobytes of case names, and shards' outputs follow this one
+        return 1, (f"{output}\ntest-backend-ops left processes running after it exited "
+                   f"(killed; the tool exited {result.returncode})\n")
     return result.returncode, output
 
 

@@ -135,3 +135,20 @@ def test_a_missing_anchor_stops_loudly(tmp_path: Path) -> None:
     assert faults.main([str(tmp_path), str(tmp_path / "out")]) == 1
     assert not (tmp_path / "out").exists()
 
+
+
+def test_a_tool_that_leaves_a_process_fails_with_those_words_on_their_own_line() -> None:
+    """The H200's stray_child candidate (bench/results/2026-12-04-h200-faults, llamacpp): the
+    wrapper's message followed the tool's multi-kilobyte command line and ran into the next
+    shard's output, so the reason was 500 characters of case names. A real shell leaves a
+    sleeper behind; the wrapper fails, and the gate's line names the fault."""
+    from kernelopt_llamacpp import tbo
+
+    from kernelopt_core.gates.builtin import failing_line
+
+    cases = ",".join(f"SOFT_MAX(type=f32,ne=[{n},{n},1,1])" for n in range(200))
+    code, output = tbo._run(["sh", "-c", f"echo '{cases}'; sleep 30 & echo started"])
+    assert code == 1
+    line = failing_line(output + "Testing 2 devices\n")
+    assert line == ("test-backend-ops left processes running after it exited (killed; the tool "
+                    "exited 0)")
