@@ -11,6 +11,7 @@
 # .whl/ (../shared/tools/h200-wheels builds them):
 #   bash bench/h200_faults.sh [all|cuda|triton]     results go to $OUT (default bench/results/out)
 #   bash bench/h200_faults.sh llamacpp-clean|llamacpp-faults|llamacpp   (not part of `all`)
+#   KINDS="hang" bash bench/h200_faults.sh llamacpp   (the llama.cpp faults run replays only those)
 # Sized for one 10-minute device call (both backends in DEADLINE=525 s after the set-up): one
 # seed, one screen reading, two final rounds, 20 s per test/bench command for CUDA (30 s for
 # Triton, whose worker's load makes the inputs). Each run is capped by `timeout` so a slow part
@@ -150,7 +151,10 @@ case $PART in llamacpp|llamacpp-faults|llamacpp-clean)
   if [ "$PART" != llamacpp-clean ]; then
     cands=()
     for f in "$LW"/variants/*.cu; do
-      [ "$(basename "$f")" = clean.cu ] || cands+=("$rel=$f")
+      k=$(basename "$f" .cu)
+      # KINDS="hang trap": only those kinds (a re-measure); default every kind
+      [ "$k" = clean ] || { [ -n "${KINDS:-}" ] && [[ " $KINDS " != *" $k "* ]]; } \
+        || cands+=("$rel=$f")
     done
     later=0; [ "$PART" = llamacpp ] && later=150  # the clean-only run's share (ccache warm)
     # 60 s per test/bench command: test-backend-ops starts slower than the CMake example's test

@@ -101,13 +101,15 @@ FAULTS: dict[str, tuple[str, str, str, list[tuple[str, str]], int]] = {
                     "    }\n")], CLEAN_BLOCK),
     "hang": (
         "correctness", "timed out",
-        "Every thread spins on a volatile local no one changes: the first launch never finishes,\n"
-        "the check is killed at its timeout (the tool dies with the wrapper: PR_SET_PDEATHSIG).\n"
-        "Not a static __shared__ flag: soft_max_f32 asks for the most dynamic shared memory a\n"
-        "block may opt in to, so 4 more static bytes fail its launch set-up with `invalid\n"
-        "argument` instead of hanging (measured on the H200, 2026-12-04).",
-        [("kernel", "    volatile int spin = 1;  // a volatile read per turn: no loop to elide\n"
-                    "    while (spin != 0) {\n"
+        "Every thread spins on a __device__ flag no one sets, read through a volatile pointer\n"
+        "(a load from global memory per turn): the first launch never finishes, and the check is\n"
+        "killed at its timeout (the tool dies with the wrapper: PR_SET_PDEATHSIG). Two spins\n"
+        "that did not hang on the H200 (2026-12-04): a static __shared__ flag failed the launch\n"
+        "set-up with `invalid argument` (soft_max_f32 opts in to the most dynamic shared memory\n"
+        "a block may have, so 4 more static bytes do not fit), and a volatile local was elided\n"
+        "(the candidate ran correct at full speed).",
+        [("include", "static __device__ int hang_flag_never_set;  // zero: nothing writes it\n"),
+         ("kernel", "    while (*(volatile int *) &hang_flag_never_set == 0) {\n"
                     "    }\n")], CLEAN_BLOCK),
     "oom": (
         "correctness", "out of memory",

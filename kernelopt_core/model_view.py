@@ -28,6 +28,8 @@ def markdown(model: dict[str, Any] | None) -> list[str]:
               + (f"{predicted:.3f}×" if predicted else "unknown (a share is unknown)")
               + ". The spread says how steady each mode's times were; a difference inside it "
               "is not a result.", ""]
+    if model.get("detail"):  # the backend's own words: phases, tokens, what it ran
+        lines += [f"The check: {model['detail']}.", ""]
     return lines
 
 

@@ -92,6 +92,8 @@ def test_each_fault_fails_only_itself_and_the_verdict_stands(tmp_path: Path) -> 
         want, got = expectation(fault), by_file[fault.name]
         assert got["accepted"] is False and got["failed_gate"] == want["expect"], (fault.name, got)
         assert want["reason"] in got["reason"], (fault.name, got["reason"])
+    # a fault's own words lead its reason, before the command line that showed it
+    assert by_file["hang.cpp"]["reason"].startswith("timed out after"), by_file["hang.cpp"]
     assert by_file["clean.cpp"]["accepted"] is True, by_file["clean.cpp"]
     # a hang costs its timeout (one seed), not the run: the whole run stays within that
     assert took < 300 + TIMEOUT_S + MARGIN_S, took

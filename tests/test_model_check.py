@@ -49,7 +49,8 @@ for label, kernel in kernels.items():
                     "match": abs(got - math.fsum(xs)) <= 1e-9 * math.fsum(map(abs, xs))}
 print("program log", json.dumps({"not": "the result"}))
 print(json.dumps({"kernelopt_model": 1, "modes": modes, "baseline": "default",
-                  "kernelopt": "kernelopt" if "kernelopt" in modes else "default"}))
+                  "kernelopt": "kernelopt" if "kernelopt" in modes else "default",
+                  "detail": "30 windows of the whole chunk program"}))
 '''
 
 
@@ -121,6 +122,7 @@ def test_the_whole_program_with_the_winner_in_place_is_in_every_report(optimized
     assert summary["status"] == "optimized"  # information only: the verdict stands
     markdown = (run_dir / "report.md").read_text()
     assert "## The whole model" in markdown and "| kernelopt (kernelopt) |" in markdown
+    assert "The check: 30 windows of the whole chunk program." in markdown  # the backend's words
     assert "The whole model" in (run_dir / "report.html").read_text()
     assert "whole model:" in output and "predicted from the kernels (Amdahl)" in output
     [event] = [e for e in read(run_dir / "journal.jsonl") if e["event"] == "model_check"]

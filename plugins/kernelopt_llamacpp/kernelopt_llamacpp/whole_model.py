@@ -13,7 +13,8 @@ place at once, the core's model-check contract (kernelopt_core/model_check.py).
    anew.
 2. Greedy tokens from both (engine.py's ``llama-completion``, temperature 0): identical or not.
 3. ``llama-bench -p 512 -n 128 -r 5`` on both, ``--rounds`` times, interleaved (ABBA): tokens/s of
-   the prompt (prefill) and of generation (decode), the medians of every sample.
+   the prompt (prefill) and of generation (decode), the medians of every sample, each with its
+   spread (IQR over the median); the workload's spread is the IQR of the rounds' times.
 
 Prints one line: ``{"kernelopt_model": 1, "modes": {"llama.cpp": {...}, "llama.cpp + kernelopt":
 {...}}, "baseline": ..., "kernelopt": ..., "detail": ...}``; a mode's ``ms`` is the workload's
@@ -86,12 +87,25 @@ def rates(stdout: str) -> dict[str, list[float]]:
     return out
 
 
+def iqr_pct(values: list[float]) -> float:
+    """The interquartile range over the median, in %: the report's "spread (IQR)"."""
+    if len(values) < 2:
+        return 0.0
+    q = statistics.quantiles(values, n=4, method="inclusive")  # within the samples' range
+    return round(100.0 * (q[2] - q[0]) / statistics.median(values), 2)
+
+
 def mode(samples: dict[str, list[float]], rounds: list[float], match: bool) -> dict[str, Any]:
+    """One build's numbers: the workload's ms and its spread over the rounds, and each phase's
+    median tokens/s with its spread over every sample (a phase's change is read against it)."""
     prefill, decode = statistics.median(samples["prefill"]), statistics.median(samples["decode"])
-    ms = workload_ms(samples)
-    spread = 100.0 * (max(rounds) - min(rounds)) / statistics.median(rounds) if rounds else 0.0
-    return {"ms": ms, "spread_pct": round(spread, 2), "match": match, "windows": len(rounds),
-            "prefill_tokens_per_s": round(prefill, 1), "decode_tokens_per_s": round(decode, 2)}
+    return {"ms": workload_ms(samples), "spread_pct": iqr_pct(rounds), "match": match,
+            "windows": len(rounds), "prefill_tokens_per_s": round(prefill, 1),
+            "prefill_spread_pct": iqr_pct(samples["prefill"]),
+            "prefill_samples": len(samples["prefill"]),
+            "decode_tokens_per_s": round(decode, 2),
+            "decode_spread_pct": iqr_pct(samples["decode"]),
+            "decode_samples": len(samples["decode"])}
 
 
 def workload_ms(found: dict[str, list[float]]) -> float:
@@ -120,8 +134,9 @@ def measure(builds: dict[str, Path], model: str, rounds: int, flash_attn: str) -
     upstream = tokens[UPSTREAM]
     modes = {label: mode(samples[label], per_round[label], tokens[label] == upstream)
              for label in builds}
-    detail = "; ".join(f"{label}: prefill {m['prefill_tokens_per_s']} t/s, decode "
-                       f"{m['decode_tokens_per_s']} t/s" for label, m in modes.items())
+    detail = "; ".join(f"{label}: prefill {m['prefill_tokens_per_s']} t/s "
+                       f"±{m['prefill_spread_pct']} %, decode {m['decode_tokens_per_s']} t/s "
+                       f"±{m['decode_spread_pct']} %" for label, m in modes.items())
     same = all(m["match"] for m in modes.values())
     return {"kernelopt_model": 1, "modes": modes, "baseline": UPSTREAM,
             "kernelopt": OURS if OURS in modes else UPSTREAM,

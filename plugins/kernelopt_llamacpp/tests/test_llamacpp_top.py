@@ -150,4 +150,11 @@ def test_the_model_checks_trees_builds_and_rates(tmp_path: Path) -> None:
     assert found == {"prefill": [52459.0, 65323.0, 72989.2], "decode": [1289.57, 1291.11, 1309.27]}
     mode = whole_model.mode(found, [10.0, 10.5], True)
     assert mode["ms"] == pytest.approx(1000 * (512 / 65323.0 + 128 / 1291.11))
-    assert mode["spread_pct"] == pytest.approx(4.88, abs=0.01) and mode["windows"] == 2
+    # IQR over the median (inclusive quartiles: never wider than the samples' range)
+    assert mode["spread_pct"] == pytest.approx(100 * 0.25 / 10.25, abs=0.01)
+    assert mode["windows"] == 2
+    assert mode["prefill_spread_pct"] == pytest.approx(100 * (69156.1 - 58891.0) / 65323.0,
+                                                       abs=0.01)
+    assert mode["prefill_samples"] == 3 and mode["decode_samples"] == 3
+    assert mode["decode_spread_pct"] == pytest.approx(100 * (1300.19 - 1290.34) / 1291.11,
+                                                      abs=0.01)
