@@ -24,6 +24,22 @@ from kernelopt_core.backend_kit import (
     read_pin,
     write_pin,
 )
+from kernelopt_core.capabilities import (
+    BenchesWork,
+    ChecksInputs,
+    ChecksProvider,
+    ChecksSeeds,
+    ChecksShape,
+    ComparesModel,
+    LabelsKernels,
+    PairsEngine,
+    ProbesCompile,
+    SelectsItself,
+    ServesBenchWorker,
+    SplitsPhases,
+    UsesPlugins,
+    benches_work,
+)
 from kernelopt_core.cmake_support import cmake_commands, needs_configure
 from kernelopt_core.entry import RunResult
 from kernelopt_core.entry import run as _run_entry
@@ -54,26 +70,7 @@ from kernelopt_core.gates.base import (
 )
 from kernelopt_core.gates.engine import OUT_ENV as ENGINE_OUT_ENV
 from kernelopt_core.gates.engine import REFERENCE_ENV as ENGINE_REFERENCE_ENV
-from kernelopt_core.hookspecs import (
-    Backend,
-    BenchesWork,
-    ChecksSeeds,
-    ChecksShape,
-    ComparesModel,
-    DocHit,
-    Executor,
-    Gate,
-    LabelsKernels,
-    LLMProvider,
-    PairsEngine,
-    Planner,
-    ProbesCompile,
-    Profiler,
-    ServesBenchWorker,
-    SplitsPhases,
-    benches_work,
-    hookimpl,
-)
+from kernelopt_core.hookspecs import Backend, DocHit, Executor, Gate, LLMProvider, Planner, Profiler, hookimpl
 from kernelopt_core.knobs import (
     anchored_pattern,
     current_values,
@@ -113,6 +110,8 @@ __all__ = [
     # a backend's optional methods, one capability protocol each (the core tests isinstance)
     "ChecksShape", "ChecksSeeds", "BenchesWork", "benches_work", "PairsEngine", "ComparesModel",
     "SplitsPhases", "LabelsKernels", "ProbesCompile", "ServesBenchWorker",
+    # a planner's optional methods, likewise
+    "SelectsItself", "UsesPlugins", "ChecksInputs", "ChecksProvider",
     "Job", "JobResult",
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings", "SearchSettings",

@@ -26,7 +26,8 @@ RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "Search
            "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")
 PROTOCOLS = ("Backend", "ChecksShape", "ChecksSeeds", "BenchesWork", "PairsEngine",
              "ComparesModel", "SplitsPhases", "LabelsKernels", "ProbesCompile",
-             "ServesBenchWorker", "Gate", "Planner", "Profiler", "Executor", "GateServices",
+             "ServesBenchWorker", "Gate", "Planner", "SelectsItself", "UsesPlugins",
+             "ChecksInputs", "ChecksProvider", "Profiler", "Executor", "GateServices",
              "EventLog")
 FUNCTIONS = ("run", "benches_work", "option", "option_table", "run_process", "run_on_gpu",
              "gpu_lock", "run_command",

@@ -25,9 +25,8 @@ timeouts and profiler wrapping stay in one place.
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 import pluggy
@@ -128,80 +127,6 @@ class Backend(Protocol):
         """Optional whole-program command (model, app) for the engine gate; None if absent."""
 
 
-# One protocol per optional Backend method: the core asks ``isinstance(backend, ChecksSeeds)``
-# (the method exists and is not None), never getattr, and mypy then knows the call's types.
-
-
-@runtime_checkable
-class ChecksShape(Protocol):
-    """A backend with ``shape_check``: the timed shape and launch path checked apart."""
-
-    def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None: ...
-
-
-@runtime_checkable
-class ChecksSeeds(Protocol):
-    """A backend with ``check_seeds``: every seed checked by one command."""
-
-    def check_seeds(self, target: Target, tree: Tree, seeds: tuple[int, ...]) -> Command | None: ...
-
-
-@runtime_checkable
-class BenchesWork(Protocol):
-    """A backend whose ``bench`` accepts ``work`` (the fraction of its timed work to do).
-    Every backend has ``bench``, so ``isinstance`` cannot tell: ask :func:`benches_work`."""
-
-    def bench(self, target: Target, tree: Tree, work: float = 1.0) -> Command | None: ...
-
-
-def benches_work(backend: Backend) -> TypeGuard[BenchesWork]:
-    """True when ``backend.bench`` takes ``work``: a parameter, which only its signature shows."""
-    return "work" in inspect.signature(backend.bench).parameters
-
-
-@runtime_checkable
-class PairsEngine(Protocol):
-    """A backend with ``engine_pair``: both versions in one whole-program run."""
-
-    def engine_pair(self, target: Target, baseline: Tree, candidate: Tree) -> Command | None: ...
-
-
-@runtime_checkable
-class ComparesModel(Protocol):
-    """A backend with ``model_compare``: the whole model with every winner in place."""
-
-    def model_compare(self, targets: list[Target], winners: dict[str, Path], out_dir: Path
-                      ) -> Command | None: ...
-
-
-@runtime_checkable
-class SplitsPhases(Protocol):
-    """A backend with ``profile_phases``: the whole program profiled in phases."""
-
-    def profile_phases(self, target: Target, tree: Tree) -> dict[str, Command] | None: ...
-
-
-@runtime_checkable
-class LabelsKernels(Protocol):
-    """A backend with ``kernel_labels``: profiled kernels named in the backend's terms."""
-
-    def kernel_labels(self, target: Target, tree: Tree, kernels: list[str]) -> dict[str, str]: ...
-
-
-@runtime_checkable
-class ProbesCompile(Protocol):
-    """A backend with ``compile_probe``: knob values that do not compile dropped up front."""
-
-    def compile_probe(self, target: Target, tree: Tree, probe_dir: Path) -> Command | None: ...
-
-
-@runtime_checkable
-class ServesBenchWorker(Protocol):
-    """A backend with ``bench_worker``: a persistent worker per tree (kernelopt_core.workers)."""
-
-    def bench_worker(self, target: Target, tree: Tree) -> Command | None: ...
-
-
 @runtime_checkable
 class Gate(Protocol):
     """One check in the gate pipeline.
@@ -231,6 +156,23 @@ class Planner(Protocol):
 
     An optional class attribute ``exhaustive = True`` says every proposal must be evaluated
     (patience does not stop the search), as for the ``replay`` planner.
+
+    Optional methods, one capability each, tested with ``isinstance`` like a backend's:
+
+    * ``select(settings, target) -> (chosen, why)`` with a class attribute ``selection_rank``
+      (``SelectsItself``): how the planner is chosen when no ``--planner`` names one. The core
+      asks the planners that have it, highest rank first, and takes the first that says
+      chosen; the ``why`` of those that declined is said with the choice (built-ins: replay
+      100, chosen by ``--candidate``; agents 50, when an LLM is configured; tuner 0, always).
+    * ``use_plugins(host)`` (``UsesPlugins``): the plugin host, handed over before any other
+      call, for a planner that uses other plugins (LLM providers, doc lookup, prompt
+      fragments).
+    * ``check_inputs(settings, target, knobs)`` (``ChecksInputs``): its inputs checked once the
+      baseline's knobs are known, before any candidate: raise UsageError (exit 2) naming what
+      is wrong.
+    * ``check_provider(settings) -> str | None`` (``ChecksProvider``): one cheap request to the
+      service it calls, before any build (``kernelopt init`` too); what answered, or None when
+      nothing is configured to ask.
     """
 
     name: str

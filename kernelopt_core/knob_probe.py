@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import knobs as knob_edit
-from kernelopt_core.hookspecs import ProbesCompile
+from kernelopt_core.capabilities import ProbesCompile
 from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
 from kernelopt_core.target import Knob, Tree

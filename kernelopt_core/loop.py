@@ -192,7 +192,7 @@ class Loop:
         )
         files = self.workspace.files
         knobs, baseline_knobs = resolve.knobs(self.target, files)
-        resolve.check_planner_inputs(planner.name, self.settings, self.target, knobs)
+        resolve.check_planner_inputs(planner, self.settings, self.target, knobs)
         self.journal.write(
             "knobs", knobs=[{"name": k.name, "file": k.file, "values": list(k.values),
                              "baseline": baseline_knobs[k.name],

@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import history, journal, process, report
-from kernelopt_core.hookspecs import ComparesModel
+from kernelopt_core.capabilities import ComparesModel
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import json_objects
 from kernelopt_core.target import Target

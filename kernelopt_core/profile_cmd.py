@@ -19,7 +19,8 @@ from typing import Any
 
 import click
 
-from kernelopt_core.hookspecs import LabelsKernels, SplitsPhases, hookimpl
+from kernelopt_core.capabilities import LabelsKernels, SplitsPhases
+from kernelopt_core.hookspecs import hookimpl
 
 
 @click.command("profile")

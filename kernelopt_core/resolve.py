@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelopt_core import knobs as knob_edit
+from kernelopt_core.capabilities import ChecksInputs, ChecksProvider, SelectsItself, UsesPlugins
 from kernelopt_core.errors import PlannerError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.plugin_guard import GuardedGate, GuardedPlanner
@@ -56,8 +57,9 @@ def check_gate_plan(candidate: list[Gate], final: list[Gate]) -> None:
 
 
 def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, str]:
-    """The planner and why it was chosen: --planner, else replay for --candidate, else the
-    agents when an LLM is configured, else the built-in tuner (saying why)."""
+    """The planner and why it was chosen: --planner, else the first planner that selects
+    itself, asked by rank (the built-ins: replay for --candidate, the agents when an LLM is
+    configured, the tuner always), saying why the ones above it declined."""
     records = host.registry("planners")
 
     def make(name: str) -> Any:
@@ -66,67 +68,55 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
         Only the planners this choice needs are made."""
         record = records[name]
         made = record() if isinstance(record, type) else record
-        if hasattr(made, "host"):  # planners that use other plugins get the host
-            made.host = host
+        if isinstance(made, UsesPlugins):
+            made.use_plugins(host)
         origin = host.origin("planners", name)
         return GuardedPlanner(made, origin) if origin else made
 
     name = settings.planner
-    chosen_by = "chosen by --planner"
-    if name is None and settings.planners.candidates:
-        name, chosen_by = "replay", "chosen by --candidate"
     if name is None:
-        agents = make("agents") if "agents" in records else None
-        reason = agents.unavailable_reason(settings, target) if agents else (
-            "no LLM planner is installed"
-        )
-        if agents is not None and reason is None:
-            return agents, "an LLM is configured" + _provider_check(agents, settings)
-        return make("tuner"), f"using the built-in tuner: {reason}"
+        declined: list[str] = []
+        ranked = sorted((n for n, r in records.items() if isinstance(r, SelectsItself)),
+                        key=lambda n: -records[n].selection_rank)
+        for candidate in ranked:
+            made = make(candidate)
+            chosen, why = made.select(settings, target)
+            if chosen:
+                return made, (f"{why}: {'; '.join(declined)}" if declined else why) + (
+                    _provider_check(made, settings))
+            if why:
+                declined.append(why)
+        raise UsageError("no installed planner selects itself for this run",
+                         hint=f"name one with --planner ({', '.join(sorted(records))})")
     if name not in records:
         raise UsageError(
             f"unknown planner {name!r}", hint=f"known planners: {', '.join(sorted(records))}"
         )
-    chosen = make(name)
-    reason = chosen.unavailable_reason(settings, target)
+    chosen_planner = make(name)
+    reason = chosen_planner.unavailable_reason(settings, target)
     if reason is not None:
         raise PrerequisiteError(f"planner {name!r} cannot run: {reason}")
-    return chosen, chosen_by + _provider_check(chosen, settings)
+    return chosen_planner, "chosen by --planner" + _provider_check(chosen_planner, settings)
 
 
 def _provider_check(planner: Any, settings: Settings) -> str:
     """An LLM planner's provider asked once before any build: one that can never answer (no
     server, a rejected key, an unknown model) stops the run now, exit 3, not after minutes of
     baseline work; a transient failure is said and left to the planner's own retries."""
-    check = getattr(planner, "check_provider", None)
-    if check is None:
+    if not isinstance(planner, ChecksProvider):
         return ""
     try:
-        answered = check(settings)
+        answered = planner.check_provider(settings)
     except PlannerError as exc:
         return f"; its provider check failed ({exc}), the run goes on"
     return f"; {answered}" if answered else ""
 
 
-def check_planner_inputs(planner_name: str, settings: Settings, target: Target,
+def check_planner_inputs(planner: Any, settings: Settings, target: Target,
                          knobs: tuple[Knob, ...]) -> None:
-    """Replayed candidates must be editable files; the tuner needs knobs."""
-    if planner_name == "replay":
-        from kernelopt_core.planners.replay import parse_candidate
-
-        for spec in settings.planners.candidates:
-            bad = [f for f in parse_candidate(spec) if f not in target.editable]
-            if bad:
-                raise UsageError(f"--candidate {spec!r}: {', '.join(bad)} is not an "
-                                 f"editable file of {target.name!r}",
-                                 hint=f"editable: {', '.join(target.editable)}")
-    if planner_name == "tuner" and not knobs:
-        raise UsageError(
-            f"target {target.name!r} declares no tuner knobs and none were found in "
-            f"{', '.join(target.editable)}",
-            hint="declare [[target.knobs]] in kernelopt.toml (docs/descriptor.md) or "
-            "configure an LLM planner",
-        )
+    """The planner's own check of its inputs (replay: editable files; tuner: knobs)."""
+    if isinstance(planner, ChecksInputs):
+        planner.check_inputs(settings, target, knobs)
 
 
 def knobs(target: Target, files: dict[str, bytes]) -> tuple[tuple[Knob, ...], dict[str, str]]:

@@ -12,8 +12,9 @@ from typing import Any
 import attrs
 
 from kernelopt_core import process
+from kernelopt_core.capabilities import ChecksSeeds, ChecksShape, PairsEngine, benches_work
 from kernelopt_core.errors import BenchFailed, BenchParseError, PrerequisiteError, UsageError
-from kernelopt_core.hookspecs import Backend, ChecksSeeds, ChecksShape, PairsEngine, benches_work
+from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock
 from kernelopt_core.measure.parsers import BenchReading, parse

@@ -164,7 +164,8 @@ def test_the_api_reference_is_generated_from_the_code() -> None:
 
 
 CONTRACT = {
-    "kernelopt_core.hookspecs", "kernelopt_core.target", "kernelopt_core.errors",
+    "kernelopt_core.hookspecs", "kernelopt_core.capabilities", "kernelopt_core.target",
+    "kernelopt_core.errors",
     "kernelopt_core.settings", "kernelopt_core.options", "kernelopt_core.gates.base",
     "kernelopt_core.planners.base",
     "kernelopt_core.search", "kernelopt_core.journal", "kernelopt_core.measure.parsers",

@@ -115,6 +115,69 @@ def test_kernelopt_register_planners_a_plugin_planner_drives_the_loop(tmp_path, 
         "oneshot"
 
 
+def test_kernelopt_register_planners_a_plugin_planner_selects_itself_by_rank(tmp_path,
+                                                                            chunk_project):
+    """No --planner: the core asks the planners that declare ``select`` by rank (the built-in
+    tuner is 0, agents 50 and replay 100), says why the ones above declined, gives the host to
+    a planner that ``use_plugins``, and lets it check its own inputs before the search."""
+    from kernelopt_core import resolve
+    from kernelopt_core.api import ChecksInputs, SelectsItself, UsesPlugins
+    from kernelopt_core.errors import UsageError as Usage
+
+    class Picky:
+        name = "picky"
+        selection_rank = 10  # above the tuner, below an LLM
+        host = None
+
+        def use_plugins(self, host):
+            self.host = host
+
+        def select(self, settings, target):
+            if settings.seeds != (7,):
+                return False, "picky wants seed 7"
+            return True, "picky was asked for by its seed"
+
+        def check_inputs(self, settings, target, knobs):
+            if not any(k.name == "CHUNK" for k in knobs):
+                raise Usage("picky needs a CHUNK knob")
+
+        def unavailable_reason(self, settings, target):
+            return None
+
+        def propose(self, ctx, parent, count):
+            return []
+
+        def observe(self, ctx, proposal, outcome):
+            pass
+
+    assert isinstance(Picky(), SelectsItself) and isinstance(Picky(), UsesPlugins)
+    assert isinstance(Picky(), ChecksInputs)
+
+    class Plugin:
+        @hookimpl
+        def kernelopt_register_planners(self):
+            return [Picky]
+
+    host = plugin_host(ScriptedBackendPlugin(), Plugin())
+    backend = ScriptedBackend()
+    chosen_settings = Settings.make(state_root=tmp_path / "s", seeds=(7,))
+    target = backend.discover(chunk_project, chosen_settings)[0]
+    made, why = resolve.planner(host, chosen_settings, target)
+    assert made.name == "picky" and made.host is host
+    assert why.startswith("picky was asked for by its seed"), why
+    # another run: it declines, the tuner is chosen and says why the planners above declined
+    tuner, why = resolve.planner(host, Settings.make(state_root=tmp_path / "s", seeds=(1,)),
+                                 target)
+    assert tuner.name == "tuner" and "using the built-in tuner" in why
+    assert "picky wants seed 7" in why, why
+    with pytest.raises(Usage, match="picky needs a CHUNK knob"):
+        resolve.check_planner_inputs(made, chosen_settings, target, ())
+    # a whole run: chosen without --planner, its choice journaled with the reason
+    outcome = Loop(host, backend, target, chosen_settings).run()
+    config = next(e for e in events(outcome.run_dir) if e["event"] == "config")
+    assert config["planner"] == "picky" and "asked for by its seed" in config["planner_reason"]
+
+
 @pytest.mark.slow
 def test_kernelopt_register_backends_a_target_preface_is_kept_in_the_run(tmp_path, chunk_project):
     import attrs

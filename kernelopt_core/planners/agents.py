@@ -49,7 +49,15 @@ def _language(target: Target) -> str:
 
 class Agents:
     name = "agents"
-    host: Any = None  # set by the core before use: the PluginHost (providers, docs, fragments)
+    selection_rank = 50  # an LLM configured: the agents search, with the tuner as their bar
+    host: Any = None  # the PluginHost (providers, docs, fragments), from use_plugins
+
+    def use_plugins(self, host: Any) -> None:
+        self.host = host
+
+    def select(self, settings: Settings, target: Target) -> tuple[bool, str]:
+        reason = self.unavailable_reason(settings, target)
+        return reason is None, reason or "an LLM is configured"
 
     def __init__(self) -> None:
         self.client: ChatClient | None = None

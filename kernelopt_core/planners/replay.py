@@ -16,7 +16,7 @@ from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
-from kernelopt_core.target import Target
+from kernelopt_core.target import Knob, Target
 
 
 def parse_candidate(spec: str) -> dict[str, Path]:
@@ -36,6 +36,20 @@ def parse_candidate(spec: str) -> dict[str, Path]:
 class Replay:
     name = "replay"
     exhaustive = True  # every given candidate is evaluated: patience does not apply
+    selection_rank = 100  # given candidates are what the user asked for: before any search
+
+    def select(self, settings: Settings, target: Target) -> tuple[bool, str]:
+        return bool(settings.planners.candidates), (
+            "chosen by --candidate" if settings.planners.candidates else "")
+
+    def check_inputs(self, settings: Settings, target: Target, knobs: tuple[Knob, ...]) -> None:
+        """Every replayed file is an editable file of the target."""
+        for spec in settings.planners.candidates:
+            bad = [f for f in parse_candidate(spec) if f not in target.editable]
+            if bad:
+                raise UsageError(f"--candidate {spec!r}: {', '.join(bad)} is not an "
+                                 f"editable file of {target.name!r}",
+                                 hint=f"editable: {', '.join(target.editable)}")
 
     def __init__(self) -> None:
         self.done: set[str] = set()

@@ -22,13 +22,13 @@ import math
 from typing import Any
 
 from kernelopt_core import knobs as knob_edit
-from kernelopt_core.errors import BenchFailed
+from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.planners.joint import JointSearch, threads_fit
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
-from kernelopt_core.target import Target
+from kernelopt_core.target import Knob, Target
 
 
 def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str, str]] | None:
@@ -126,8 +126,24 @@ class Tuner:
         # neighbour search proposes
         self.queue: list[dict[str, str]] | None = None
 
+    selection_rank = 0  # the bar every other planner must beat: chosen when none is
+
+    def select(self, settings: Settings, target: Target) -> tuple[bool, str]:
+        return True, "using the built-in tuner"
+
     def unavailable_reason(self, settings: Settings, target: Target) -> str | None:
         return None  # knobs are checked once the baseline is read (declared or detected)
+
+    def check_inputs(self, settings: Settings, target: Target, knobs: tuple[Knob, ...]) -> None:
+        """The tuner searches knobs: a target without any (declared or detected) cannot be
+        tuned."""
+        if not knobs:
+            raise UsageError(
+                f"target {target.name!r} declares no tuner knobs and none were found in "
+                f"{', '.join(target.editable)}",
+                hint="declare [[target.knobs]] in kernelopt.toml (docs/descriptor.md) or "
+                "configure an LLM planner",
+            )
 
     def _one_knob_pairs(self) -> list[tuple[str, dict[str, str], float, dict[str, str], float]]:
         """(knob, a, speedup of a, b, speedup of b) for timed assignments differing in one knob."""

@@ -18,8 +18,9 @@ from typing import Any, Protocol
 import attrs
 
 from kernelopt_core import process
+from kernelopt_core.capabilities import ServesBenchWorker
 from kernelopt_core.errors import BenchFailed, PrerequisiteError
-from kernelopt_core.hookspecs import Backend, ServesBenchWorker
+from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock, unlocked
 from kernelopt_core.measure.parsers import BenchReading, json_time_lines

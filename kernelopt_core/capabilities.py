@@ -1,0 +1,123 @@
+"""The optional methods of a backend and of a planner, one small protocol each: the core asks
+``isinstance(backend, ChecksSeeds)`` (the method exists and is not None), never getattr, and
+mypy then knows the call's types. Part of the plugin contract (kernelopt_core.hookspecs
+documents each method and re-exports these; plugins import them from kernelopt_core.api)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
+
+if TYPE_CHECKING:
+    from kernelopt_core.hookspecs import Backend
+    from kernelopt_core.settings import Settings
+    from kernelopt_core.target import Command, Knob, Target, Tree
+
+
+# One protocol per optional Backend method: the core asks ``isinstance(backend, ChecksSeeds)``
+# (the method exists and is not None), never getattr, and mypy then knows the call's types.
+
+
+@runtime_checkable
+class ChecksShape(Protocol):
+    """A backend with ``shape_check``: the timed shape and launch path checked apart."""
+
+    def shape_check(self, target: Target, tree: Tree, seed: int) -> Command | None: ...
+
+
+@runtime_checkable
+class ChecksSeeds(Protocol):
+    """A backend with ``check_seeds``: every seed checked by one command."""
+
+    def check_seeds(self, target: Target, tree: Tree, seeds: tuple[int, ...]) -> Command | None: ...
+
+
+@runtime_checkable
+class BenchesWork(Protocol):
+    """A backend whose ``bench`` accepts ``work`` (the fraction of its timed work to do).
+    Every backend has ``bench``, so ``isinstance`` cannot tell: ask :func:`benches_work`."""
+
+    def bench(self, target: Target, tree: Tree, work: float = 1.0) -> Command | None: ...
+
+
+def benches_work(backend: Backend) -> TypeGuard[BenchesWork]:
+    """True when ``backend.bench`` takes ``work``: a parameter, which only its signature shows."""
+    return "work" in inspect.signature(backend.bench).parameters
+
+
+@runtime_checkable
+class PairsEngine(Protocol):
+    """A backend with ``engine_pair``: both versions in one whole-program run."""
+
+    def engine_pair(self, target: Target, baseline: Tree, candidate: Tree) -> Command | None: ...
+
+
+@runtime_checkable
+class ComparesModel(Protocol):
+    """A backend with ``model_compare``: the whole model with every winner in place."""
+
+    def model_compare(self, targets: list[Target], winners: dict[str, Path], out_dir: Path
+                      ) -> Command | None: ...
+
+
+@runtime_checkable
+class SplitsPhases(Protocol):
+    """A backend with ``profile_phases``: the whole program profiled in phases."""
+
+    def profile_phases(self, target: Target, tree: Tree) -> dict[str, Command] | None: ...
+
+
+@runtime_checkable
+class LabelsKernels(Protocol):
+    """A backend with ``kernel_labels``: profiled kernels named in the backend's terms."""
+
+    def kernel_labels(self, target: Target, tree: Tree, kernels: list[str]) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class ProbesCompile(Protocol):
+    """A backend with ``compile_probe``: knob values that do not compile dropped up front."""
+
+    def compile_probe(self, target: Target, tree: Tree, probe_dir: Path) -> Command | None: ...
+
+
+@runtime_checkable
+class ServesBenchWorker(Protocol):
+    """A backend with ``bench_worker``: a persistent worker per tree (kernelopt_core.workers)."""
+
+    def bench_worker(self, target: Target, tree: Tree) -> Command | None: ...
+
+
+# One protocol per optional Planner method (see Planner).
+
+
+@runtime_checkable
+class SelectsItself(Protocol):
+    """A planner chosen without ``--planner`` when its ``select`` says so (see Planner)."""
+
+    selection_rank: int
+
+    def select(self, settings: Settings, target: Target) -> tuple[bool, str]: ...
+
+
+@runtime_checkable
+class UsesPlugins(Protocol):
+    """A planner handed the plugin host before use (see Planner); ``host`` is a
+    kernelopt_core.plugins.PluginHost (typed Any: the contract imports nothing of the core's)."""
+
+    def use_plugins(self, host: Any) -> None: ...
+
+
+@runtime_checkable
+class ChecksInputs(Protocol):
+    """A planner that checks its inputs before the search (see Planner)."""
+
+    def check_inputs(self, settings: Settings, target: Target, knobs: tuple[Knob, ...]) -> None: ...
+
+
+@runtime_checkable
+class ChecksProvider(Protocol):
+    """A planner that asks its service once before any build (see Planner)."""
+
+    def check_provider(self, settings: Settings) -> str | None: ...
