@@ -202,8 +202,9 @@ def summarize(args: argparse.Namespace) -> dict[str, Any]:
         entry.update(outcome(events, cid) if cid else {"candidate": None, "finished": False,
                                                        "rejected": None})
         entry["as_expected"] = _as_expected(header, entry)
-        entry["verdict_same_as_clean"] = same
-        entry["later_candidates_within_aa_band"] = band.get("within_aa_band")
+        # a kind this run did not replay (h200_faults.sh KINDS=...) says nothing of the run
+        entry["verdict_same_as_clean"] = same if cid else None
+        entry["later_candidates_within_aa_band"] = band.get("within_aa_band") if cid else None
         # the files this kind leaves behind are named after it (outside_write's markers)
         entry["files_outside_workspace_changed"] = (
             len(markers) if header["kind"] == "outside_write" else 0)

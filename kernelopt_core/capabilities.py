@@ -1,7 +1,8 @@
 """The optional methods of a backend and of a planner, one small protocol each: the core asks
 ``isinstance(backend, ChecksSeeds)`` (the method exists and is not None), never getattr, and
-mypy then knows the call's types. Part of the plugin contract (kernelopt_core.hookspecs
-documents each method and re-exports these; plugins import them from kernelopt_core.api)."""
+mypy then knows the call's types. Part of the plugin contract: kernelopt_core.hookspecs
+documents each method in Backend's and Planner's docstrings; plugins import these from
+kernelopt_core.api (they moved here from hookspecs, which no longer has them)."""
 
 from __future__ import annotations
 

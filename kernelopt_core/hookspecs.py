@@ -56,7 +56,7 @@ class Backend(Protocol):
 
     Optional methods, one capability each (leave them out when they do not apply; one set to
     None counts as absent): the core tests each with ``isinstance`` against the protocol named
-    in brackets, defined below.
+    in brackets, defined in kernelopt_core/capabilities.py (public in kernelopt_core.api).
 
     * ``shape_check(target, tree, seed) -> Command | None`` (``ChecksShape``): a check of
       exactly the shape and launch path the bench times (the ``shape`` final gate); without it
@@ -157,7 +157,8 @@ class Planner(Protocol):
     An optional class attribute ``exhaustive = True`` says every proposal must be evaluated
     (patience does not stop the search), as for the ``replay`` planner.
 
-    Optional methods, one capability each, tested with ``isinstance`` like a backend's:
+    Optional methods, one capability each, tested with ``isinstance`` like a backend's
+    (protocols in kernelopt_core/capabilities.py):
 
     * ``select(settings, target) -> (chosen, why)`` with a class attribute ``selection_rank``
       (``SelectsItself``): how the planner is chosen when no ``--planner`` names one. The core

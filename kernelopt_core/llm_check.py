@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kernelopt_core import settings as settings_mod
 from kernelopt_core.capabilities import ChecksProvider, UsesPlugins
+from kernelopt_core.errors import KerneloptError
 
 
 def check_llm_provider(directory: Path) -> str | None:
@@ -21,13 +22,18 @@ def check_llm_provider(directory: Path) -> str | None:
 
     host = PluginHost()
     settings = settings_mod.load(None, {}, cwd=directory, tables=tuple(host.option_tables()))
-    for record in host.registry("planners").values():  # those that call a service
-        planner = record() if isinstance(record, type) else record
-        if not isinstance(planner, ChecksProvider):
+    for record in host.registry("planners").values():
+        if not isinstance(record, ChecksProvider):  # only those that call a service
             continue
-        if isinstance(planner, UsesPlugins):
-            planner.use_plugins(host)
-        answered = planner.check_provider(settings)
+        try:
+            planner = record() if isinstance(record, type) else record
+            if isinstance(planner, UsesPlugins):
+                planner.use_plugins(host)
+            answered = planner.check_provider(settings)
+        except KerneloptError:  # a provider that cannot answer: said, exit 3
+            raise
+        except Exception:  # a plugin's fault is its own: `kernelopt plugins` shows it
+            continue
         if answered:
-            return answered
+            return str(answered)
     return None

@@ -71,3 +71,10 @@ class GuardedPlanner:
             self._planner.observe(ctx, proposal, outcome)
         except Exception as exc:  # the candidate's result stands
             self._observe_fault = f"{type(exc).__name__}: {exc}"
+
+
+def unwrapped(planner: Any) -> Any:
+    """The plugin's own planner inside a GuardedPlanner (or the planner itself): capability
+    checks (``isinstance`` against a protocol) must see its methods, which the guard only
+    forwards (from Python 3.12 ``isinstance`` on a protocol ignores ``__getattr__``)."""
+    return planner._planner if isinstance(planner, GuardedPlanner) else planner

@@ -7,9 +7,9 @@ from typing import Any
 
 from kernelopt_core import knobs as knob_edit
 from kernelopt_core.capabilities import ChecksInputs, ChecksProvider, SelectsItself, UsesPlugins
-from kernelopt_core.errors import PlannerError, PrerequisiteError, UsageError
+from kernelopt_core.errors import KerneloptError, PlannerError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Gate
-from kernelopt_core.plugin_guard import GuardedGate, GuardedPlanner
+from kernelopt_core.plugin_guard import GuardedGate, GuardedPlanner, unwrapped
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -76,11 +76,14 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
     name = settings.planner
     if name is None:
         declined: list[str] = []
-        ranked = sorted((n for n, r in records.items() if isinstance(r, SelectsItself)),
+        ranked = sorted((n for n, r in records.items() if isinstance(r, SelectsItself)
+                         and isinstance(r.selection_rank, int)),
                         key=lambda n: -records[n].selection_rank)
         for candidate in ranked:
             made = make(candidate)
-            chosen, why = made.select(settings, target)
+            chosen, why = _select(made, candidate, host, settings, target)
+            if chosen and (cannot := made.unavailable_reason(settings, target)) is not None:
+                chosen, why = False, f"{candidate}: {cannot}"
             if chosen:
                 return made, (f"{why}: {'; '.join(declined)}" if declined else why) + (
                     _provider_check(made, settings))
@@ -99,14 +102,29 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
     return chosen_planner, "chosen by --planner" + _provider_check(chosen_planner, settings)
 
 
+def _select(made: Any, name: str, host: PluginHost, settings: Settings,
+            target: Target) -> tuple[bool, str]:
+    """A planner's own answer to "are you the one?"; a plugin's that raises (or answers
+    something else than a pair) declines, named, and the next planner is asked."""
+    try:
+        chosen, why = unwrapped(made).select(settings, target)
+    except KerneloptError:
+        raise
+    except Exception as exc:
+        owner = host.origin("planners", name) or name
+        return False, f"{name}'s select raised {type(exc).__name__}: {exc} ({owner})"
+    return bool(chosen), str(why)
+
+
 def _provider_check(planner: Any, settings: Settings) -> str:
     """An LLM planner's provider asked once before any build: one that can never answer (no
     server, a rejected key, an unknown model) stops the run now, exit 3, not after minutes of
     baseline work; a transient failure is said and left to the planner's own retries."""
-    if not isinstance(planner, ChecksProvider):
+    inner = unwrapped(planner)
+    if not isinstance(inner, ChecksProvider):
         return ""
     try:
-        answered = planner.check_provider(settings)
+        answered = inner.check_provider(settings)
     except PlannerError as exc:
         return f"; its provider check failed ({exc}), the run goes on"
     return f"; {answered}" if answered else ""
@@ -115,8 +133,9 @@ def _provider_check(planner: Any, settings: Settings) -> str:
 def check_planner_inputs(planner: Any, settings: Settings, target: Target,
                          knobs: tuple[Knob, ...]) -> None:
     """The planner's own check of its inputs (replay: editable files; tuner: knobs)."""
-    if isinstance(planner, ChecksInputs):
-        planner.check_inputs(settings, target, knobs)
+    inner = unwrapped(planner)
+    if isinstance(inner, ChecksInputs):
+        inner.check_inputs(settings, target, knobs)
 
 
 def knobs(target: Target, files: dict[str, bytes]) -> tuple[tuple[Knob, ...], dict[str, str]]:

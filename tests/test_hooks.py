@@ -153,10 +153,17 @@ def test_kernelopt_register_planners_a_plugin_planner_selects_itself_by_rank(tmp
     assert isinstance(Picky(), SelectsItself) and isinstance(Picky(), UsesPlugins)
     assert isinstance(Picky(), ChecksInputs)
 
+    class Broken(Picky):  # ranked above picky: its select raises, so it declines, named
+        name = "broken"
+        selection_rank = 20
+
+        def select(self, settings, target):
+            raise RuntimeError("select is broken")
+
     class Plugin:
         @hookimpl
         def kernelopt_register_planners(self):
-            return [Picky]
+            return [Picky, Broken]
 
     host = plugin_host(ScriptedBackendPlugin(), Plugin())
     backend = ScriptedBackend()
@@ -165,6 +172,7 @@ def test_kernelopt_register_planners_a_plugin_planner_selects_itself_by_rank(tmp
     made, why = resolve.planner(host, chosen_settings, target)
     assert made.name == "picky" and made.host is host
     assert why.startswith("picky was asked for by its seed"), why
+    assert "broken's select raised RuntimeError: select is broken" in why, why
     # another run: it declines, the tuner is chosen and says why the planners above declined
     tuner, why = resolve.planner(host, Settings.make(state_root=tmp_path / "s", seeds=(1,)),
                                  target)
@@ -172,6 +180,12 @@ def test_kernelopt_register_planners_a_plugin_planner_selects_itself_by_rank(tmp
     assert "picky wants seed 7" in why, why
     with pytest.raises(Usage, match="picky needs a CHUNK knob"):
         resolve.check_planner_inputs(made, chosen_settings, target, ())
+    # a third-party planner is wrapped in the guard: its capabilities are still seen
+    from kernelopt_core.plugin_guard import GuardedPlanner
+
+    with pytest.raises(Usage, match="picky needs a CHUNK knob"):
+        resolve.check_planner_inputs(GuardedPlanner(Picky(), "picky 1.0"), chosen_settings,
+                                     target, ())
     # a whole run: chosen without --planner, its choice journaled with the reason
     outcome = Loop(host, backend, target, chosen_settings).run()
     config = next(e for e in events(outcome.run_dir) if e["event"] == "config")

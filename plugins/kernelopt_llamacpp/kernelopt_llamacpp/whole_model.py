@@ -135,8 +135,8 @@ def measure(builds: dict[str, Path], model: str, rounds: int, flash_attn: str) -
     modes = {label: mode(samples[label], per_round[label], tokens[label] == upstream)
              for label in builds}
     detail = "; ".join(f"{label}: prefill {m['prefill_tokens_per_s']} t/s "
-                       f"±{m['prefill_spread_pct']} %, decode {m['decode_tokens_per_s']} t/s "
-                       f"±{m['decode_spread_pct']} %" for label, m in modes.items())
+                       f"(IQR {m['prefill_spread_pct']} %), decode {m['decode_tokens_per_s']} "
+                       f"t/s (IQR {m['decode_spread_pct']} %)" for label, m in modes.items())
     same = all(m["match"] for m in modes.values())
     return {"kernelopt_model": 1, "modes": modes, "baseline": UPSTREAM,
             "kernelopt": OURS if OURS in modes else UPSTREAM,
