@@ -18,6 +18,8 @@ from kernelopt_core.backend_kit import (
     CudaGpu,
     Nvcc,
     cuda_gpus,
+    cuda_kernel_names,
+    defined_names,
     find_nvcc,
     gpu_arch,
     nvcc_version,
@@ -31,6 +33,7 @@ from kernelopt_core.capabilities import (
     ChecksSeeds,
     ChecksShape,
     ComparesModel,
+    DefinesKernels,
     LabelsKernels,
     PairsEngine,
     ProbesCompile,
@@ -109,7 +112,7 @@ __all__ = [
     "hookimpl", "Backend", "Gate", "Planner", "Profiler", "LLMProvider", "DocHit", "Executor",
     # a backend's optional methods, one capability protocol each (the core tests isinstance)
     "ChecksShape", "ChecksSeeds", "BenchesWork", "benches_work", "PairsEngine", "ComparesModel",
-    "SplitsPhases", "LabelsKernels", "ProbesCompile", "ServesBenchWorker",
+    "SplitsPhases", "LabelsKernels", "ProbesCompile", "ServesBenchWorker", "DefinesKernels",
     # a planner's optional methods, likewise
     "SelectsItself", "UsesPlugins", "ChecksInputs", "ChecksProvider",
     "Job", "JobResult",
@@ -134,7 +137,7 @@ __all__ = [
     "define_pattern", "powers_around", "current_values", "anchored_pattern", "apply_knobs",
     "launch_bounds_knobs", "unroll_knobs", "source_texts",
     "find_nvcc", "nvcc_version", "Nvcc", "cuda_gpus", "CudaGpu", "gpu_arch", "listed_gpus",
-    "visible_gpus", "read_pin", "write_pin",
+    "visible_gpus", "read_pin", "write_pin", "cuda_kernel_names", "defined_names",
     "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command", "repo_path",
     # a plugin command's output, through the one UI; the LLM setting checked

@@ -2,7 +2,8 @@
 architecture. One set of probes for every backend (exported by ``kernelopt_core.api``), each
 spawning through the core's one process runner, none raising: a machine without CUDA answers
 None, an empty list or ``native``, and the backend decides what that means for its tree.
-And a bench's pin file: the case every run of a target times, chosen once.
+And a bench's pin file: the case every run of a target times, chosen once; and which kernels a
+CUDA/HIP source defines (a backend's ``kernel_names``: the profile tells them from the rest).
 The GPU slots (``nvidia-smi -L``: ``listed_gpus``, ``visible_gpus``) are the executors'.
 """
 
@@ -96,3 +97,25 @@ def write_pin(path: Path, pin: dict[str, Any]) -> None:
     """Save ``pin`` (with its ``op``) where every later run, baseline's and candidates', reads it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(pin, indent=1))
+
+
+# CUDA/HIP: __global__ [void] [__launch_bounds__(...)] [void] NAME [<...>] (
+CUDA_KERNEL_DEFINITION = re.compile(
+    r"__global__(?:\s+(?:void|static|inline|extern|\"C\"|__launch_bounds__\s*\([^)]*\)))*"
+    r"\s+(\w+)\s*(?:<[^>(]*>)?\s*\(")
+
+
+def defined_names(files: dict[str, bytes], patterns: tuple[re.Pattern[str], ...]) -> dict[str, str]:
+    """The names the files define by ``patterns`` (each capturing the name): name -> the file
+    (the first, in path order, that defines it)."""
+    names: dict[str, str] = {}
+    for path, data in sorted(files.items()):
+        text = data.decode("utf-8", errors="replace")
+        for pattern in patterns:
+            names.update((name, path) for name in pattern.findall(text) if name not in names)
+    return names
+
+
+def cuda_kernel_names(files: dict[str, bytes]) -> dict[str, str]:
+    """The ``__global__`` functions the CUDA/HIP files define: kernel name -> the file."""
+    return defined_names(files, (CUDA_KERNEL_DEFINITION,))

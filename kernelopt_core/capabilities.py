@@ -90,6 +90,14 @@ class ServesBenchWorker(Protocol):
     def bench_worker(self, target: Target, tree: Tree) -> Command | None: ...
 
 
+@runtime_checkable
+class DefinesKernels(Protocol):
+    """A backend with ``kernel_names``: which kernels the given files define (name -> file),
+    so a profile tells the target's kernels from the harness's and the libraries'."""
+
+    def kernel_names(self, target: Target, files: dict[str, bytes]) -> dict[str, str]: ...
+
+
 # One protocol per optional Planner method (see Planner).
 
 

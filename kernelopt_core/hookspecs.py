@@ -92,6 +92,10 @@ class Backend(Protocol):
       (``probe_dir/<id>/``, listed in ``probe_dir/variants.json``) affect and prints
       ``{"kernelopt_probe": 1, "results": {id: {"ok", "error"}}}``; values that fail are
       dropped before the search (knob_probe.py).
+    * ``kernel_names(target, files) -> dict[str, str]`` (``DefinesKernels``): the kernels the
+      given files (path -> bytes) define, name -> file, so a profile tells the target's kernels
+      from the rest (the kit's ``cuda_kernel_names`` for CUDA/HIP); without it no profiled
+      kernel is called the target's.
     * ``bench_worker(target, tree) -> Command | None`` (``ServesBenchWorker``): a persistent
       worker that serves this tree's check, bench and sweep requests over a private pipe pair
       (docs/plugins.md, "Bench workers"; the child's side: ``kernelopt_core.bench_worker``);

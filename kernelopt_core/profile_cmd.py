@@ -42,8 +42,8 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     from kernelopt_core import cli, ui
     from kernelopt_core.errors import UsageError
     from kernelopt_core.journal import Journal
-    from kernelopt_core.profile_view import kernel_names, locate, sources
-    from kernelopt_core.profiling import Profiling
+    from kernelopt_core.profile_view import locate, sources
+    from kernelopt_core.profiling import Profiling, defined_kernels
     from kernelopt_core.runner import Runner
     from kernelopt_core.session import new_run_id, prepare_state_root, record_failure, write_header
     from kernelopt_core.workspace import Workspace
@@ -104,7 +104,7 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
             raise UsageError(f"profiling the {phase} failed: {profile['error']}",
                              hint=f"the profiler's log and raw output are in {out}")
     # where each kernel is defined: the snapshot in memory (the workspace is released)
-    tree_names = kernel_names(sources(workspace.files))
+    tree_names = defined_kernels(backend, target, sources(workspace.files))
     markdown = [f"# Profile of {target.name} ({profiling.name})", ""]
     for phase, profile in profiles.items():
         markdown += _show(locate(profile, tree_names), phase if split else "", labels)

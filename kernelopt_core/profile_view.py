@@ -2,8 +2,9 @@
 render with it; kernelopt_core.profiling runs the profiler).
 
 A profiler's ``parse`` gives kernels (profile_parsers.KernelProfile as JSON). The target's
-kernels are those defined in its editable files (``__global__`` functions, ``@triton.jit``
-functions); every other kernel the bench launched (input fills, cache flushes, the library's
+kernels are those its backend says its editable files define (``kernel_names``, the
+``DefinesKernels`` capability: CUDA's ``__global__`` functions, Triton's ``@triton.jit`` ones);
+every other kernel the bench launched (input fills, cache flushes, the library's
 and the harness's own) is shown apart, so a metric is never summed across kernels.
 The table's columns are ncu's, or any other profiler's time and share then the metric columns
 its ``parse`` declared (profile_parsers.MetricColumn); a metric a kernel lacks shows as
@@ -18,31 +19,12 @@ from typing import Any, TypeGuard
 
 from kernelopt_core.profile_parsers import DURATION, MetricColumn
 
-_DEFINITIONS = (
-    # CUDA/HIP: __global__ [void] [__launch_bounds__(...)] [void] NAME [<...>] (
-    re.compile(r"__global__(?:\s+(?:void|static|inline|extern|\"C\"|__launch_bounds__\s*\([^)]*\)))*"
-               r"\s+(\w+)\s*(?:<[^>(]*>)?\s*\("),
-    # Triton: @triton.jit[(...)] [more decorators] def NAME(
-    re.compile(r"@triton\.jit\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)\s*\("),
-)
-
-
 SOURCE_SUFFIXES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".h", ".hpp", ".py")
 
 
 def sources(files: dict[str, bytes]) -> dict[str, bytes]:
     """The files that can define a kernel (by suffix)."""
     return {path: data for path, data in files.items() if path.endswith(SOURCE_SUFFIXES)}
-
-
-def kernel_names(files: dict[str, bytes]) -> dict[str, str]:
-    """The kernels the editable files define: name → the file."""
-    names: dict[str, str] = {}
-    for path, data in sorted(files.items()):
-        text = data.decode("utf-8", errors="replace")
-        for pattern in _DEFINITIONS:
-            names.update((name, path) for name in pattern.findall(text) if name not in names)
-    return names
 
 
 def is_target(kernel: str, names: Iterable[str]) -> bool:

@@ -11,11 +11,12 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core.capabilities import DefinesKernels
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.plugins import PluginHost
-from kernelopt_core.profile_view import annotate, kernel_names
+from kernelopt_core.profile_view import annotate
 from kernelopt_core.runner import Runner
 from kernelopt_core.target import Command, Target, Tree
 
@@ -90,7 +91,8 @@ class Profiling:
     def _read(self, out_dir: Path, files: dict[str, bytes]) -> dict[str, Any]:
         # the target's kernels: those its editable files define (not its test's or bench's,
         # e.g. an input fill in the bench program)
-        names = kernel_names({k: v for k, v in files.items() if k in self.target.editable})
+        names = defined_kernels(self.backend, self.target,
+                                {k: v for k, v in files.items() if k in self.target.editable})
         try:
             parsed = self.profiler.parse(out_dir)
             # annotate reads what parse gave (its kernels, the columns it declared): a
@@ -102,3 +104,9 @@ class Profiling:
     def _fault(self, step: str, exc: Exception) -> dict[str, Any]:
         """A profiler's exception as the profile's error, naming a third-party plugin."""
         return {"error": f"{self.name}'s {step} failed: {type(exc).__name__}: {exc}{self.blame}"}
+
+
+def defined_kernels(backend: Any, target: Target, files: dict[str, bytes]) -> dict[str, str]:
+    """The kernels ``files`` define, as the backend recognises them (name -> file); none for a
+    backend that does not say (``DefinesKernels``)."""
+    return backend.kernel_names(target, files) if isinstance(backend, DefinesKernels) else {}

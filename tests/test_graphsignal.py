@@ -17,6 +17,7 @@ import pytest
 
 from kernelopt_core import profile_parsers as parsers
 from kernelopt_core import profile_view
+from kernelopt_core.api import cuda_kernel_names
 from kernelopt_core.process import run
 from kernelopt_core.profilers import GRAPHSIGNAL_DONE, GRAPHSIGNAL_PAYLOAD, Graphsignal, poll_signals
 from kernelopt_core.target import Command
@@ -41,7 +42,7 @@ def test_the_signals_payload_gives_each_kernels_launches_and_device_time() -> No
     assert parsers.graphsignal_activity(FIXTURE.read_text()) == {
         "kernels": 3372.858, "graphs": 0.0, "memcpy": 5400.0, "memset": 42.0, "sync": 4300.0}
     # demangled as ncu names them, so the target's kernels are found by name
-    names = profile_view.kernel_names(
+    names = cuda_kernel_names(
         {"multikernel.cu": (REPO / "bench/ncu_multikernel/multikernel.cu").read_bytes()})
     profile = profile_view.annotate({"kernels": [k.to_json() for k in kernels]}, names)
     assert [(k["target"], k["share_pct"]) for k in profile["kernels"]] == [

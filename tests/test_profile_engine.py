@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kernelopt_core import profile_parsers as parsers
 from kernelopt_core import profile_view
+from kernelopt_core.api import cuda_kernel_names
 from kernelopt_core.workspace import snapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,8 +31,8 @@ def test_every_kernel_of_the_program_is_mapped_to_the_file_that_defines_it() -> 
     sources = tree_sources(tree)
     assert {"main.cu", "row_max.cu", "scale_add.cu", "tiny_bias.cu", "kernels.h"} <= set(sources)
     editable = {k: v for k, v in sources.items() if k == "row_max.cu"}
-    profile = profile_view.annotate(summary(), profile_view.kernel_names(editable))
-    profile = profile_view.locate(profile, profile_view.kernel_names(sources))
+    profile = profile_view.annotate(summary(), cuda_kernel_names(editable))
+    profile = profile_view.locate(profile, cuda_kernel_names(sources))
     rows = profile_view.ranking(profile)
     assert [(r[4], r[5].split("(")[0]) for r in rows] == [
         ("scale_add.cu (not the target's)", "scale_add"), ("row_max.cu", "row_max"),
@@ -42,9 +43,9 @@ def test_every_kernel_of_the_program_is_mapped_to_the_file_that_defines_it() -> 
 
 def test_no_suggestion_when_the_target_holds_the_largest_kernel() -> None:
     sources = tree_sources(REPO / "bench" / "ncu_engine")
-    profile = profile_view.annotate(summary(), profile_view.kernel_names(
+    profile = profile_view.annotate(summary(), cuda_kernel_names(
         {k: v for k, v in sources.items() if k == "scale_add.cu"}))
-    assert profile_view.suggestion(profile_view.locate(profile, profile_view.kernel_names(sources))) is None
+    assert profile_view.suggestion(profile_view.locate(profile, cuda_kernel_names(sources))) is None
 
 
 def test_only_files_that_can_define_a_kernel_are_read() -> None:

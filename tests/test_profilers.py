@@ -46,10 +46,15 @@ def test_ncu_metrics_are_per_launch_not_summed_over_launches() -> None:
 
 
 def test_the_targets_kernels_are_told_from_the_harness_and_the_libraries() -> None:
-    cuda = profile_view.kernel_names({"kernel.cu": (REPO / "examples/cmake-cuda/kernel.cu").read_bytes()})
+    from kernelopt_triton.backend import TritonBackend
+
+    from kernelopt_core.api import cuda_kernel_names
+
+    cuda = cuda_kernel_names({"kernel.cu": (REPO / "examples/cmake-cuda/kernel.cu").read_bytes()})
     assert cuda == {"row_sum_kernel": "kernel.cu"}  # declared with __launch_bounds__(...)
-    triton = profile_view.kernel_names(
-        {"softmax.py": (REPO / "examples/triton/softmax.py").read_bytes()})
+    softmax = REPO / "examples/triton/softmax.py"
+    triton = TritonBackend().kernel_names(None, {"softmax.py": softmax.read_bytes(),  # type: ignore[arg-type]
+                                                 "kernel.cu": b"__global__ void not_mine() {}"})
     assert triton == {"softmax_kernel": "softmax.py"}
     parsed = {"tool": "ncu", "kernels": [k.to_json() for k in parsers.ncu_kernels(
         fixture("ncu-triton-softmax.csv.gz"))]}
@@ -173,6 +178,11 @@ def test_a_kernel_the_bench_program_defines_is_not_the_targets(tmp_path: Path) -
 
         def engine(self, target: Target, tree: Tree) -> Command | None:
             return None  # no whole program declared
+
+        def kernel_names(self, target: Target, files: dict[str, bytes]) -> dict[str, str]:
+            from kernelopt_core.api import cuda_kernel_names
+
+            return cuda_kernel_names(files)  # asked with the editable files only
 
     example = REPO / "examples" / "cmake-cuda"
     files = {p.name: p.read_bytes() for p in example.iterdir() if p.is_file()}

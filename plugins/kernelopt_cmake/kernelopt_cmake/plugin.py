@@ -16,6 +16,7 @@ from kernelopt_core.api import (
     Tree,
     UsageError,
     cmake_commands,
+    cuda_kernel_names,
     define_pattern,
     hookimpl,
 )
@@ -57,6 +58,10 @@ def _device_of(files: list[str]) -> str:
 
 class CMakeBackend:
     name = "cmake"
+
+    def kernel_names(self, target: Target, files: dict[str, bytes]) -> dict[str, str]:
+        """The CUDA/HIP kernels the files define (the backend kit's ``__global__`` reader)."""
+        return cuda_kernel_names(files)
 
     def detect(self, path: Path) -> float:
         found = descriptor_path(path)

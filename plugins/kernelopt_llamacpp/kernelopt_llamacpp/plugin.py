@@ -35,6 +35,7 @@ from kernelopt_core.api import (
     Tree,
     UsageError,
     cmake_commands,
+    cuda_kernel_names,
     find_nvcc,
     gpu_arch,
     hookimpl,
@@ -157,6 +158,10 @@ def cmake_args(arch: str, engine: bool, flash_attn: bool) -> list[str]:
 
 class LlamaCppBackend:
     name = "llamacpp"
+
+    def kernel_names(self, target: Target, files: dict[str, bytes]) -> dict[str, str]:
+        """The CUDA/HIP kernels the files define (the backend kit's ``__global__`` reader)."""
+        return cuda_kernel_names(files)
 
     def detect(self, path: Path) -> float:
         if path.is_dir() and (path / DISPATCH).is_file() and (path / "CMakeLists.txt").is_file():

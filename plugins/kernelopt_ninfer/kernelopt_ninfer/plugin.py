@@ -31,6 +31,7 @@ from kernelopt_core.api import (
     Tree,
     UsageError,
     cmake_commands,
+    cuda_kernel_names,
     hookimpl,
     option,
     option_table,
@@ -103,6 +104,10 @@ def _python(module: str, *args: str) -> tuple[str, ...]:
 
 class NInferBackend:
     name = "ninfer"
+
+    def kernel_names(self, target: Target, files: dict[str, bytes]) -> dict[str, str]:
+        """The CUDA/HIP kernels the files define (the backend kit's ``__global__`` reader)."""
+        return cuda_kernel_names(files)
 
     def detect(self, path: Path) -> float:
         return layout.confidence(Path(path))

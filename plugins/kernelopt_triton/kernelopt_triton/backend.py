@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,14 @@ from kernelopt_core.api import (
     Target,
     Tree,
     UsageError,
+    defined_names,
 )
 from kernelopt_triton import convention, knobs
 
 HARNESS = "kernelopt_triton.harness"
 FILE_CONFIDENCE = 0.9
+# @triton.jit[(...)] [more decorators] def NAME(
+TRITON_KERNEL_DEFINITION = re.compile(r"@triton\.jit\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)\s*\(")
 DIR_CONFIDENCE = 0.8
 
 
@@ -63,6 +67,11 @@ def gpu_device() -> str | None:
 
 class TritonBackend:
     name = "triton"
+
+    def kernel_names(self, target: Target, files: dict[str, bytes]) -> dict[str, str]:
+        """The ``@triton.jit`` functions the Python files define."""
+        return defined_names({p: d for p, d in files.items() if p.endswith(".py")},
+                             (TRITON_KERNEL_DEFINITION,))
 
     def detect(self, path: Path) -> float:
         if path.is_file():
