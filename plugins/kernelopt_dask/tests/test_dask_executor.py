@@ -199,6 +199,10 @@ def test_local_killed_worker_reruns_the_job_and_takes_its_children_along(
 @pytest.mark.slow
 def test_local_job_out_of_allowed_failures_is_a_failed_result(out: Path, tmp_path: Path) -> None:
     import dask
+    import distributed  # noqa: F401  its config defaults in place before dask.config.set:
+    # set() deletes on exit every key absent at entry, so importing distributed inside the
+    # block would leave this worker process's config without "distributed" (a later test in
+    # the same xdist worker then failed with KeyError: 'distributed')
 
     def kill_the_worker() -> None:
         wait_for(out / "victim.grandchild")
