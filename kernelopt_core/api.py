@@ -19,7 +19,6 @@ from kernelopt_core.backend_kit import (
     Nvcc,
     cuda_gpus,
     cuda_kernel_names,
-    defined_names,
     find_nvcc,
     gpu_arch,
     nvcc_version,
@@ -137,7 +136,7 @@ __all__ = [
     "define_pattern", "powers_around", "current_values", "anchored_pattern", "apply_knobs",
     "launch_bounds_knobs", "unroll_knobs", "source_texts",
     "find_nvcc", "nvcc_version", "Nvcc", "cuda_gpus", "CudaGpu", "gpu_arch", "listed_gpus",
-    "visible_gpus", "read_pin", "write_pin", "cuda_kernel_names", "defined_names",
+    "visible_gpus", "read_pin", "write_pin", "cuda_kernel_names",
     "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command", "repo_path",
     # a plugin command's output, through the one UI; the LLM setting checked

@@ -105,17 +105,11 @@ CUDA_KERNEL_DEFINITION = re.compile(
     r"\s+(\w+)\s*(?:<[^>(]*>)?\s*\(")
 
 
-def defined_names(files: dict[str, bytes], patterns: tuple[re.Pattern[str], ...]) -> dict[str, str]:
-    """The names the files define by ``patterns`` (each capturing the name): name -> the file
-    (the first, in path order, that defines it)."""
+def cuda_kernel_names(files: dict[str, bytes]) -> dict[str, str]:
+    """The ``__global__`` functions the CUDA/HIP files define: kernel name -> the file (the
+    first, in path order, that defines it)."""
     names: dict[str, str] = {}
     for path, data in sorted(files.items()):
-        text = data.decode("utf-8", errors="replace")
-        for pattern in patterns:
-            names.update((name, path) for name in pattern.findall(text) if name not in names)
+        for name in CUDA_KERNEL_DEFINITION.findall(data.decode("utf-8", errors="replace")):
+            names.setdefault(name, path)
     return names
-
-
-def cuda_kernel_names(files: dict[str, bytes]) -> dict[str, str]:
-    """The ``__global__`` functions the CUDA/HIP files define: kernel name -> the file."""
-    return defined_names(files, (CUDA_KERNEL_DEFINITION,))

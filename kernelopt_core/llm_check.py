@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelopt_core import settings as settings_mod
-from kernelopt_core.capabilities import ChecksProvider, UsesPlugins
+from kernelopt_core.capabilities import ChecksProvider
 from kernelopt_core.errors import KerneloptError
 
 
@@ -19,6 +19,7 @@ def check_llm_provider(directory: Path) -> str | None:
     m answered in 0.8 s"). A provider that does not answer raises a PrerequisiteError that
     names the provider, URL, model and error."""
     from kernelopt_core.plugins import PluginHost
+    from kernelopt_core.resolve import instantiate
 
     host = PluginHost()
     settings = settings_mod.load(None, {}, cwd=directory, tables=tuple(host.option_tables()))
@@ -26,10 +27,7 @@ def check_llm_provider(directory: Path) -> str | None:
         if not isinstance(record, ChecksProvider):  # only those that call a service
             continue
         try:
-            planner = record() if isinstance(record, type) else record
-            if isinstance(planner, UsesPlugins):
-                planner.use_plugins(host)
-            answered = planner.check_provider(settings)
+            answered = instantiate(record, host).check_provider(settings)
         except KerneloptError:  # a provider that cannot answer: said, exit 3
             raise
         except Exception:  # a plugin's fault is its own: `kernelopt plugins` shows it

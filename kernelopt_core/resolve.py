@@ -63,13 +63,9 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
     records = host.registry("planners")
 
     def make(name: str) -> Any:
-        """A fresh planner for this run: a registered class is instantiated (a planner keeps
-        a run's history, budgets and client); a registered object serves every run as it is.
-        Only the planners this choice needs are made."""
-        record = records[name]
-        made = record() if isinstance(record, type) else record
-        if isinstance(made, UsesPlugins):
-            made.use_plugins(host)
+        """A fresh planner for this run (``instantiate``), a plugin's in its guard. Only the
+        planners this choice needs are made."""
+        made = instantiate(records[name], host)
         origin = host.origin("planners", name)
         return GuardedPlanner(made, origin) if origin else made
 
@@ -83,7 +79,7 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
             made = make(candidate)
             chosen, why = _select(made, candidate, host, settings, target)
             if chosen and (cannot := made.unavailable_reason(settings, target)) is not None:
-                chosen, why = False, f"{candidate}: {cannot}"
+                chosen, why = False, cannot
             if chosen:
                 return made, (f"{why}: {'; '.join(declined)}" if declined else why) + (
                     _provider_check(made, settings))
@@ -100,6 +96,16 @@ def planner(host: PluginHost, settings: Settings, target: Target) -> tuple[Any, 
     if reason is not None:
         raise PrerequisiteError(f"planner {name!r} cannot run: {reason}")
     return chosen_planner, "chosen by --planner" + _provider_check(chosen_planner, settings)
+
+
+def instantiate(record: Any, host: PluginHost) -> Any:
+    """A registered planner ready to use: a class is instantiated (a planner keeps a run's
+    history, budgets and client), an object serves as it is; one that ``use_plugins`` is
+    handed the host."""
+    made = record() if isinstance(record, type) else record
+    if isinstance(made, UsesPlugins):
+        made.use_plugins(host)
+    return made
 
 
 def _select(made: Any, name: str, host: PluginHost, settings: Settings,

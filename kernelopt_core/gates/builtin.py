@@ -84,11 +84,13 @@ class CorrectnessGate:
             exited_ok = result.returncode == 0 and not result.timed_out
             # the words are searched beyond the tail: a few backtraces fill 4000 characters
             line = "" if exited_ok else failing_line(result.tail(FAILURE_SCAN))
-            if result.timed_out:  # a hang's words come first, not after a long command line
+            ran = result.describe()
+            if result.timed_out:  # a hang's words first, not after a long command line
                 line = f"timed out after {result.command.timeout_s:g} s" + (
                     f" ({line})" if line else "")
+                ran = f"`{result.command.display()}`"  # describe() would say it again
             return GateResult(self.name, False, (f"{line} — " if line else "")
-                              + f"{which}: {result.describe()}",
+                              + f"{which}: {ran}",
                               {"seeds": which, "log_tail": tail, "failing_line": line},
                               failed_verdict=FALLBACK)
         reason = f"passed on seeds {list(ctx.settings.seeds)}"

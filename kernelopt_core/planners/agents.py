@@ -56,8 +56,8 @@ class Agents:
         self.host = host
 
     def select(self, settings: Settings, target: Target) -> tuple[bool, str]:
-        reason = self.unavailable_reason(settings, target)
-        return reason is None, reason or "an LLM is configured"
+        # wanted whenever installed; the core then asks unavailable_reason (no key: declined)
+        return True, "an LLM is configured"
 
     def __init__(self) -> None:
         self.client: ChatClient | None = None

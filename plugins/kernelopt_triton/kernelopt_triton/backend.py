@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,14 +21,11 @@ from kernelopt_core.api import (
     Target,
     Tree,
     UsageError,
-    defined_names,
 )
 from kernelopt_triton import convention, knobs
 
 HARNESS = "kernelopt_triton.harness"
 FILE_CONFIDENCE = 0.9
-# @triton.jit[(...)] [more decorators] def NAME(
-TRITON_KERNEL_DEFINITION = re.compile(r"@triton\.jit\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)\s*\(")
 DIR_CONFIDENCE = 0.8
 
 
@@ -69,9 +65,14 @@ class TritonBackend:
     name = "triton"
 
     def kernel_names(self, target: Target, files: dict[str, bytes]) -> dict[str, str]:
-        """The ``@triton.jit`` functions the Python files define."""
-        return defined_names({p: d for p, d in files.items() if p.endswith(".py")},
-                             (TRITON_KERNEL_DEFINITION,))
+        """The ``@triton.jit`` functions the Python files define (the convention's reader)."""
+        names: dict[str, str] = {}
+        for path, data in sorted(files.items()):
+            tree = convention.parse(data.decode("utf-8", "replace")) if path.endswith(".py") \
+                else None
+            for name in convention.jit_functions(tree) if tree is not None else ():
+                names.setdefault(name, path)
+        return names
 
     def detect(self, path: Path) -> float:
         if path.is_file():
