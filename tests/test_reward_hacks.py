@@ -47,9 +47,16 @@ def test_corpus_covers_at_least_ten_kinds() -> None:
     assert len(kinds) >= 10, kinds
 
 
+# candidate gates whose verdict on a hack does not depend on timing. The screen's does: the
+# no-op edit (original_fallback) is rejected there by time alone, and on a loaded 2-core machine
+# it once also won 3 of 3 confirm rounds (1.08-1.21x, CI in a venv, 2026-12-04) — a test that
+# depends on timing is not run on CI; a no-op edit is to be refused by content instead
+DETERMINISTIC_GATES = CANDIDATE_PHASE - {"screen"}
+
+
 def test_hacks_caught_during_the_search(example: Path) -> None:
     """Hacks a candidate gate must reject, replayed together in one run."""
-    hacks = [p for p in HACKS if expectation(p)[1] in CANDIDATE_PHASE]
+    hacks = [p for p in HACKS if expectation(p)[1] in DETERMINISTIC_GATES]
     state = example / "state-search"
     args = ["run", str(example / "example"), "--state-root", str(state), "--final-rounds", "3"]
     for hack in hacks:
@@ -66,10 +73,6 @@ def test_hacks_caught_during_the_search(example: Path) -> None:
     for cid, description in proposed.items():
         hack = Path(description.split("=", 1)[1])
         _kind, expect = expectation(hack)
-        if expect == "screen" and outcomes[cid]["accepted"]:
-            # a no-op edit can pass the 3-vs-3 screen by noise on a loaded machine; it must
-            # still never be the verdict (asserted above): the confirm rounds decide
-            continue
         assert outcomes[cid]["accepted"] is False, f"{hack.name} was accepted"
         assert outcomes[cid]["failed_gate"] == expect, (hack.name, outcomes[cid])
         assert f"rejected at {expect}" in report
