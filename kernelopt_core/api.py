@@ -43,6 +43,8 @@ from kernelopt_core.capabilities import (
     benches_work,
 )
 from kernelopt_core.cmake_support import cmake_commands, needs_configure
+from kernelopt_core.cuda_ledger import build as cuda_ledger_build
+from kernelopt_core.cuda_ledger import watch as cuda_ledger_watch
 from kernelopt_core.entry import RunResult
 from kernelopt_core.entry import run as _run_entry
 from kernelopt_core.errors import (
@@ -136,7 +138,8 @@ __all__ = [
     "define_pattern", "powers_around", "current_values", "anchored_pattern", "apply_knobs",
     "launch_bounds_knobs", "unroll_knobs", "source_texts",
     "find_nvcc", "nvcc_version", "Nvcc", "cuda_gpus", "CudaGpu", "gpu_arch", "listed_gpus",
-    "visible_gpus", "read_pin", "write_pin", "cuda_kernel_names",
+    "visible_gpus", "read_pin", "write_pin", "cuda_kernel_names", "cuda_ledger_build",
+    "cuda_ledger_watch",
     "read_toml", "toml_line", "read_dotenv", "ANSI",
     "run_command", "repo_path",
     # a plugin command's output, through the one UI; the LLM setting checked

@@ -34,7 +34,7 @@ FUNCTIONS = ("run", "benches_work", "option", "option_table", "run_process", "ru
              "repo_path", "cmake_commands", "needs_configure", "define_pattern",
              "powers_around", "current_values", "anchored_pattern", "apply_knobs",
              "source_texts", "launch_bounds_knobs", "unroll_knobs", "find_nvcc", "nvcc_version",
-             "cuda_kernel_names",
+             "cuda_kernel_names", "cuda_ledger_build", "cuda_ledger_watch",
              "cuda_gpus", "gpu_arch", "listed_gpus", "visible_gpus", "read_pin", "write_pin",
              "ncu_kernels", "last_profile", "check_llm_provider", "read_toml", "toml_line",
              "read_dotenv", "echo", "note")

@@ -39,7 +39,7 @@ class BuildGate:
 DEVICE_FAULT = re.compile(
     r"illegal memory access|illegal instruction|misaligned address|device-side assert"
     r"|unspecified launch failure|launch timed out|out of memory|OutOfMemory"
-    r"|\b(cuda|hip)Error[A-Z]\w+|left processes running|\(hung\)", re.I)
+    r"|\b(cuda|hip)Error[A-Z]\w+|left processes running|\(hung\)|device memory leak", re.I)
 ERRORISH = re.compile(r"error|fail|abort|assert|hung|killed|left processes", re.I)  # not a
 # passing test's name that mentions a fault
 RANKED_FAILURES = (DEVICE_FAULT, re.compile(r"\b(CUDA|HIP) error: \S"),  # the runtime's words

@@ -17,6 +17,8 @@ from kernelopt_core.api import (
     UsageError,
     cmake_commands,
     cuda_kernel_names,
+    cuda_ledger_build,
+    cuda_ledger_watch,
     define_pattern,
     hookimpl,
 )
@@ -133,17 +135,23 @@ class CMakeBackend:
     def build(self, target: Target, tree: Tree) -> list[Command]:
         descriptor, _spec = target.data
         b = descriptor.build
+        # a CUDA target's test runs with the device-memory ledger (the kit's): built once
+        ledger = cuda_ledger_build(tree) if target.device == "cuda" else None
+        first = [ledger] if ledger is not None else []
         if b.commands:
-            return [self._command(c, tree, b.timeout_s, "build") for c in b.commands]
-        return cmake_commands(
+            return first + [self._command(c, tree, b.timeout_s, "build") for c in b.commands]
+        return first + cmake_commands(
             tree.src, tree.src / b.source_dir, tree.build,
             [a.format(**self._values(tree)) for a in b.cmake_args], targets=b.targets,
             generator=b.generator, jobs=b.jobs, configure_timeout_s=b.timeout_s,
             build_timeout_s=b.timeout_s)
 
     def check(self, target: Target, tree: Tree, seed: int) -> Command:
+        """The test; a CUDA target's with the ledger loaded: a candidate that holds device
+        memory per call beyond the baseline's fails it (docs/faults.md)."""
         _descriptor, spec = target.data
-        return self._command(spec.test, tree, spec.timeout_s, "test", seed)
+        command = self._command(spec.test, tree, spec.timeout_s, "test", seed)
+        return cuda_ledger_watch(command, tree, seed) if target.device == "cuda" else command
 
     def bench(self, target: Target, tree: Tree, work: float = 1.0) -> Command | None:
         """``work`` fills {work}: the fraction of the work a planted gate-self-test candidate

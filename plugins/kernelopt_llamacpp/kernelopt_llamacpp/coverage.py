@@ -59,7 +59,10 @@ def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: s
 
     route = table[row["op"]]
     entry: dict[str, Any] = {"op": row["op"], "share": round(row["share"], 5),
-                             "model_kernels": row["kernels"], "files": list(route.files)}
+                             "model_kernels": row["kernels"], "files": list(route.files),
+                             # --top K's choice (top_ops.py): searched, or passed over and why
+                             "chosen": row.get("chosen", False),
+                             "passed_over": row.get("why") or None}
     source = (root / harness.FILE).read_bytes() if (root / harness.FILE).is_file() else b""
     try:
         added, match = timing.timed_cases(route, source, None, timing.model_node(route, nodes),

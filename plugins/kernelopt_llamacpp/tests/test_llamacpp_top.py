@@ -108,6 +108,17 @@ def test_top_k_takes_the_models_heaviest_ops_it_can_time(tree: Path, tmp_path: P
         [one] = LlamaCppBackend().discover(tree, settings_with(state, e2e_model=str(model), top=3,
                                                                op="SOFT_MAX", origins=where))
         assert one.name == "SOFT_MAX" and one.time_share is None
+    # coverage.json (coverage.py) keeps the choice: each op searched, or passed over and why
+    from kernelopt_llamacpp import coverage
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert coverage.main(["--state-root", str(state), "--repo", str(tree)]) == 0
+    covered = {o["op"]: o for o in json.loads(out.getvalue())["ops"]}
+    assert covered["MUL_MAT"]["chosen"] is False
+    assert "no knob" in covered["MUL_MAT"]["passed_over"] and covered["MUL_MAT"]["timed"]
+    assert [op for op, o in covered.items() if o["chosen"]] == chosen
+    assert all(o["passed_over"] is None for o in covered.values() if o["chosen"])
     # the model itself stays a target to profile (--target model), whatever --top says
     [whole] = LlamaCppBackend().discover(tree, attrs.evolve(settings, target="model"))
     assert whole.name == "model" and whole.editable == ()

@@ -1,12 +1,12 @@
 // kind: leak
-// expect: none
-// reason: passed every candidate gate
+// expect: correctness
+// reason: device memory leak
 // Leaks 64 MiB of device memory per call (a cudaMalloc'd scratch buffer never freed). The
-// test and the bench are a process each, so the leak ends with the process: 28 test calls
-// and 56 bench calls hold under 6 GiB, far from the H200's 141 GB. Harmless here, and not
-// detected: a process-per-command backend fails a leak only when memory runs out. (cudaMalloc
-// may synchronize, so its time can show in the bench's reading.) Its knobs (256 / 1 / 4) are
-// faster than the baseline's but not the clean candidate's, so the verdict stays the clean one.
+// test and the bench are a process each, so the leak ends with the process and would pass
+// every gate; the test runs with kernelopt's device-memory ledger (kernelopt_core/cuda_ledger.py:
+// CUPTI's driver callbacks through CUDA_INJECTION64_PATH), which sees 27 allocations made
+// after the first launch still held at exit where the baseline's test held none, and fails it.
+// (cudaMalloc may synchronize, so its time can show in the bench's reading.)
 // kernel.cu - row-wise sum of a row-major float32 matrix (fp32 accumulate).
 //
 // Tunable knobs (rewritten in place by the kernel optimizer):

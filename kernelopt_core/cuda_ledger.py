@@ -1,0 +1,94 @@
+"""A CUDA test's device memory, watched: a leak per call fails the test (docs/faults.md).
+
+A process per command contains a leak (it ends with the process), so a candidate that
+allocates device memory on every call and never frees it passed every gate, and would grow
+without bound in the long-running program it is meant for. The ledger (data/cuda_ledger.c)
+is a library the CUDA driver loads into the test through ``CUDA_INJECTION64_PATH``: it keeps
+every device allocation until it is freed and counts kernel launches (CUPTI's driver-API
+callbacks), and at exit compares the allocations made after the first launch and still held
+with the baseline's same test. More than a few beyond the baseline's, the test prints why and
+exits 1: the correctness gate rejects it in the fault's own words.
+
+A backend of CUDA code asks for it with two calls, both of the public api:
+``cuda_ledger_build(tree)`` among its build commands (the library, once per workspace: a C
+compiler and CUPTI found, else nothing is watched) and ``cuda_ledger_watch(command, tree,
+seed)`` around its check command. What it cannot see: memory freed only by a context's end
+(cudaDeviceReset), allocations outside the driver's allocators (a library's own pool)."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from kernelopt_core.target import Command, Tree
+
+SOURCE = Path(__file__).parent / "data" / "cuda_ledger.c"
+FOLDER = "cuda-ledger"  # beside the workspace's trees: the baseline's record is the candidates'
+CUPTI_ENV = "KERNELOPT_CUPTI"  # a libcupti to use instead of the one found
+
+
+def cupti_library() -> Path | None:
+    """libcupti from $KERNELOPT_CUPTI, the CUDA toolkit ($CUDA_HOME, $CUDA_PATH, nvcc's,
+    /usr/local/cuda) or a pip-installed nvidia-cuda-cupti; None when none is found."""
+    given = os.environ.get(CUPTI_ENV)
+    if given:
+        return Path(given) if Path(given).is_file() else None
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    homes += [str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
+    patterns = [f"{h}/{sub}/libcupti.so*" for h in homes if h
+                for sub in ("extras/CUPTI/lib64", "lib64", "targets/*/lib")]
+    patterns += [f"{p}/nvidia/*/lib/libcupti.so*" for p in sys.path if p]
+    for pattern in patterns:
+        found = sorted(glob.glob(pattern))
+        if found:
+            return Path(found[0])
+    return None
+
+
+def library(tree: Tree) -> Path:
+    """Where the workspace's ledger library is (named by its source, so a new one rebuilds)."""
+    digest = hashlib.sha1(SOURCE.read_bytes()).hexdigest()[:10]
+    return tree.src.parent / FOLDER / f"ledger-{digest}.so"
+
+
+def build(tree: Tree, timeout_s: float = 120.0) -> Command | None:
+    """The command that builds the ledger library for this workspace, or None: built already,
+    or no C compiler or CUPTI here (then checks run unwatched). A compiler that fails says so
+    in the build log and the build goes on: the ledger is kernelopt's, not the target's."""
+    out = library(tree)
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    cupti = cupti_library()
+    if out.is_file() or compiler is None or cupti is None:
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    script = ('"$@" && mv -f "$KO_OUT.part" "$KO_OUT" || echo "kernelopt: the CUDA memory '
+              'ledger did not build: device memory is not watched"')
+    return Command(("sh", "-c", script, "sh", compiler, "-shared", "-fPIC", "-O2",
+                    f'-DKO_CUPTI_PATH="{cupti}"', "-o", f"{out}.part", str(SOURCE), "-ldl",
+                    "-lpthread"),
+                   cwd=out.parent, env={"KO_OUT": str(out)}, timeout_s=timeout_s,
+                   label="CUDA memory ledger")
+
+
+def record(tree: Tree, seed: int | str) -> Path:
+    """The ledger's lines for one tree's test on one seed (a line per CUDA process)."""
+    return tree.src.parent / FOLDER / f"{tree.role}-seed{seed}.txt"
+
+
+def watch(command: Command, tree: Tree, seed: int | str) -> Command:
+    """``command`` (a CUDA test) with the ledger loaded, when it is built: the baseline's
+    test writes the record a candidate's is held to."""
+    lib = library(tree)
+    if not lib.is_file():
+        return command
+    baseline = tree.src.parent / FOLDER / f"baseline-seed{seed}.txt"
+    env = {"CUDA_INJECTION64_PATH": str(lib), "KERNELOPT_CUDA_LEDGER": str(record(tree, seed))}
+    if tree.role != "baseline":
+        env["KERNELOPT_CUDA_LEDGER_BASELINE"] = str(baseline)
+    return Command(command.argv, command.cwd, {**command.env, **env}, command.timeout_s,
+                   command.label)
