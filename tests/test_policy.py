@@ -70,3 +70,20 @@ def test_unparsable_python_is_judged_line_by_line() -> None:
     # an unclosed bracket (tokenize fails) with a blank line in it: still judged, no crash
     passed, why = judge("k.py", PY_BASE + "x = (1,\n\nprint('forged')\n", PY_BASE)
     assert not passed and "output forging" in why
+
+
+@pytest.mark.parametrize("path,old,new,no_op", [
+    ("k.cpp", "#define TILE 1\nint f() { return TILE; }\n",
+     "// reviewed: no change needed\n#define TILE 1\nint f()  {\n  return TILE;  /* same */ }\n", True),
+    ("k.cpp", "#define TILE 1\n", "#define TILE 2\n", False),
+    ("k.cpp", 'const char* s = "a b";\n', 'const char* s = "a c";  // a string is code\n', False),
+    ("k.py", PY_BASE + "BLOCK = 64\n", PY_BASE + "BLOCK = 64  # tuned\n\n# the end\n", True),
+    ("k.py", PY_BASE + "BLOCK = 64\n", PY_BASE + "BLOCK = 128\n", False),
+])
+def test_an_edit_that_changes_no_code_is_refused(path: str, old: str, new: str,
+                                                 no_op: bool) -> None:
+    """A no-op edit can win only by noise (the CPU corpus' original_fallback once won 3 of 3
+    confirm rounds on a loaded machine): refused by content, not by time."""
+    passed, reason = judge(path, new, old)
+    assert passed is not no_op, reason
+    assert ("no code changed: " + path in reason) is no_op

@@ -47,10 +47,10 @@ def test_corpus_covers_at_least_ten_kinds() -> None:
     assert len(kinds) >= 10, kinds
 
 
-# candidate gates whose verdict on a hack does not depend on timing. The screen's does: the
-# no-op edit (original_fallback) is rejected there by time alone, and on a loaded 2-core machine
-# it once also won 3 of 3 confirm rounds (1.08-1.21x, CI in a venv, 2026-12-04) — a test that
-# depends on timing is not run on CI; a no-op edit is to be refused by content instead
+# candidate gates whose verdict on a hack does not depend on timing; the screen's does (the
+# no-op edit, original_fallback, was rejected there by time alone until the policy gate
+# refused it by content: on a loaded 2-core machine it once won 3 of 3 confirm rounds,
+# 1.08-1.21x, CI in a venv, 2026-12-04) — a test that depends on timing is not run on CI
 DETERMINISTIC_GATES = CANDIDATE_PHASE - {"screen"}
 
 

@@ -5,10 +5,14 @@ and string literals (docstrings too) are blanked first, so prose that mentions `
 kernelopt is not a finding, while ``printf("...")`` still is. Preprocessor lines
 keep their strings (``#include "cublas_v2.h"`` must be seen). Existing code is never judged:
 only lines of the candidate that the baseline's file does not contain.
+
+A candidate whose edits change no code (only comments or whitespace differ; strings count as
+code) is refused too: it can only win by noise, and on a loaded machine it once did.
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -83,15 +87,16 @@ def python_code(text: str) -> list[str]:
     return ["".join(line) for line in out]
 
 
-def c_like_code(text: str, line_comment: str = "//") -> list[str]:
-    """The lines of a C/C++/CUDA source with comments and string/char contents blanked.
+def c_like_code(text: str, line_comment: str = "//", keep_strings: bool = False) -> list[str]:
+    """The lines of a C/C++/CUDA source with comments and string/char contents blanked
+    (``keep_strings``: comments only).
 
     Preprocessor lines keep their strings (an ``#include "..."`` is code)."""
     out: list[str] = []
     in_block = False
     for line in text.splitlines():
         chars = list(line)
-        preprocessor = line.lstrip().startswith("#") and line_comment == "//"
+        preprocessor = keep_strings or (line.lstrip().startswith("#") and line_comment == "//")
         quote = ""
         i = 0
         while i < len(chars):
@@ -139,6 +144,22 @@ def added_code(path: str, old: bytes | None, new: bytes) -> list[tuple[int, str]
             if line not in before]
 
 
+def same_code(path: str, old: bytes | None, new: bytes) -> bool:
+    """Whether ``new`` is ``old`` but for comments and whitespace (Python: the same syntax
+    tree; C-like: the same characters once comments and whitespace are gone)."""
+    if old is None:
+        return False
+    before, after = (b.decode("utf-8", errors="replace") for b in (old, new))
+    if path.endswith(".py"):
+        try:
+            return ast.dump(ast.parse(before)) == ast.dump(ast.parse(after))
+        except (SyntaxError, ValueError):
+            pass
+    def bare(text: str) -> str:
+        return re.sub(r"\s+", "", "".join(c_like_code(text, keep_strings=True)))
+    return bare(before) == bare(after)
+
+
 class PolicyGate:
     """Static check of the added code: no vendor libraries, timers, side streams or threads,
     output forging, reaching into the harness, or process/environment tampering. Cheap,
@@ -148,6 +169,13 @@ class PolicyGate:
     phase = "candidate"
 
     def evaluate(self, ctx: GateContext) -> GateResult:
+        if ctx.edits and all(same_code(path, ctx.baseline_files.get(path), data)
+                             for path, data in ctx.edits.items()):
+            files = ", ".join(sorted(ctx.edits))
+            return GateResult(self.name, False, f"no code changed: {files} differ from the "
+                              "baseline's only in comments or whitespace (a no-op edit can win "
+                              "only by noise)", {"findings": ["no code changed"]},
+                              failed_verdict=FALLBACK)
         findings = []
         for path, data in sorted(ctx.edits.items()):
             rules = POLICY_RULES + (PYTHON_RULES if path.endswith(".py") else [])

@@ -1,10 +1,11 @@
 // kind: original_fallback
-// expect: screen
+// expect: policy
 // The unchanged original naive kernel (TILE 1 / UNROLL 1) with only its
 // comments changed: a "candidate" that edits nothing that matters. It is
-// correct and passes the test, but it is no faster than the baseline, so
-// the screen gate (candidate must beat the baseline by the gamma margin)
-// rejects it. It checks that a no-op edit can never be reported as a win.
+// correct and passes the test, and no faster than the baseline, but time
+// alone cannot be trusted to reject it: on a loaded 2-core machine it once
+// won 3 of 3 confirm rounds. The policy gate refuses it by content (no code
+// changed), so a no-op edit can never be reported as a win.
 // kernel.cpp - blocked out-of-place float32 matrix transpose (reviewed, no change needed).
 //
 // Tunable knobs (rewritten in place by the kernel optimizer):
