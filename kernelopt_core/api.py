@@ -97,7 +97,6 @@ from kernelopt_core.profiles import RecordedProfile, last_profile
 from kernelopt_core.search import Node
 from kernelopt_core.settings import (
     GateSettings,
-    PlannerSettings,
     SearchSettings,
     Settings,
     Timeouts,
@@ -119,7 +118,7 @@ __all__ = [
     "Job", "JobResult",
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings", "SearchSettings",
-    "PlannerSettings", "GateSettings", "Timeouts",
+    "GateSettings", "Timeouts",
     # a plugin's own typed options (kernelopt_option_tables)
     "option", "option_table",
     # gates and planners

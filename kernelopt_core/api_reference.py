@@ -20,7 +20,7 @@ from kernelopt_core import api
 
 # what the reference holds, in the order an author meets it
 RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "SearchSettings",
-           "PlannerSettings", "GateSettings", "Timeouts", "GateContext",
+           "GateSettings", "Timeouts", "GateContext",
            "GateResult", "Confirmed", "BenchReading", "PlanContext", "Proposal", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
            "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")

@@ -40,14 +40,19 @@ _converter = cattrs.Converter()
 
 
 def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
-           validator: Callable[..., Any] | None = None) -> Any:
+           validator: Callable[..., Any] | None = None, flag: str | None = None,
+           repeatable: bool = False) -> Any:
     """One option of a plugin's table: its default, its help line, and optionally the values it
-    may take and an attrs validator (a failure becomes a usage error naming its source)."""
+    may take and an attrs validator (a failure becomes a usage error naming its source).
+    ``flag``: the command line's spelling instead of ``--key`` (the key still names the
+    variable and ``-o``); ``repeatable``: a tuple option given once per value on the command
+    line (``--candidate A --candidate B``)."""
     validators = [attrs.validators.in_(choices)] if choices else []
     if validator is not None:
         validators.append(validator)
     return attrs.field(default=default, validator=validators or None,
-                       metadata={_HELP: help, "choices": choices})
+                       metadata={_HELP: help, "choices": choices, "flag": flag,
+                                 "repeatable": repeatable})
 
 
 def option_table(name: str) -> Callable[[type[T]], type[T]]:
@@ -118,15 +123,19 @@ def click_options(cls: type, keys: dict[tuple[str, str], str]) -> list[Any]:
     table = table_name(cls)
     for name, field in fields(cls).items():
         base = _base_type(field.type)
-        flag = "--" + keys.get((table, name), name).replace("_", "-")
+        key = keys.get((table, name), name)
+        flag = field.metadata.get("flag") or "--" + key.replace("_", "-")
         text = f"{field.metadata.get(_HELP, '')} [{field.default!r}]"
         if base is bool:
-            out.append(click.Option([f"{flag}/--no-{flag[2:]}"], default=None, help=text))
+            out.append(click.Option([f"{flag}/--no-{flag[2:]}", key], default=None, help=text))
+            continue
+        if field.metadata.get("repeatable"):  # one value per use: a tuple of them
+            out.append(click.Option([flag, key], multiple=True, default=None, help=text))
             continue
         choices = field.metadata.get("choices")
         kind: Any = (click.Choice(list(choices)) if choices else
                      {int: int, float: float, Path: click.Path(path_type=Path)}.get(base, str))
-        out.append(click.Option([flag], type=kind, default=None, help=text))
+        out.append(click.Option([flag, key], type=kind, default=None, help=text))
     return out
 
 

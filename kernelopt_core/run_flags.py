@@ -39,21 +39,6 @@ def run_options(fn: Any) -> Any:
         click.option(
             "--budget-gpu-seconds", type=float, help="GPU-lock seconds budget for the search [none]."
         ),
-        click.option(
-            "--screen-top",
-            type=int,
-            help=f"Tuner: best screened configurations sent through the gates [{default('screen_top')}].",
-        ),
-        click.option(
-            "--screen-evaluations",
-            type=int,
-            help="Tuner: most configurations to screen [a grid <= 24 whole, else a quarter, 12..256].",
-        ),
-        click.option(
-            "--screen-gpu-seconds",
-            type=float,
-            help=f"Tuner: GPU-lock seconds its screening may spend [{default('screen_gpu_seconds')}].",
-        ),
         click.option("--plans", type=int, help=f"Proposals per expansion [{default('plans')}]."),
         click.option("--beam", type=int, help=f"Beam width [{default('beam')}]."),
         click.option("--gamma", type=float, help=f"Screen margin γ [{default('gamma')}]."),
@@ -85,12 +70,6 @@ def run_options(fn: Any) -> Any:
             default=None,
             help="After a model's kernels: time the whole model every way (eager, compile, "
             "max-autotune, kernelopt's winners in place) in one process [on].",
-        ),
-        click.option(
-            "--candidate",
-            "candidates",
-            multiple=True,
-            help="Replay a hand-written candidate: FILE=LOCAL_FILE (repeatable).",
         ),
         click.option("--kappa", type=float, help=f"Roofline: reject above κ × peak [{default('kappa')}]."),
         click.option("--peak-gbps", type=float, help="Use this peak bandwidth, not a measured one."),

@@ -51,18 +51,6 @@ class SearchSettings:
 
 
 @attrs.define
-class PlannerSettings:
-    """The built-in planners' inputs (``settings.planners``): the tuner's screening, the
-    replay planner's candidates."""
-
-    screen_top: int = 3  # the tuner's best screened configurations sent through the gates
-    screen_evaluations: int | None = None  # None: all of a grid <= 24, else a quarter (12..256)
-    screen_gpu_seconds: float = 120.0  # GPU-lock seconds the tuner's screening may spend
-    screen_config_timeout_s: float = 60.0  # one screened configuration: compile, check, time
-    candidates: tuple[str, ...] = ()  # replay planner: FILE=LOCAL_FILE[,FILE=LOCAL_FILE]
-
-
-@attrs.define
 class GateSettings:
     """The gates, in order, and how the built-in gates measure (``settings.gates``)."""
 
@@ -90,7 +78,7 @@ class Timeouts:
 @attrs.define
 class Settings:
     """A run's settings. kernelopt.toml's ``[run]``, the flags and ``KERNELOPT_*`` use flat
-    names (``final_rounds``); the grouped ones live in ``search``, ``planners``, ``gates`` and
+    names (``final_rounds``); the grouped ones live in ``search``, ``gates`` and
     ``timeouts`` under the same names (``settings.gates.final_rounds``).
     ``Settings.make(**flat)`` builds one from flat names, ``flat()`` gives them back."""
 
@@ -104,7 +92,6 @@ class Settings:
     model_check: bool = True  # after a model's kernels: the whole model every way (model_check.py)
     seeds: tuple[int, ...] = (1, 2, 3)  # correctness: each seed's fresh inputs
     search: SearchSettings = attrs.field(factory=SearchSettings)  # iterations, budgets, beam
-    planners: PlannerSettings = attrs.field(factory=PlannerSettings)  # tuner's, replay's inputs
     gates: GateSettings = attrs.field(factory=GateSettings)  # gate lists and measurement
     timeouts: Timeouts = attrs.field(factory=Timeouts)  # build, check and bench commands
     origins: dict[str, str] = attrs.field(factory=dict)  # setting -> where its value came from
@@ -151,8 +138,8 @@ def environment(dotenv: dict[str, str], name: str) -> str | None:
     return os.environ.get(name, dotenv.get(name))
 
 
-GROUPS: dict[str, type] = {"search": SearchSettings, "planners": PlannerSettings,
-                           "gates": GateSettings, "timeouts": Timeouts}
+GROUPS: dict[str, type] = {"search": SearchSettings, "gates": GateSettings,
+                           "timeouts": Timeouts}
 for _cls in (Settings, *GROUPS.values()):
     attrs.resolve_types(_cls)
 GROUP_OF = {f.name: group for group, cls in GROUPS.items() for f in attrs.fields(cls)}
@@ -335,14 +322,10 @@ def _validate(settings: Settings) -> None:
         (s.budget_minutes is None or s.budget_minutes > 0, "budget_minutes", "positive"),
         (s.budget_gpu_seconds is None or s.budget_gpu_seconds > 0, "budget_gpu_seconds",
          "positive"),
-        (s.screen_top >= 1, "screen_top", "at least 1"),
-        (s.screen_evaluations is None or s.screen_evaluations >= 1, "screen_evaluations",
-         "at least 1"),
         (s.min_noise_pct >= 1.0, "min_noise_pct", "at least 1 (DESIGN §5.3: never below 1 %)"),
         (len(set(s.seeds)) == len(s.seeds), "seeds", "distinct (a repeated seed checks nothing new)"),
         *[(getattr(s, name) > 0, name, "positive (seconds)") for name in
-          ("build_timeout_s", "test_timeout_s", "bench_timeout_s",
-           "screen_gpu_seconds", "screen_config_timeout_s")],
+          ("build_timeout_s", "test_timeout_s", "bench_timeout_s")],
     ]
     for ok, name, need in checks:
         if not ok:

@@ -333,6 +333,9 @@ def test_run_help_shows_the_settings_own_defaults() -> None:
 
     text = " ".join(CliRunner().invoke(cli, ["run", "--help"], terminal_width=200).output.split())
     s = Settings(state_root=Path(".")).flat()  # by flat name, as the flags spell them
+    from kernelopt_core.planners.tuner_options import TunerOptions
+
+    s["screen_gpu_seconds"] = TunerOptions().screen_gpu_seconds  # the [tuner] table's own
     for flag in ("--iterations", "--patience", "--gamma", "--final-rounds", "--worker-rounds",
                  "--kappa", "--screen-gpu-seconds"):
         value = s[flag[2:].replace("-", "_")]

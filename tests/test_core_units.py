@@ -77,18 +77,46 @@ def test_settings_precedence_and_origins(tmp_path: Path, monkeypatch) -> None:
 
 def test_settings_keep_only_the_cores_own_fields_grouped_under_flat_names(tmp_path: Path) -> None:
     """Issue 37: Settings holds at most 15 fields; the grouped settings keep their flat names
-    ([run] keys, flags, KERNELOPT_*), which Settings.make takes and flat() gives back."""
+    ([run] keys, flags, KERNELOPT_*), which Settings.make takes and flat() gives back; the
+    built-in planners' options are their own tables ([tuner], [replay]), read like a plugin's."""
     assert len(attrs.fields(Settings)) <= 15
-    assert {"iterations", "screen_top", "candidates", "final_rounds", "kappa", "candidate_gates",
+    assert {"iterations", "final_rounds", "kappa", "candidate_gates",
             "bench_timeout_s", "seeds", "state_root"} <= set(FIELDS)
+    assert not {"screen_top", "screen_evaluations", "screen_gpu_seconds",
+                "screen_config_timeout_s", "candidates"} & set(FIELDS)
     s = Settings.make(state_root=tmp_path, seeds=(1,), screen_runs=1, iterations=2,
-                      screen_top=5, build_timeout_s=9.0)
-    assert (s.gates.screen_runs, s.search.iterations, s.planners.screen_top,
-            s.timeouts.build_timeout_s, s.seeds) == (1, 2, 5, 9.0, (1,))
+                      build_timeout_s=9.0)
+    assert (s.gates.screen_runs, s.search.iterations, s.timeouts.build_timeout_s, s.seeds) \
+        == (1, 2, 9.0, (1,))
     flat = s.flat()
     assert set(flat) == set(FIELDS) and flat["screen_runs"] == 1 and flat["gamma"] == 1.03
     assert Settings.make(**flat) == Settings(state_root=tmp_path, **{
-        g: getattr(s, g) for g in ("search", "planners", "gates", "timeouts")}, seeds=(1,))
+        g: getattr(s, g) for g in ("search", "gates", "timeouts")}, seeds=(1,))
+
+
+def test_the_built_in_planners_options_are_their_own_tables(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """[tuner] and [replay] through every source a plugin's table has: kernelopt.toml, the
+    environment, -o, the flag (--candidate repeatable); a bad value names where it came from."""
+    from kernelopt_core.planners.replay import ReplayOptions
+    from kernelopt_core.planners.tuner_options import TunerOptions
+
+    tables = (TunerOptions, ReplayOptions)
+    project = tmp_path / "kernelopt.toml"
+    project.write_text("[tuner]\nscreen_top = 5\nscreen_gpu_seconds = 30\n")
+    monkeypatch.setenv("KERNELOPT_SCREEN_EVALUATIONS", "40")
+    s = load(project, {"option": ("screen_config_timeout_s=9",),
+                       "candidates": ("k.cu=a.cu", "k.cu=b.cu")}, cwd=tmp_path, tables=tables)
+    assert s.section(TunerOptions) == TunerOptions(5, 40, 30.0, 9.0)
+    assert s.section(ReplayOptions).candidates == ("k.cu=a.cu", "k.cu=b.cu")
+    assert s.origins["tuner.screen_top"] == f"{project}:2"
+    project.write_text("[run]\nscreen_top = 5\n")  # the key moved: where it belongs now
+    with pytest.raises(UsageError) as moved:
+        load(project, {}, cwd=tmp_path, tables=tables)
+    assert "`screen_top` belongs in [tuner]" in (moved.value.hint or "")
+    project.write_text("[tuner]\nscreen_top = 0\n")
+    with pytest.raises(UsageError, match=r"kernelopt.toml.*\[tuner\] `screen_top` = 0"):
+        load(project, {}, cwd=tmp_path, tables=tables)
 
 
 @pytest.mark.parametrize(("flags", "message"), [

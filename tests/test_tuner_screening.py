@@ -8,6 +8,7 @@ from typing import Any
 
 from kernelopt_core.planners.base import PlanContext, Screened
 from kernelopt_core.planners.tuner import Tuner, screened_frontier
+from kernelopt_core.planners.tuner_options import TunerOptions
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -25,9 +26,11 @@ class Journal:
         self.events.append({"event": event, **data})
 
 
-def context(screen: Any, **settings: Any) -> PlanContext:
+def context(screen: Any, **tuner: Any) -> PlanContext:
+    """``tuner``: the [tuner] table's options (TunerOptions)."""
     target = Target("cmake", "k", Path("."), ("k.cu",), knobs=KNOBS)
-    return PlanContext(target, Settings.make(**settings), {"k.cu": SOURCE}, KNOBS,
+    settings = Settings.make(tables={"tuner": TunerOptions(**tuner)})
+    return PlanContext(target, settings, {"k.cu": SOURCE}, KNOBS,
                        {"BLOCK": "64", "WARPS": "2"}, Journal(), "run-1", screen=screen)
 
 

@@ -11,12 +11,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from kernelopt_core.errors import UsageError
 from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.options import option, option_table
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
+
+
+@option_table("replay")
+@attrs.frozen
+class ReplayOptions:
+    """``[replay]``: the candidates to replay (``--candidate``, repeatable)."""
+
+    candidates: tuple[str, ...] = option(
+        (), "Replay a hand-written candidate: FILE=LOCAL_FILE (repeatable).", flag="--candidate",
+        repeatable=True)
+
+
+def candidates(settings: Settings) -> tuple[str, ...]:
+    return settings.section(ReplayOptions).candidates
 
 
 def parse_candidate(spec: str) -> dict[str, Path]:
@@ -39,12 +56,12 @@ class Replay:
     selection_rank = 100  # given candidates are what the user asked for: before any search
 
     def select(self, settings: Settings, target: Target) -> tuple[bool, str]:
-        return bool(settings.planners.candidates), (
-            "chosen by --candidate" if settings.planners.candidates else "")
+        return bool(candidates(settings)), (
+            "chosen by --candidate" if candidates(settings) else "")
 
     def check_inputs(self, settings: Settings, target: Target, knobs: tuple[Knob, ...]) -> None:
         """Every replayed file is an editable file of the target."""
-        for spec in settings.planners.candidates:
+        for spec in candidates(settings):
             bad = [f for f in parse_candidate(spec) if f not in target.editable]
             if bad:
                 raise UsageError(f"--candidate {spec!r}: {', '.join(bad)} is not an "
@@ -55,9 +72,9 @@ class Replay:
         self.done: set[str] = set()
 
     def unavailable_reason(self, settings: Settings, target: Target) -> str | None:
-        if not settings.planners.candidates:
+        if not candidates(settings):
             return "give the candidates to replay with --candidate FILE=LOCAL_FILE"
-        for spec in settings.planners.candidates:
+        for spec in candidates(settings):
             parse_candidate(spec)
         return None
 
@@ -65,7 +82,7 @@ class Replay:
         if parent.id != "baseline":
             return []
         out = []
-        for spec in ctx.settings.planners.candidates:
+        for spec in candidates(ctx.settings):
             if spec in self.done:
                 continue
             self.done.add(spec)
@@ -82,3 +99,8 @@ class Replay:
 @hookimpl
 def kernelopt_register_planners() -> list[object]:
     return [Replay]  # a class: the core makes a fresh one per run
+
+
+@hookimpl
+def kernelopt_option_tables() -> list[type]:
+    return [ReplayOptions]

@@ -26,6 +26,7 @@ from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.planners.joint import JointSearch, threads_fit
+from kernelopt_core.planners.tuner_options import TunerOptions
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -40,12 +41,13 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     if screen is None or not ctx.knobs:
         return None
     s = ctx.settings
+    options = s.section(TunerOptions)
     spent_before = ctx.gpu_seconds()
     batches: list[int] = []
 
     def within_budget() -> bool:
         spent = ctx.gpu_seconds()
-        return spent - spent_before < s.planners.screen_gpu_seconds and ctx.seconds_left() > 0 and (
+        return spent - spent_before < options.screen_gpu_seconds and ctx.seconds_left() > 0 and (
             s.search.budget_gpu_seconds is None or spent < s.search.budget_gpu_seconds)
 
     def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
@@ -56,7 +58,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     # assignment has ratio 1 by definition and is not screened again
     is_baseline = all(start.get(k.name) == ctx.baseline_knobs.get(k.name) for k in ctx.knobs)
     search = JointSearch([(k.name, tuple(k.values)) for k in ctx.knobs], start, evaluate,
-                         s.planners.screen_evaluations, within_budget,
+                         options.screen_evaluations, within_budget,
                          start_cost=1.0 if is_baseline else None,
                          plausible=threads_fit(ctx.knobs))
     try:
@@ -82,7 +84,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
                 "(lower is faster), checked on one seed, not yet through the gates",
         "grid": search.grid, "screened": search.evaluations, "failed": failed, "best": best}
     # only what the screen saw faster than the tree; the gates decide on the rest
-    return [c for c, ratio in ranked if ratio < 1.0 and c != start][: s.planners.screen_top]
+    return [c for c, ratio in ranked if ratio < 1.0 and c != start][: options.screen_top]
 
 
 def knob_proposal(ctx: PlanContext, assignment: dict[str, str], planner: str) -> Proposal | None:
@@ -228,3 +230,8 @@ class Tuner:
 @hookimpl
 def kernelopt_register_planners() -> list[object]:
     return [Tuner]  # a class: the core makes a fresh one per run
+
+
+@hookimpl
+def kernelopt_option_tables() -> list[type]:
+    return [TunerOptions]

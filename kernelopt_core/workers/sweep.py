@@ -10,6 +10,7 @@ from typing import Any
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.lock import Held
+from kernelopt_core.planners.tuner_options import TunerOptions
 from kernelopt_core.process import WorkerError
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Tree
@@ -38,7 +39,7 @@ def payload(knobs: tuple[Knob, ...], tree: Tree, configs: list[dict[str, str]]
 def timeout_s(settings: Settings, configs: int) -> float:
     """The tree's own reading, then each configuration's deadline with a margin: past it the
     worker is killed (a compile that never yields to Python's signal handler)."""
-    deadline = settings.planners.screen_config_timeout_s + MARGIN_S
+    deadline = settings.section(TunerOptions).screen_config_timeout_s + MARGIN_S
     return settings.timeouts.bench_timeout_s + configs * deadline
 
 
@@ -59,7 +60,8 @@ def sweep(pool: Pool, tree: Tree, configs: list[dict[str, str]], log: Path,
         return None
     configs_in = payload(pool.target.knobs if knobs is None else knobs, tree, configs)
     held: list[Held] = []
-    request = {"configs": configs_in, "deadline_s": pool.settings.planners.screen_config_timeout_s}
+    request = {"configs": configs_in,
+               "deadline_s": pool.settings.section(TunerOptions).screen_config_timeout_s}
     timeout = timeout_s(pool.settings, len(configs))
     try:
         loaded = pool.loaded(tree, pool.digest(tree), log)

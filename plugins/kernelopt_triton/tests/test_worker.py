@@ -84,8 +84,10 @@ def test_a_configuration_past_its_deadline_fails_alone(served, tmp_path: Path) -
     import attrs
 
     runner, _baseline, candidate = served
-    runner.settings = attrs.evolve(runner.settings, planners=attrs.evolve(
-        runner.settings.planners, screen_config_timeout_s=2.0))
+    from kernelopt_core.planners.tuner_options import TunerOptions
+
+    runner.settings = attrs.evolve(runner.settings, tables={
+        **runner.settings.tables, "tuner": TunerOptions(screen_config_timeout_s=2.0)})
     path = candidate.src / "softmax.py"
     path.write_text(path.read_text() + '\nimport time as _time\n'
                     'if "BLOCK_SIZE=" + "1024," in open(__file__).read():\n    _time.sleep(60)\n')
