@@ -95,7 +95,6 @@ class Target:
     flops: int | None = None  # floating-point operations per call, where compute bounds it
     knobs: tuple[Knob, ...] = ()  # the tuner's; none: detected from the editable files
     bench: BenchSpec | None = attrs.field(factory=BenchSpec)  # how to read the bench; None: none
-    has_engine: bool = False  # informational: `engine` gives a whole-program command
     time_share: float | None = None  # the kernel's share of the engine's GPU time (Amdahl)
     # Text the backend wants shown before the run and kept in its run directory as
     # preface.txt (e.g. a model's kernel ranking).

@@ -111,7 +111,6 @@ class CMakeBackend:
             flops=spec.flops,
             knobs=tuple(knobs),
             bench=bench,
-            has_engine=spec.engine is not None,
             device=spec.device or _device_of(spec.editable),
             peak_gbps=spec.peak_gbps,
             data=(descriptor, spec),

@@ -282,7 +282,6 @@ class LlamaCppBackend:
             bytes_moved=int(pinned["kb"]) * 1024 if pinned and pinned.get("kb") else None,
             knobs=tuple(tuning.scan(files, route.op, route.function)),
             bench=BenchSpec(format="json"),  # tbo.bench_line: the time, the case, its bytes
-            has_engine=data.e2e_model is not None,
             harness={harness.FILE: patched.encode("utf-8")} if patched is not None else {},
             device="cpu" if marker else "cuda",
             time_share=share,
@@ -373,7 +372,7 @@ class LlamaCppBackend:
             # the full path: the profile --top ranks by is matched to the model by this shape
             contract=(DISPATCH,), shape=f"the whole model {path}: prompt of {PROMPT_TOKENS} "
             f"tokens, then {GENERATED_TOKENS} generated",
-            has_engine=True, device="cpu" if marker else "cuda",
+            device="cpu" if marker else "cuda",
             data=ModelData(str(path), "native" if marker else gpu_arch(),
                                        marker is not None))
 

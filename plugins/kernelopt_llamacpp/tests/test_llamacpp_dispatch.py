@@ -89,8 +89,9 @@ def test_the_whole_model_is_a_target_to_profile_in_two_phases(tmp_path: Path) ->
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     [target] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "s", e2e_model=str(model)))
-    assert (target.name, target.editable, target.has_engine) == ("model", (), True)
+    assert (target.name, target.editable) == ("model", ())
     tree = Tree("baseline", repo, tmp_path / "build")
+    assert LlamaCppBackend().engine(target, tree) is not None  # the model: an engine to run
     phases = LlamaCppBackend().profile_phases(target, tree)
     assert phases is not None and list(phases) == ["prefill", "decode"]
     prompt, generation = phases["prefill"].argv, phases["decode"].argv

@@ -91,7 +91,7 @@ def test_top_k_takes_the_models_heaviest_ops_it_can_time(tree: Path, tmp_path: P
         assert target.time_share == rows[target.name]["share"]
         # no engine gate per op: the model check runs the model once, every winner in place
         assert target.data.model == str(model.resolve()) and target.data.e2e_model is None
-        assert target.data.match and not target.has_engine
+        assert target.data.match and LlamaCppBackend().engine(target, None) is None  # type: ignore[arg-type]
         assert "passed over" in target.preface and "MUL_MAT" in target.preface
     # the model check after the runs: the whole model as built and with the winners in place
     assert LlamaCppBackend().model_compare(targets, {}, tmp_path / "check") is None  # stand-ins

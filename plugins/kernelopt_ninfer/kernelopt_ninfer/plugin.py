@@ -170,7 +170,6 @@ class NInferBackend:
                 else ""),
             knobs=tuple(tuning.scan(files)),
             bench=BenchSpec(format="json") if op.bench else None,
-            has_engine=data.artifact is not None,
             preface=self._preface(op, data, platform.why, settings),
             device=platform.device, data=data)]
 

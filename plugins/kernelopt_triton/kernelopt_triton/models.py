@@ -135,7 +135,7 @@ class InductorBackend(TritonBackend):
             baseline = current_values(target.knobs, {file.name: file.read_bytes()})
             target = attrs.evolve(target, knobs=inductor_rules.constrain(
                 target.knobs, ks.heuristic, ks.size_hints, baseline))
-        return attrs.evolve(target, context=context, has_engine=True,
+        return attrs.evolve(target, context=context,
                             time_share=kernel.get("share"), data=data,
                             name=f"{model.stem}-{kernel['name']}")
 
