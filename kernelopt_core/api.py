@@ -87,7 +87,7 @@ from kernelopt_core.knobs import (
 from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.llm_check import check_llm_provider
 from kernelopt_core.lock import gpu_lock
-from kernelopt_core.measure.parsers import ANSI, BenchReading
+from kernelopt_core.measure.parsers import ANSI, BenchLine, BenchReading
 from kernelopt_core.options import option, option_table
 from kernelopt_core.planners.base import PlanContext, Proposal, Screened
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
@@ -123,7 +123,7 @@ __all__ = [
     "option", "option_table",
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
-    "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "EventLog",
+    "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "BenchLine", "EventLog",
     "ENGINE_OUT_ENV", "ENGINE_REFERENCE_ENV",
     "KernelProfile", "MetricColumn", "ncu_kernels", "RecordedProfile", "last_profile",
     # errors and exit codes

@@ -29,6 +29,24 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @attrs.frozen
+class BenchLine:
+    """The line a bench prints for the core (``BenchSpec(format="json")``), as a plugin's child
+    side writes it (``print(BenchLine(...).to_json())``): the same names the parser reads, so the
+    pinned case is ``shape`` on every backend's line and in the journal."""
+
+    time_ms: float  # the bench's one time
+    shape: str | None = None  # the case timed (a pinned case's name, a tensor's shape)
+    bytes: int | None = None  # what one call moves, for the roofline gate
+    # the bench's own notes (its windows, a checksum, GB/s...), scalars, kept in the journal
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+    def to_json(self) -> str:
+        fields = {"shape": self.shape, "bytes": self.bytes if self.bytes else None}
+        return json.dumps({"kernelopt_bench": 1, "time_ms": self.time_ms, **self.extra,
+                           **{k: v for k, v in fields.items() if v is not None}})
+
+
+@attrs.frozen
 class BenchReading:
     time_ms: float  # the bench's one time
     # everything else its line reported (shape, bytes, checksum...)

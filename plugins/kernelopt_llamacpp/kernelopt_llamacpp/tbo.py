@@ -49,7 +49,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.api import ANSI, Command, ncu_kernels, read_pin, run_process, write_pin
+from kernelopt_core.api import ANSI, BenchLine, Command, ncu_kernels, read_pin, run_process, write_pin
 
 CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
 PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
@@ -161,8 +161,7 @@ def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
 def bench_line(timed: PerfCase) -> str:
     """The one line the core reads (``BenchSpec(format="json")``): the pinned case's time, the
     case itself as the shape timed, and the bytes it moves (for the roofline gate)."""
-    return json.dumps({"kernelopt_bench": 1, "time_ms": timed.us / 1e3, "shape": timed.name,
-                       **({"bytes": timed.kb * 1024} if timed.kb else {})})
+    return BenchLine(timed.us / 1e3, timed.name, timed.kb * 1024 if timed.kb else None).to_json()
 
 
 # --------------------------------------------------------------------------- the wrapper

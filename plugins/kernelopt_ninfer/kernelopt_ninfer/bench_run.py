@@ -13,7 +13,7 @@ timer noise and launch overhead in the reading). The first run records the choic
 case's median and the bench's arguments in the pin file, which every later run — baseline's
 and candidates' alike — reads. Each run then prints exactly one JSON line for the core::
 
-    {"time_ms": median/1000, "bytes": GB/s × median, "case": tag, "gbps": ..., ...}
+    {"kernelopt_bench": 1, "time_ms": median/1000, "gbps": ..., ..., "shape": tag, "bytes": GB/s × median}
 
 (``bytes``: what the bench itself counts a call moving, for the roofline gate). The bench's own
 lines go to stderr (kept in the log, never parsed by the core); a pinned tag printed twice is a
@@ -23,7 +23,6 @@ failure, not a choice (the code under test shares the bench's stdout).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shlex
 import sys
@@ -32,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.api import ANSI, Command, read_pin, run_process, write_pin
+from kernelopt_core.api import ANSI, BenchLine, Command, read_pin, run_process, write_pin
 
 LINE = re.compile(r"^(?P<tag>\S.*?)\s+median=\s*(?P<median>[0-9.]+)\s*us\s+min=\s*(?P<min>[0-9.]+)\s*us"
                   r"\s+p95=\s*(?P<p95>[0-9.]+)\s*us\s+(?P<gbps>[0-9.]+)\s*GB/s")
@@ -157,9 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     (case,) = mine
     # the pin's byte count: one constant of the bench, read once (each run's GB/s is rounded)
     nbytes = int(pin.get("bytes") or case.bytes)
-    print(json.dumps({"time_ms": case.median_us / 1000.0, "case": case.tag, "gbps": case.gbps,
-                      "min_us": case.min_us, "p95_us": case.p95_us,
-                      **({"bytes": nbytes} if nbytes > 0 else {})}), flush=True)
+    print(BenchLine(case.median_us / 1000.0, case.tag, nbytes if nbytes > 0 else None,
+                    {"gbps": case.gbps, "min_us": case.min_us, "p95_us": case.p95_us}).to_json(),
+          flush=True)
     return 0
 
 
