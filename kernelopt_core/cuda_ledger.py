@@ -29,6 +29,9 @@ from kernelopt_core.target import Command, Tree
 SOURCE = Path(__file__).parent / "data" / "cuda_ledger.c"
 FOLDER = "cuda-ledger"  # beside the workspace's trees: the baseline's record is the candidates'
 CUPTI_ENV = "KERNELOPT_CUPTI"  # a libcupti to use instead of the one found
+# set to 1: no ledger (it takes CUPTI's one subscriber: a test that profiles itself through
+# CUPTI, torch.profiler say, would find it taken)
+OFF_ENV = "KERNELOPT_NO_CUDA_LEDGER"
 
 
 def cupti_library() -> Path | None:
@@ -61,6 +64,8 @@ def build(tree: Tree, timeout_s: float = 120.0) -> Command | None:
     or no C compiler or CUPTI here (then checks run unwatched). A compiler that fails says so
     in the build log and the build goes on: the ledger is kernelopt's, not the target's."""
     out = library(tree)
+    if os.environ.get(OFF_ENV) in ("1", "yes", "true"):
+        return None
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     cupti = cupti_library()
     if out.is_file() or compiler is None or cupti is None:
@@ -84,7 +89,7 @@ def watch(command: Command, tree: Tree, seed: int | str) -> Command:
     """``command`` (a CUDA test) with the ledger loaded, when it is built: the baseline's
     test writes the record a candidate's is held to."""
     lib = library(tree)
-    if not lib.is_file():
+    if not lib.is_file() or os.environ.get(OFF_ENV) in ("1", "yes", "true"):
         return command
     baseline = tree.src.parent / FOLDER / f"baseline-seed{seed}.txt"
     env = {"CUDA_INJECTION64_PATH": str(lib), "KERNELOPT_CUDA_LEDGER": str(record(tree, seed))}

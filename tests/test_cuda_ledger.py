@@ -137,6 +137,20 @@ def test_nothing_is_watched_without_cupti_or_a_compiler(tmp_path: Path,
     assert cuda_ledger.watch(command, baseline, 1) == command  # no library: unchanged
 
 
+def test_the_ledger_can_be_turned_off(built: dict[str, Path], tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """KERNELOPT_NO_CUDA_LEDGER=1: for a test that profiles itself through CUPTI (one
+    subscriber per process)."""
+    monkeypatch.setenv(cuda_ledger.CUPTI_ENV, str(built["cupti"]))
+    baseline, _ = _trees(tmp_path)
+    assert run(cuda_ledger.build(baseline)).ok  # type: ignore[arg-type]
+    command = cuda_ledger.Command(("true",), tmp_path)
+    assert "CUDA_INJECTION64_PATH" in cuda_ledger.watch(command, baseline, 1).env
+    monkeypatch.setenv(cuda_ledger.OFF_ENV, "1")
+    assert cuda_ledger.watch(command, baseline, 1) == command
+    assert cuda_ledger.build(_trees(tmp_path / "other")[0]) is None
+
+
 def test_the_cmake_backend_watches_its_cuda_tests(built: dict[str, Path], tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from kernelopt_cmake.plugin import CMakeBackend
