@@ -25,6 +25,7 @@ from kernelopt_core.backend_kit import (
     read_pin,
     write_pin,
 )
+from kernelopt_core.budget import Budget
 from kernelopt_core.capabilities import (
     BenchesWork,
     ChecksInputs,
@@ -123,7 +124,7 @@ __all__ = [
     "option", "option_table",
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
-    "PlanContext", "Proposal", "Screened", "Node", "BenchReading", "BenchLine", "EventLog",
+    "PlanContext", "Proposal", "Screened", "Node", "Budget", "BenchReading", "BenchLine", "EventLog",
     "ENGINE_OUT_ENV", "ENGINE_REFERENCE_ENV",
     "KernelProfile", "MetricColumn", "ncu_kernels", "RecordedProfile", "last_profile",
     # errors and exit codes

@@ -21,7 +21,8 @@ from kernelopt_core import api
 # what the reference holds, in the order an author meets it
 RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "SearchSettings",
            "GateSettings", "Timeouts", "GateContext",
-           "GateResult", "Confirmed", "BenchReading", "BenchLine", "PlanContext", "Proposal", "Node",
+           "GateResult", "Confirmed", "BenchReading", "BenchLine", "PlanContext", "Budget",
+           "Proposal", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
            "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")
 PROTOCOLS = ("Backend", "ChecksShape", "ChecksSeeds", "BenchesWork", "PairsEngine",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import platform
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import attrs
 
 from kernelopt_core import baseline as baseline_steps
 from kernelopt_core import knob_probe, report, resolve
+from kernelopt_core.budget import Budget
 from kernelopt_core.errors import (
     EXIT_NO_WIN,
     EXIT_OPTIMIZED,
@@ -59,7 +59,6 @@ class RunOutcome:
     summary: dict[str, Any]
 
 
-NOTHING_EXCUSED = Replay(None, None, {}, 0.0)  # a run that is not replaying
 
 
 class Loop:
@@ -109,10 +108,10 @@ class Loop:
         self.journal.listeners.extend(self.listeners)
         if self.target.preface:
             (self.run_dir / "preface.txt").write_text(self.target.preface)
-        self.started = time.time() - (self.replay.spent_s if self.replay else 0.0)
-        self.search_started: float | None = None
         self.runner = Runner(self.backend, self.target, self.settings, self.journal)
-        self.runner.gpu_seconds = self.replay.gpu_s if self.replay else 0.0  # one budget
+        # one account: the search's wall budget, the runner's GPU seconds, the earlier attempts'
+        self.budget = Budget(self.settings.search, self.runner.spent,
+                             self.replay.earlier() if self.replay else None, self._replaying)
         self.workspace = Workspace(self.settings.state_root, self.target)
         self.evaluator = Evaluator(self.runner, self.settings, self.target, self.workspace,
                                    self.journal, self.run_id, self.run_dir, self._stage, {},
@@ -138,7 +137,7 @@ class Loop:
             self.journal.write(
                 "end",
                 exit_code=exit_code,
-                wall_seconds=round(time.time() - self.started, 3),
+                wall_seconds=round(self.budget.wall_seconds(), 3),
                 gpu_seconds=round(self.runner.gpu_seconds, 3),
                 child_seconds=round(self.runner.child_seconds, 3),
             )
@@ -152,19 +151,6 @@ class Loop:
         """The next candidate is one a resumed run serves from its journal (it costs nothing:
         no budget stops it)."""
         return self.replay is not None and self.replay.pending(f"c{self.evaluated + 1}")
-
-    def _excused(self) -> Replay:
-        """What a planner's budgets leave out: while the replay lasts, the earlier attempts'
-        spending (after it, the budgets are the run's)."""
-        return self.replay if self.replay is not None and self._replaying() else NOTHING_EXCUSED
-
-    def _left(self) -> float:
-        """Wall seconds left of the time budget: the search's, from the moment the baseline is
-        built, timed and probed (a cold build's minutes are not traded for candidates)."""
-        minutes = self.settings.search.budget_minutes
-        if not minutes or self.search_started is None:
-            return float("inf")
-        return self.search_started + minutes * 60 - time.time()
 
     def _stage(self, stage: str, **data: Any) -> None:
         self.stage = stage
@@ -213,13 +199,10 @@ class Loop:
                           self.run_id, profile, baseline_ms=baseline_ms,
                           screen=screener(self.runner, self.workspace.baseline_tree, knobs,
                                           self.run_dir / "screen"),
-                          gpu_seconds=lambda: self.runner.gpu_seconds - self._excused().gpu_s,
-                          seconds_left=lambda: self._left() + self._excused().searched_s,
-                          llm_calls_before=self.replay.llm_calls if self.replay else 0,
-                          llm_cost_before=self.replay.llm_cost if self.replay else 0.0)
+                          budget=self.budget)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
-        self.search_started = time.time() - (self.replay.searched_s if self.replay else 0.0)
-        self.journal.write("search_start", before_s=round(time.time() - self.started, 3))
+        self.budget.start_search()
+        self.journal.write("search_start", before_s=round(self.budget.wall_seconds(), 3))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
                            self._stage, self.evaluator.gate_context, profiling)
@@ -237,13 +220,9 @@ class Loop:
                 break
             # a resumed run's recorded candidates cost nothing: the budgets wait until they are
             # served, so the replay reaches the state the killed run had
-            replaying = self._replaying()
-            if self._left() <= 0 and not replaying:
-                stop = "time budget"
-                break
-            if s.search.budget_gpu_seconds is not None and not replaying \
-                    and self.runner.gpu_seconds >= s.search.budget_gpu_seconds:
-                stop = "GPU budget"
+            spent = self.budget.stop_reason()
+            if spent is not None:
+                stop = spent
                 break
             if since_best >= s.search.patience and not getattr(planner, "exhaustive", False):
                 stop = "patience"

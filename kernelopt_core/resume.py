@@ -25,6 +25,7 @@ import attrs
 import portalocker
 
 from kernelopt_core import journal as journal_mod
+from kernelopt_core.budget import Earlier
 from kernelopt_core.errors import UsageError
 from kernelopt_core.planners.base import Proposal
 from kernelopt_core.search import content_key
@@ -47,6 +48,10 @@ class Replay:
     diverged: bool = False
     best: float = 1.0  # the earlier attempts' best screen speedup (the progress line's)
     searched_s: float = 0.0  # their seconds of search (the time budget is shared)
+
+    def earlier(self) -> Earlier:
+        """What the earlier attempts spent, for the run's budget (budget.py)."""
+        return Earlier(self.spent_s, self.searched_s, self.gpu_s, self.llm_calls, self.llm_cost)
 
     @classmethod
     def load(cls, journal_path: Path, target: Target) -> Replay | None:

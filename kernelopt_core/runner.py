@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import process
+from kernelopt_core.budget import Spent
 from kernelopt_core.capabilities import ChecksSeeds, ChecksShape, PairsEngine, benches_work
 from kernelopt_core.errors import BenchFailed, BenchParseError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
@@ -21,7 +22,7 @@ from kernelopt_core.measure.parsers import BenchReading, parse
 from kernelopt_core.process import ProcessResult, Worker
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Knob, Target, Tree
-from kernelopt_core.workers.pool import Pool, Spent
+from kernelopt_core.workers.pool import Pool
 from kernelopt_core.workers.replies import how_timed
 from kernelopt_core.workers.sweep import sweep
 

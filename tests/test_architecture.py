@@ -167,7 +167,7 @@ CONTRACT = {
     "kernelopt_core.hookspecs", "kernelopt_core.capabilities", "kernelopt_core.target",
     "kernelopt_core.errors",
     "kernelopt_core.settings", "kernelopt_core.options", "kernelopt_core.gates.base",
-    "kernelopt_core.planners.base",
+    "kernelopt_core.planners.base", "kernelopt_core.budget",
     "kernelopt_core.search", "kernelopt_core.journal", "kernelopt_core.measure.parsers",
     "kernelopt_core.process", "kernelopt_core.workers.protocol", "kernelopt_core.bench_worker",
     "kernelopt_core.executors",

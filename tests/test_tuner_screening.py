@@ -10,7 +10,7 @@ from kernelopt_core.planners.base import PlanContext, Screened
 from kernelopt_core.planners.tuner import Tuner, screened_frontier
 from kernelopt_core.planners.tuner_options import TunerOptions
 from kernelopt_core.search import Node
-from kernelopt_core.settings import Settings
+from kernelopt_core.settings import SearchSettings, Settings
 from kernelopt_core.target import Knob, Target
 
 SOURCE = b"#define BLOCK 64\n#define WARPS 2\n"
@@ -84,7 +84,8 @@ def test_the_runs_time_budget_stops_the_screening() -> None:
         return bowl(configs)
 
     ctx = context(counting)
-    ctx.seconds_left = lambda: 0.0  # the budget is spent
+    ctx.budget.search = SearchSettings(budget_minutes=1e-6)  # the budget is spent
+    ctx.budget.start_search()
     assert screened_frontier(ctx, {"BLOCK": "64", "WARPS": "2"}) is None
     assert screened == []
 

@@ -132,7 +132,7 @@ class Agents:
                 reasoning_effort=s.reasoning_effort, prices=load_prices(s.prices),
                 max_calls=s.budget_llm_calls, max_cost=s.budget_cost,
                 backoff_s=s.llm_backoff_s,
-                calls_before=ctx.llm_calls_before, cost_before=ctx.llm_cost_before,
+                calls_before=ctx.budget.llm_calls_before, cost_before=ctx.budget.llm_cost_before,
             )
         return self.client
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core.budget import Budget
 from kernelopt_core.gates.base import EventLog
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -52,13 +53,16 @@ class PlanContext:
     # bulk screening of knob configurations in one worker (None: the backend has no worker);
     # cheap next to a candidate: no gates, no confirm rounds, failures cost only their compile
     screen: Callable[[list[dict[str, str]]], list[Screened]] | None = None
-    # GPU-lock seconds the run has spent so far (this attempt's only while a resumed run
-    # replays its recorded candidates: no budget stops a replay; seconds_left likewise)
-    gpu_seconds: Callable[[], float] = lambda: 0.0
-    # wall seconds left of the run's time budget (a screening's compiles, outside the GPU
-    # lock, count here and not as GPU seconds)
-    seconds_left: Callable[[], float] = lambda: float("inf")
-    # a resumed run's LLM calls and cost (USD) in its earlier attempts: an LLM planner counts
-    # them against its budgets, which are the run's, not the attempt's
-    llm_calls_before: int = 0
-    llm_cost_before: float = 0.0
+    # the run's budgets and what it has spent (budget.py): gpu_seconds(), seconds_left() below,
+    # a resumed run's earlier LLM calls and cost (budget.llm_calls_before, llm_cost_before)
+    budget: Budget = attrs.field(factory=Budget)
+
+    def gpu_seconds(self) -> float:
+        """GPU-lock seconds the run has spent so far (this attempt's only while a resumed run
+        replays its recorded candidates: no budget stops a replay; seconds_left likewise)."""
+        return self.budget.gpu_seconds()
+
+    def seconds_left(self) -> float:
+        """Wall seconds left of the run's time budget (a screening's compiles, outside the GPU
+        lock, count here and not as GPU seconds)."""
+        return self.budget.seconds_left()

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import attrs
 
 from kernelopt_core import process
+from kernelopt_core.budget import Spent
 from kernelopt_core.capabilities import ServesBenchWorker
 from kernelopt_core.errors import BenchFailed, PrerequisiteError
 from kernelopt_core.hookspecs import Backend
@@ -30,14 +31,6 @@ from kernelopt_core.target import Command, Target, Tree
 from kernelopt_core.workers.replies import LoadFailed, exit_code
 from kernelopt_core.workers.replies import bench_seeds as draw_bench_seeds
 from kernelopt_core.workers.spare import Spares
-
-
-@attrs.define
-class Spent:
-    """Seconds the runner and its pool spent, one account for both (the loop's GPU budget)."""
-
-    gpu_seconds: float = 0.0  # time holding the GPU lock
-    child_seconds: float = 0.0  # time inside child processes
 
 
 @attrs.define(eq=False)
