@@ -6,14 +6,16 @@ without bound in the long-running program it is meant for. The ledger (data/cuda
 is a library the CUDA driver loads into the test through ``CUDA_INJECTION64_PATH``: it keeps
 every device allocation until it is freed and counts kernel launches (CUPTI's driver-API
 callbacks), and at exit compares the allocations made after the first launch and still held
-with the baseline's same test. More than a few beyond the baseline's, the test prints why and
-exits 1: the correctness gate rejects it in the fault's own words.
+with the baseline's same test. More than a few beyond the baseline's, in a test that exited 0,
+the test prints why and exits 1: the correctness gate rejects it in the fault's own words.
 
 A backend of CUDA code asks for it with two calls, both of the public api:
 ``cuda_ledger_build(tree)`` among its build commands (the library, once per workspace: a C
 compiler and CUPTI found, else nothing is watched) and ``cuda_ledger_watch(command, tree,
 seed)`` around its check command. What it cannot see: memory freed only by a context's end
-(cudaDeviceReset), allocations outside the driver's allocators (a library's own pool)."""
+(cudaDeviceReset), allocations outside the driver's allocators (a library's own pool,
+cuMemCreate/cuMemMap). What it cannot tell apart: a bounded cache kept per shape, over a
+test's many shapes, from a leak per call."""
 
 from __future__ import annotations
 
@@ -53,6 +55,10 @@ def cupti_library() -> Path | None:
     return None
 
 
+def _off() -> bool:
+    return os.environ.get(OFF_ENV, "").strip().lower() in ("1", "yes", "true", "on")
+
+
 def library(tree: Tree) -> Path:
     """Where the workspace's ledger library is (named by its source, so a new one rebuilds)."""
     digest = hashlib.sha1(SOURCE.read_bytes()).hexdigest()[:10]
@@ -64,20 +70,23 @@ def build(tree: Tree, timeout_s: float = 120.0) -> Command | None:
     or no C compiler or CUPTI here (then checks run unwatched). A compiler that fails says so
     in the build log and the build goes on: the ledger is kernelopt's, not the target's."""
     out = library(tree)
-    if os.environ.get(OFF_ENV) in ("1", "yes", "true"):
+    failed = out.with_suffix(".failed")  # its compiler's output: not tried again
+    if _off() or out.is_file() or failed.is_file():
         return None
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     cupti = cupti_library()
-    if out.is_file() or compiler is None or cupti is None:
+    if compiler is None or cupti is None:
         return None
     out.parent.mkdir(parents=True, exist_ok=True)
-    script = ('"$@" && mv -f "$KO_OUT.part" "$KO_OUT" || echo "kernelopt: the CUDA memory '
-              'ledger did not build: device memory is not watched"')
+    # the compiler's words go to a file of the ledger's, not the build log (whose failing line
+    # a real build failure's reason is read from); a partial library is never loaded
+    script = ('"$@" -o "$KO_OUT.$$.part" > "$KO_OUT.log" 2>&1 && mv -f "$KO_OUT.$$.part" '
+              '"$KO_OUT" || { mv -f "$KO_OUT.log" "$KO_FAILED"; echo "kernelopt: the CUDA '
+              'memory ledger did not build ($KO_FAILED): device memory is not watched"; }')
     return Command(("sh", "-c", script, "sh", compiler, "-shared", "-fPIC", "-O2",
-                    f'-DKO_CUPTI_PATH="{cupti}"', "-o", f"{out}.part", str(SOURCE), "-ldl",
-                    "-lpthread"),
-                   cwd=out.parent, env={"KO_OUT": str(out)}, timeout_s=timeout_s,
-                   label="CUDA memory ledger")
+                    f'-DKO_CUPTI_PATH="{cupti}"', str(SOURCE), "-ldl", "-lpthread"),
+                   cwd=out.parent, env={"KO_OUT": str(out), "KO_FAILED": str(failed)},
+                   timeout_s=timeout_s, label="CUDA memory ledger")
 
 
 def record(tree: Tree, seed: int | str) -> Path:
@@ -87,10 +96,12 @@ def record(tree: Tree, seed: int | str) -> Path:
 
 def watch(command: Command, tree: Tree, seed: int | str) -> Command:
     """``command`` (a CUDA test) with the ledger loaded, when it is built: the baseline's
-    test writes the record a candidate's is held to."""
+    test writes the record a candidate's is held to. Called as the check is about to run, it
+    starts that check's record afresh (the library appends a line per CUDA process)."""
     lib = library(tree)
-    if not lib.is_file() or os.environ.get(OFF_ENV) in ("1", "yes", "true"):
+    if not lib.is_file() or _off():
         return command
+    record(tree, seed).unlink(missing_ok=True)
     baseline = tree.src.parent / FOLDER / f"baseline-seed{seed}.txt"
     env = {"CUDA_INJECTION64_PATH": str(lib), "KERNELOPT_CUDA_LEDGER": str(record(tree, seed))}
     if tree.role != "baseline":

@@ -119,6 +119,12 @@ class Settings:
     def make(cls, **values: Any) -> Settings:
         """Settings from flat names, as ``[run]``, the flags and ``KERNELOPT_*`` spell them
         (``Settings.make(seeds=(1,), screen_runs=1)``), and from Settings' own fields."""
+        own = {f.name for f in attrs.fields(cls)}
+        unknown = sorted(n for n in values if n not in GROUP_OF and n not in own)
+        if unknown:  # a plugin's or a built-in planner's option: its own table
+            raise TypeError(f"Settings.make: {', '.join(unknown)} is not a core setting; an "
+                            "option table's is given as tables={NAME: Options(...)} "
+                            "(e.g. tables={'tuner': TunerOptions(screen_top=5)})")
         groups: dict[str, dict[str, Any]] = {}
         for name in [n for n in values if n in GROUP_OF]:
             groups.setdefault(GROUP_OF[name], {})[name] = values.pop(name)

@@ -3,8 +3,8 @@ the real library, built with the machine's C compiler, loaded by a program that 
 driver's part (it calls InitializeInjection as cuInit does, then reports allocations, frees and
 launches through the callback the library subscribed, with the parameter layouts of CUDA 13's
 generated_cuda_meta.h) and a stand-in libcupti that hands that callback over. What CUDA itself
-does (cudaMalloc reaching cuMemAlloc_v2 under CUPTI) is proved on the H200:
-bench/results/2026-12-04-h200-faults/ (the cmake CUDA leak)."""
+does (the runtime's cudaMalloc and <<<>>> reaching the driver's callbacks) is for the H200 to
+show: `bash bench/h200_faults.sh cuda` (tests/faults/cuda/leak.cu), not yet run."""
 
 from __future__ import annotations
 
@@ -65,12 +65,17 @@ int main(int argc, char **argv) {
         alloc_t a = {&p, 64u << 20};
         call(243, 1, &a);  /* cuMemAlloc_v2, exit */
         call(307, 0, 0);   /* cuLaunchKernel, enter */
-        if (strcmp(mode, "leak") != 0) call(245, 1, &p);  /* cuMemFree_v2 */
+        if (strcmp(mode, "leak") != 0 && strcmp(mode, "fail") != 0)
+            call(245, 1, &p);  /* cuMemFree_v2 */
         if (i == 0 && strcmp(mode, "lazy") == 0) {
             unsigned long long w = 0x6f0000000000ull;
             alloc_t ws = {&w, 512u << 20};
             call(243, 1, &ws);
         }
+    }
+    if (strcmp(mode, "fail") == 0) {  /* a wrong result: it stops, its buffers unfreed */
+        printf("rowsum_test: MISMATCH at case 6\n");
+        return 1;
     }
     printf("rowsum_test: 28 cases OK\n");  /* buffered: the ledger's exit must flush it */
     return 0;
@@ -123,7 +128,11 @@ def test_a_leak_per_call_fails_the_test_in_its_own_words(built: dict[str, Path],
     assert failing_line(out + err).startswith("error: device memory leak")
     # the same code, correct: passes; one workspace kept after the first launch: not a leak
     assert test(candidate, "clean")[0] == 0 and test(candidate, "lazy")[0] == 0
-    assert len(cuda_ledger.record(candidate, 1).read_text().splitlines()) == 3
+    # each check's record is its own (the last one's lines only)
+    assert len(cuda_ledger.record(candidate, 1).read_text().splitlines()) == 1
+    # a test that failed on its own keeps its own words (its buffers left unfreed)
+    code, out, err = test(candidate, "fail")
+    assert code == 1 and "MISMATCH" in out and "leak" not in err
     # no baseline record for this seed (the baseline's test never ran on it): unjudged
     assert test(candidate, "leak", seed=2)[0] == 0
 
@@ -135,6 +144,18 @@ def test_nothing_is_watched_without_cupti_or_a_compiler(tmp_path: Path,
     assert cuda_ledger.build(baseline) is None
     command = cuda_ledger.Command(("true",), tmp_path)
     assert cuda_ledger.watch(command, baseline, 1) == command  # no library: unchanged
+
+
+def test_a_ledger_that_does_not_build_is_not_tried_again(built: dict[str, Path], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cuda_ledger.CUPTI_ENV, str(built["cupti"]))
+    monkeypatch.setenv("CC", "false")  # a compiler that fails
+    baseline, candidate = _trees(tmp_path)
+    result = run(cuda_ledger.build(baseline))  # type: ignore[arg-type]
+    assert result.ok and "did not build" in result.stdout  # the target's build goes on
+    assert "error" not in result.stdout.lower()  # the compiler's words are the ledger's file's
+    assert not cuda_ledger.library(baseline).is_file()
+    assert cuda_ledger.build(candidate) is None  # the failure is kept: not retried per build
 
 
 def test_the_ledger_can_be_turned_off(built: dict[str, Path], tmp_path: Path,
@@ -171,3 +192,37 @@ def test_the_cmake_backend_watches_its_cuda_tests(built: dict[str, Path], tmp_pa
     assert watched["CUDA_INJECTION64_PATH"] == str(cuda_ledger.library(candidate))
     assert watched["KERNELOPT_CUDA_LEDGER_BASELINE"].endswith("cuda-ledger/baseline-seed7.txt")
     assert "CUDA_INJECTION64_PATH" not in backend.check(cpu, candidate, 7).env
+
+
+def test_the_table_keeps_many_allocations_through_churn(tmp_path: Path) -> None:
+    """The ledger's own table, driven directly: 2 MiB-aligned pointers (device allocations
+    share their low bits), many live at once, freed and made again; a double free and an
+    unknown pointer change nothing."""
+    import ctypes
+
+    lib_path = tmp_path / "ledger.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib_path), str(cuda_ledger.SOURCE),
+                    "-ldl", "-lpthread"], check=True)
+    lib = ctypes.CDLL(str(lib_path))
+    lib.ko_ledger_alloc.argtypes = [ctypes.c_ulonglong, ctypes.c_size_t]
+    lib.ko_ledger_free.argtypes = [ctypes.c_ulonglong]
+    lib.ko_ledger_finish.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
+    pointers = [(i + 1) << 21 for i in range(6000)]
+    for p in pointers[:100]:  # before the first launch
+        lib.ko_ledger_alloc(p, 4096)
+    lib.ko_ledger_launch()
+    for p in pointers[100:]:
+        lib.ko_ledger_alloc(p, 4096)
+    for p in pointers[:5000]:  # churn: most freed, then made again and freed
+        lib.ko_ledger_free(p)
+    lib.ko_ledger_free(pointers[0])  # twice
+    lib.ko_ledger_free(12345)  # never allocated
+    for p in pointers[:3000]:
+        lib.ko_ledger_alloc(p, 1)
+        lib.ko_ledger_free(p)
+    record = tmp_path / "record.txt"
+    assert lib.ko_ledger_finish(str(record).encode(), None, 0) == 0
+    line = record.read_text()
+    assert "launches=1 allocations=9000 " in line and "unfreed_allocations=1000 " in line
+    assert "late_unfreed_allocations=1000 " in line and f"late_unfreed_bytes={1000 * 4096} " in line
+    assert f"peak_bytes={6000 * 4096}" in line

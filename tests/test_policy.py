@@ -74,11 +74,19 @@ def test_unparsable_python_is_judged_line_by_line() -> None:
 
 @pytest.mark.parametrize("path,old,new,no_op", [
     ("k.cpp", "#define TILE 1\nint f() { return TILE; }\n",
-     "// reviewed: no change needed\n#define TILE 1\nint f()  {\n  return TILE;  /* same */ }\n", True),
+     "// reviewed: no change needed\n#define TILE 1\n\nint f()  {   return TILE;  /* same */ }\n", True),
     ("k.cpp", "#define TILE 1\n", "#define TILE 2\n", False),
     ("k.cpp", 'const char* s = "a b";\n', 'const char* s = "a c";  // a string is code\n', False),
     ("k.py", PY_BASE + "BLOCK = 64\n", PY_BASE + "BLOCK = 64  # tuned\n\n# the end\n", True),
     ("k.py", PY_BASE + "BLOCK = 64\n", PY_BASE + "BLOCK = 128\n", False),
+    # a review's cases: whitespace inside a string, a macro's parameter list, an unparsable
+    # Python file's floor division, a shell line: each a change
+    ("k.cu", 'const char* f = "%d %d";\n', 'const char* f = "%d%d";\n', False),
+    ("k.cu", "#define F(x) (x)\n", "#define F (x) (x)\n", False),
+    ("k.py", "def f(:\n    return a // b\n", "def f(:\n    return a // c\n", False),
+    ("k.sh", "X=1 cmd\n", "X = 1 cmd\n", False),
+    ("k.cu", "int a = b+c;\n", "int a = b + c;\n", False),  # spacing added: a change (rather
+    # let a cosmetic edit through than refuse a real one)
 ])
 def test_an_edit_that_changes_no_code_is_refused(path: str, old: str, new: str,
                                                  no_op: bool) -> None:

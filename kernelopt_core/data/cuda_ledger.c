@@ -12,8 +12,10 @@
    (a scratch buffer allocated on every call and never freed) is one late allocation per call;
    a test's own buffers, made before its first launch or freed, are not. With
    $KERNELOPT_CUDA_LEDGER_BASELINE naming the baseline's ledger of the same test, a process
-   holding at least LEAK_MIN_ALLOCATIONS more late allocations, and more bytes, than the
-   baseline's held prints why and exits 1: the test fails, with words that name the fault.
+   that exits 0 holding at least LEAK_MIN_ALLOCATIONS more late allocations, and more bytes,
+   than the baseline's held prints why and exits 1: the test fails, with words that name the
+   fault. A test that already failed is left its own words (a test that stops at a wrong
+   result may well leave its buffers unfreed).
 
    No CUDA or CUPTI header is needed to build it (`cc -shared -fPIC`): the few types and
    constants it uses are declared below as the CUDA 13 headers define them (stable since CUDA
@@ -62,7 +64,7 @@ enum {
     CBID_cuMemAllocAsync = 598, CBID_cuMemAllocAsync_ptsz = 599, CBID_cuMemFreeAsync = 600,
     CBID_cuMemFreeAsync_ptsz = 601, CBID_cuMemAllocFromPoolAsync = 611,
     CBID_cuMemAllocFromPoolAsync_ptsz = 612, CBID_cuLaunchKernelEx = 652,
-    CBID_cuLaunchKernelEx_ptsz = 653,
+    CBID_cuLaunchKernelEx_ptsz = 653, CBID_cuGraphLaunch = 514, CBID_cuGraphLaunch_ptsz = 515,
 };
 /* generated_cuda_meta.h: every allocation's parameters start with the pointer it fills, and
    all but the pitched one continue with the size; every free's start with the pointer */
@@ -77,33 +79,50 @@ typedef struct { CUdeviceptr ptr; size_t bytes; int late; } Slot; /* ptr 0: empt
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static Slot *slots;
 static size_t capacity, used; /* used: live and gone slots (probing stops only at empty) */
+static unsigned bits;         /* capacity == 1 << bits */
+static int broken;            /* out of host memory: the ledger stops judging */
 static unsigned long long launches, allocations, live_bytes, live_count, peak_bytes;
 static unsigned long long late_bytes, late_count;
 
-static size_t slot_of(CUdeviceptr ptr) { return (size_t)((ptr >> 8) * 0x9E3779B97F4A7C15ull); }
+/* Fibonacci hashing: the product's high bits (device pointers share their low bits) */
+static size_t slot_of(CUdeviceptr ptr) {
+    return (size_t)((ptr * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
 
-static void grow(void) {
+/* A table twice the live entries' need (at least 1024 slots), without the gone ones. */
+static int rehash(void) {
+    size_t want = 1024;
+    unsigned want_bits = 10;
+    while (want < 4 * (live_count + 1)) { want *= 2; ++want_bits; }
+    Slot *fresh = calloc(want, sizeof(Slot));
+    if (!fresh) return 0;
     Slot *old = slots;
     size_t old_capacity = capacity;
-    capacity = capacity ? capacity * 2 : 1024;
-    slots = calloc(capacity, sizeof(Slot));
+    slots = fresh;
+    capacity = want;
+    bits = want_bits;
     used = 0;
     for (size_t i = 0; i < old_capacity; ++i) {
         if (old[i].ptr > 1) {
-            size_t j = slot_of(old[i].ptr) & (capacity - 1);
+            size_t j = slot_of(old[i].ptr);
             while (slots[j].ptr) j = (j + 1) & (capacity - 1);
             slots[j] = old[i];
             ++used;
         }
     }
     free(old);
+    return 1;
 }
 
 void ko_ledger_alloc(CUdeviceptr ptr, size_t bytes) {
     if (ptr <= 1) return;
     pthread_mutex_lock(&lock);
-    if (2 * (used + 1) > capacity) grow();
-    size_t j = slot_of(ptr) & (capacity - 1);
+    if (!broken && 2 * (used + 1) > capacity && !rehash()) broken = 1;
+    if (broken) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    size_t j = slot_of(ptr);
     while (slots[j].ptr > 1) j = (j + 1) & (capacity - 1);
     if (slots[j].ptr == 0) ++used;
     slots[j] = (Slot){ptr, bytes, launches > 0};
@@ -117,8 +136,8 @@ void ko_ledger_alloc(CUdeviceptr ptr, size_t bytes) {
 
 void ko_ledger_free(CUdeviceptr ptr) {
     pthread_mutex_lock(&lock);
-    if (capacity && ptr > 1) {
-        size_t j = slot_of(ptr) & (capacity - 1);
+    if (capacity && ptr > 1 && !broken) {
+        size_t j = slot_of(ptr);
         while (slots[j].ptr && slots[j].ptr != ptr) j = (j + 1) & (capacity - 1);
         if (slots[j].ptr == ptr) {
             --live_count;
@@ -159,9 +178,10 @@ static int read_baseline(const char *path, unsigned long long *count, unsigned l
     return found;
 }
 
-/* Appends this process's line; with a baseline, returns 1 (after printing why) when the
-   process leaked beyond it. Exported for the CPU test (tests/test_cuda_ledger.py). */
-int ko_ledger_finish(const char *record, const char *baseline) {
+/* Appends this process's line; with a baseline and an exit status of 0, returns 1 (after
+   printing why) when the process leaked beyond it. Exported for the CPU test
+   (tests/test_cuda_ledger.py). */
+int ko_ledger_finish(const char *record, const char *baseline, int status) {
     pthread_mutex_lock(&lock);
     unsigned long long n = launches, a = allocations, ub = live_bytes, uc = live_count;
     unsigned long long lb = late_bytes, lc = late_count, pb = peak_bytes;
@@ -174,7 +194,9 @@ int ko_ledger_finish(const char *record, const char *baseline) {
         }
     }
     unsigned long long base_count, base_bytes;
-    if (!baseline || !*baseline || !read_baseline(baseline, &base_count, &base_bytes)) return 0;
+    if (status != 0 || broken || !baseline || !*baseline ||
+        !read_baseline(baseline, &base_count, &base_bytes))
+        return 0;
     if (lc < base_count + LEAK_MIN_ALLOCATIONS || lb <= base_bytes) return 0;
     const double mib = 1024.0 * 1024.0;
     fflush(stdout);
@@ -191,8 +213,10 @@ int ko_ledger_finish(const char *record, const char *baseline) {
 }
 
 /* ------------------------------------------------------------------ CUPTI's side */
-static void on_exit_write(void) {
-    if (ko_ledger_finish(getenv("KERNELOPT_CUDA_LEDGER"), getenv("KERNELOPT_CUDA_LEDGER_BASELINE")))
+static void on_exit_write(int status, void *unused) {
+    (void)unused;
+    if (ko_ledger_finish(getenv("KERNELOPT_CUDA_LEDGER"), getenv("KERNELOPT_CUDA_LEDGER_BASELINE"),
+                         status))
         _exit(1);
 }
 
@@ -204,7 +228,7 @@ static void on_driver_call(void *userdata, CUpti_CallbackDomain domain, CUpti_Ca
     switch (cbid) {
     case CBID_cuLaunchKernel: case CBID_cuLaunchKernel_ptsz: case CBID_cuLaunchKernelEx:
     case CBID_cuLaunchKernelEx_ptsz: case CBID_cuLaunchCooperativeKernel:
-    case CBID_cuLaunchCooperativeKernel_ptsz:
+    case CBID_cuLaunchCooperativeKernel_ptsz: case CBID_cuGraphLaunch: case CBID_cuGraphLaunch_ptsz:
         if (cb->callbackSite == CUPTI_API_ENTER) ko_ledger_launch();
         return;
     default:
@@ -240,6 +264,7 @@ static const CUpti_CallbackId WATCHED[] = {
     CBID_cuLaunchCooperativeKernel_ptsz, CBID_cuMemAllocAsync, CBID_cuMemAllocAsync_ptsz,
     CBID_cuMemFreeAsync, CBID_cuMemFreeAsync_ptsz, CBID_cuMemAllocFromPoolAsync,
     CBID_cuMemAllocFromPoolAsync_ptsz, CBID_cuLaunchKernelEx, CBID_cuLaunchKernelEx_ptsz,
+    CBID_cuGraphLaunch, CBID_cuGraphLaunch_ptsz,
 };
 
 /* Called by the CUDA driver once, from cuInit. A ledger that cannot start says so and lets
@@ -258,11 +283,12 @@ int InitializeInjection(void) {
     CUpti_SubscriberHandle subscriber;
     if (!subscribe || !enable || subscribe(&subscriber, on_driver_call, NULL) != 0) {
         fprintf(stderr, "kernelopt-cuda-ledger: not watching device memory (%s)\n",
-                cupti ? "CUPTI's subscriber is taken" : dlerror());
+                !cupti ? dlerror() : !subscribe || !enable ? "libcupti lacks cuptiSubscribe"
+                                                           : "CUPTI's subscriber is taken");
         return 1;
     }
     for (size_t i = 0; i < sizeof WATCHED / sizeof WATCHED[0]; ++i)
         enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, WATCHED[i]);
-    atexit(on_exit_write);
+    on_exit(on_exit_write, NULL); /* glibc: the exit status, unlike atexit */
     return 1;
 }

@@ -144,9 +144,29 @@ def added_code(path: str, old: bytes | None, new: bytes) -> list[tuple[int, str]
             if line not in before]
 
 
+C_LIKE = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".hip",
+          ".cl", ".metal", ".inl", ".inc")
+STRING_LITERAL = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')
+
+
+def _normalized(lines: list[str]) -> list[str]:
+    """Each non-empty line with its runs of whitespace made one space, outside strings."""
+    out = []
+    for line in lines:
+        parts, last = [], 0
+        for m in STRING_LITERAL.finditer(line):
+            parts += [re.sub(r"\s+", " ", line[last:m.start()]), m.group(0)]
+            last = m.end()
+        text = "".join(parts + [re.sub(r"\s+", " ", line[last:])]).strip()
+        if text:
+            out.append(text)
+    return out
+
+
 def same_code(path: str, old: bytes | None, new: bytes) -> bool:
-    """Whether ``new`` is ``old`` but for comments and whitespace (Python: the same syntax
-    tree; C-like: the same characters once comments and whitespace are gone)."""
+    """Whether ``new`` is ``old`` but for comments, blank lines and the amount of whitespace
+    (Python: the same syntax tree; C-like: the same lines once comments are gone and each run
+    of whitespace outside strings is one space). Another kind of file: never (it cannot tell)."""
     if old is None:
         return False
     before, after = (b.decode("utf-8", errors="replace") for b in (old, new))
@@ -154,10 +174,13 @@ def same_code(path: str, old: bytes | None, new: bytes) -> bool:
         try:
             return ast.dump(ast.parse(before)) == ast.dump(ast.parse(after))
         except (SyntaxError, ValueError):
-            pass
-    def bare(text: str) -> str:
-        return re.sub(r"\s+", "", "".join(c_like_code(text, keep_strings=True)))
-    return bare(before) == bare(after)
+            comment = "#"
+    elif path.endswith(C_LIKE):
+        comment = "//"
+    else:
+        return False
+    return (_normalized(c_like_code(before, comment, keep_strings=True))
+            == _normalized(c_like_code(after, comment, keep_strings=True)))
 
 
 class PolicyGate:

@@ -42,7 +42,8 @@ class BenchLine:
 
     def to_json(self) -> str:
         fields = {"shape": self.shape, "bytes": self.bytes if self.bytes else None}
-        return json.dumps({"kernelopt_bench": 1, "time_ms": self.time_ms, **self.extra,
+        # the notes first: none of them can stand in for the time, the case or the bytes
+        return json.dumps({**self.extra, "kernelopt_bench": 1, "time_ms": self.time_ms,
                            **{k: v for k, v in fields.items() if v is not None}})
 
 
