@@ -27,7 +27,7 @@ class Spent:
 
 @attrs.frozen
 class Earlier:
-    """What a resumed run's earlier attempts spent (resume.Replay's totals from the journal)."""
+    """What a resumed run's earlier attempts spent (resume.Resumed's totals from the journal)."""
 
     wall_s: float = 0.0  # their wall seconds (the run's wall_seconds)
     searched_s: float = 0.0  # their seconds of search (the time budget is shared)

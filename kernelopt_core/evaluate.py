@@ -19,7 +19,7 @@ from kernelopt_core.gates.base import GateContext, GateResult
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import Proposal
-from kernelopt_core.resume import Replay
+from kernelopt_core.resume import Resumed
 from kernelopt_core.runner import Runner
 from kernelopt_core.search import Node, content_key
 from kernelopt_core.session import record_failed_proposal
@@ -39,7 +39,7 @@ class Evaluator:
     run_dir: Path
     stage: Callable[..., None]
     profile: dict[str, Any]
-    replay: Replay | None = None
+    replay: Resumed | None = None
     rejections: dict[str, str] = attrs.field(factory=dict)  # candidate -> the gate it failed
 
     def evaluate(self, proposal: Proposal, parent: Node, gates: list[Gate],

@@ -33,7 +33,7 @@ from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling import Profiling
-from kernelopt_core.resume import Replay, check_run_id, run_lock
+from kernelopt_core.resume import Resumed, check_run_id, run_lock
 from kernelopt_core.runner import Runner
 from kernelopt_core.search import BeamSearch, Node, SeenContent
 from kernelopt_core.session import (
@@ -96,7 +96,7 @@ class Loop:
         prepare_state_root(self.settings.state_root)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with run_lock(self.run_dir):  # one process per run: a second attempt is refused
-            self.replay = Replay.load(self.run_dir / "journal.jsonl", self.target)
+            self.replay = Resumed.load(self.run_dir / "journal.jsonl", self.target)
             if self.replay is not None and self.replay.finished is not None:  # nothing to do
                 summary = report.write_all(self.run_dir)
                 return RunOutcome(self.run_id, self.run_dir, summary["status"],

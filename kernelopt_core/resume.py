@@ -33,7 +33,7 @@ from kernelopt_core.target import Target
 
 
 @attrs.define
-class Replay:
+class Resumed:
     """What the killed attempts completed, served back to the loop in order."""
 
     baseline_commit: str | None
@@ -54,7 +54,7 @@ class Replay:
         return Earlier(self.spent_s, self.searched_s, self.gpu_s, self.llm_calls, self.llm_cost)
 
     @classmethod
-    def load(cls, journal_path: Path, target: Target) -> Replay | None:
+    def load(cls, journal_path: Path, target: Target) -> Resumed | None:
         """None when there is nothing to resume (no journal, or not even its header); a usage
         error when the journal is another target's run."""
         if not journal_path.is_file():

@@ -492,7 +492,7 @@ def test_the_time_budget_is_the_searchs(tmp_path: Path) -> None:
 def test_a_resumed_runs_search_time_is_its_attempts_searches(tmp_path: Path) -> None:
     """The time budget a resumed run has left: its earlier attempts' seconds of search (from
     each `search_start` to that attempt's last event), not their baseline builds."""
-    from kernelopt_core.resume import Replay
+    from kernelopt_core.resume import Resumed
     from kernelopt_core.target import Target
 
     target = Target("cmake", "t", tmp_path, ("k.cpp",))
@@ -505,7 +505,7 @@ def test_a_resumed_runs_search_time_is_its_attempts_searches(tmp_path: Path) -> 
               {"event": "stage", "t": 311.0}]  # killed searching, searching, in final gates
     journal = tmp_path / "journal.jsonl"
     journal.write_text("".join(json.dumps(e) + "\n" for e in events))
-    replay = Replay.load(journal, target)
+    replay = Resumed.load(journal, target)
     assert replay is not None
     assert replay.searched_s == pytest.approx(7.0 + 3.0 + 1.0)  # not the final gates' 37 s
     assert replay.spent_s == pytest.approx(107.0 + 90.0 + 11.0)
