@@ -19,6 +19,7 @@ test's many shapes, from a leak per call."""
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import os
@@ -26,6 +27,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from kernelopt_core.backend_kit import find_nvcc
 from kernelopt_core.target import Command, Tree
 
 SOURCE = Path(__file__).parent / "data" / "cuda_ledger.c"
@@ -42,9 +44,9 @@ def cupti_library() -> Path | None:
     given = os.environ.get(CUPTI_ENV)
     if given:
         return Path(given) if Path(given).is_file() else None
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
-    nvcc = shutil.which("nvcc")
-    homes += [str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
+    nvcc = find_nvcc()  # the kit's: on PATH, else the toolkit's default place
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+             str(Path(nvcc).resolve().parent.parent) if nvcc else None]
     patterns = [f"{h}/{sub}/libcupti.so*" for h in homes if h
                 for sub in ("extras/CUPTI/lib64", "lib64", "targets/*/lib")]
     patterns += [f"{p}/nvidia/*/lib/libcupti.so*" for p in sys.path if p]
@@ -59,10 +61,14 @@ def _off() -> bool:
     return os.environ.get(OFF_ENV, "").strip().lower() in ("1", "yes", "true", "on")
 
 
+@functools.cache
+def _source_digest() -> str:  # read once: every build and check asks for the library's name
+    return hashlib.sha1(SOURCE.read_bytes()).hexdigest()[:10]
+
+
 def library(tree: Tree) -> Path:
     """Where the workspace's ledger library is (named by its source, so a new one rebuilds)."""
-    digest = hashlib.sha1(SOURCE.read_bytes()).hexdigest()[:10]
-    return tree.src.parent / FOLDER / f"ledger-{digest}.so"
+    return tree.src.parent / FOLDER / f"ledger-{_source_digest()}.so"
 
 
 def build(tree: Tree, timeout_s: float = 120.0) -> Command | None:
