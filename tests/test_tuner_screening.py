@@ -3,6 +3,7 @@ proposes, and that it falls back to proposing neighbours when screening gives no
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +85,10 @@ def test_the_runs_time_budget_stops_the_screening() -> None:
         return bowl(configs)
 
     ctx = context(counting)
-    ctx.budget.search = SearchSettings(budget_minutes=1e-6)  # the budget is spent
-    ctx.budget.start_search()
+    # the budget is spent: a one-minute search that started two minutes ago (not a budget of
+    # microseconds, which a fast first call could still find open)
+    ctx.budget.search = SearchSettings(budget_minutes=1.0)
+    ctx.budget.search_started = time.time() - 120.0
     assert screened_frontier(ctx, {"BLOCK": "64", "WARPS": "2"}) is None
     assert screened == []
 
