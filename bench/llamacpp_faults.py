@@ -16,8 +16,8 @@ writes, from TREE/ggml/src/ggml-cuda/softmax.cu, whole replacements of that file
   ``// kind:``, ``// expect:``, ``// reason:`` that bench/faults_summary.py reads, as it does
   the CUDA corpus's (tests/faults/cuda). Faults sit on the clean variant, as the CUDA corpus's
   sit on the fast knobs: a fault that slips through then passes every gate and shows, instead
-  of being rejected for being slow. The leak (not caught by design) sits on block size 128,
-  faster than the baseline but not the clean variant, so the verdict stays the clean one.
+  of being rejected for being slow. The leak sits on block size 128, faster than the
+  baseline but not the clean variant: were it missed, the verdict would stay the clean one.
 * ``expect.json``: kind -> {"expect": gate, "reason": substring}, the same as the headers.
 
 Each fault is in the kernel the pinned SOFT_MAX case dispatches (``soft_max_f32``) or in the
@@ -131,11 +131,12 @@ FAULTS: dict[str, tuple[str, str, str, list[tuple[str, str]], int]] = {
         [("include", "#undef NDEBUG  // keep assert() in the Release build\n#include <cassert>\n"),
          ("kernel", '    assert(tid < 0 && "a thread index is never negative");\n')], CLEAN_BLOCK),
     "leak": (
-        "none", "passed every candidate gate",
+        "correctness", "device memory leak",
         "8 MiB of device memory cudaMalloc'd per call, never freed. test-backend-ops is a process\n"
-        "per command, so the leak ends with it: a perf run of the pinned case calls the op about\n"
-        "1,000 times (8 GiB), far from the H200's 141 GB. Not detected by design. Block size 128:\n"
-        "faster than the baseline, slower than the clean variant, so the verdict stays clean.",
+        "per command, so the leak would end with it; the check runs it with the CUDA ledger\n"
+        "(kernelopt_core/cuda_ledger.py), which fails a test that exits holding more allocations\n"
+        "made after its first launch than the baseline's. Block size 128: faster than the\n"
+        "baseline, slower than the clean variant, so were it missed the verdict stays clean.",
         [("host", "    void * scratch = nullptr;\n"
                   "    if (cudaMalloc(&scratch, size_t(8) << 20) != cudaSuccess) {\n"
                   "        (void) cudaGetLastError();  // a refused leak is no error of the op's\n"

@@ -3,8 +3,9 @@ the real library, built with the machine's C compiler, loaded by a program that 
 driver's part (it calls InitializeInjection as cuInit does, then reports allocations, frees and
 launches through the callback the library subscribed, with the parameter layouts of CUDA 13's
 generated_cuda_meta.h) and a stand-in libcupti that hands that callback over. What CUDA itself
-does (the runtime's cudaMalloc and <<<>>> reaching the driver's callbacks) is for the H200 to
-show: `bash bench/h200_faults.sh cuda` (tests/faults/cuda/leak.cu), not yet run."""
+does (the runtime's cudaMalloc and <<<>>> reaching the driver's callbacks) the H200 showed:
+`bash bench/h200_faults.sh cuda` rejected tests/faults/cuda/leak.cu in these words
+(bench/results/2026-12-04-h200-faults/, ledger-cuda/)."""
 
 from __future__ import annotations
 

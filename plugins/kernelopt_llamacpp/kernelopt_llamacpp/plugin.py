@@ -36,6 +36,8 @@ from kernelopt_core.api import (
     UsageError,
     cmake_commands,
     cuda_kernel_names,
+    cuda_ledger_build,
+    cuda_ledger_watch,
     find_nvcc,
     gpu_arch,
     hookimpl,
@@ -410,6 +412,9 @@ class LlamaCppBackend:
         tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: its engine tools only
         commands = cmake_commands(tree.src, tree.src, tree.build, args,
                                   targets=[*tools, *(ENGINE_TOOLS if engine else ())])
+        # an op's check runs with the kit's device-memory ledger (docs/faults.md): built once
+        ledger = cuda_ledger_build(tree) if isinstance(data, OpData) else None
+        commands[:0] = [ledger] if ledger is not None else []
         model = Path(data.e2e_model) if data.e2e_model else None
         if isinstance(data, ModelData) and model and model.name == REALISTIC_MODEL \
                 and not model.is_file():  # --e2e's model to profile, written once per state root
@@ -477,8 +482,9 @@ class LlamaCppBackend:
         # test-backend-ops has no seed option: every run draws fresh inputs (std::random_device),
         # so each of the core's seeds is one more independent random draw, not a replayable one.
         data: OpData = target.data
-        return self._tbo(target, tree, "check",
-                         *(["--jobs", str(data.test_jobs)] if data.test_jobs > 1 else []))
+        command = self._tbo(target, tree, "check",
+                            *(["--jobs", str(data.test_jobs)] if data.test_jobs > 1 else []))
+        return cuda_ledger_watch(command, tree, seed)
 
     def check_seeds(self, target: Target, tree: Tree, seeds: tuple[int, ...]) -> Command:
         """Every seed's run at once (tbo check --runs): one run keeps only 3.4-3.8 of 16 cores
@@ -491,8 +497,10 @@ class LlamaCppBackend:
         shards = -(-data.test_jobs // (CORES_PER_RUN * runs)) if data.cases else 1
         jobs = min(CORES_PER_RUN, max(1, data.test_jobs // runs)) if data.test_jobs > 1 else 1
         split = ["--shards", str(shards), "--cases", str(data.cases)] if data.cases else []
-        return self._tbo(target, tree, "check", "--runs", str(runs), *split,
-                         *(["--jobs", str(jobs)] if jobs > 1 else []))
+        command = self._tbo(target, tree, "check", "--runs", str(runs), *split,
+                            *(["--jobs", str(jobs)] if jobs > 1 else []))
+        # the ledger's record is named by the seeds: the baseline's check ran the same ones
+        return cuda_ledger_watch(command, tree, "-".join(map(str, seeds)))
 
     def bench(self, target: Target, tree: Tree) -> Command | None:
         if isinstance(target.data, ModelData):

@@ -335,8 +335,8 @@ def cmd_check(a: argparse.Namespace) -> int:
         text = "".join(out for _, out in parts)
         sys.stdout.write(text)
         r = parse_test(text)
-        problem = _check_problem(a, next((code for code, _ in parts if code != 0), 0), r) \
-            or _count_problem([out for _, out in parts], r)
+        failed = next(((code, out) for code, out in parts if code != 0), (0, ""))
+        problem = _check_problem(a, *failed, r) or _count_problem([out for _, out in parts], r)
         printed = {*r.ok, *r.failed, *r.unsupported}
         missing = [c for c in listed or () if c not in printed]
         if not problem and missing:  # a split run must still cover the whole test set
@@ -411,14 +411,18 @@ def _count_problem(outputs: list[str], r: TestResults) -> str | None:
     return None
 
 
-def _check_problem(a: argparse.Namespace, code: int, r: TestResults) -> str | None:
+ERROR_LINE = re.compile(r"^error: .+$", re.MULTILINE)  # the CUDA ledger's words, for one
+
+
+def _check_problem(a: argparse.Namespace, code: int, output: str, r: TestResults) -> str | None:
     if r.failed:
         return f"{len(r.failed)} case(s) FAIL, e.g. {r.failed[0]}"
     if not r.ok:
         return (f"no {a.op} case ran OK on {a.backend} ({len(r.unsupported)} not supported; "
                 f"exit {code}): nothing was checked")
-    if code != 0:
-        return f"test-backend-ops exited {code}"
+    if code != 0:  # every case passed: what made it fail is its last `error:` line, if any
+        said = ERROR_LINE.findall(strip(output))
+        return f"test-backend-ops exited {code}" + (f": {said[-1]}" if said else "")
     return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -117,3 +118,36 @@ def test_configure_once_then_incremental(repo: Path, tmp_path: Path):
     for generated in ("build.ninja", "Makefile"):
         (tree.build / generated).unlink(missing_ok=True)
     assert [c.label for c in backend.build(target, tree)] == ["configure", "build"]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_an_ops_check_runs_with_the_cuda_memory_ledger(repo: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch):
+    """The kit's ledger (docs/faults.md): built before the tree, once per workspace, and loaded
+    into the check; every seed's check at once names its record by all the seeds, the bar the
+    baseline's same check set. What the ledger judges is tests/test_cuda_ledger.py's, and the
+    H200's (bench/results/2026-12-04-h200-faults/, ledger-llamacpp/)."""
+    from kernelopt_core import cuda_ledger
+    from kernelopt_core.process import run
+
+    cupti = tmp_path / "libcupti.so"  # only its path is built in; opened at run time
+    cupti.write_bytes(b"")
+    monkeypatch.setenv(cuda_ledger.CUPTI_ENV, str(cupti))
+    [target] = LlamaCppBackend().discover(repo, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))
+    work = tmp_path / "work"
+    baseline = Tree("baseline", work / "base-src", work / "base-build")
+    candidate = Tree("candidate", work / "cand-src", work / "cand-build")
+    first = LlamaCppBackend().build(target, baseline)[0]
+    assert first.label == "CUDA memory ledger" and run(first).ok
+    assert all(c.label != "CUDA memory ledger" for c in LlamaCppBackend().build(target, candidate))
+    watched = LlamaCppBackend().check_seeds(target, candidate, (1, 2, 3)).env
+    assert watched["CUDA_INJECTION64_PATH"] == str(cuda_ledger.library(candidate))
+    assert watched["KERNELOPT_CUDA_LEDGER"].endswith("cuda-ledger/candidate-seed1-2-3.txt")
+    assert watched["KERNELOPT_CUDA_LEDGER_BASELINE"].endswith("cuda-ledger/baseline-seed1-2-3.txt")
+    own = LlamaCppBackend().check_seeds(target, baseline, (1, 2, 3)).env
+    assert own["KERNELOPT_CUDA_LEDGER"].endswith("baseline-seed1-2-3.txt")
+    assert "KERNELOPT_CUDA_LEDGER_BASELINE" not in own
+    assert LlamaCppBackend().check(target, candidate, 4).env["KERNELOPT_CUDA_LEDGER"] \
+        .endswith("candidate-seed4.txt")
+    monkeypatch.setenv(cuda_ledger.OFF_ENV, "1")
+    assert "CUDA_INJECTION64_PATH" not in LlamaCppBackend().check_seeds(target, candidate, (1,)).env

@@ -344,3 +344,24 @@ def test_shard_filters_fall_back_to_the_whole_op():
     assert tbo.shard_filters(ROPE_CASES[:2], 4) == ROPE_CASES[:2]  # no process without a case
     many = [f"ROPE(type=f32,n={n:06d},{'x' * 200})" for n in range(2000)]  # ~420 kB in 2 halves
     assert tbo.shard_filters(many, 2) == ["ROPE"] and len(tbo.shard_filters(many, 8)) == 8
+
+
+def test_a_tool_that_fails_after_every_case_passed_says_why(tmp_path: Path, capsys):
+    """Every case OK but the tool exited 1 (the CUDA memory ledger's verdict at its exit, say):
+    the check fails with the tool's last `error:` line, not a bare exit code."""
+    tool = tmp_path / "test-backend-ops"
+    tool.write_text(f"#!{sys.executable}\nimport sys\n"
+                    "print('  SOFT_MAX(type=f32,ne=[16,2,1,1]): OK')\nprint('  1/1 tests passed')\n"
+                    "sys.stdout.flush()\n"
+                    "print('error: device memory leak: 53 device allocations (424.0 MiB) made "
+                    "after the first kernel launch were still held at exit', file=sys.stderr)\n"
+                    "sys.exit(1)\n")
+    tool.chmod(0o755)
+    assert tbo.main(["check", "--tool", str(tool), "--op", "SOFT_MAX"]) == 1
+    assert ("test-backend-ops exited 1: error: device memory leak: 53 device allocations"
+            in capsys.readouterr().err)
+    quiet = tmp_path / "quiet"
+    quiet.write_text(tool.read_text().replace("error: device memory leak", "bye"))
+    quiet.chmod(0o755)
+    assert tbo.main(["check", "--tool", str(quiet), "--op", "SOFT_MAX"]) == 1
+    assert capsys.readouterr().err.strip().endswith("test-backend-ops exited 1")
