@@ -7,7 +7,7 @@
 #   1. what is installed: graphsignal's version, its dependencies, the GPU, and whether
 #      graphsignal-run can inject CUPTI (graphsignal's own check, GRAPHSIGNAL_DEBUG=1)
 #   2. a torch loop (matmul, softmax, add; 6 s) under the profiler's wrapped command
-#      (kernelopt_core.profilers.Graphsignal.wrap): the saved payload is
+#      (kernelopt_core.profiling.builtin.Graphsignal.wrap): the saved payload is
 #      $OUT/graphsignal-signals.json; beside it, once every 0.5 s, what /signals held
 #      (timeline.txt) and the in-process writer's raw file (shm-<pid>-cupti.json)
 #   3. `kernelopt profile --profiler graphsignal` of bench/ncu_multikernel at 6000 steps
@@ -78,7 +78,7 @@ cat > /tmp/gs_driver.py <<'EOF'
 # The profiler's wrapped command, as kernelopt runs it, with a watch on /signals and /dev/shm.
 import glob, json, os, shutil, signal, subprocess, sys, threading, time, urllib.request
 from pathlib import Path
-from kernelopt_core.profilers import GRAPHSIGNAL_PAYLOAD, Graphsignal
+from kernelopt_core.profiling.builtin import GRAPHSIGNAL_PAYLOAD, Graphsignal
 from kernelopt_core.target import Command
 out, work = Path(sys.argv[1]), Path("/tmp/gs-profile")
 shutil.rmtree(work, ignore_errors=True)

@@ -93,8 +93,8 @@ from kernelopt_core.options import option, option_table
 from kernelopt_core.planners.base import PlanContext, Proposal, Screened
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
 from kernelopt_core.process import run as _run
-from kernelopt_core.profile_parsers import KernelProfile, MetricColumn, ncu_kernels
-from kernelopt_core.profiles import RecordedProfile, last_profile
+from kernelopt_core.profiling.parsers import KernelProfile, MetricColumn, ncu_kernels
+from kernelopt_core.profiling.store import RecordedProfile, last_profile
 from kernelopt_core.search import Node
 from kernelopt_core.settings import (
     GateSettings,

@@ -11,7 +11,7 @@ import attrs
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.journal import Journal
-from kernelopt_core.profiling import Profiling
+from kernelopt_core.profiling.bench import Profiling
 from kernelopt_core.runner import Runner
 from kernelopt_core.search import BeamSearch, Node
 from kernelopt_core.verdict import protocol_results, verdict

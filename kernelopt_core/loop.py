@@ -32,7 +32,7 @@ from kernelopt_core.hookspecs import Backend, Gate
 from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
-from kernelopt_core.profiling import Profiling
+from kernelopt_core.profiling.bench import Profiling
 from kernelopt_core.resume import Resumed, check_run_id, run_lock
 from kernelopt_core.runner import Runner
 from kernelopt_core.search import BeamSearch, Node, SeenContent

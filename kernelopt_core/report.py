@@ -8,9 +8,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core import evidence, knob_view, model_view, profile_view
+from kernelopt_core import evidence, knob_view, model_view
 from kernelopt_core import journal as journal_mod
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
+from kernelopt_core.profiling.view import kernel_table
 from kernelopt_core.report_html import candidate_rows, render_html
 
 
@@ -47,8 +48,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     # no verdict: stopped by the user (Ctrl-C: resumable), else killed or failed
     stopped_by_user = any(e["event"] == "interrupted" for e in events) and not any(
         e["event"] == "error" for e in events)
-    status = verdict["status"] if verdict is not None else \
-        "interrupted" if stopped_by_user else "error"
+    status = verdict["status"] if verdict else "interrupted" if stopped_by_user else "error"
     rounds: dict[str, list[float]] = {"baseline_ms": [], "candidate_ms": []}
     speedup = final_ms = noise = None
     wins = n_rounds = 0
@@ -197,7 +197,7 @@ def _llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
         "cost": round(sum(e.get("cost", 0.0) for e in ok), 6),
         "unpriced_calls": sum(not e.get("priced", True) for e in ok),
         "by_role": {role: sum(e.get("role") == role for e in ok)
-                    for role in ("planner", "executor", "summarizer")},
+                    for role in ("planner", "editor", "summarizer")},
     }
 
 
@@ -362,7 +362,7 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
                                                     for k in e["metrics"]["kernels"])]
     if profiles:  # measured per launch by the profiler, baseline and winner
         tool = profiles[0][1].get("tool", "the profiler")
-        lines += [f"## Profile ({tool}, per launch)", "", *profile_view.kernel_table(profiles), ""]
+        lines += [f"## Profile ({tool}, per launch)", "", *kernel_table(profiles), ""]
     lines += knob_view.report_lines(events)
     lines += ["## Candidates", "", "| id | proposal | result | screen speedup | reason |",
               "|---|---|---|---|---|"]

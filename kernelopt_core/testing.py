@@ -263,7 +263,7 @@ def chunk_project(tmp_path: Path) -> Iterator[Path]:
 class ScriptedLLMServer:
     """A real OpenAI-compatible HTTP server on 127.0.0.1 that replays scripted replies.
 
-    ``script`` maps an agent role (planner, executor, summarizer — recognised from the system
+    ``script`` maps an agent role (planner, editor, summarizer — recognised from the system
     or first message) to a list of steps, consumed in order. A step is one of:
     ``{"message": {...}}`` (a 200 reply with that assistant message), ``{"status": 429,
     "headers": {...}}`` (an error reply), ``{"sleep": 2.0, "then": step}`` (answer late).
@@ -316,7 +316,7 @@ class ScriptedLLMServer:
     @staticmethod
     def role_of(body: dict) -> str:
         first = (body.get("messages") or [{}])[0].get("content") or ""
-        for role in ("planner", "executor", "summarizer"):
+        for role in ("planner", "editor", "summarizer"):
             if f"You are the {role.capitalize()}" in first:
                 return role
         return "other"

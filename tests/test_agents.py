@@ -1,7 +1,7 @@
 """The agents planner driven through a real local OpenAI-compatible HTTP server.
 
 Each test runs the real CLI in a child process against ``ScriptedLLMServer`` on 127.0.0.1; the
-server replays the Planner's, Executor's and Summarizer's replies and records every request.
+server replays the Planner's, Editor's and Summarizer's replies and records every request.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def assert_key_never_written(root: Path) -> None:
 @pytest.mark.slow
 def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) -> None:
     script = {"planner": planner_steps(),
-              "executor": [tool_call("write_file", path="kernel.py",
+              "editor": [tool_call("write_file", path="kernel.py",
                                      content=fast_kernel(chunk_project)), say("CHUNK is 128.")],
               "summarizer": [SUMMARY]}
     with ScriptedLLMServer(script) as server:
@@ -60,7 +60,7 @@ def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) 
     s = summary(run_dir)
     assert s["status"] == "optimized" and s["planner"] == "agents"
     assert s["llm"]["calls"] == 5 and s["llm"]["tokens_in"] > 0
-    assert s["llm"]["by_role"] == {"planner": 2, "executor": 2, "summarizer": 1}
+    assert s["llm"]["by_role"] == {"planner": 2, "editor": 2, "summarizer": 1}
     # one cheap check of the provider comes first, before any build (issue 34, item 8)
     assert server.requests[0]["json"]["messages"][0]["content"] == "Reply with the word OK."
     calls = agent_calls(server)
@@ -69,8 +69,8 @@ def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) 
     assert first["headers"]["Authorization"] == f"Bearer {KEY}"
     assert {t["function"]["name"] for t in first["json"]["tools"]} == {
         "search_repo", "read_file", "get_profile", "search_memory", "submit_plan"}
-    executor_tools = {t["function"]["name"] for t in calls[2]["json"]["tools"]}
-    assert executor_tools == {"read_file", "write_file"}
+    editor_tools = {t["function"]["name"] for t in calls[2]["json"]["tools"]}
+    assert editor_tools == {"read_file", "write_file"}
     memory = (chunk_project.parent / ".kernelopt" / "experience.jsonl").read_text()
     assert "bigger chunks" in memory
     assert "LLM: 5 calls" in (run_dir / "report.md").read_text()
@@ -81,7 +81,7 @@ def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) 
 def test_a_wrong_kernel_is_rejected_at_correctness_then_repaired(chunk_project: Path) -> None:
     wrong = fast_kernel(chunk_project).replace("acc = 0.0", "acc = 0.5")
     script = {"planner": planner_steps(),
-              "executor": [tool_call("write_file", path="kernel.py", content=wrong), say("done"),
+              "editor": [tool_call("write_file", path="kernel.py", content=wrong), say("done"),
                            tool_call("write_file", path="kernel.py",
                                      content=fast_kernel(chunk_project)), say("fixed the init")],
               "summarizer": [SUMMARY, SUMMARY]}
@@ -106,7 +106,7 @@ def test_a_wrong_kernel_is_rejected_at_correctness_then_repaired(chunk_project: 
 def test_a_hack_is_rejected_by_the_gate(chunk_project: Path) -> None:
     hack = fast_kernel(chunk_project) + "import threading\nthreading.Thread(target=print).start()\n"
     script = {"planner": planner_steps(),
-              "executor": [tool_call("write_file", path="kernel.py", content=hack), say("done")],
+              "editor": [tool_call("write_file", path="kernel.py", content=hack), say("done")],
               "summarizer": [SUMMARY]}
     with ScriptedLLMServer(script) as server:
         result = run_agents(chunk_project, server)
@@ -122,7 +122,7 @@ def test_malformed_tool_calls_go_back_to_the_model(chunk_project: Path) -> None:
         "id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{oops"}}]}}
     script = {"planner": [bad_json, tool_call("run_shell", command="ls"), say(""),
                           *planner_steps()],
-              "executor": [tool_call("write_file", path="check.py", content="print(1)\n"),
+              "editor": [tool_call("write_file", path="check.py", content="print(1)\n"),
                            tool_call("write_file", path="../outside.py", content="x"),
                            tool_call("write_file", path="kernel.py",
                                      content=fast_kernel(chunk_project)), say("done")],
@@ -196,7 +196,7 @@ def test_429_then_success_and_a_timeout_then_success(chunk_project: Path) -> Non
     script = {"planner": [{"status": 429, "headers": {"Retry-After": "0"}},
                           {"sleep": 2.5, "then": planner_steps()[0]}, planner_steps()[0],
                           planner_steps()[1]],
-              "executor": [{"status": 503}, tool_call("write_file", path="kernel.py",
+              "editor": [{"status": 503}, tool_call("write_file", path="kernel.py",
                                                       content=fast_kernel(chunk_project)),
                            say("done")],
               "summarizer": [SUMMARY]}
@@ -217,7 +217,7 @@ def test_patch_mode(chunk_project: Path) -> None:
                        for i, line in enumerate((chunk_project / "kernel.py").read_text()
                                                 .splitlines()[:3])))
     script = {"planner": planner_steps(),
-              "executor": [tool_call("apply_patch", patch=patch), say("done")],
+              "editor": [tool_call("apply_patch", patch=patch), say("done")],
               "summarizer": [SUMMARY]}
     with ScriptedLLMServer(script) as server:
         result = run_agents(chunk_project, server, "--edit-mode", "patch")
@@ -241,7 +241,7 @@ def test_without_a_key_the_tuner_runs_and_says_why(chunk_project: Path, monkeypa
 @pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--budget-llm-calls"])
 def test_llm_call_budget_stops_the_search(chunk_project: Path, flag: str) -> None:
-    script = {"planner": planner_steps(), "executor": [], "summarizer": []}
+    script = {"planner": planner_steps(), "editor": [], "summarizer": []}
     with ScriptedLLMServer(script) as server:
         result = run_agents(chunk_project, server, flag, "1", "--iterations", "5")
     run_dir = last_run(chunk_project.parent / ".kernelopt")
@@ -258,7 +258,7 @@ def test_a_third_party_provider_plugin_is_used_by_name(chunk_project: Path, tmp_
     from kernelopt_core.testing import ScriptedBackend, ScriptedBackendPlugin, plugin_host
 
     script = {"planner": planner_steps(),
-              "executor": [tool_call("write_file", path="kernel.py",
+              "editor": [tool_call("write_file", path="kernel.py",
                                      content=fast_kernel(chunk_project)), say("done")],
               "summarizer": [SUMMARY]}
     with ScriptedLLMServer(script) as server:
@@ -291,7 +291,7 @@ def test_agents_over_two_targets_each_get_a_fresh_planner(chunk_project: Path) -
     toml.write_text(text + "\n" + text[text.index("[[target]]"):].replace(
         'name = "chunk-sum"', 'name = "chunk-sum-2"'))
     one_run = [("planner", planner_steps()),
-               ("executor", [tool_call("write_file", path="kernel.py",
+               ("editor", [tool_call("write_file", path="kernel.py",
                                        content=fast_kernel(chunk_project)), say("CHUNK is 128.")]),
                ("summarizer", [SUMMARY])]
     script = {role: steps * 2 for role, steps in one_run}

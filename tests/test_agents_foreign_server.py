@@ -29,7 +29,7 @@ def reply(body: dict) -> dict:
         if not tool_results:
             return call("read_file", path="kernel.cpp")
         return call("submit_plan", plan="Use 8x8 tiles (TILE 8) so reads and writes stay in cache")
-    if system.startswith("You are the Executor"):
+    if system.startswith("You are the Editor"):
         if not tool_results:
             return call("read_file", path="kernel.cpp")
         if len(tool_results) == 1:
@@ -87,4 +87,4 @@ def test_a_foreign_server_drives_the_cpu_example_to_optimized(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr[-3000:]
     s = summary(last_run(tmp_path / ".kernelopt"))
     assert s["status"] == "optimized" and s["planner"] == "agents" and s["speedup"] > 1.3
-    assert s["llm"]["calls"] == 6  # planner 2, executor 3, summarizer 1
+    assert s["llm"]["calls"] == 6  # planner 2, editor 3, summarizer 1

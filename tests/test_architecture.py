@@ -55,7 +55,7 @@ def test_plugin_packages_import_only_the_public_api() -> None:
 
 def test_the_core_has_no_import_cycle() -> None:
     """Module-level imports, type-only ones included: the contract (hookspecs and the types it
-    names) sits below the engine, never beside it."""
+    names) sits below the loop layer, never beside it."""
     modules = {}
     for path in (REPO / "kernelopt_core").rglob("*.py"):
         name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
@@ -174,7 +174,7 @@ CONTRACT = {
 }
 
 
-def test_the_contract_imports_nothing_from_the_engine() -> None:
+def test_the_contract_imports_nothing_from_the_loop_layer() -> None:
     """What a plugin author reads (hookspecs and every type it names) depends only on itself
     (docs/architecture.md, "Layers")."""
     packages = {"kernelopt_core", "kernelopt_core.gates", "kernelopt_core.planners",
@@ -201,7 +201,7 @@ AGENTS = ("kernelopt_core.planners.agents", "kernelopt_core.llm", "kernelopt_cor
           "kernelopt_core.docs_lookup", "kernelopt_core.llm_providers")
 
 
-def test_the_engine_does_not_import_the_agents() -> None:
+def test_the_core_does_not_import_the_agents() -> None:
     """The agents stack (planner, LLM client, tools, patch applier, experience, providers, doc
     lookup) is one wing the rest never imports; it is registered by name through the hooks."""
     def in_agents(module: str) -> bool:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt_core import profile_parsers as parsers
-from kernelopt_core import profile_view
 from kernelopt_core.api import cuda_kernel_names
 from kernelopt_core.process import run
-from kernelopt_core.profilers import GRAPHSIGNAL_DONE, GRAPHSIGNAL_PAYLOAD, Graphsignal, poll_signals
+from kernelopt_core.profiling import parsers
+from kernelopt_core.profiling import view as profile_view
+from kernelopt_core.profiling.builtin import GRAPHSIGNAL_DONE, GRAPHSIGNAL_PAYLOAD, Graphsignal, poll_signals
 from kernelopt_core.target import Command
 
 FIXTURE = Path(__file__).parent / "fixtures" / "profilers" / "graphsignal-signals.json"

@@ -255,7 +255,7 @@ def test_kernelopt_register_profilers_wraps_the_bench(tmp_path, chunk_project) -
 
         def parse(self, out_dir):
             # kernels as ncu recorded them on the H200 (the scripted bench launches none)
-            from kernelopt_core.profile_parsers import ncu_kernels
+            from kernelopt_core.profiling.parsers import ncu_kernels
 
             recorded = (Path(__file__).parent / "fixtures" / "profilers"
                         / "ncu-multikernel.csv").read_text()

@@ -220,8 +220,8 @@ def planner(**kwargs) -> ToolBox:
     return ToolBox(dict(FILES), EDITABLE, "planner", **kwargs)
 
 
-def executor(edit_mode: str = "file") -> ToolBox:
-    return ToolBox(dict(FILES), EDITABLE, "executor", edit_mode=edit_mode)
+def editor(edit_mode: str = "file") -> ToolBox:
+    return ToolBox(dict(FILES), EDITABLE, "editor", edit_mode=edit_mode)
 
 
 def call(box: ToolBox, name: str, **args) -> str:
@@ -231,12 +231,12 @@ def call(box: ToolBox, name: str, **args) -> str:
 def test_schemas_per_role_are_well_formed() -> None:
     names = {
         "planner": [t["function"]["name"] for t in planner().schemas()],
-        "file": [t["function"]["name"] for t in executor("file").schemas()],
-        "patch": [t["function"]["name"] for t in executor("patch").schemas()],
+        "file": [t["function"]["name"] for t in editor("file").schemas()],
+        "patch": [t["function"]["name"] for t in editor("patch").schemas()],
     }
     assert names == {"planner": ["search_repo", "read_file", "get_profile", "search_memory", "submit_plan"],
                      "file": ["read_file", "write_file"], "patch": ["read_file", "apply_patch"]}
-    for box in (planner(), executor("file"), executor("patch")):
+    for box in (planner(), editor("file"), editor("patch")):
         for entry in box.schemas():
             assert entry["type"] == "function"
             fn = entry["function"]
@@ -248,7 +248,7 @@ def test_schemas_per_role_are_well_formed() -> None:
                 assert prop["type"] in ("string", "integer") and prop["description"]
     read = next(t for t in planner().schemas() if t["function"]["name"] == "read_file")["function"]
     assert read["parameters"]["required"] == ["path"]
-    write = executor().schemas()[1]["function"]
+    write = editor().schemas()[1]["function"]
     assert "src/kernel.cu" in write["parameters"]["properties"]["path"]["description"]
 
 
@@ -256,7 +256,7 @@ def test_bad_role_or_mode_is_a_programming_error() -> None:
     with pytest.raises(ValueError):
         ToolBox({}, (), "summarizer")
     with pytest.raises(ValueError):
-        ToolBox({}, (), "executor", edit_mode="sed")
+        ToolBox({}, (), "editor", edit_mode="sed")
 
 
 def test_search_repo_hits_skip_binaries_and_report_left_out() -> None:
@@ -332,8 +332,8 @@ def test_read_file_caps_at_400_lines_and_says_so() -> None:
     ("", "empty"),
 ])
 def test_path_rules_apply_to_every_tool(path: str, rule: str) -> None:
-    for box, name, extra in ((planner(), "read_file", {}), (executor(), "read_file", {}),
-                             (executor(), "write_file", {"content": "x"})):
+    for box, name, extra in ((planner(), "read_file", {}), (editor(), "read_file", {}),
+                             (editor(), "write_file", {"content": "x"})):
         with pytest.raises(ToolError, match="refused") as info:
             call(box, name, path=path, **extra)
         assert rule in str(info.value)
@@ -386,8 +386,8 @@ def test_submit_plan() -> None:
     assert call(box, "submit_plan", plan="x" * 4000) == "plan recorded"
 
 
-def test_write_file_and_executor_sees_its_own_edits() -> None:
-    box = executor()
+def test_write_file_and_editor_sees_its_own_edits() -> None:
+    box = editor()
     assert box.edits == {}
     assert "wrote src/kernel.cu (2 lines" in call(box, "write_file", path="src/kernel.cu", content="a\nb\n")
     assert box.edits == {"src/kernel.cu": b"a\nb\n"}
@@ -399,7 +399,7 @@ def test_write_file_and_executor_sees_its_own_edits() -> None:
 
 
 def test_write_file_refuses_non_editable_and_unknown_files() -> None:
-    box = executor()
+    box = editor()
     with pytest.raises(ToolError, match="not editable; only these files may be changed: src/kernel.cu"):
         call(box, "write_file", path="src/util.h", content="x")
     with pytest.raises(ToolError, match="no file 'src/new.cu'"):
@@ -408,7 +408,7 @@ def test_write_file_refuses_non_editable_and_unknown_files() -> None:
 
 
 def test_apply_patch_tool_edits_and_reads_back() -> None:
-    box = executor("patch")
+    box = editor("patch")
     assert "patch applied: src/kernel.cu (now 100 lines)" in call(box, "apply_patch", patch=hunk_patch())
     out = call(box, "read_file", path="src/kernel.cu", start_line=11, end_line=11)
     assert out.startswith("   11| LINE 11")
@@ -421,7 +421,7 @@ def test_apply_patch_tool_edits_and_reads_back() -> None:
 
 
 def test_apply_patch_tool_refuses_non_editable_and_bad_patches() -> None:
-    box = executor("patch")
+    box = editor("patch")
     util = "--- a/src/util.h\n+++ b/src/util.h\n@@ -2 +2 @@\n-int helper();\n+int helper(int);\n"
     with pytest.raises(ToolError, match="'src/util.h' is not editable"):
         call(box, "apply_patch", patch=hunk_patch() + util)
@@ -434,15 +434,15 @@ def test_apply_patch_tool_refuses_non_editable_and_bad_patches() -> None:
 
 def test_edit_mode_decides_the_edit_tool() -> None:
     with pytest.raises(ToolError, match="use apply_patch"):
-        call(executor("patch"), "write_file", path="src/kernel.cu", content="x")
+        call(editor("patch"), "write_file", path="src/kernel.cu", content="x")
     with pytest.raises(ToolError, match="use write_file"):
-        call(executor("file"), "apply_patch", patch=hunk_patch())
+        call(editor("file"), "apply_patch", patch=hunk_patch())
 
 
 def test_roles_keep_to_their_tools() -> None:
     with pytest.raises(ToolError, match="search_repo is a planner tool, not yours"):
-        call(executor(), "search_repo", pattern="x")
-    with pytest.raises(ToolError, match="write_file is an executor tool"):
+        call(editor(), "search_repo", pattern="x")
+    with pytest.raises(ToolError, match="write_file is an editor tool"):
         call(planner(), "write_file", path="src/kernel.cu", content="x")
     assert planner().edits == {}
 
@@ -480,7 +480,7 @@ def test_tools_never_touch_the_filesystem(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ToolError, match="no file 'outside.txt'"):
         call(planner(), "read_file", path="outside.txt")
-    box = executor()
+    box = editor()
     call(box, "write_file", path="src/kernel.cu", content="x\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.txt"]
 
@@ -491,7 +491,7 @@ def test_docs_agents_md_lists_every_tool_and_argument_the_model_sees() -> None:
     from kernelopt_core.llm.tools import ToolBox
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text()
-    for role, mode in (("planner", "file"), ("executor", "file"), ("executor", "patch")):
+    for role, mode in (("planner", "file"), ("editor", "file"), ("editor", "patch")):
         for tool in ToolBox({"k.cu": b"x\n"}, ("k.cu",), role, edit_mode=mode).schemas():
             function = tool["function"]
             assert f"### `{function['name']}`" in doc

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kernelopt_core import profile_view
 from kernelopt_core.cli import cli
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.journal import Journal
-from kernelopt_core.profile_parsers import KernelProfile, MetricColumn, ncu_kernels
-from kernelopt_core.profiling import Profiling
+from kernelopt_core.profiling import view as profile_view
+from kernelopt_core.profiling.bench import Profiling
+from kernelopt_core.profiling.parsers import KernelProfile, MetricColumn, ncu_kernels
 from kernelopt_core.report import render_markdown, summarize
 from kernelopt_core.runner import Runner
 from kernelopt_core.settings import Settings

@@ -7,9 +7,9 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from kernelopt_core import profile_parsers as parsers
-from kernelopt_core import profile_view
 from kernelopt_core.api import cuda_kernel_names
+from kernelopt_core.profiling import parsers
+from kernelopt_core.profiling import view as profile_view
 from kernelopt_core.workspace import snapshot
 
 REPO = Path(__file__).resolve().parents[1]

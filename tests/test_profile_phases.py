@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from kernelopt_core.cli import cli
 from kernelopt_core.errors import UsageError
 from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.profilers import Ncu
+from kernelopt_core.profiling.builtin import Ncu
 from kernelopt_core.target import Command, Target, Tree
 from kernelopt_core.testing import ScriptedBackend, plugin_host
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt_core import profile_parsers as parsers
-from kernelopt_core import profile_view
-from kernelopt_core.profilers import Ncu, Nsys, Rocprof
+from kernelopt_core.profiling import parsers
+from kernelopt_core.profiling import view as profile_view
+from kernelopt_core.profiling.builtin import Ncu, Nsys, Rocprof
 
 FIXTURES = Path(__file__).parent / "fixtures" / "profilers"
 REPO = Path(__file__).resolve().parents[1]
@@ -145,7 +145,7 @@ def test_a_kernel_the_bench_program_defines_is_not_the_targets(tmp_path: Path) -
     (the table on the H200 listed it as the target's before Profiling read only the editable
     files)."""
     from kernelopt_core.journal import Journal
-    from kernelopt_core.profiling import Profiling
+    from kernelopt_core.profiling.bench import Profiling
     from kernelopt_core.runner import Runner
     from kernelopt_core.settings import Settings
     from kernelopt_core.target import Command, Target, Tree

@@ -83,8 +83,8 @@ def test_the_failing_line_is_the_tests_own_most_specific_words() -> None:
 def test_the_profile_table_and_a_journal_of_the_old_profile_format() -> None:
     from pathlib import Path
 
-    from kernelopt_core.profile_parsers import ncu_kernels
-    from kernelopt_core.profile_view import annotate
+    from kernelopt_core.profiling.parsers import ncu_kernels
+    from kernelopt_core.profiling.view import annotate
 
     recorded = (Path(__file__).parent / "fixtures" / "profilers" / "ncu-cmake-cuda-baseline.csv")
     profile = annotate({"tool": "ncu", "kernels": [k.to_json() for k in ncu_kernels(

@@ -315,7 +315,7 @@ def test_the_llm_budget_is_the_runs_not_the_attempts(tmp_path: Path) -> None:
     # the summary of c1 (the first call after its result) is late: the kill lands before it,
     # so the killed attempt has answered exactly c1's four calls
     late = {"sleep": 10.0, "then": say('{"strategy": "s", "lesson": "l", "action": "append"}')}
-    script = {"planner": plan * 4, "summarizer": [late], "executor": [
+    script = {"planner": plan * 4, "summarizer": [late], "editor": [
         tool_call("write_file", path="kernel.py", content=fast), say("CHUNK is 64.")] * 4}
     budget = 7
     flags = ("--planner", "agents", "--provider", "openai", "--model", "gpt-4.1-mini",

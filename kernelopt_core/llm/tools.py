@@ -1,4 +1,4 @@
-"""The tools the planner and executor agents call, over an in-memory snapshot of the target.
+"""The tools the planner and editor agents call, over an in-memory snapshot of the target.
 
 No tool touches the filesystem: the snapshot is all a model can read and ``ToolBox.edits`` all it
 can write. That, not path checks alone, is what confines the agents to the target's files.
@@ -22,7 +22,7 @@ MAX_HITS = 50  # search_repo lines per call
 MAX_LINE = 200  # characters of a search hit shown
 MAX_READ = 400  # read_file lines per call
 MAX_PLAN = 4000  # characters of a submitted plan
-ROLES = ("planner", "executor")
+ROLES = ("planner", "editor")
 EDIT_MODES = ("file", "patch")
 _ALL_TOOLS = ("search_repo", "read_file", "get_profile", "search_memory", "submit_plan", "write_file",
               "apply_patch")
@@ -111,7 +111,7 @@ class ToolBox:
                     required=False, minimum=1),
              _Param("end_line", "integer", "Last line to return, inclusive (default: the end of the file, "
                     "within the 400-line limit).", required=False, minimum=1)))
-        if self.role == "executor":
+        if self.role == "editor":
             if self.edit_mode == "file":
                 return [read_file, _Tool(
                     "write_file",
@@ -146,7 +146,7 @@ class ToolBox:
                   (_Param("query", "string", "What you want to know, in a few words, e.g. 'shared memory "
                           "tiling for softmax'."),)),
             _Tool("submit_plan",
-                  "Submit your final optimization plan for the executor to implement, once your "
+                  "Submit your final optimization plan for the editor to implement, once your "
                   "investigation is done.",
                   (_Param("plan", "string", "The plan, at most 4000 characters: which files and lines to "
                           "change, how, and why that should make the kernel faster."),)),
@@ -154,11 +154,11 @@ class ToolBox:
 
     def _unknown_tool(self, name: str) -> str:
         available = ", ".join(self._tools)
-        if self.role == "executor" and name in ("write_file", "apply_patch"):
+        if self.role == "editor" and name in ("write_file", "apply_patch"):
             other = "apply_patch" if name == "write_file" else "write_file"
             return f"{name} is not available: this run edits with {other}; use {other}."
         if name in _ALL_TOOLS:
-            owner = "executor" if self.role == "planner" else "planner"
+            owner = "editor" if self.role == "planner" else "planner"
             return f"{name} is {_a(owner)} tool, not yours; your tools are: {available}."
         return f"unknown tool {name!r}; your tools are: {available}."
 
@@ -185,7 +185,7 @@ class ToolBox:
         close = same_name or difflib.get_close_matches(path, list(self._files), n=3)
         if close:
             return f" Did you mean {', '.join(repr(p) for p in close[:3])}?"
-        if self.role == "executor":
+        if self.role == "editor":
             return f" The editable files are: {', '.join(self.editable) or '(none)'}."
         return " Use search_repo to find files."
 

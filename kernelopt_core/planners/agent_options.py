@@ -18,7 +18,7 @@ class AgentOptions:
     model: str | None = option(None, "LLM model name; the provider's default when unset.")
     base_url: str | None = option(None, "OpenAI-compatible base URL (overrides the provider's).")
     reasoning_effort: str | None = option(None, "Passed to the model as reasoning_effort.")
-    edit_mode: str = option("file", "How the executor edits: whole files or unified diffs.",
+    edit_mode: str = option("file", "How the editor edits: whole files or unified diffs.",
                             choices=("file", "patch"))
     retries: int = option(2, "Repair attempts after a build or test failure.",
                           validator=attrs.validators.ge(0))

@@ -1,10 +1,10 @@
-"""The ``agents`` planner: Planner → Executor → Summarizer over an OpenAI-compatible API.
+"""The ``agents`` planner: Planner → Editor → Summarizer over an OpenAI-compatible API.
 
-The Planner inspects the code with read-only tools and submits one plan; the Executor edits the
+The Planner inspects the code with read-only tools and submits one plan; the Editor edits the
 editable files (whole files, or unified patches with ``--edit-mode patch``); the loop builds,
 tests and times the result like any other proposal; the Summarizer attributes the measured
 outcome and updates the experience archive. A candidate that fails to build or test is handed
-back to the Executor with the error (and, for compile errors, doc lookups of the symbols it
+back to the Editor with the error (and, for compile errors, doc lookups of the symbols it
 names) up to ``--retries`` times. Malformed replies go back to the model a bounded number of
 times; then the candidate fails — never the run.
 """
@@ -156,7 +156,7 @@ class Agents:
                     messages.append({"role": "user", "content": "Finish by calling submit_plan "
                                      "with your plan." if text else "Your reply was empty. Use "
                                      "the tools, then call submit_plan."})
-                elif role == "executor" and not toolbox.edits:
+                elif role == "editor" and not toolbox.edits:
                     strikes += 1
                     messages.append({"role": "user", "content": "You have not changed any file. "
                                      "Make the change with your tools."})
@@ -213,12 +213,12 @@ class Agents:
     def _execute(self, ctx: PlanContext, files: dict[str, bytes], plan: str,
                  repair: str | None) -> dict[str, bytes]:
         mode = ctx.settings.section(AgentOptions).edit_mode
-        toolbox = ToolBox(dict(files), ctx.target.editable, "executor", edit_mode=mode)
+        toolbox = ToolBox(dict(files), ctx.target.editable, "editor", edit_mode=mode)
         instruction = ("write_file with the whole new content of each file you change"
                        if mode == "file" else "apply_patch with a unified diff")
-        system = self._fill(prompt("executor"), ctx, role="executor", plan=plan,
+        system = self._fill(prompt("editor"), ctx, role="editor", plan=plan,
                             edit_instruction=instruction)
-        self._converse(ctx, "executor", system, repair or "Make the change.", toolbox)
+        self._converse(ctx, "editor", system, repair or "Make the change.", toolbox)
         return toolbox.edits
 
     # ------------------------------------------------------------------ planner protocol
@@ -269,7 +269,7 @@ class Agents:
             merged = {**parent.edits, **(repair["edits"] if repair else {}), **edits}
             merged = {p: d for p, d in merged.items() if ctx.files.get(p) != d}
             if not merged:
-                raise PlannerError("the executor left every file as it was")
+                raise PlannerError("the editor left every file as it was")
             title = plan.strip().splitlines()[0][:100] if plan.strip() else "agent edit"
             proposal = Proposal(("repair: " if repair else "") + title, merged, planner=self.name)
             self.pending[id(proposal)] = {"plan": plan, "parent": parent.id, "attempts": attempts}

@@ -25,7 +25,7 @@ def test_the_tuner_sets_the_bar_in_an_agents_run(tmp_path: Path) -> None:
     script = {
         "planner": [tool_call("get_profile", aspect="tuner_frontier"),
                     tool_call("submit_plan", plan="Blocks of 128 elements")],
-        "executor": [tool_call("write_file", path="vecadd.py", content=llm_edit), say("done")],
+        "editor": [tool_call("write_file", path="vecadd.py", content=llm_edit), say("done")],
         "summarizer": [say('{"strategy": "block 128", "lesson": "-", "action": "append"}')],
     }
     env = {"OPENAI_API_KEY": KEY, "KERNELOPT_SMALL": "1", "KERNELOPT_LLM_BACKOFF_S": "0.05"}

@@ -1,6 +1,6 @@
 """A tree's bench under a profiler, under the GPU lock and never inside a timed window: the
 baseline's at the start of a run, the winner's at its end, a baseline's alone for
-``kernelopt profile``. What the kernels say: kernelopt_core.profile_view."""
+``kernelopt profile``. What the kernels say: kernelopt_core.profiling.view."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.plugins import PluginHost
-from kernelopt_core.profile_view import annotate
+from kernelopt_core.profiling.view import annotate
 from kernelopt_core.runner import Runner
 from kernelopt_core.target import Command, Target, Tree
 

@@ -42,8 +42,8 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     from kernelopt_core import cli, ui
     from kernelopt_core.errors import UsageError
     from kernelopt_core.journal import Journal
-    from kernelopt_core.profile_view import locate, sources
-    from kernelopt_core.profiling import Profiling, defined_kernels
+    from kernelopt_core.profiling.bench import Profiling, defined_kernels
+    from kernelopt_core.profiling.view import locate, sources
     from kernelopt_core.runner import Runner
     from kernelopt_core.session import new_run_id, prepare_state_root, record_failure, write_header
     from kernelopt_core.workspace import Workspace
@@ -115,7 +115,7 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
 def _show(profile: dict[str, Any], phase: str, labels: dict[str, str] | None) -> list[str]:
     """One profile's ranking, hint and metrics table on the console; its markdown lines."""
     from kernelopt_core import ui
-    from kernelopt_core.profile_view import kernel_table, ranking, suggestion
+    from kernelopt_core.profiling.view import kernel_table, ranking, suggestion
 
     rows = ranking(profile, labels)
     table = kernel_table([(phase or "baseline", profile)])

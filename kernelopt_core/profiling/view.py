@@ -1,13 +1,13 @@
 """What a profile says, as data and as tables (pure: the report and ``kernelopt profile``
-render with it; kernelopt_core.profiling runs the profiler).
+render with it; kernelopt_core.profiling.bench runs the profiler).
 
-A profiler's ``parse`` gives kernels (profile_parsers.KernelProfile as JSON). The target's
+A profiler's ``parse`` gives kernels (parsers.KernelProfile as JSON). The target's
 kernels are those its backend says its editable files define (``kernel_names``, the
 ``DefinesKernels`` capability: CUDA's ``__global__`` functions, Triton's ``@triton.jit`` ones);
 every other kernel the bench launched (input fills, cache flushes, the library's
 and the harness's own) is shown apart, so a metric is never summed across kernels.
 The table's columns are ncu's, or any other profiler's time and share then the metric columns
-its ``parse`` declared (profile_parsers.MetricColumn); a metric a kernel lacks shows as
+its ``parse`` declared (parsers.MetricColumn); a metric a kernel lacks shows as
 missing, never as 0.
 """
 
@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, TypeGuard
 
-from kernelopt_core.profile_parsers import DURATION, MetricColumn
+from kernelopt_core.profiling.parsers import DURATION, MetricColumn
 
 SOURCE_SUFFIXES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".h", ".hpp", ".py")
 

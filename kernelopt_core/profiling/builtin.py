@@ -1,6 +1,6 @@
 """Built-in profilers: ncu, nsys, rocprof and Graphsignal. Each wraps a bench command; the
 recorded output (Graphsignal's: its /signals payload, saved) is parsed by
-kernelopt_core.profile_parsers into one record per kernel.
+kernelopt_core.profiling.parsers into one record per kernel.
 
 ncu always runs with ``--clock-control none`` (never change the GPU's clocks): the bench then
 runs at the clocks every other measurement sees.
@@ -20,8 +20,8 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import profile_parsers as parsers
 from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.profiling import parsers
 from kernelopt_core.target import Command
 
 # per launch: duration, DRAM traffic and throughput, SM throughput, achieved occupancy, the
@@ -132,7 +132,7 @@ GRAPHSIGNAL_DONE = "graphsignal.done"  # written once graphsignal-run (the bench
 _GRAPHSIGNAL_SH = (
     'out=$1 port=$2 py=$3; shift 3; '
     'rm -f "$out/' + GRAPHSIGNAL_DONE + '" "$out/' + GRAPHSIGNAL_PAYLOAD + '"; '
-    '"$py" -c "import sys; from kernelopt_core.profilers import poll_signals; '
+    '"$py" -c "import sys; from kernelopt_core.profiling.builtin import poll_signals; '
     'sys.exit(poll_signals(sys.argv[1:]))" "$port" "$out" & poller=$!; '
     'graphsignal-run --listen-port "$port" --cuda-graph-trace node --rocm-kernel-trace all "$@"; '
     'rc=$?; : > "$out/' + GRAPHSIGNAL_DONE + '"; wait "$poller"; exit $rc')
@@ -146,7 +146,7 @@ class Graphsignal:
     and it has read the profiler's last write. Graphsignal writes no profile file, so the
     wrapped command is ``sh`` running graphsignal-run on a free port and, beside it, a poller
     (``poll_signals``) that saves the last payload under the profile's directory; ``parse``
-    reads that file (``profile_parsers.graphsignal_signals``).
+    reads that file (``parsers.graphsignal_signals``).
 
     What the payload holds: the bench's kernels as of the watcher's last read (once a
     second), so the last second or so of a bench can be missing, and a bench that ends within
