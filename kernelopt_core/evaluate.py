@@ -55,6 +55,7 @@ class Evaluator:
                 return self._outcome(cid, proposal, parent, recorded, log_dir, replayed=True)
             self._diverge(cid)
         started, child_before = time.time(), self.runner.child_seconds
+        cpu_before = time.process_time()  # the loop's own work, whatever the machine's load
         log_dir.mkdir(parents=True, exist_ok=True)
         files = self.workspace.files
         bad = [p for p in proposal.edits if p not in self.target.editable]
@@ -103,6 +104,7 @@ class Evaluator:
             "candidate_result", **result_event, gates_passed=[r.gate for r in results if r.passed],
             tag=tag, wall_s=round(time.time() - started, 4),
             child_s=round(self.runner.child_seconds - child_before, 4),
+            self_cpu_s=round(time.process_time() - cpu_before, 4),
             gpu_seconds=round(self.runner.gpu_seconds, 3),  # the run's total so far
         )
         return self._outcome(cid, proposal, parent, result_event, log_dir, replayed=False)

@@ -60,7 +60,9 @@ def test_readme_main_job_optimizes_the_cpu_example(tmp_path: Path) -> None:
                                  capture_output=True, text=True)
         assert patched.returncode == 0, patched.stdout
     assert _git_status() == status_before
-    # the loop's own overhead per candidate (wall time outside child processes) stays small
+    # the loop's own work per candidate stays small: its CPU seconds, not wall time outside
+    # the children (that grows with another process's load on the cores, and is no measure of
+    # the loop)
     results = [e for e in events(run_dir) if e["event"] == "candidate_result"]
-    overhead = [r["wall_s"] - r["child_s"] for r in results]
-    assert max(overhead) < 1.0, overhead
+    own = [r["self_cpu_s"] for r in results]
+    assert max(own) < 1.0, own
