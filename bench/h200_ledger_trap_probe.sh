@@ -3,7 +3,8 @@
 # bench/llamacpp_faults.py) timed out under the check with the CUDA ledger loaded, where it
 # failed in 13 s without it (2026-12-04). On a fresh machine, from .whl/llama.cpp-trimmed.tar.gz:
 # builds test-backend-ops with the trap variant (the op runs' configure arguments) and the
-# ledger library, then runs `test-backend-ops test -o SOFT_MAX -b CUDA0 -j 4` (as the check runs it) plain, with the ledger,
+# ledger library, then runs `test-backend-ops test -o SOFT_MAX -b CUDA0 -j 4` (one process with the -j of each of the
+# check's; the check itself ran four such shards) plain, with the ledger,
 # and with the ledger and GGML_NO_BACKTRACE=1. A run still alive after 25 s gets its processes'
 # threads (kernel wait channels, stacks, and gdb's backtraces when gdb is here), then is killed.
 set -uo pipefail

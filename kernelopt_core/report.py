@@ -10,6 +10,7 @@ from typing import Any
 
 from kernelopt_core import evidence, knob_view, model_view
 from kernelopt_core import journal as journal_mod
+from kernelopt_core.llm_view import llm_usage
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
 from kernelopt_core.profiling.view import kernel_table
 from kernelopt_core.report_html import candidate_rows, render_html
@@ -122,7 +123,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
             "correct": sum((r["candidate"], "correctness") in passed for r in results),
             "accepted": sum(bool(r["accepted"]) for r in results),
         },
-        "llm": _llm_usage(events),
+        "llm": llm_usage(events),
         "planner": config.get("planner"),
         "by_planner": _by_planner(events),
         "gpu_seconds": end.get("gpu_seconds"),
@@ -185,20 +186,6 @@ def _by_planner(events: list[dict[str, Any]]) -> dict[str, Any]:
         if entry is not None and (entry["speedup"] is None or speedup > entry["speedup"]):
             entry.update(best=r["candidate"], speedup=speedup)
     return out
-
-
-def _llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
-    calls = [e for e in events if e["event"] == "llm_call"]
-    ok = [e for e in calls if e.get("status") == 200 and "tokens_in" in e]
-    return {
-        "calls": len(ok), "failed_attempts": len(calls) - len(ok),
-        "tokens_in": sum(e["tokens_in"] for e in ok), "tokens_out": sum(e["tokens_out"] for e in ok),
-        "latency_s": round(sum(e.get("latency_s", 0.0) for e in calls), 3),
-        "cost": round(sum(e.get("cost", 0.0) for e in ok), 6),
-        "unpriced_calls": sum(not e.get("priced", True) for e in ok),
-        "by_role": {role: sum(e.get("role") == role for e in ok)
-                    for role in ("planner", "editor", "summarizer")},
-    }
 
 
 def _evidence(events: list[dict[str, Any]], winner: str | None) -> list[str]:

@@ -271,6 +271,11 @@ class ScriptedLLMServer:
     """
 
     def __init__(self, script: dict[str, list[dict]]) -> None:
+        unknown = set(script) - {"planner", "editor", "summarizer", "other"}
+        if unknown:  # a role no request is recognised as would be answered with nothing
+            raise ValueError(f"ScriptedLLMServer: unknown role(s) {sorted(unknown)}; the roles "
+                             "are planner, editor (called executor before 2026-12-04), "
+                             "summarizer and other")
         self.script = {role: list(steps) for role, steps in script.items()}
         self.requests: list[dict] = []
         server = self

@@ -60,7 +60,7 @@ def test_a_faster_correct_kernel_is_accepted_and_accounted(chunk_project: Path) 
     s = summary(run_dir)
     assert s["status"] == "optimized" and s["planner"] == "agents"
     assert s["llm"]["calls"] == 5 and s["llm"]["tokens_in"] > 0
-    assert s["llm"]["by_role"] == {"planner": 2, "editor": 2, "summarizer": 1}
+    assert s["llm"]["by_role"] == {"planner": 2, "editor": 2, "summarizer": 1, "executor": 2}
     # one cheap check of the provider comes first, before any build (issue 34, item 8)
     assert server.requests[0]["json"]["messages"][0]["content"] == "Reply with the word OK."
     calls = agent_calls(server)

@@ -500,6 +500,8 @@ class LlamaCppBackend:
         command = self._tbo(target, tree, "check", "--runs", str(runs), *split,
                             *(["--jobs", str(jobs)] if jobs > 1 else []))
         # the ledger's record is named by the seeds: the baseline's check ran the same ones
+        # (maybe in fewer processes: the whole op in one before the case list existed; the
+        # bar is the most one of its processes held, so that errs towards passing)
         return cuda_ledger_watch(command, tree, "-".join(map(str, seeds)))
 
     def bench(self, target: Target, tree: Tree) -> Command | None:

@@ -25,7 +25,7 @@ def test_an_agents_run_through_it_ends_optimized(tmp_path: Path) -> None:
     project = write_chunk_project(tmp_path / "p")
     faster = (project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 128\n")
     script = {"planner": [tool_call("submit_plan", plan="Walk the list in chunks of 128")],
-              "executor": [tool_call("write_file", path="kernel.py", content=faster),
+              "editor": [tool_call("write_file", path="kernel.py", content=faster),
                            say("CHUNK is 128.")],
               "summarizer": [say('{"strategy": "chunks", "lesson": "fewer slices", '
                                  '"action": "append"}')]}
