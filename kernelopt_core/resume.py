@@ -10,7 +10,8 @@ state the killed run had, and completed candidates are never evaluated twice. A 
 off half-way is evaluated again; at the first proposal that differs (an LLM agent) the rest of
 the recorded candidates are dropped (``resume_diverged``) and the run goes on live. The
 baseline commit is reused (the target must be unchanged), so are the candidates' tags; the
-baseline is rebuilt (warm) but not tested or timed again. A final phase cut off runs again;
+baseline is rebuilt (warm) and tested again (a bench worker times only checked content;
+the CUDA memory ledger's bar is its test's) but not timed again. A final phase cut off runs again;
 a run that reached its verdict is not run again (its report is rewritten, its exit code kept).
 """
 
