@@ -298,7 +298,7 @@ def kernelopt_doc_lookup(symbol: str, language: str) -> list[DocHit]:
 
 @hookspec
 def kernelopt_prompt_fragments(backend: str, role: str) -> list[str]:
-    """Extra prompt text for LLM agents (``role``: planner | editor | summarizer;
+    """Extra prompt text for LLM agents (``role``: planner | editor;
     the editor was called executor before 2026-12-04) when
     optimizing a target of ``backend``; e.g. a strategy list for CUDA or Triton."""
 

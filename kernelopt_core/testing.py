@@ -263,7 +263,8 @@ def chunk_project(tmp_path: Path) -> Iterator[Path]:
 class ScriptedLLMServer:
     """A real OpenAI-compatible HTTP server on 127.0.0.1 that replays scripted replies.
 
-    ``script`` maps an agent role (planner, editor, summarizer — recognised from the system
+    ``script`` maps an agent role (planner, editor, summarizer, or other: a request naming no
+    agent, e.g. ``kernelopt init``'s provider check — recognised from the system
     or first message) to a list of steps, consumed in order. A step is one of:
     ``{"message": {...}}`` (a 200 reply with that assistant message), ``{"status": 429,
     "headers": {...}}`` (an error reply), ``{"sleep": 2.0, "then": step}`` (answer late).

@@ -1,6 +1,7 @@
 """docs/journal.md against the code: every event kind the core and the first-party plugins
 write (``<journal>.write("kind", key=...)``, read from the source), with every key written by
-name, has its row; and no row names a kind nothing writes any more."""
+name or in a dict literal spread into the call, has its row; and no row names a kind nothing
+writes any more. Keys spread from a dict built elsewhere are the doc's to list by hand."""
 
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ def written() -> dict[str, set[str]]:
                     and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, str)
                     and re.fullmatch(r"[a-z_]+", node.args[0].value)):
-                kinds[node.args[0].value].update(k.arg for k in node.keywords if k.arg)
+                keys = kinds[node.args[0].value]
+                keys.update(k.arg for k in node.keywords if k.arg)
+                for spread in (k.value for k in node.keywords if k.arg is None):
+                    keys.update(d.value for n in ast.walk(spread) if isinstance(n, ast.Dict)
+                                for d in n.keys if isinstance(d, ast.Constant))
     return kinds
 
 

@@ -26,7 +26,7 @@ def test_an_agents_run_through_it_ends_optimized(tmp_path: Path) -> None:
     faster = (project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 128\n")
     script = {"planner": [tool_call("submit_plan", plan="Walk the list in chunks of 128")],
               "editor": [tool_call("write_file", path="kernel.py", content=faster),
-                           say("CHUNK is 128.")],
+                         say("CHUNK is 128.")],
               "summarizer": [say('{"strategy": "chunks", "lesson": "fewer slices", '
                                  '"action": "append"}')]}
     with ScriptedLLMServer(script) as server:
