@@ -23,7 +23,7 @@ def by_role(ok: list[dict[str, Any]]) -> dict[str, int]:
     """Successful calls per agent role. The editor was the "executor" until 2026-12-04: an
     older journal's calls count as the editor's, and ``executor`` stays, the same count, as
     summary.json keys are only ever added within a schema."""
-    count = {role: sum(e.get("role") == role for e in ok) for role in ("planner", "summarizer")}
-    count["editor"] = sum(e.get("role") in ("editor", "executor") for e in ok)
-    return {"planner": count["planner"], "editor": count["editor"],
-            "summarizer": count["summarizer"], "executor": count["editor"]}
+    roles = ["editor" if e.get("role") == "executor" else e.get("role") for e in ok]
+    editor = roles.count("editor")
+    return {"planner": roles.count("planner"), "editor": editor,
+            "summarizer": roles.count("summarizer"), "executor": editor}

@@ -49,7 +49,7 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     # no verdict: stopped by the user (Ctrl-C: resumable), else killed or failed
     stopped_by_user = any(e["event"] == "interrupted" for e in events) and not any(
         e["event"] == "error" for e in events)
-    status = verdict["status"] if verdict else "interrupted" if stopped_by_user else "error"
+    status = verdict["status"] if verdict is not None else "interrupted" if stopped_by_user else "error"
     rounds: dict[str, list[float]] = {"baseline_ms": [], "candidate_ms": []}
     speedup = final_ms = noise = None
     wins = n_rounds = 0
