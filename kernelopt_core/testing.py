@@ -113,17 +113,19 @@ print(json.dumps({"kernelopt_bench": 1, "time_ms": time_ms,
                   "shape": "f64[20000]", "bytes": 160000, "checksum": checksum}))
 '''
 
+# `python -S`: the project's scripts need only the standard library, and skipping `site` (its
+# .pth files, editable installs' finders) saves ~0.1 s a process, ~20 processes a run
 TOML = '''backend = "cmake"
 
 [build]
-commands = ["{python} -c \\"import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])\\" {{repo}}/kernel.py {{build}}/kernel.py"]
+commands = ["{python} -S -c \\"import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])\\" {{repo}}/kernel.py {{build}}/kernel.py"]
 
 [[target]]
 name = "chunk-sum"
 editable = ["kernel.py"]
 contract = ["check.py", "bench.py"]
-test = "{python} {{repo}}/check.py --seed {{seed}} --build {{build}}"
-bench = "{python} {{repo}}/bench.py {{build}} {{work}}"
+test = "{python} -S {{repo}}/check.py --seed {{seed}} --build {{build}}"
+bench = "{python} -S {{repo}}/bench.py {{build}} {{work}}"
 shape = "f64[20000]"
 bytes = 160000
 
@@ -160,15 +162,15 @@ class ScriptedBackend:
 
     def build(self, target: Target, tree: Tree) -> list[Command]:
         code = "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])"
-        return [Command((sys.executable, "-c", code, str(tree.src / "kernel.py"),
+        return [Command((sys.executable, "-S", "-c", code, str(tree.src / "kernel.py"),
                          str(tree.build / "kernel.py")), tree.src, timeout_s=60)]
 
     def check(self, target: Target, tree: Tree, seed: int) -> Command:
-        return Command((sys.executable, str(tree.src / "check.py"), "--seed", str(seed),
+        return Command((sys.executable, "-S", str(tree.src / "check.py"), "--seed", str(seed),
                         "--build", str(tree.build)), tree.src, timeout_s=60)
 
     def bench(self, target: Target, tree: Tree) -> Command | None:
-        return Command((sys.executable, str(tree.src / "bench.py"), str(tree.build)), tree.src,
+        return Command((sys.executable, "-S", str(tree.src / "bench.py"), str(tree.build)), tree.src,
                        timeout_s=60)
 
     def engine(self, target: Target, tree: Tree) -> Command | None:

@@ -69,5 +69,5 @@ def counted_cpu_example(dest: Path) -> Path:
     real = 'bench = "{build}/transpose_bench --work {work}"'
     assert real in text, "examples/cmake-cpu/kernelopt.toml's bench line changed"
     toml.write_text(text.replace(
-        real, f'bench = "{sys.executable} {{repo}}/counted_bench.py {{repo}} {{build}} {{work}}"'))
+        real, f'bench = "{sys.executable} -S {{repo}}/counted_bench.py {{repo}} {{build}} {{work}}"'))
     return dest

@@ -87,6 +87,19 @@ def test_from_ten_rounds_a_few_lost_rounds_do_not_veto_a_clear_win() -> None:
     assert inside.all_won and not inside.faster  # every round won, but inside the 1 % floor
 
 
+@pytest.mark.parametrize("rounds", [1, 2, 5, 10, 20, 41])
+def test_the_sign_test_is_scipy_stats_one_sided_binomial_test(rounds: int) -> None:
+    """confirm_stats' p-value (scipy.special's survival function, imported without scipy.stats)
+    is scipy.stats.binomtest's, for every count of won rounds."""
+    from scipy.stats import binomtest
+
+    for wins in range(rounds + 1):
+        base = [1.1] * wins + [0.9] * (rounds - wins)
+        got = confirm_stats(base, [1.0] * rounds, [1.0] * rounds, 1.01, 1.0).sign_p
+        want = binomtest(wins, rounds, 0.5, alternative="greater").pvalue
+        assert got == pytest.approx(want, rel=1e-12, abs=0.0), (rounds, wins)
+
+
 def test_transient_limit_is_three_percent_or_five_robust_sigmas() -> None:
     from kernelopt_core.measure.stats import transient_limit, transient_rounds
 
