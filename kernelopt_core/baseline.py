@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from kernelopt_core import evidence, process, warm_build
+from kernelopt_core import events, evidence, process, warm_build
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
@@ -17,7 +16,7 @@ from kernelopt_core.workspace import Workspace
 
 def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Path,
             screen_runs: int, stage: Callable[[str], None],
-            recorded: dict[str, Any] | None = None) -> float | None:
+            recorded: events.Baseline | None = None) -> float | None:
     """Build, test and bench the unmodified tree; its median time (ms), None without a bench.
     A candidate tree without a build yet starts from a copy of this one's (warm_build).
     ``recorded``: the ``baseline`` event of the run being resumed — the same content was timed
@@ -33,7 +32,7 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
     seeded = warm_build.seed(tree, workspace.candidate_tree, lambda command: process.run(
         command, log_dir / "warm-build.log", cap=warm_build.COMPDB_CAP))
     if seeded is not None:
-        journal.write("warm_build", **seeded)
+        journal.write("warm_build", **seeded)  # checked by events.WarmBuild
     stage("baseline test")
     failed, said = evidence.checked(runner.check_all, tree, log_dir / "test.log")
     if failed is not None:
@@ -45,11 +44,11 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
             f"the test or the kernel first (full log: {log_dir / 'test.log'})",
         )
     if said:  # what the passing test printed about itself (kernelopt_core.evidence)
-        journal.write("check_evidence", tree="baseline", evidence=said)
+        journal.record(events.CheckEvidence(tree="baseline", evidence=said))
     if recorded is not None:  # checked again (a bench worker times only checked content)
-        return recorded.get("ms")
+        return recorded.ms
     if not runner.has_bench(tree):
-        journal.write("baseline", ms=None, samples=[], note="no bench command")
+        journal.record(events.Baseline(ms=None, samples=[], note="no bench command"))
         return None
     stage("baseline bench")
     try:
@@ -58,5 +57,5 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
     except BenchFailed as exc:
         raise UsageError(f"the baseline's bench fails: {exc}") from exc
     ms = sorted(samples)[len(samples) // 2]
-    journal.write("baseline", ms=ms, samples=samples)
+    journal.record(events.Baseline(ms=ms, samples=samples))
     return ms

@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import history
+from kernelopt_core import events, history
 from kernelopt_core.executors import Job, JobResult
 from kernelopt_core.journal import Journal, read
 from kernelopt_core.target import Target
@@ -119,17 +119,18 @@ def run(name: str, entries: Sequence[Entry], job_list: Sequence[Job], executor: 
     fresh = not (directory / "campaign.jsonl").is_file()
     journal = Journal(directory / "campaign.jsonl")
     if fresh:  # run again, a campaign keeps the plan it started with (recorded())
-        journal.write("campaign", name=name, executor=executor.name, gpus=list(gpus),
-                      entries=[attrs.asdict(e) | {"priority": e.priority} for e in entries],
-                      jobs=[list(j.argv) for j in job_list])
+        journal.record(events.Campaign(
+            name=name, executor=executor.name, gpus=list(gpus),
+            entries=[attrs.asdict(e) | {"priority": e.priority} for e in entries],
+            jobs=[list(j.argv) for j in job_list]))
     else:
-        journal.write("campaign_resumed", executor=executor.name, gpus=list(gpus))
+        journal.record(events.CampaignResumed(executor=executor.name, gpus=list(gpus)))
     lock = threading.Lock()  # an executor may report from any thread
 
     def done(result: JobResult) -> None:
         summary = _run_summary(state_root, result.key)
         with lock:
-            journal.write("job", **attrs.asdict(result), summary=summary)
+            journal.record(events.Job(**attrs.asdict(result), summary=summary))
             on_result(result, summary)
 
     try:

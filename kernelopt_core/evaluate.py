@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import outside
+from kernelopt_core import events, outside
 from kernelopt_core.gates.base import GateContext, GateResult
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.journal import Journal
@@ -59,11 +59,11 @@ class Evaluator:
         log_dir.mkdir(parents=True, exist_ok=True)
         files = self.workspace.files
         bad = [p for p in proposal.edits if p not in self.target.editable]
-        self.journal.write(
-            "candidate", candidate=cid, parent=parent.id, planner=proposal.planner,
+        self.journal.record(events.Candidate(
+            candidate=cid, parent=parent.id, planner=proposal.planner,
             description=proposal.description, knobs=proposal.knobs,
             files=sorted(proposal.edits), digest=content_key(proposal.edits),
-        )
+        ))
         (log_dir / "edit.diff").write_text(text_diff(files, proposal.edits), encoding="utf-8")
         results: list[GateResult] = []
         if bad:
@@ -94,26 +94,25 @@ class Evaluator:
                 self.run_id, cid, proposal.edits, f"{cid}: {proposal.description}"
             )
         failed = next((r for r in results if not r.passed), None)
-        result_event = {
-            "candidate": cid, "accepted": accepted, "speedup": speedup,
-            "failed_gate": failed.gate if failed else None,
-            "reason": failed.reason if failed else "passed every candidate gate",
-            "log_tail": failed.metrics.get("log_tail", "") if failed else "",
-        }
-        self.journal.write(
-            "candidate_result", **result_event, gates_passed=[r.gate for r in results if r.passed],
+        event = events.CandidateResult(
+            candidate=cid, accepted=accepted, speedup=speedup,
+            failed_gate=failed.gate if failed else None,
+            reason=failed.reason if failed else "passed every candidate gate",
+            log_tail=str(failed.metrics.get("log_tail", "")) if failed else "",
+            gates_passed=[r.gate for r in results if r.passed],
             tag=tag, wall_s=round(time.time() - started, 4),
             child_s=round(self.runner.child_seconds - child_before, 4),
             self_cpu_s=round(time.process_time() - cpu_before, 4),
             gpu_seconds=round(self.runner.gpu_seconds, 3),  # the run's total so far
         )
-        return self._outcome(cid, proposal, parent, result_event, log_dir, replayed=False)
+        self.journal.record(event)
+        return self._outcome(cid, proposal, parent, event, log_dir, replayed=False)
 
     def _journal_gate(self, cid: str, result: GateResult) -> None:
-        self.journal.write(
-            "gate", candidate=cid, gate=result.gate, passed=result.passed,
+        self.journal.record(events.Gate(
+            candidate=cid, gate=result.gate, passed=result.passed,
             skipped=result.skipped, reason=result.reason, metrics=result.metrics,
-        )
+        ))
 
     def _watched(self) -> outside.Watched:
         """Where this candidate must not write (kernelopt_core.outside)."""
@@ -126,7 +125,7 @@ class Evaluator:
         once); a recorded candidate there instead ends the replay."""
         if self.replay is not None and not self.replay.diverged:
             recorded = self.replay.completed.get(cid)
-            if recorded is not None and recorded[1].get("failed_gate") == "planner":
+            if recorded is not None and recorded[1].failed_gate == "planner":
                 return
             self._diverge(cid)
         record_failed_proposal(self.journal, cid, parent, planner, message)
@@ -135,19 +134,21 @@ class Evaluator:
         assert self.replay is not None
         dropped = self.replay.diverge(cid)
         if dropped:
-            self.journal.write("resume_diverged", candidate_from=cid, discarded=dropped)
+            self.journal.record(events.ResumeDiverged(candidate_from=cid, discarded=dropped))
 
-    def _outcome(self, cid: str, proposal: Proposal, parent: Node, result: dict[str, Any],
-                 log_dir: Path, replayed: bool) -> tuple[Node | None, dict[str, Any]]:
-        keys = ("candidate", "accepted", "speedup", "failed_gate", "reason")
+    def _outcome(self, cid: str, proposal: Proposal, parent: Node,
+                 result: events.CandidateResult, log_dir: Path,
+                 replayed: bool) -> tuple[Node | None, dict[str, Any]]:
         diff = log_dir / "edit.diff"
-        outcome = {**{k: result.get(k) for k in keys}, "log_tail": result.get("log_tail", ""),
+        outcome = {"candidate": result.candidate, "accepted": result.accepted,
+                   "speedup": result.speedup, "failed_gate": result.failed_gate,
+                   "reason": result.reason, "log_tail": result.log_tail or "",
                    "diff": diff.read_text(encoding="utf-8") if diff.is_file() else "",
                    **({"replayed": True} if replayed else {})}
-        if not result.get("accepted"):
-            self.rejections[cid] = str(result.get("failed_gate"))
+        if not result.accepted:
+            self.rejections[cid] = str(result.failed_gate)
             return None, outcome
-        speedup = result.get("speedup")
+        speedup = result.speedup
         return Node(cid, dict(proposal.edits), dict(proposal.knobs), proposal.description,
                     parent.id, 1.0 if speedup is None else speedup), outcome
 

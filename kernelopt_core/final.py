@@ -8,6 +8,7 @@ from pathlib import Path
 
 import attrs
 
+from kernelopt_core import events
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.journal import Journal
@@ -52,9 +53,10 @@ class FinalPhase:
         accepted = [n for n in search.nodes.values() if n.id != "baseline"]
         if not accepted:
             rejected = ", ".join(f"{c} at {g}" for c, g in rejections.items()) or "none"
-            self.journal.write("verdict", status="fallback", candidate=None,
-                               reason="no candidate passed every candidate gate; baseline kept "
-                               f"(rejected: {rejected})")
+            self.journal.record(events.Verdict(
+                status="fallback", candidate=None,
+                reason=f"no candidate passed every candidate gate; baseline kept (rejected: "
+                f"{rejected})"))
             return "fallback"
         if benched:
             accepted.sort(key=lambda n: n.speedup, reverse=True)
@@ -73,8 +75,7 @@ class FinalPhase:
             diff = self.workspace.diff(self.workspace.baseline_commit, winner)
             self.workspace.tag(self.run_id, "winner", winner)
         (self.run_dir / "report.diff").write_bytes(diff)
-        self.journal.write(
-            "verdict",
+        self.journal.record(events.Verdict(
             status=status,
             candidate=best.id,
             description=best.description,
@@ -85,7 +86,7 @@ class FinalPhase:
             caught_by=[f.gate for f in failures],
             measured=measured(results, gates),
             reason="; ".join(f"{f.gate}: {f.reason}" for f in failures) or "every final gate passed",
-        )
+        ))
         if self.profiling is not None and status in ("optimized", "matched"):
             # after the verdict and every timed window; the candidate tree holds the winner
             try:
@@ -93,8 +94,8 @@ class FinalPhase:
                                    {**self.workspace.files, **best.edits},
                                    self.run_dir / "profile-winner", "winner", candidate=best.id)
             except Exception as exc:  # a profile is information: it never undoes a verdict
-                self.journal.write("warning", gate="profile",
-                                   message=f"the winner's profile failed: {exc}"[:2000])
+                self.journal.record(events.GateWarning(
+                    gate="profile", message=f"the winner's profile failed: {exc}"[:2000]))
         return status
 
     def _attempt(
@@ -110,11 +111,11 @@ class FinalPhase:
         results: list[GateResult] = []
 
         def record(result: GateResult) -> None:  # journaled as it happens
-            self.journal.write(
-                "gate", candidate=node.id, gate=result.gate, passed=result.passed, final=True,
+            self.journal.record(events.Gate(
+                candidate=node.id, gate=result.gate, passed=result.passed, final=True,
                 skipped=result.skipped, reason=result.reason, metrics=result.metrics,
                 failed_verdict=None if result.passed else result.failed_verdict,
-            )
+            ))
             results.append(result)
 
         if rebuilt is not None and not rebuilt.ok:  # built during the search: flaky, disk full

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelopt_core import events
 from kernelopt_core.errors import PrerequisiteError
 
 SCHEMA = 1
@@ -43,7 +44,17 @@ class Journal:
         if os.fstat(self._fd).st_size and _last_byte(path) != b"\n":
             self._append(b"\n", "")
 
+    def record(self, event: events.Event) -> dict[str, Any]:
+        """Append one of the core's events (kernelopt_core.events)."""
+        return self._write(event.EVENT, event.data())
+
     def write(self, event: str, **data: Any) -> dict[str, Any]:
+        """Append an event by kind and keys: a core kind is built through its class
+        (kernelopt_core.events; TypeError on a key it does not know or one missing), a
+        plugin's own kind is written as given."""
+        return self._write(event, events.build(event, data))
+
+    def _write(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         record = {"event": event, "t": round(time.time(), 6), **data}
         if self.failed is not None:  # the run is stopping on it: the ending is not recorded
             return record

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import events
 from kernelopt_core import knobs as knob_edit
 from kernelopt_core.capabilities import ProbesCompile
 from kernelopt_core.journal import Journal
@@ -45,8 +46,8 @@ def usable(runner: Runner, tree: Tree, knobs: tuple[Knob, ...], files: dict[str,
     result = runner.spawn(command, out_dir / "probe.log")
     results = _results(result.stdout) if result.ok else None
     if results is None:
-        journal.write("knob_probe", ok=False, variants=len(variants),
-                      error=f"{result.describe()}: {result.tail(1500)}")
+        journal.record(events.KnobProbe(ok=False, variants=len(variants),
+                                         error=f"{result.describe()}: {result.tail(1500)}"))
         return knobs
     failed: dict[str, dict[str, str]] = {}
     for v in variants:
@@ -59,9 +60,9 @@ def usable(runner: Runner, tree: Tree, knobs: tuple[Knob, ...], files: dict[str,
                        if x == baseline[knob.name] or x not in failed.get(knob.name, {}))
         if len(values) > 1:
             kept.append(attrs.evolve(knob, values=values))
-    journal.write("knob_probe", ok=True, variants=len(variants), seconds=round(result.seconds, 1),
-                  failed=failed, dropped=[k.name for k in knobs if k.name not in
-                                          {x.name for x in kept}])
+    journal.record(events.KnobProbe(
+        ok=True, variants=len(variants), seconds=round(result.seconds, 1), failed=failed,
+        dropped=[k.name for k in knobs if k.name not in {x.name for x in kept}]))
     for scratch in out_dir.iterdir():  # the edited copies and objects; probe.log stays
         if scratch.is_dir():
             shutil.rmtree(scratch, ignore_errors=True)

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from kernelopt_core import baseline as baseline_steps
-from kernelopt_core import knob_probe, report, resolve
+from kernelopt_core import events, knob_probe, report, resolve
 from kernelopt_core.budget import Budget
 from kernelopt_core.errors import (
     EXIT_NO_WIN,
@@ -121,26 +121,24 @@ class Loop:
             if self.replay is None:
                 write_header(self.journal, self.run_id, self.target, self.settings, self.argv)
             else:
-                self.journal.write("resumed", pid=os.getpid(), host=platform.node(),
-                                   argv=self.argv, best=self.replay.best,
-                                   completed=sorted(self.replay.completed,
-                                                    key=lambda c: int(c[1:])))
+                self.journal.record(events.Resumed(
+                    pid=os.getpid(), host=platform.node(), argv=self.argv, best=self.replay.best,
+                    completed=sorted(self.replay.completed, key=lambda c: int(c[1:]))))
             waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.write(
-                "workspace_wait", target=self.target.name, **holder))
-            self.journal.write("workspace_acquired", waited_s=round(waited, 3))
+                "workspace_wait", target=self.target.name, **holder))  # events.WorkspaceWait
+            self.journal.record(events.WorkspaceAcquired(waited_s=round(waited, 3)))
             status = self._run()
             exit_code = EXIT_OPTIMIZED if status == "optimized" else EXIT_NO_WIN
         except (KeyboardInterrupt, Exception) as exc:
             exit_code = record_failure(self.journal, self.run_dir, exc, getattr(self, "stage", ""),
                                        self.host)
         finally:
-            self.journal.write(
-                "end",
+            self.journal.record(events.End(
                 exit_code=exit_code,
                 wall_seconds=round(self.budget.wall_seconds(), 3),
                 gpu_seconds=round(self.runner.gpu_seconds, 3),
                 child_seconds=round(self.runner.child_seconds, 3),
-            )
+            ))
             self.runner.close_workers()
             self.journal.close()
             self.workspace.release()
@@ -154,7 +152,7 @@ class Loop:
 
     def _stage(self, stage: str, **data: Any) -> None:
         self.stage = stage
-        self.journal.write("stage", stage=stage, **data)
+        self.journal.write("stage", stage=stage, **data)  # events.Stage
 
     def _run(self) -> str:
         if not self.target.editable:  # a whole program to profile (llama.cpp's model), no kernel
@@ -166,26 +164,26 @@ class Loop:
         planner, why = resolve.planner(self.host, self.settings, self.target)
         profiling = Profiling(self.settings.profiler, self.host, self.backend, self.target,
                               self.runner, self.journal, self._stage)  # checked before any build
-        self.journal.write("config", planner=planner.name, planner_reason=why,
-                           candidate_gates=[g.name for g in candidate_gates],
-                           final_gates=[g.name for g in final_gates])
+        self.journal.record(events.Config(planner=planner.name, planner_reason=why,
+                                          candidate_gates=[g.name for g in candidate_gates],
+                                          final_gates=[g.name for g in final_gates]))
         self._stage("snapshot")
         baseline_commit = self.workspace.start(
             self.run_id, self.replay.baseline_commit if self.replay else None)
-        self.journal.write(
-            "workspace", dir=str(self.workspace.dir), baseline_commit=baseline_commit.decode(),
+        self.journal.record(events.Workspace(
+            dir=str(self.workspace.dir), baseline_commit=baseline_commit.decode(),
             files=len(self.workspace.files),
-        )
+        ))
         files = self.workspace.files
         knobs, baseline_knobs = resolve.knobs(self.target, files)
         resolve.check_planner_inputs(planner, self.settings, self.target, knobs)
-        self.journal.write(
-            "knobs", knobs=[{"name": k.name, "file": k.file, "values": list(k.values),
+        self.journal.record(events.Knobs(
+            knobs=[{"name": k.name, "file": k.file, "values": list(k.values),
                              "baseline": baseline_knobs[k.name],
                              **({"also": [f for f, _ in k.also]} if k.also else {})}
                             for k in knobs],
             declared=bool(self.target.knobs),
-        )
+        ))
         baseline_ms = baseline_steps.measure(
             self.runner, self.journal, self.workspace, self.run_dir / "baseline",
             self.settings.gates.screen_runs, self._stage, self.replay.baseline if self.replay else None)
@@ -202,7 +200,7 @@ class Loop:
                           budget=self.budget)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
         self.budget.start_search()
-        self.journal.write("search_start", before_s=round(self.budget.wall_seconds(), 3))
+        self.journal.record(events.SearchStart(before_s=round(self.budget.wall_seconds(), 3)))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
         final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
                            self._stage, self.evaluator.gate_context, profiling)
@@ -261,19 +259,19 @@ class Loop:
                 if node is not None and node.speedup > best:
                     best, since_best = node.speedup, 0
                     if not outcome.get("replayed"):  # a resumed run's journal has it already
-                        self.journal.write("best", candidate=node.id, speedup=node.speedup)
+                        self.journal.record(events.Best(candidate=node.id, speedup=node.speedup))
                         self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
                 else:
                     since_best += 1
         unserved = self.replay.unserved(self.evaluated) if self.replay is not None else []
         if unserved:  # this attempt stopped before them: they are not this run's
-            self.journal.write("resume_diverged", candidate_from=f"c{self.evaluated + 1}",
-                               discarded=unserved)
-        self.journal.write("search_end", reason=stop, evaluated=self.evaluated)
+            self.journal.record(events.ResumeDiverged(candidate_from=f"c{self.evaluated + 1}",
+                                                      discarded=unserved))
+        self.journal.record(events.SearchEnd(reason=stop, evaluated=self.evaluated))
 
     def _is_new(self, proposal: Proposal) -> bool:
         """The same content is never evaluated twice in a run (planners may repeat)."""
         if self.seen.first_time(proposal.edits, self.workspace.files):
             return True
-        self.journal.write("duplicate", description=proposal.description)
+        self.journal.record(events.Duplicate(description=proposal.description))
         return False

@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import history, journal, process, report
+from kernelopt_core import events, history, journal, process, report
 from kernelopt_core.capabilities import ComparesModel
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import json_objects
@@ -143,10 +143,10 @@ def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: P
     for item in finished:
         run_journal = journal.Journal(item.run_dir / "journal.jsonl")
         try:
-            run_journal.write("model_check", **record)
+            run_journal.record(events.ModelCheck(**record))
         finally:
             run_journal.close()
         report.write_all(item.run_dir)
     if ledger is not None:
-        ledger.write("model_check", **record)
+        ledger.record(events.ModelCheck(**record))
     return record

@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 import portalocker
 
+from kernelopt_core import events as ev
 from kernelopt_core import journal as journal_mod
 from kernelopt_core.budget import Earlier
 from kernelopt_core.errors import UsageError
@@ -38,9 +39,9 @@ class Resumed:
     """What the killed attempts completed, served back to the loop in order."""
 
     baseline_commit: str | None
-    baseline: dict[str, Any] | None  # the recorded ``baseline`` event
+    baseline: ev.Baseline | None  # the recorded ``baseline`` event
     # candidate id -> (its ``candidate`` event, its ``candidate_result`` event)
-    completed: dict[str, tuple[dict[str, Any], dict[str, Any]]]
+    completed: dict[str, tuple[ev.Candidate, ev.CandidateResult]]
     spent_s: float  # wall seconds of the earlier attempts (the run's wall_seconds)
     gpu_s: float = 0.0  # GPU-lock seconds of the earlier attempts (so is the GPU budget)
     llm_calls: int = 0  # answered LLM calls of the earlier attempts (so are the LLM budgets)
@@ -71,10 +72,10 @@ class Resumed:
                 f"({was.get('backend')}) at {was.get('root')}, not of {target.name} at "
                 f"{target.root}", hint="give another --run-id (or none) for this target")
         events = journal_mod.effective(raw)
-        starts = {e["candidate"]: e for e in events if e["event"] == "candidate"}
-        completed = {e["candidate"]: (starts[e["candidate"]], e) for e in events
-                     if e["event"] == "candidate_result" and e["candidate"] in starts}
-        workspace = next((e for e in events if e["event"] == "workspace"), {})
+        starts = {e.candidate: e for e in ev.of(events, ev.Candidate)}
+        completed = {e.candidate: (starts[e.candidate], e)
+                     for e in ev.of(events, ev.CandidateResult) if e.candidate in starts}
+        workspace = ev.first(events, ev.Workspace)
         # each attempt's span: from its first event (header or `resumed`) to its last
         spent, first = 0.0, raw[0]["t"]
         for before, event in zip(raw, raw[1:], strict=False):
@@ -91,20 +92,18 @@ class Resumed:
             elif event["event"] in ("search_end", "resumed") and since is not None:
                 searched += (event if event["event"] == "search_end" else before)["t"] - since
                 since = None
-        ended = [e for e in events if e["event"] == "end"]
-        finished = ended[-1].get("exit_code") if ended and any(
-            e["event"] == "verdict" for e in events) else None
+        ended = ev.last(events, ev.End)
+        finished = ended.exit_code if ended and ev.first(events, ev.Verdict) else None
         # answered calls, as the client counts them (a malformed 200 body is not one)
-        answered = [e for e in raw if e["event"] == "llm_call" and e.get("status") == 200
-                    and "tokens_in" in e]
-        return cls(workspace.get("baseline_commit"),
-                   next((e for e in events if e["event"] == "baseline"), None),
-                   completed, spent, gpu_spent(raw), len(answered),
-                   sum(float(e.get("cost") or 0.0) for e in answered), finished,
-                   best=max((float(e["speedup"]) for e in events if e["event"] == "best"),
-                            default=1.0), searched_s=searched)
+        answered = [e for e in ev.of(raw, ev.LLMCall)
+                    if e.status == 200 and e.tokens_in is not None]
+        return cls(workspace.baseline_commit if workspace else None,
+                   ev.first(events, ev.Baseline), completed, spent, gpu_spent(raw),
+                   len(answered), sum(float(e.cost or 0.0) for e in answered), finished,
+                   best=max((float(e.speedup) for e in ev.of(events, ev.Best)), default=1.0),
+                   searched_s=searched)
 
-    def take(self, cid: str, proposal: Proposal) -> dict[str, Any] | None:
+    def take(self, cid: str, proposal: Proposal) -> ev.CandidateResult | None:
         """The recorded result of ``cid`` if it completed with this very proposal; at the
         first difference every recorded candidate from here on is dropped (returned by
         ``diverge``) and nothing more is served."""
@@ -112,10 +111,10 @@ class Resumed:
             return None
         started, result = self.completed[cid]
         digest = content_key(proposal.edits)
-        same = (started.get("description") == proposal.description
-                and (started.get("knobs") or {}) == dict(proposal.knobs)
-                and sorted(started.get("files") or []) == sorted(proposal.edits)
-                and started.get("digest", digest) == digest)
+        same = (started.description == proposal.description
+                and (started.knobs or {}) == dict(proposal.knobs)
+                and sorted(started.files or []) == sorted(proposal.edits)
+                and (started.digest or digest) == digest)
         return result if same else None
 
     def pending(self, cid: str) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import process
+from kernelopt_core import events, process
 from kernelopt_core.budget import Spent
 from kernelopt_core.capabilities import ChecksSeeds, ChecksShape, PairsEngine, benches_work
 from kernelopt_core.errors import BenchFailed, BenchParseError, PrerequisiteError, UsageError
@@ -171,18 +171,14 @@ class Runner:
             reading, held = self._fresh_bench(tree, log, work)
         if reading.extra.get("interpreted"):
             self.interpreted = True  # an interpreter's times: never a device speedup
-        self.journal.write(
-            "bench",
-            tree=tree.role,
-            purpose=purpose,
-            ms=reading.time_ms,
+        self.journal.record(events.Bench(
+            tree=tree.role, purpose=purpose, ms=reading.time_ms,
             checksum=reading.extra.get("checksum"),
-            **({"shape": str(reading.extra["shape"])} if reading.extra.get("shape") else {}),
-            **({"interpreted": True} if reading.extra.get("interpreted") else {}),
+            shape=str(reading.extra["shape"]) if reading.extra.get("shape") else None,
+            interpreted=True if reading.extra.get("interpreted") else None,
             asked=held.asked, acquired=held.acquired, released=held.released,
-            **({"timer": reading.extra["timer"]} if "timer" in reading.extra else {}),
-            **({"how": how} if (how := how_timed(reading)) else {}),
-        )
+            timer=reading.extra.get("timer"), how=how_timed(reading) or None,
+        ))
         return reading
 
     def _fresh_bench(self, tree: Tree, log: Path, work: float) -> tuple[BenchReading, Held]:

@@ -18,6 +18,7 @@ import platform
 import time
 from typing import Any
 
+from kernelopt_core import events
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.gates.base import GateContext
 from kernelopt_core.gates.perf import bracketed_rounds
@@ -106,7 +107,8 @@ def run_selftest(
         if planted_speedup:
             work, ratio = calibrate_work(ctx, workspace.candidate_tree, planted_speedup)
             calibration = {"work": work, "measured_ratio": ratio}
-            journal.write("selftest_calibration", planted_speedup=planted_speedup, **calibration)
+            journal.record(events.SelftestCalibration(planted_speedup=planted_speedup,
+                                                      work=work, measured_ratio=ratio))
             kinds.append(("planted", work))
         results: dict[str, Any] = {}
         rounds = runner.confirm_rounds(workspace.candidate_tree)
@@ -126,10 +128,10 @@ def run_selftest(
                 retakes.append(taken.retakes)
                 ratios.append(stats.median_ratio)
                 noise.append(stats.noise_pct)
-                journal.write("selftest_decision", kind=kind, trial=i + 1, accept=stats.faster,
-                              naive_accept=naive[-1], median_ratio=stats.median_ratio,
-                              noise_pct=stats.noise_pct, threshold=stats.threshold,
-                              retakes=taken.retakes)
+                journal.record(events.SelftestDecision(
+                    kind=kind, trial=i + 1, accept=stats.faster, naive_accept=naive[-1],
+                    median_ratio=stats.median_ratio, noise_pct=stats.noise_pct,
+                    threshold=stats.threshold, retakes=taken.retakes))
             results[kind] = {
                 "trials": trials, "accepts": sum(decisions), "naive_accepts": sum(naive),
                 "median_ratio": median(ratios), "seconds_per_decision": median(seconds),

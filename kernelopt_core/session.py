@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import __version__
+from kernelopt_core import __version__, events
 from kernelopt_core.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -42,8 +42,7 @@ def prepare_state_root(state_root: Path) -> None:
 def write_header(journal: Journal, run_id: str, target: Target, settings: Settings,
                  argv: list[str]) -> None:
     """The journal's first event: who ran what, where, with which settings and their origins."""
-    journal.write(
-        "run",
+    journal.record(events.Run(
         schema=1,
         run_id=run_id,
         kernelopt=__version__,
@@ -60,7 +59,7 @@ def write_header(journal: Journal, run_id: str, target: Target, settings: Settin
         },
         settings={**settings.flat(), "tables": attrs.asdict(settings)["tables"]},
         origins=settings.origins,
-    )
+    ))
 
 
 def record_failure(journal: Journal, run_dir: Path, exc: BaseException, stage: str,
@@ -69,23 +68,25 @@ def record_failure(journal: Journal, run_dir: Path, exc: BaseException, stage: s
     for a third-party plugin's fault that ``host.at_fault`` names, 4 and a traceback in
     error.log for a bug of kernelopt's)."""
     if isinstance(exc, KeyboardInterrupt):
-        journal.write("interrupted", stage=stage)
+        journal.record(events.Interrupted(stage=stage))
         return EXIT_INTERRUPTED
     if isinstance(exc, KerneloptError):
-        journal.write("error", kind=type(exc).__name__, message=str(exc), exit_code=exc.exit_code)
+        journal.record(events.RunError(kind=type(exc).__name__, message=str(exc),
+                                        exit_code=exc.exit_code))
         return exc.exit_code
     log = run_dir / "error.log"
     log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
     plugin = host.at_fault(exc) if host is not None else None
     if plugin is not None:
-        journal.write("error", kind="plugin", exit_code=EXIT_PREREQUISITE, log=str(log),
-                      message=f"{plugin.label} raised {type(exc).__name__}: {exc} in the "
-                      f"{stage or 'run'} step; "
-                      f"report it to its authors or disable it (KERNELOPT_DISABLE_PLUGINS="
-                      f"{plugin.name}); traceback: {log}")
+        journal.record(events.RunError(
+            kind="plugin", exit_code=EXIT_PREREQUISITE, log=str(log),
+            message=f"{plugin.label} raised {type(exc).__name__}: {exc} in the "
+            f"{stage or 'run'} step; "
+            f"report it to its authors or disable it (KERNELOPT_DISABLE_PLUGINS="
+            f"{plugin.name}); traceback: {log}"))
         return EXIT_PREREQUISITE
-    journal.write("error", kind="internal", message=f"{type(exc).__name__}: {exc}",
-                  exit_code=EXIT_INTERNAL, log=str(log))
+    journal.record(events.RunError(kind="internal", message=f"{type(exc).__name__}: {exc}",
+                                    exit_code=EXIT_INTERNAL, log=str(log)))
     return EXIT_INTERNAL
 
 
@@ -94,9 +95,10 @@ def record_failed_proposal(journal: Journal, cid: str, parent: str, planner: str
     """A planner's attempt that produced no proposal (an LLM that never gave a usable edit, a
     refused request) is a candidate row of its own: it counts as proposed and the report says
     why it failed."""
-    journal.write("planner_error", candidate=cid, parent=parent, message=message)
-    journal.write("candidate", candidate=cid, parent=parent, planner=planner,
-                  description="(no proposal: the planner failed)", knobs={}, files=[])
-    journal.write("candidate_result", candidate=cid, accepted=False, speedup=None,
-                  failed_gate="planner", reason=message, gates_passed=[], tag=None,
-                  wall_s=0.0, child_s=0.0)
+    journal.record(events.PlannerError(candidate=cid, parent=parent, message=message))
+    journal.record(events.Candidate(candidate=cid, parent=parent, planner=planner,
+                                     description="(no proposal: the planner failed)", knobs={},
+                                     files=[]))
+    journal.record(events.CandidateResult(candidate=cid, accepted=False, speedup=None,
+                                           failed_gate="planner", reason=message,
+                                           gates_passed=[], tag=None, wall_s=0.0, child_s=0.0))

@@ -195,7 +195,8 @@ def test_a_campaign_checks_each_model_once_with_all_its_runs(optimized_run, tmp_
                  entries=[{"key": shared.name, "path": "/m.py", "target": target.name,
                            "backend": "modelled", "share": SHARE, "headroom": 1.0,
                            "headroom_known": False, "share_known": True}])
-    ledger.write("job", key=shared.name, summary=json.loads((shared / "summary.json").read_text()))
+    ledger.write("job", key=shared.name, returncode=0, output_tail="", worker="local", gpu="0",
+                 seconds=1.0, attempts=1, summary=json.loads((shared / "summary.json").read_text()))
     ledger.close()
     outcome = campaign.summarize(directory / "campaign.jsonl")
     assert campaign_cmd._check_models("c", [("/m.py", [target])], [(ModelBackend(), True)],

@@ -173,14 +173,14 @@ from pathlib import Path
 from kernelopt_core.journal import Journal, JournalWriteError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write returns EFBIG instead of dying
 journal = Journal(Path(sys.argv[1]))
-journal.write("run", note="first")
+journal.write("test_first", note="first")
 size = Path(sys.argv[1]).stat().st_size
 resource.setrlimit(resource.RLIMIT_FSIZE, (size + 10, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 try:
     journal.write("stage", stage="x" * 100)
 except JournalWriteError as exc:
     print(exc)
-journal.write("end")  # a stopping run's ending: not attempted on a failed journal
+journal.write("end", exit_code=1, gpu_seconds=0.0)  # not attempted: the journal failed
 journal.close()
 """
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
@@ -189,7 +189,7 @@ journal.close()
     assert str(path) in done.stdout and "File too large" in done.stdout, done.stdout
     assert "stage event" in done.stdout
     lines = path.read_bytes().split(b"\n")
-    assert lines[-1] == b"" and [json.loads(line)["event"] for line in lines[:-1]] == ["run"]
+    assert lines[-1] == b"" and [json.loads(line)["event"] for line in lines[:-1]] == ["test_first"]
 
 
 def test_a_torn_last_line_is_ended_before_the_next_record(tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ def test_a_torn_last_line_is_ended_before_the_next_record(tmp_path: Path) -> Non
     path = tmp_path / "journal.jsonl"
     path.write_text('{"event": "run"}\n{"event": "cand')
     journal = Journal(path)
-    journal.write("resumed", completed=[])
+    journal.write("resumed", pid=1, host="h", argv=[], best=1.0, completed=[])
     journal.close()
     assert [e["event"] for e in journal_mod.read(path)] == ["run", "resumed"]
 
@@ -207,15 +207,15 @@ def test_a_torn_last_line_is_ended_before_the_next_record(tmp_path: Path) -> Non
 LIMITED_RUN = """import resource, signal, sys
 from kernelopt_core import journal
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG from write(2), as on a full disk
-at, write = sys.argv.pop(1), journal.Journal.write
+at, write = sys.argv.pop(1), journal.Journal._write  # under record() and write() both
 
-def limited(self, event, **data):
+def limited(self, event, data):
     if event == at and self.path.name == "journal.jsonl":
         hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
         resource.setrlimit(resource.RLIMIT_FSIZE, (self.path.stat().st_size + 10, hard))
-    return write(self, event, **data)
+    return write(self, event, data)
 
-journal.Journal.write = limited
+journal.Journal._write = limited
 from kernelopt_core.cli import main
 main()
 """

@@ -163,7 +163,8 @@ class ChatClient:
              **data: Any) -> None:
         if self.journal is not None:
             self.journal.write("llm_call", role=role, model=self.model, attempt=attempt + 1,
-                               status=status, latency_s=round(seconds, 4), **data)
+                               status=status, latency_s=round(seconds, 4),
+                               **data)  # checked by events.LLMCall
 
     def close(self) -> None:
         if self._http is not None:

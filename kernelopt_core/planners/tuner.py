@@ -73,10 +73,10 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     gpu_seconds = round(ctx.gpu_seconds() - spent_before, 3)
     # nothing screened worked (or nothing was screened): the caller proposes instead
     worked = search.evaluations - failed > 0
-    outcome = {"best": best} if worked else {"error": "no configuration was screened successfully"}
-    ctx.journal.write("screening", ok=worked, grid=search.grid,
+    ctx.journal.write("screening", ok=worked, grid=search.grid,  # checked by events.Screening
                       evaluations=search.evaluations, failed=failed, batches=batches,
-                      gpu_seconds=gpu_seconds, **outcome)
+                      gpu_seconds=gpu_seconds, best=best if worked else None,
+                      error=None if worked else "no configuration was screened successfully")
     if not worked:
         return None
     ctx.profile["tuner_frontier"] = {

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import events
 from kernelopt_core.capabilities import DefinesKernels
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
@@ -72,8 +73,8 @@ class Profiling:
                                                      own_group=False)
             metrics = {"error": result.describe()} if not result.ok else \
                 self._read(out_dir, files)
-        self.journal.write("profile", profiler=self.name, tree=label, program=program,
-                           metrics=metrics, **event)
+        self.journal.record(events.Profile(profiler=str(self.name), tree=label, program=program,
+                                           metrics=metrics, **event))
         return metrics
 
     def _wrap(self, command: Command, out_dir: Path, whole_program: bool) -> Command:

@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from kernelopt_core import events
 from kernelopt_core.capabilities import LabelsKernels, SplitsPhases
 from kernelopt_core.hookspecs import hookimpl
 
@@ -61,7 +62,7 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     workspace = Workspace(settings.state_root, target)
 
     def stage(name: str, **data: Any) -> None:
-        journal.write("stage", stage=name, **data)
+        journal.write("stage", stage=name, **data)  # events.Stage
 
     try:
         profiling = Profiling(settings.profiler or "ncu", host, backend, target, runner,
@@ -91,7 +92,7 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
         record_failure(journal, out, exc, "profile")
         raise
     else:
-        journal.write("end", exit_code=0, gpu_seconds=round(runner.gpu_seconds, 3))
+        journal.record(events.End(exit_code=0, gpu_seconds=round(runner.gpu_seconds, 3)))
     finally:
         runner.close_workers()
         journal.close()

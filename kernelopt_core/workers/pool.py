@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from kernelopt_core import process
+from kernelopt_core import events, process
 from kernelopt_core.budget import Spent
 from kernelopt_core.capabilities import ServesBenchWorker
 from kernelopt_core.errors import BenchFailed, PrerequisiteError
@@ -180,8 +180,9 @@ class Pool:
         self.spent.child_seconds += time.perf_counter() - started
         slots = self._tree(tree.role)
         slots.live = loaded = Loaded(digest, worker)
-        self.journal.write("worker_start", tree=tree.role, pid=worker.pid, spare=spare is not None,
-                           seconds=round(time.perf_counter() - started, 3))
+        self.journal.record(events.WorkerStart(
+            tree=tree.role, pid=worker.pid, spare=spare is not None,
+            seconds=round(time.perf_counter() - started, 3)))
         if tree.role == "candidate":  # the next candidate's, while this one loads and runs
             self.spares.prepare(tree.role, command, log, self.settings.timeouts.test_timeout_s)
         reply = self.request(worker, {"op": "load", "seeds": list(self.settings.seeds),
@@ -210,10 +211,10 @@ class Pool:
         if held_out is not None:
             held_out.append(held)
         if payload.get("op") != "bench":  # a bench request is journaled as its reading
-            self.journal.write("worker_request", op=payload.get("op"), pid=worker.pid,
-                               ok=bool(reply.get("ok")), asked=held.asked, gpu_lock=locked,
-                               acquired=held.acquired, released=held.released,
-                               **{k: reply[k] for k in ("stages",) if k in reply})  # load's parts
+            self.journal.record(events.WorkerRequest(
+                op=payload.get("op"), pid=worker.pid, ok=bool(reply.get("ok")), asked=held.asked,
+                gpu_lock=locked, acquired=held.acquired, released=held.released,
+                stages=reply.get("stages")))  # a load's parts
         return reply
 
     def bench(self, tree: Tree, log: Path, work: float) -> tuple[BenchReading, Held]:
@@ -249,7 +250,7 @@ class Pool:
         live, slots.live = slots.live, None
         if live is not None:
             live.worker.close()
-            self.journal.write("worker_retired", tree=role, pid=live.worker.pid, reason=reason)
+            self.journal.record(events.WorkerRetired(tree=role, pid=live.worker.pid, reason=reason))
 
     def keep(self, tree: Tree) -> None:
         """Keep the worker of ``tree``'s current content when the tree moves on (the loop's

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kernelopt_core import events
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.lock import Held
@@ -67,8 +68,8 @@ def sweep(pool: Pool, tree: Tree, configs: list[dict[str, str]], log: Path,
         loaded = pool.loaded(tree, pool.digest(tree), log)
         if "compile" in loaded.ops:  # CPU work: outside the lock
             ahead = pool.request(loaded.worker, {"op": "compile", **request}, timeout, locked=False)
-            pool.journal.write("compiled_ahead", compiled=ahead.get("compiled"),
-                               stuck=ahead.get("stuck"), left=ahead.get("left"))
+            pool.journal.record(events.CompiledAhead(
+                compiled=ahead.get("compiled"), stuck=ahead.get("stuck"), left=ahead.get("left")))
         reply = pool.request(loaded.worker, {"op": "sweep", **request}, timeout, held)
     except WorkerError as exc:
         raise BenchFailed(str(exc)) from exc
@@ -80,8 +81,8 @@ def sweep(pool: Pool, tree: Tree, configs: list[dict[str, str]], log: Path,
     results = [{**r, "config": c} for r, c in zip(results_in, configs, strict=True)]
     if poisoned(results):  # the next request gets a fresh worker
         pool.retire(tree.role, "a screened configuration ran past its deadline or hit a CUDA error")
-    pool.journal.write("sweep", tree=tree.role, configs=len(configs),
-                       ok=sum(bool(r.get("ok")) for r in results),
-                       reference_ms=reply.get("reference_ms"), results=results,
-                       acquired=held[-1].acquired, released=held[-1].released)
+    pool.journal.record(events.Sweep(
+        tree=tree.role, configs=len(configs), ok=sum(bool(r.get("ok")) for r in results),
+        reference_ms=reply.get("reference_ms"), results=results,
+        acquired=held[-1].acquired, released=held[-1].released))
     return [{**r, "reference_ms": reply.get("reference_ms")} for r in results]
