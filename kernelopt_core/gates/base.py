@@ -20,7 +20,9 @@ UNVERIFIED = "unverified"  # correct, but its times cannot back a claim (e.g. an
 
 class EventLog(Protocol):
     def write(self, event: str, **data: Any) -> dict[str, Any]:
-        """Append one event to the run's journal (the source of truth)."""
+        """Append one event to the run's journal (the source of truth). A kind of the core's
+        (docs/journal.md) must carry its keys (TypeError otherwise); a plugin's own kind is
+        written as given."""
         ...
 
 

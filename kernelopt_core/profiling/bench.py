@@ -47,7 +47,7 @@ class Profiling:
 
     def run(self, tree: Tree, files: dict[str, bytes], out_dir: Path, label: str,
             program: str = "bench", command: Command | None = None, whole_program: bool = False,
-            **event: Any) -> dict[str, Any]:
+            phase: str | None = None, candidate: str | None = None) -> dict[str, Any]:
         """``tree``'s bench under the profiler; the annotated profile (journaled as a
         ``profile`` event with ``label``), {} without a profiler or a bench. ``files``: the
         tree's files (relative path → content), of which the editable ones name the target's
@@ -74,7 +74,7 @@ class Profiling:
             metrics = {"error": result.describe()} if not result.ok else \
                 self._read(out_dir, files)
         self.journal.record(events.Profile(profiler=str(self.name), tree=label, program=program,
-                                           metrics=metrics, **event))
+                                           metrics=metrics, phase=phase, candidate=candidate))
         return metrics
 
     def _wrap(self, command: Command, out_dir: Path, whole_program: bool) -> Command:
