@@ -175,11 +175,11 @@ def _run_summary(state_root: Path, run_id: str) -> dict[str, Any]:
 def summarize(journal_path: Path) -> dict[str, Any]:
     """The campaign's results from its journal: ranked by the time they save (share × (1 −
     1/speedup)), and per model the whole-model effect Amdahl predicts from them."""
-    events = read(journal_path)
-    header = next((e for e in events if e["event"] == "campaign"), {})
+    records = read(journal_path)
+    header = next((e for e in records if e["event"] == "campaign"), {})
     entries = {e["key"]: e for e in header.get("entries", [])}
     results: dict[str, dict[str, Any]] = {}
-    for event in events:
+    for event in records:
         if event["event"] == "job":  # a later result for a job (a rerun) wins
             results[event["key"]] = event
     rows = []
@@ -205,7 +205,7 @@ def summarize(journal_path: Path) -> dict[str, Any]:
         m["share_optimized"] += row["share"] if row["speedup"] > 1 else 0.0
     for m in models.values():
         m["amdahl_speedup"] = 1.0 / m["time_after"] if m["time_after"] > 0 else None
-    for event in events:  # the whole model measured with its winners (model_check.py): newest
+    for event in records:  # the whole model measured with its winners (model_check.py): newest
         if event["event"] == "model_check" and event.get("runs", [None])[0] in entries:
             path = entries[event["runs"][0]]["path"]
             models.setdefault(path, {"amdahl_speedup": None})["measured"] = {

@@ -98,7 +98,7 @@ class Evaluator:
             candidate=cid, accepted=accepted, speedup=speedup,
             failed_gate=failed.gate if failed else None,
             reason=failed.reason if failed else "passed every candidate gate",
-            log_tail=str(failed.metrics.get("log_tail", "")) if failed else "",
+            log_tail=str(failed.metrics.get("log_tail") or "") if failed else "",
             gates_passed=[r.gate for r in results if r.passed],
             tag=tag, wall_s=round(time.time() - started, 4),
             child_s=round(self.runner.child_seconds - child_before, 4),

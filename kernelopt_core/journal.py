@@ -102,13 +102,13 @@ def _last_byte(path: Path) -> bytes:
 
 def read(path: Path) -> list[dict[str, Any]]:
     """All events; a torn last line (the process was killed mid-write) is skipped."""
-    events = []
+    records = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            events.append(json.loads(line))
+            records.append(json.loads(line))
         except json.JSONDecodeError:
             continue
-    return events
+    return records
 
 
 def complete(path: Path) -> list[dict[str, Any]]:
@@ -136,13 +136,13 @@ _SUPERSEDED = {"verdict", "end", "error", "interrupted", "search_end", "confirm_
                "profile", "model_check"}
 
 
-def effective(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def effective(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events a report reads when the run was resumed (kernelopt_core.resume): before each
     ``resumed`` event, only the candidates it kept (completed ones) and what is not an ending
     (verdict, final gates, end) count; a ``resume_diverged`` event drops the candidates the
     resumed run evaluated again."""
     out: list[dict[str, Any]] = []
-    for event in events:
+    for event in records:
         kind = event.get("event")
         if kind == "resumed":
             kept = set(event.get("completed", []))

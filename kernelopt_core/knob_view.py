@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelopt_core import events as ev
+
 
 def report_lines(events: list[dict[str, Any]]) -> list[str]:
     """report.md's section on the values the probe dropped before the search, with why (a
     compile error; for llama.cpp also a value that changes no kernel the timed case launches)."""
-    probe = next((e for e in events if e.get("event") == "knob_probe" and e.get("ok")), None)
-    failed: dict[str, dict[str, str]] = (probe or {}).get("failed") or {}
+    probe = next((e for e in ev.of(events, ev.KnobProbe) if e.ok), None)
+    failed: dict[str, dict[str, str]] = (probe.failed if probe else None) or {}
     if not failed:
         return []
     lines = ["## Knob values not tried (dropped before the search)", "",
@@ -20,7 +22,7 @@ def report_lines(events: list[dict[str, Any]]) -> list[str]:
             reasons.setdefault(why.replace("\n", " ")[:200].replace("|", "\\|"), []).append(value)
         for why, dropped in reasons.items():
             lines.append(f"| {knob} | {', '.join(dropped)} | {why} |")
-    gone = (probe or {}).get("dropped") or []
+    gone = (probe.dropped if probe else None) or []
     return lines + ([""] + [f"- no value of {', '.join(gone)} is left: not a knob of this run"]
                     if gone else []) + [""]
 

@@ -5,25 +5,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelopt_core import events as ev
+
 
 def llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
-    calls = [e for e in events if e["event"] == "llm_call"]
-    ok = [e for e in calls if e.get("status") == 200 and "tokens_in" in e]
+    calls = ev.of(events, ev.LLMCall)
+    ok = [c for c in calls if c.status == 200 and c.tokens_in is not None]  # answered
     return {
         "calls": len(ok), "failed_attempts": len(calls) - len(ok),
-        "tokens_in": sum(e["tokens_in"] for e in ok), "tokens_out": sum(e["tokens_out"] for e in ok),
-        "latency_s": round(sum(e.get("latency_s", 0.0) for e in calls), 3),
-        "cost": round(sum(e.get("cost", 0.0) for e in ok), 6),
-        "unpriced_calls": sum(not e.get("priced", True) for e in ok),
+        "tokens_in": sum(c.tokens_in or 0 for c in ok),
+        "tokens_out": sum(c.tokens_out or 0 for c in ok),
+        "latency_s": round(sum(c.latency_s for c in calls), 3),
+        "cost": round(sum(c.cost or 0.0 for c in ok), 6),
+        "unpriced_calls": sum(c.priced is False for c in ok),
         "by_role": by_role(ok),
     }
 
 
-def by_role(ok: list[dict[str, Any]]) -> dict[str, int]:
+def by_role(ok: list[ev.LLMCall]) -> dict[str, int]:
     """Successful calls per agent role. The editor was the "executor" until 2026-12-04: an
     older journal's calls count as the editor's, and ``executor`` stays, the same count, as
     summary.json keys are only ever added within a schema."""
-    roles = ["editor" if e.get("role") == "executor" else e.get("role") for e in ok]
+    roles = ["editor" if c.role == "executor" else c.role for c in ok]
     editor = roles.count("editor")
     return {"planner": roles.count("planner"), "editor": editor,
             "summarizer": roles.count("summarizer"), "executor": editor}

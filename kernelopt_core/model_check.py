@@ -46,9 +46,9 @@ class Finished:
 def winner_files(run_dir: Path, editable: Sequence[str]) -> dict[str, bytes] | None:
     """The editable files as the run's winner has them (its workspace tag); None when the run
     did not end optimized or its workspace is gone."""
-    events = journal.effective(journal.read(run_dir / "journal.jsonl"))
-    verdict = next((e for e in events if e["event"] == "verdict"), None)
-    repo = history.workspace_repo(events)
+    records = journal.effective(journal.read(run_dir / "journal.jsonl"))
+    verdict = next((e for e in records if e["event"] == "verdict"), None)
+    repo = history.workspace_repo(records)
     ref = f"refs/tags/kernelopt/{run_dir.name}/winner".encode()
     if verdict is None or verdict.get("status") != "optimized" or repo is None \
             or ref not in repo.refs:

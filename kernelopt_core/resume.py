@@ -114,7 +114,7 @@ class Resumed:
         same = (started.description == proposal.description
                 and (started.knobs or {}) == dict(proposal.knobs)
                 and sorted(started.files or []) == sorted(proposal.edits)
-                and (started.digest or digest) == digest)
+                and (started.digest is None or started.digest == digest))
         return result if same else None
 
     def pending(self, cid: str) -> bool:

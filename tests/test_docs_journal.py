@@ -78,3 +78,22 @@ def test_an_optional_key_is_left_out_when_none() -> None:
                                                                "gpu_seconds": 1.0}
     assert events.Verdict(status="fallback", candidate=None, reason="r").data() == {
         "status": "fallback", "candidate": None, "reason": "r"}  # a required None is kept
+
+
+def test_an_older_journal_parses_whole() -> None:
+    """Keys added within schema 1 are optional: every record of a journal written before them
+    (an H200 run of 2026, tests/fixtures/journals) still parses into its class."""
+    from kernelopt_core.journal import read
+
+    records = read(REPO / "tests" / "fixtures" / "journals" / "h200-softmax-run.jsonl")
+    core = [r for r in records if r.get("event") in events.KINDS]
+    assert len(core) == len(records) > 100
+    assert [r["event"] for r in core if events.parse(r) is None] == []
+
+
+def test_a_campaign_jobs_result_fits_its_event() -> None:
+    """A campaign journals each JobResult whole (attrs.asdict): a field added to it needs its
+    key in events.Job, or the executor's thread would raise."""
+    from kernelopt_core.executors import JobResult
+
+    assert {f.name for f in attrs.fields(JobResult)} <= {f.name for f in attrs.fields(events.Job)}

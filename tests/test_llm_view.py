@@ -6,7 +6,8 @@ from kernelopt_core.llm_view import llm_usage
 
 
 def _call(role: str, status: int = 200, **extra: object) -> dict[str, object]:
-    return {"event": "llm_call", "role": role, "status": status, "latency_s": 0.5,
+    return {"event": "llm_call", "role": role, "model": "m", "attempt": 1, "status": status,
+            "latency_s": 0.5,
             **({"tokens_in": 100, "tokens_out": 20, "cost": 0.001} if status == 200 else {}),
             **extra}
 

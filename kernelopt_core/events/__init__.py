@@ -5,7 +5,9 @@ The core writes its events as these classes (``Journal.record``), and a ``Journa
 core kind by name is built through its class too, so a key the class does not know, or a
 required one left out, fails where it is written, not in a reader. Reports and resume read
 them back with ``of`` (or ``parse``). A key whose field is marked optional is left out of the
-record when it is None. A plugin's own kinds (``EventLog.write("my_kind", ...)``) are not
+record when it is None. Within schema 1 a kind's keys are only ever added, and an added one is
+optional: a reader then still parses an older journal's records (``parse`` returns None for a
+record without a required key). A plugin's own kinds (``EventLog.write("my_kind", ...)``) are not
 listed here and are written as given.
 """
 
@@ -77,8 +79,9 @@ __all__ = [
     "WorkspaceAcquired", "WorkspaceWait",
 ]
 
-KINDS.update({cls.EVENT: cls for module in (run, timed) for cls in vars(module).values()
-              if isinstance(cls, type) and issubclass(cls, Event) and cls.EVENT})
+for _cls in (c for m in (run, timed) for c in vars(m).values()):
+    if isinstance(_cls, type) and issubclass(_cls, Event) and _cls.EVENT:
+        assert KINDS.setdefault(_cls.EVENT, _cls) is _cls, f"two classes of kind {_cls.EVENT}"
 
 
 def build(kind: str, data: dict[str, Any]) -> dict[str, Any]:

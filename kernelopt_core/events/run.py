@@ -15,7 +15,7 @@ class Run(Event, kind="run"):
     run_id: str
     kernelopt: str
     argv: list[str]
-    cwd: str
+    cwd: str | None = optional()  # journals before `kernelopt resume` lack it
     host: str
     platform: str
     pid: int

@@ -18,7 +18,7 @@ class Bench(Event, kind="bench"):
     checksum: Any
     shape: str | None = optional()
     interpreted: bool | None = optional()
-    asked: float
+    asked: float | None = optional()  # when the GPU lock was asked for (older journals lack it)
     acquired: float
     released: float
     timer: Any = optional()
@@ -59,7 +59,7 @@ class Screening(Event, kind="screening"):
 class WorkerStart(Event, kind="worker_start"):
     tree: str
     pid: int
-    spare: bool
+    spare: bool | None = optional()  # older journals lack it
     seconds: float
 
 
@@ -68,7 +68,7 @@ class WorkerRequest(Event, kind="worker_request"):
     op: str | None
     pid: int
     ok: bool
-    asked: float
+    asked: float | None = optional()  # older journals lack it
     gpu_lock: bool
     acquired: float
     released: float
