@@ -3,8 +3,8 @@
 Device facts: KERNELOPT_DEVICE_CACHE names one directory for the whole session (its workers
 and every `kernelopt` child inherit it), so the roofline's peak bandwidth is measured once a
 session, not once per state root (each whole-loop test has its own; a measurement is ~7 s on
-two busy cores). tests/test_roofline_inputs.py, which tests that measurement and its cache,
-takes it out of its environment.
+two busy cores). tests/test_roofline_inputs.py's tests of that measurement and its cache take
+it out of their environment.
 
 The packaging tests' wheels and venv are built once a session (tests/packaging_support.py
 says how): the tests that use them carry ``xdist_group("packaging")``, so under pytest-xdist

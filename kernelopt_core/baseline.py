@@ -32,7 +32,7 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
     seeded = warm_build.seed(tree, workspace.candidate_tree, lambda command: process.run(
         command, log_dir / "warm-build.log", cap=warm_build.COMPDB_CAP))
     if seeded is not None:
-        journal.write("warm_build", **seeded)  # checked by events.WarmBuild
+        journal.record(seeded)
     stage("baseline test")
     failed, said = evidence.checked(runner.check_all, tree, log_dir / "test.log")
     if failed is not None:

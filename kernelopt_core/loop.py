@@ -152,7 +152,7 @@ class Loop:
 
     def _stage(self, stage: str, **data: Any) -> None:
         self.stage = stage
-        self.journal.write("stage", stage=stage, **data)  # events.Stage
+        self.journal.record(events.Stage(stage=stage, **data))
 
     def _run(self) -> str:
         if not self.target.editable:  # a whole program to profile (llama.cpp's model), no kernel

@@ -20,15 +20,17 @@ from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target, Tree
 
 
-@pytest.fixture(autouse=True)
-def per_state_root_device_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests measure the peak and read its cache under their own state root: the
-    session's shared device cache (root conftest.py) is not theirs."""
+@pytest.fixture
+def own_device_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For the tests that measure the peak and read its cache under their own state root:
+    the session's shared device cache (root conftest.py) is not theirs. The others bound
+    with a given peak and read only the cache size: the session's measurement serves."""
     monkeypatch.delenv("KERNELOPT_DEVICE_CACHE", raising=False)
 
 
 @pytest.mark.slow
-def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(tmp_path: Path) -> None:
+def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(
+        tmp_path: Path, own_device_cache: None) -> None:
     info = device_info(tmp_path, "cpu")
     assert info.peak_gbps and info.peak_gbps > 0 and info.spread_pct is not None
     cache = next((tmp_path / "device").glob("*.json"))
@@ -48,7 +50,8 @@ def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_a_low_cached_peak_is_measured_again_before_a_rejection(tmp_path: Path) -> None:
+def test_a_low_cached_peak_is_measured_again_before_a_rejection(
+        tmp_path: Path, own_device_cache: None) -> None:
     """A peak measured low (a busy machine) would call an honest kernel implausible: the gate
     measures it again, for real, before rejecting (issue 34 item 6)."""
     state = tmp_path / "state"
@@ -183,7 +186,7 @@ def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_an_accusation_says_what_it_compared_and_how_to_check(tmp_path: Path) -> None:
+def test_an_accusation_says_what_it_compared_and_how_to_check(tmp_path: Path, own_device_cache: None) -> None:
     """An implausible reading names both byte counts, the peak with its method, date and
     spread, and the command that measures the peak again (issue 14 item 3)."""
     from kernelopt_tests_support import kernelopt

@@ -15,6 +15,7 @@ import pytest
 
 from kernelopt_core import process, warm_build
 from kernelopt_core.cmake_support import cmake_commands
+from kernelopt_core.events import WarmBuild
 from kernelopt_core.target import Command, Tree
 
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
@@ -111,9 +112,9 @@ def test_candidate_starts_warm_and_stays_its_own(tmp_path: Path, generator: str)
     log = tmp_path / "log.txt"
     _build(base, log, generator)
     note = warm_build.seed(base, cand, _spawn(log))
-    assert note is not None and note["seeded"] is True
+    assert note is not None and note.seeded is True
     if generator == "Ninja":
-        assert note["ninja_log_kept"] >= 3 and note["ninja_log_dropped"] == 0, note
+        assert note.ninja_log_kept >= 3 and note.ninja_log_dropped == 0, note
         dry = subprocess.run(["ninja", "-C", str(cand.build), "-n", "-d", "explain"],
                              capture_output=True, text=True)
         assert "no work to do" in dry.stdout, dry.stdout + dry.stderr
@@ -151,7 +152,7 @@ def test_seed_leaves_a_warm_candidate_and_refuses_unequal_paths(tmp_path: Path) 
     assert (cand.build / "mine").read_text() == "newer state"
     other = Tree("candidate", tmp_path / "c-src", tmp_path / "c-build")
     note = warm_build.seed(base, other, _spawn(tmp_path / "log"))
-    assert note == {"seeded": False, "why": "the trees' paths differ in length"}
+    assert note == WarmBuild(seeded=False, why="the trees' paths differ in length")
     assert not other.build.exists()
 
 
@@ -165,7 +166,7 @@ def test_a_log_entry_that_does_not_check_is_dropped(tmp_path: Path) -> None:
     entries[1] = "\t".join([*fields[:4], "0"])
     (base.build / ".ninja_log").write_text("\n".join(entries) + "\n")
     note = warm_build.seed(base, cand, _spawn(log))
-    assert note is not None and note["ninja_log_dropped"] == 1
+    assert note is not None and note.ninja_log_dropped == 1
     dry = subprocess.run(["ninja", "-C", str(cand.build), "-n"], capture_output=True, text=True)
     assert "no work to do" not in dry.stdout
 
@@ -175,7 +176,7 @@ def test_compdb_failure_drops_the_log_not_the_build(tmp_path: Path) -> None:
     _build(base, tmp_path / "log.txt", "Ninja")
     failed = process.ProcessResult(Command(("ninja",), tmp_path), 1, "", "broken", 0.0)
     note = warm_build.seed(base, cand, lambda command: failed)
-    assert note is not None and note["ninja_log_kept"] == 0 and note["ninja_log_dropped"] >= 3
+    assert note is not None and note.ninja_log_kept == 0 and note.ninja_log_dropped >= 3
     assert (cand.build / "build.ninja").is_file()
 
 
@@ -187,7 +188,7 @@ def test_paths_it_cannot_move_mean_a_cold_build_not_a_wrong_one(tmp_path: Path) 
     _build(base, tmp_path / "log.txt", "Ninja")
     (base.build / "extra.ninja").write_text("build x: phony ../base-src\n")
     note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
-    assert note is not None and note["seeded"] is False and "extra.ninja" in str(note["why"])
+    assert note is not None and note.seeded is False and "extra.ninja" in str(note.why)
     assert not cand.build.exists() and not (tmp_path / "cand-build.seeding").exists()
     # the same name inside a compiled object is a string nothing reads back; inside a linked
     # output that ninja logged (the library), that output is rebuilt: both seeded
@@ -196,8 +197,8 @@ def test_paths_it_cannot_move_mean_a_cold_build_not_a_wrong_one(tmp_path: Path) 
     library = next(p for p in base.build.iterdir() if p.name.startswith("libval"))
     library.write_bytes(library.read_bytes() + b"\x00lz4 ..//base-src/k.cu\x00")
     note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
-    assert note is not None and note["seeded"] is True, note
-    assert note["outputs_to_rebuild"] == [library.name] and not (cand.build / library.name).exists()
+    assert note is not None and note.seeded is True, note
+    assert note.outputs_to_rebuild == [library.name] and not (cand.build / library.name).exists()
     out = _build(cand, tmp_path / "log.txt", "Ninja")
     assert "Linking C shared library" in out and "Building C object" not in out
     assert _show(cand) == "21 3"
@@ -209,7 +210,7 @@ def test_a_directory_symlink_is_moved_too(tmp_path: Path) -> None:
     (base.build / "src-link").symlink_to(base.src, target_is_directory=True)
     (base.build / "f.txt").write_text(str(base.src / "val.c"))
     note = warm_build.seed(base, cand, _spawn(tmp_path / "log.txt"))
-    assert note is not None and note["seeded"] is True
+    assert note is not None and note.seeded is True
     assert os.readlink(cand.build / "src-link") == str(cand.src)
     assert (cand.build / "f.txt").read_text() == str(cand.src / "val.c")
 
@@ -265,7 +266,7 @@ def test_a_second_workspace_builds_from_the_first_ones_ccache(tmp_path: Path) ->
     cand = Tree("candidate", trees[1].src.with_name("cand-src"), trees[1].build.with_name("cand-build"))
     shutil.copytree(trees[1].src, cand.src)
     note = warm_build.seed(trees[1], cand, _spawn(tmp_path / "log.txt"))
-    assert note is not None and note["seeded"] is True, note
+    assert note is not None and note.seeded is True, note
     (cand.src / "val.c").write_text((cand.src / "val.c").read_text().replace("7 *", "5 *"))
     for command in cmake_commands(cand.src, cand.src, cand.build, generator="Ninja", jobs=2):
         result = process.run(attrs.evolve(command, env={**command.env, **env}), tmp_path / "log.txt")

@@ -62,7 +62,7 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     workspace = Workspace(settings.state_root, target)
 
     def stage(name: str, **data: Any) -> None:
-        journal.write("stage", stage=name, **data)  # events.Stage
+        journal.record(events.Stage(stage=name, **data))
 
     try:
         profiling = Profiling(settings.profiler or "ncu", host, backend, target, runner,
