@@ -29,10 +29,10 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
             f"the baseline does not build: {result.describe()}\n{result.tail()}",
             hint=f"make the unmodified target build (full log: {log_dir / 'build.log'})",
         )
-    seeded = warm_build.seed(tree, workspace.candidate_tree, lambda command: process.run(
+    warm = warm_build.seed(tree, workspace.candidate_tree, lambda command: process.run(
         command, log_dir / "warm-build.log", cap=warm_build.COMPDB_CAP))
-    if seeded is not None:
-        journal.record(seeded)
+    if warm is not None:
+        journal.record(warm)
     stage("baseline test")
     failed, said = evidence.checked(runner.check_all, tree, log_dir / "test.log")
     if failed is not None:

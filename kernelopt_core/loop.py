@@ -124,8 +124,8 @@ class Loop:
                 self.journal.record(events.Resumed(
                     pid=os.getpid(), host=platform.node(), argv=self.argv, best=self.replay.best,
                     completed=sorted(self.replay.completed, key=lambda c: int(c[1:]))))
-            waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.write(
-                "workspace_wait", target=self.target.name, **holder))  # events.WorkspaceWait
+            waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.record(
+                events.WorkspaceWait(target=self.target.name, **holder)))
             self.journal.record(events.WorkspaceAcquired(waited_s=round(waited, 3)))
             status = self._run()
             exit_code = EXIT_OPTIMIZED if status == "optimized" else EXIT_NO_WIN

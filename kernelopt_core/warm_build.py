@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kernelopt_core.events import WarmBuild
+from kernelopt_core import events
 from kernelopt_core.process import ProcessResult
 from kernelopt_core.target import Command, Tree
 
@@ -215,7 +215,7 @@ def _ninja(build: Path) -> str:
 
 
 def seed(baseline: Tree, candidate: Tree,
-         spawn: Callable[[Command], ProcessResult]) -> WarmBuild | None:
+         spawn: Callable[[Command], ProcessResult]) -> events.WarmBuild | None:
     """Make the candidate's build directory a relocated copy of the baseline's when it has
     none yet; what was done (the journal's ``warm_build`` event), or None when there was
     nothing to do."""
@@ -225,7 +225,7 @@ def seed(baseline: Tree, candidate: Tree,
         return None  # already warm: its own state is newer than any copy
     pairs = [(baseline.src, candidate.src), (baseline.build, candidate.build)]
     if any(len(str(a)) != len(str(b)) for a, b in pairs):
-        return WarmBuild(seeded=False, why="the trees' paths differ in length")
+        return events.WarmBuild(seeded=False, why="the trees' paths differ in length")
     started = time.monotonic()
     moves = [(str(a).encode(), str(b).encode()) for a, b in pairs]
     # relative forms too: ccache with a base directory (kernelopt_core.cmake_support) writes
@@ -243,7 +243,7 @@ def seed(baseline: Tree, candidate: Tree,
         changed, left = _relocate(staging, moves, markers)
     except (OSError, UnicodeError) as exc:  # unreadable, read-only: a clean build instead
         shutil.rmtree(staging, ignore_errors=True)
-        return WarmBuild(seeded=False, why=f"{type(exc).__name__}: {exc}"[:500])
+        return events.WarmBuild(seeded=False, why=f"{type(exc).__name__}: {exc}"[:500])
     # an output ninja logged (not the build system's own) is deleted instead, so the
     # candidate's build makes it again
     rebuilt = sorted(path for path in set(left) & _logged_outputs(staging)
@@ -252,7 +252,7 @@ def seed(baseline: Tree, candidate: Tree,
     left = [path for path in left if path not in rebuilt]
     if left:  # a path this cannot move would make the candidate build or run the baseline's
         shutil.rmtree(staging, ignore_errors=True)
-        return WarmBuild(seeded=False, why="baseline paths left after relocation (written "
+        return events.WarmBuild(seeded=False, why="baseline paths left after relocation (written "
                          f"escaped or relative) in {len(left)} file(s), e.g. {left[0]}")
     for path in rebuilt:
         (staging / path).unlink()
@@ -262,7 +262,7 @@ def seed(baseline: Tree, candidate: Tree,
     kept = dropped = None
     if (candidate.build / LOG).is_file():
         kept, dropped = _rehash_log(candidate.build, moves, spawn)
-    return WarmBuild(seeded=True, files_relocated=changed,
+    return events.WarmBuild(seeded=True, files_relocated=changed,
                      outputs_to_rebuild=rebuilt[:20] if rebuilt else None,
                      outputs_to_rebuild_count=len(rebuilt) if rebuilt else None,
                      ninja_log_kept=kept, ninja_log_dropped=dropped,

@@ -20,6 +20,7 @@ import stat
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import portalocker
 from dulwich.index import commit_tree
@@ -155,7 +156,7 @@ class Workspace:
         self._applied: dict[str, bytes] = {}  # the edits the candidate tree holds now
 
     # ------------------------------------------------------------------ lifetime
-    def acquire(self, run_id: str = "", on_wait: Callable[[dict[str, object]], object] | None = None,
+    def acquire(self, run_id: str = "", on_wait: Callable[[dict[str, Any]], object] | None = None,
                 timeout: float = 24 * 3600) -> float:
         """Hold this workspace for one run; a second run of the same target waits, after
         ``on_wait`` is told who holds it (run id, pid, since). Returns the seconds waited."""
@@ -171,7 +172,7 @@ class Workspace:
                 found = json.loads(holder_file.read_text())
             except (OSError, ValueError):
                 found = {}
-            holder: dict[str, object] = {k: found[k] for k in ("run_id", "pid", "since")
+            holder: dict[str, Any] = {k: found[k] for k in ("run_id", "pid", "since")
                                          if isinstance(found, dict) and k in found}
             if on_wait is not None:
                 on_wait(holder)

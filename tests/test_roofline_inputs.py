@@ -29,8 +29,8 @@ def own_device_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
-def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(
-        tmp_path: Path, own_device_cache: None) -> None:
+@pytest.mark.usefixtures("own_device_cache")
+def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(tmp_path: Path) -> None:
     info = device_info(tmp_path, "cpu")
     assert info.peak_gbps and info.peak_gbps > 0 and info.spread_pct is not None
     cache = next((tmp_path / "device").glob("*.json"))
@@ -50,8 +50,8 @@ def test_the_cpu_peak_is_a_median_of_repetitions_with_its_spread(
 
 
 @pytest.mark.slow
-def test_a_low_cached_peak_is_measured_again_before_a_rejection(
-        tmp_path: Path, own_device_cache: None) -> None:
+@pytest.mark.usefixtures("own_device_cache")
+def test_a_low_cached_peak_is_measured_again_before_a_rejection(tmp_path: Path) -> None:
     """A peak measured low (a busy machine) would call an honest kernel implausible: the gate
     measures it again, for real, before rejecting (issue 34 item 6)."""
     state = tmp_path / "state"
@@ -186,7 +186,8 @@ def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_an_accusation_says_what_it_compared_and_how_to_check(tmp_path: Path, own_device_cache: None) -> None:
+@pytest.mark.usefixtures("own_device_cache")
+def test_an_accusation_says_what_it_compared_and_how_to_check(tmp_path: Path) -> None:
     """An implausible reading names both byte counts, the peak with its method, date and
     spread, and the command that measures the peak again (issue 14 item 3)."""
     from kernelopt_tests_support import kernelopt

@@ -114,7 +114,8 @@ def test_candidate_starts_warm_and_stays_its_own(tmp_path: Path, generator: str)
     note = warm_build.seed(base, cand, _spawn(log))
     assert note is not None and note.seeded is True
     if generator == "Ninja":
-        assert note.ninja_log_kept >= 3 and note.ninja_log_dropped == 0, note
+        assert note.ninja_log_kept is not None and note.ninja_log_kept >= 3, note
+        assert note.ninja_log_dropped == 0, note
         dry = subprocess.run(["ninja", "-C", str(cand.build), "-n", "-d", "explain"],
                              capture_output=True, text=True)
         assert "no work to do" in dry.stdout, dry.stdout + dry.stderr
@@ -176,7 +177,8 @@ def test_compdb_failure_drops_the_log_not_the_build(tmp_path: Path) -> None:
     _build(base, tmp_path / "log.txt", "Ninja")
     failed = process.ProcessResult(Command(("ninja",), tmp_path), 1, "", "broken", 0.0)
     note = warm_build.seed(base, cand, lambda command: failed)
-    assert note is not None and note.ninja_log_kept == 0 and note.ninja_log_dropped >= 3
+    assert note is not None and note.ninja_log_kept == 0
+    assert note.ninja_log_dropped is not None and note.ninja_log_dropped >= 3
     assert (cand.build / "build.ninja").is_file()
 
 

@@ -183,7 +183,9 @@ def device_info(state_root: Path, kind: str, override_gbps: float | None = None,
                     data = kept  # measured lower this time: the cached peak stands
                 elif "error" not in data:
                     cache.parent.mkdir(parents=True, exist_ok=True)
-                    partial = cache.with_suffix(".tmp")
+                    # this process's own: two state roots sharing the cache (its GPU lock is
+                    # a state root's) may write it at once
+                    partial = cache.with_suffix(f".{os.getpid()}.tmp")
                     partial.write_text(json.dumps(data, indent=2))
                     os.replace(partial, cache)  # readers never see half a file
     peak = override_gbps if override_gbps else data.get("peak_gbps")
