@@ -10,7 +10,7 @@ from kernelopt_core import events as ev
 
 def llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
     calls = ev.of(events, ev.LLMCall)
-    ok = [c for c in calls if c.status == 200 and c.tokens_in is not None]  # answered
+    ok = [c for c in calls if c.answered]
     return {
         "calls": len(ok), "failed_attempts": len(calls) - len(ok),
         "tokens_in": sum(c.tokens_in or 0 for c in ok),

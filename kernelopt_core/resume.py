@@ -94,9 +94,7 @@ class Resumed:
                 since = None
         ended = ev.last(events, ev.End)
         finished = ended.exit_code if ended and ev.first(events, ev.Verdict) else None
-        # answered calls, as the client counts them (a malformed 200 body is not one)
-        answered = [e for e in ev.of(raw, ev.LLMCall)
-                    if e.status == 200 and e.tokens_in is not None]
+        answered = [e for e in ev.of(raw, ev.LLMCall) if e.answered]
         return cls(workspace.baseline_commit if workspace else None,
                    ev.first(events, ev.Baseline), completed, spent, gpu_spent(raw),
                    len(answered), sum(float(e.cost or 0.0) for e in answered), finished,

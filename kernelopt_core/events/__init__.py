@@ -115,8 +115,11 @@ def of(records: Iterable[dict[str, Any]], cls: type[E]) -> list[E]:
 
 
 def first(records: Iterable[dict[str, Any]], cls: type[E]) -> E | None:
-    found = of(records, cls)
-    return found[0] if found else None
+    """The first record of ``cls``'s kind, as ``cls``; the rest are not parsed."""
+    for record in records:
+        if record.get("event") == cls.EVENT and isinstance(event := parse(record), cls):
+            return event
+    return None
 
 
 def last(records: Iterable[dict[str, Any]], cls: type[E]) -> E | None:

@@ -97,6 +97,11 @@ class LLMCall(Event, kind="llm_call"):
     priced: bool | None = optional()
     error: str | None = optional()
 
+    @property
+    def answered(self) -> bool:
+        """A call the client counts (its budgets, summary.json): a 200 with a usable body."""
+        return self.status == 200 and self.tokens_in is not None
+
 
 @attrs.frozen(kw_only=True)
 class Experience(Event, kind="experience"):
