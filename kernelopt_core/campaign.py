@@ -151,13 +151,12 @@ def recorded(state_root: Path, name: str, cwd: Path) -> tuple[list[Entry], list[
     """The plan a campaign of this name started with (its entries and jobs), or None: run
     again, it runs the same jobs — the same run ids and budget shares — and each resumes."""
     path = state_root / "campaigns" / name / "campaign.jsonl"
-    header = next((e for e in read(path) if e["event"] == "campaign"), None) \
-        if path.is_file() else None
+    header = events.first(read(path), events.Campaign) if path.is_file() else None
     if header is None:
         return None
     fields = {f.name for f in attrs.fields(Entry)}
-    entries = [Entry(**{k: v for k, v in e.items() if k in fields}) for e in header["entries"]]
-    jobs = [Job(e.key, tuple(argv), str(cwd)) for e, argv in zip(entries, header["jobs"],
+    entries = [Entry(**{k: v for k, v in e.items() if k in fields}) for e in header.entries]
+    jobs = [Job(e.key, tuple(argv), str(cwd)) for e, argv in zip(entries, header.jobs,
                                                                  strict=True)]
     return entries, jobs
 
@@ -176,24 +175,22 @@ def summarize(journal_path: Path) -> dict[str, Any]:
     """The campaign's results from its journal: ranked by the time they save (share × (1 −
     1/speedup)), and per model the whole-model effect Amdahl predicts from them."""
     records = read(journal_path)
-    header = next((e for e in records if e["event"] == "campaign"), {})
-    entries = {e["key"]: e for e in header.get("entries", [])}
-    results: dict[str, dict[str, Any]] = {}
-    for event in records:
-        if event["event"] == "job":  # a later result for a job (a rerun) wins
-            results[event["key"]] = event
+    header = events.first(records, events.Campaign)
+    entries = {e["key"]: e for e in (header.entries if header else [])}
+    # a later result for a job (a rerun) wins
+    results = {job.key: job for job in events.of(records, events.Job)}
     rows = []
     for key, entry in entries.items():
-        job = results.get(key, {})
-        s = job.get("summary") or {}
+        job = results.get(key)
+        s = (job.summary if job else None) or {}
         speedup = float(s.get("speedup") or 1.0) if s.get("status") == "optimized" else 1.0
         rows.append({"run": key, "path": entry["path"], "target": entry["target"],
-                     "status": s.get("status", "not run" if not job else "error"),
+                     "status": s.get("status", "not run" if job is None else "error"),
                      "speedup": speedup, "share": entry["share"],
                      "saved": entry["share"] * (1 - 1 / speedup),
                      "share_known": entry.get("share_known", False),
-                     "gpu_seconds": s.get("gpu_seconds"), "worker": job.get("worker"),
-                     "gpu": job.get("gpu"), "attempts": job.get("attempts"),
+                     "gpu_seconds": s.get("gpu_seconds"), "worker": job.worker if job else None,
+                     "gpu": job.gpu if job else None, "attempts": job.attempts if job else None,
                      "report_line": s.get("report_line")})
     rows.sort(key=lambda r: -r["saved"])
     models: dict[str, dict[str, Any]] = {}
@@ -205,11 +202,12 @@ def summarize(journal_path: Path) -> dict[str, Any]:
         m["share_optimized"] += row["share"] if row["speedup"] > 1 else 0.0
     for m in models.values():
         m["amdahl_speedup"] = 1.0 / m["time_after"] if m["time_after"] > 0 else None
-    for event in records:  # the whole model measured with its winners (model_check.py): newest
-        if event["event"] == "model_check" and event.get("runs", [None])[0] in entries:
-            path = entries[event["runs"][0]]["path"]
-            models.setdefault(path, {"amdahl_speedup": None})["measured"] = {
-                k: v for k, v in event.items() if k not in ("event", "t")}
-    return {"name": header.get("name"), "executor": header.get("executor"),
-            "gpus": header.get("gpus"), "results": rows, "models": models,
+    # the whole model measured with its winners (model_check.py): the newest
+    for check in events.of(records, events.ModelCheck):
+        if check.runs and check.runs[0] in entries:
+            path = entries[check.runs[0]]["path"]
+            models.setdefault(path, {"amdahl_speedup": None})["measured"] = check.data()
+    return {"name": header.name if header else None,
+            "executor": header.executor if header else None,
+            "gpus": header.gpus if header else None, "results": rows, "models": models,
             "verified": sum(1 for r in rows if r["status"] == "optimized")}

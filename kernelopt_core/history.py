@@ -8,8 +8,8 @@ from typing import Any
 
 from dulwich.repo import Repo
 
+from kernelopt_core import events, report
 from kernelopt_core import journal as journal_mod
-from kernelopt_core import report
 from kernelopt_core.errors import UsageError
 
 
@@ -55,11 +55,11 @@ def summary(run_dir: Path) -> dict[str, Any]:
     return report.write_all(run_dir)
 
 
-def refused(events: list[dict[str, Any]]) -> bool:
+def refused(records: list[dict[str, Any]]) -> bool:
     """A run refused before it took its workspace (a usage or set-up error, exit 2 or 3):
     nothing was done. A crash (exit 4) stays listed."""
-    return (any(e["event"] == "error" and e.get("exit_code") in (2, 3) for e in events)
-            and not any(e["event"] == "workspace" for e in events))
+    return (any(e.exit_code in (2, 3) for e in events.of(records, events.RunError))
+            and events.first(records, events.Workspace) is None)
 
 
 def speed(s: dict[str, Any]) -> str:
@@ -77,26 +77,26 @@ def table_rows(state_root: Path, show_all: bool) -> tuple[list[list[str]], int]:
     were left out."""
     rows, hidden = [], 0
     for run_dir in runs(state_root):
-        events = journal_mod.effective(journal_mod.read(run_dir / "journal.jsonl"))  # once per run
-        if not show_all and refused(events):
+        records = journal_mod.effective(journal_mod.read(run_dir / "journal.jsonl"))  # once
+        if not show_all and refused(records):
             hidden += 1
             continue
         s = summary(run_dir)
         rows.append([run_dir.name, s["target"]["name"], s["status"], speed(s),
-                     ", ".join(tags(run_dir, events)) or "-"])
+                     ", ".join(tags(run_dir, records)) or "-"])
     return rows, hidden
 
 
-def workspace_repo(events: list[dict[str, Any]]) -> Repo | None:
+def workspace_repo(records: list[dict[str, Any]]) -> Repo | None:
     """The run's private workspace repository (its tags), from the journal's events."""
-    ws = next((e for e in events if e["event"] == "workspace"), None)
-    if ws is None or not (Path(ws["dir"]) / "repo.git").exists():
+    ws = events.first(records, events.Workspace)
+    if ws is None or not (Path(ws.dir) / "repo.git").exists():
         return None
-    return Repo(str(Path(ws["dir"]) / "repo.git"))
+    return Repo(str(Path(ws.dir) / "repo.git"))
 
 
-def tags(run_dir: Path, events: list[dict[str, Any]]) -> list[str]:
-    repo = workspace_repo(events)
+def tags(run_dir: Path, records: list[dict[str, Any]]) -> list[str]:
+    repo = workspace_repo(records)
     if repo is None:
         return []
     prefix = f"refs/tags/kernelopt/{run_dir.name}/".encode()
@@ -119,10 +119,13 @@ def _winner_paths(run_dir: Path, what: str) -> tuple[Path, Repo, bytes, bytes, l
     winner changed; a UsageError when the run has no winner."""
     from dulwich.diff_tree import tree_changes
 
-    events = journal_mod.effective(journal_mod.read(run_dir / "journal.jsonl"))
-    header = next(e for e in events if e["event"] == "run")
-    root = Path(header["target"]["root"])
-    repo = workspace_repo(events)
+    records = journal_mod.effective(journal_mod.read(run_dir / "journal.jsonl"))
+    header = events.first(records, events.Run)
+    if header is None:
+        raise UsageError(f"run {run_dir.name}'s journal has no readable header",
+                         hint=f"see {run_dir / 'journal.jsonl'}; `kernelopt history` lists runs")
+    root = Path(header.target["root"])
+    repo = workspace_repo(records)
     winner_ref = f"refs/tags/kernelopt/{run_dir.name}/winner".encode()
     base_ref = f"refs/tags/kernelopt/{run_dir.name}/baseline".encode()
     if repo is None or winner_ref not in repo.refs:

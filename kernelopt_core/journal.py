@@ -119,17 +119,6 @@ def complete(path: Path) -> list[dict[str, Any]]:
     return read(path)
 
 
-def gpu_lock_span(event: dict[str, Any]) -> tuple[float, float] | None:
-    """(acquired, released) of an event that held the GPU lock: a timed reading (``bench``)
-    or a worker request made under the lock; None for any other event."""
-    if event.get("event") not in ("bench", "worker_request") or not event.get("gpu_lock", True):
-        return None
-    acquired, released = event.get("acquired"), event.get("released")
-    if isinstance(acquired, (int, float)) and isinstance(released, (int, float)):
-        return float(acquired), float(released)
-    return None
-
-
 # a resumed run's earlier attempts: what it ends with is decided again, not kept; so are the
 # profiles (each attempt profiles its baseline again: a report would list it twice)
 _SUPERSEDED = {"verdict", "end", "error", "interrupted", "search_end", "confirm_round",
@@ -154,3 +143,27 @@ def effective(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out = [e for e in out if e.get("candidate") not in dropped]
         out.append(event)
     return out
+
+
+def attempt_seconds(records: list[dict[str, Any]]) -> tuple[float, float]:
+    """A run's seconds over all its attempts (a resumed run's killed ones too), from the
+    records' times: each attempt's span, from its first record (the header or `resumed`) to
+    its last; and each attempt's search, from its `search_start` to its `search_end` (the
+    final gates are not the search's) or to its last record when it was killed searching."""
+    if not records:
+        return 0.0, 0.0
+    spent, first = 0.0, records[0]["t"]
+    for before, record in zip(records, records[1:], strict=False):
+        if record.get("event") == "resumed":
+            spent += before["t"] - first
+            first = record["t"]
+    spent += records[-1]["t"] - first
+    searched, since = 0.0, None
+    for before, record in zip(records, [*records[1:], {"event": "resumed"}], strict=True):
+        kind = record.get("event")
+        if kind == "search_start":
+            since = record["t"]
+        elif kind in ("search_end", "resumed") and since is not None:
+            searched += (record if kind == "search_end" else before)["t"] - since
+            since = None
+    return spent, searched

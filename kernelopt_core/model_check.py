@@ -47,10 +47,10 @@ def winner_files(run_dir: Path, editable: Sequence[str]) -> dict[str, bytes] | N
     """The editable files as the run's winner has them (its workspace tag); None when the run
     did not end optimized or its workspace is gone."""
     records = journal.effective(journal.read(run_dir / "journal.jsonl"))
-    verdict = next((e for e in records if e["event"] == "verdict"), None)
+    verdict = events.first(records, events.Verdict)
     repo = history.workspace_repo(records)
     ref = f"refs/tags/kernelopt/{run_dir.name}/winner".encode()
-    if verdict is None or verdict.get("status") != "optimized" or repo is None \
+    if verdict is None or verdict.status != "optimized" or repo is None \
             or ref not in repo.refs:
         return None
     files = {rel: history.blob(repo, repo.refs[ref], rel) for rel in editable}

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core import evidence, knob_view, model_view
+from kernelopt_core import events, evidence, knob_view, model_view
 from kernelopt_core import journal as journal_mod
 from kernelopt_core.llm_view import llm_usage
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
@@ -26,37 +26,36 @@ def _bandwidth(nbytes: int | None, ms: float | None) -> float | None:
     return nbytes / (ms / 1e3) / 1e9  # GB/s
 
 
-def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
-    header = next((e for e in events if e["event"] == "run"), {})
-    target = header.get("target", {})
-    config = next((e for e in events if e["event"] == "config"), {})
-    baseline = next((e for e in events if e["event"] == "baseline"), {})
-    verdict = next((e for e in events if e["event"] == "verdict"), None)
-    end = next((e for e in events if e["event"] == "end"), {})
-    error = next((e for e in events if e["event"] == "error"), None)
-    results = [e for e in events if e["event"] == "candidate_result"]
-    gate_events = [e for e in events if e["event"] == "gate" and not e.get("final")]
-    passed = {(e["candidate"], e["gate"]) for e in gate_events if e["passed"]}
-    winner = verdict.get("candidate") if verdict else None
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    header = events.first(records, events.Run)
+    target = header.target if header else {}
+    config = events.first(records, events.Config)
+    baseline = events.first(records, events.Baseline)
+    verdict = events.first(records, events.Verdict)
+    end = events.first(records, events.End)
+    error = events.first(records, events.RunError)
+    results = events.of(records, events.CandidateResult)
+    gates = events.of(records, events.Gate)
+    passed = {(g.candidate, g.gate) for g in gates if not g.final and g.passed}
+    winner = verdict.candidate if verdict else None
 
-    def final_gate(name: str) -> dict[str, Any] | None:
-        return next((e for e in events if e["event"] == "gate" and e.get("final")
-                     and e["gate"] == name and e["candidate"] == winner), None)
+    def final_gate(name: str) -> events.Gate | None:
+        return next((g for g in gates if g.final and g.gate == name and g.candidate == winner),
+                    None)
 
     confirm = final_gate("confirm")
-    roofline_gate = final_gate("roofline") or {}
-    roofline = roofline_gate.get("metrics", {})
+    roofline_gate = final_gate("roofline")
+    roofline = roofline_gate.metrics if roofline_gate else {}
     # no verdict: stopped by the user (Ctrl-C: resumable), else killed or failed
-    stopped_by_user = any(e["event"] == "interrupted" for e in events) and not any(
-        e["event"] == "error" for e in events)
-    status = verdict["status"] if verdict is not None else "interrupted" if stopped_by_user else "error"
+    stopped_by_user = events.first(records, events.Interrupted) is not None and error is None
+    status = verdict.status if verdict else "interrupted" if stopped_by_user else "error"
     rounds: dict[str, list[float]] = {"baseline_ms": [], "candidate_ms": []}
     speedup = final_ms = noise = None
     wins = n_rounds = 0
     # the verdict event carries the numbers it rests on; journals older than that: the gate's
-    measured = (verdict or {}).get("measured") or (
-        confirm["metrics"] if confirm and not confirm.get("skipped")
-        and "ratios" in confirm.get("metrics", {}) else None)
+    measured = (verdict.measured if verdict else None) or (
+        confirm.metrics if confirm and not confirm.skipped and "ratios" in confirm.metrics
+        else None)
     if measured:
         m = measured
         rounds = {"baseline_ms": m["baseline_ms"], "candidate_ms": m["candidate_ms"]}
@@ -64,27 +63,28 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         final_ms = median(m["candidate_ms"])
         noise = m["noise_pct"]
         wins, n_rounds = m["wins"], m["rounds"]
-    elif verdict and verdict.get("screen_speedup") and status == "matched":
-        speedup = verdict["screen_speedup"]  # no confirm gate configured: the screen's, no claim
-    baseline_ms = median(rounds["baseline_ms"]) if rounds["baseline_ms"] else baseline.get("ms")
+    elif verdict and verdict.screen_speedup and status == "matched":
+        speedup = verdict.screen_speedup  # no confirm gate configured: the screen's, no claim
+    baseline_ms = median(rounds["baseline_ms"]) if rounds["baseline_ms"] else (
+        baseline.ms if baseline else None)
     if status in ("fallback", "matched", "unverified"):  # only a confirmed win changes the kernel
         final_ms = baseline_ms
-    engine = final_gate("engine") or {}
-    engine_metrics = engine.get("metrics", {}) if not engine.get("skipped") else {}
+    engine = final_gate("engine")
+    engine = engine if engine and not engine.skipped else None
     nbytes = roofline.get("bytes", target.get("bytes"))
     achieved = _bandwidth(nbytes, final_ms)
     peak = roofline.get("peak_gbps")
+    benches = events.of(records, events.Bench)
     summary: dict[str, Any] = {
         "schema": 1,
-        "run_id": header.get("run_id"),
+        "run_id": header.run_id if header else None,
         "target": {
             "backend": target.get("backend"),
             "name": target.get("name"),
             "root": target.get("root"),
             "files": target.get("files", []),
             # what the bench said it timed wins over what the target declared before any run
-            "shape": next((e["shape"] for e in events if e["event"] == "bench"
-                           and e.get("tree") == "baseline" and e.get("shape")),
+            "shape": next((b.shape for b in benches if b.tree == "baseline" and b.shape),
                           target.get("shape", "")),
         },
         "status": status,
@@ -101,43 +101,40 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
             "achieved_gbps": achieved,
             "peak_gbps": peak,
             "fraction": achieved / peak if achieved and peak else None,
-            "note": roofline_gate.get("reason"),
+            "note": roofline_gate.reason if roofline_gate else None,
             # the gate's own flag; journals older than it said so only in the reason's words
-            "cache_resident": roofline.get("cache_resident",
-                                           "fits in the" in (roofline_gate.get("reason") or "")),
+            "cache_resident": roofline.get("cache_resident", "fits in the" in (
+                roofline_gate.reason if roofline_gate else "")),
         },
-        "engine": {
-            "passed": engine.get("passed"),
-            "baseline_ms": engine_metrics.get("baseline_ms"),
-            "candidate_ms": engine_metrics.get("candidate_ms"),
-            "speedup": engine_metrics.get("speedup"),
-            "amdahl_speedup": engine_metrics.get("amdahl_speedup"),
-            "time_share": engine_metrics.get("time_share"),
-            "note": engine.get("reason"),
-        } if engine and not engine.get("skipped") else None,
-        "interpreted": any(e.get("interpreted") for e in events if e["event"] == "bench"),
+        "engine": None if engine is None else {
+            "passed": engine.passed,
+            **{key: engine.metrics.get(key) for key in (
+                "baseline_ms", "candidate_ms", "speedup", "amdahl_speedup", "time_share")},
+            "note": engine.reason,
+        },
+        "interpreted": any(b.interpreted for b in benches),
         "candidates": {
             # every proposal journaled, also one a run that errored never finished judging
-            "proposed": len({e["candidate"] for e in events if e["event"] == "candidate"}),
-            "built": sum((r["candidate"], "build") in passed for r in results),
-            "correct": sum((r["candidate"], "correctness") in passed for r in results),
-            "accepted": sum(bool(r["accepted"]) for r in results),
+            "proposed": len({c.candidate for c in events.of(records, events.Candidate)}),
+            "built": sum((r.candidate, "build") in passed for r in results),
+            "correct": sum((r.candidate, "correctness") in passed for r in results),
+            "accepted": sum(r.accepted for r in results),
         },
-        "llm": llm_usage(events),
-        "planner": config.get("planner"),
-        "by_planner": _by_planner(events),
-        "gpu_seconds": end.get("gpu_seconds"),
-        "wall_seconds": end.get("wall_seconds"),
-        "workspace_wait_s": next((e["waited_s"] for e in events
-                                  if e["event"] == "workspace_acquired"), 0.0),
-        "diff": verdict.get("diff") if verdict else None,
-        "winner_tag": verdict.get("winner_tag") if verdict else None,
-        "winner": verdict.get("candidate") if verdict else None,
-        "exit_code": end.get("exit_code"),
+        "llm": llm_usage(records),
+        "planner": config.planner if config else None,
+        "by_planner": _by_planner(records),
+        "gpu_seconds": end.gpu_seconds if end else None,
+        "wall_seconds": end.wall_seconds if end else None,
+        "workspace_wait_s": next((w.waited_s for w in events.of(
+            records, events.WorkspaceAcquired)), 0.0),
+        "diff": verdict.diff if verdict else None,
+        "winner_tag": verdict.winner_tag if verdict else None,
+        "winner": winner,
+        "exit_code": end.exit_code if end else None,
     }
     if error is not None:
-        summary["error"] = error["message"]
-    elif verdict is None and (stopped := _interrupted(events)) is not None:
+        summary["error"] = error.message
+    elif verdict is None and (stopped := _interrupted(records)) is not None:
         summary["interrupted"] = stopped
         best = (f"best so far {stopped['best']}: {stopped['speedup']:.3f}× at the screen, not "
                 f"confirmed (tag {stopped['tag']})" if stopped["best"] else
@@ -145,11 +142,10 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         summary["error"] = (f"interrupted during {stopped['stage'] or 'start-up'}; {best}; the "
                             f"target's files are unchanged: `kernelopt resume {summary['run_id']}` "
                             "continues it from its journal (or run again to start over)")
-    summary["caught_by"] = verdict.get("caught_by", []) if verdict else []
+    summary["caught_by"] = (verdict.caught_by or []) if verdict else []
     # the whole model with every winner of its runs in place (model_check.py): the newest
-    checks = [e for e in events if e["event"] == "model_check"]
-    summary["model"] = {k: v for k, v in checks[-1].items() if k not in ("event", "t")} \
-        if checks else None
+    check = events.last(records, events.ModelCheck)
+    summary["model"] = check.data() if check else None
     summary["report_line"] = report_line(summary, n_rounds)
     return summary
 
@@ -158,44 +154,43 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _interrupted(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _interrupted(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Where a Ctrl-C stopped the run, and the best candidate it had accepted by then."""
-    stop = next((e for e in events if e["event"] == "interrupted"), None)
+    stop = events.first(records, events.Interrupted)
     if stop is None:
         return None
-    best = [e for e in events if e["event"] == "best"]
-    cid = best[-1]["candidate"] if best else None
-    tag = next((e.get("tag") for e in events if e["event"] == "candidate_result"
-                and e["candidate"] == cid), None)
-    return {"stage": stop.get("stage", ""), "best": cid,
-            "speedup": best[-1]["speedup"] if best else None, "tag": tag}
+    best = events.last(records, events.Best)
+    cid = best.candidate if best else None
+    tag = next((r.tag for r in events.of(records, events.CandidateResult) if r.candidate == cid),
+               None)
+    return {"stage": stop.stage, "best": cid, "speedup": best.speedup if best else None,
+            "tag": tag}
 
 
-def _by_planner(events: list[dict[str, Any]]) -> dict[str, Any]:
+def _by_planner(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Each proposing planner's candidates and its best accepted one (screen speedup): where the
     agents run, the built-in tuner's best sits beside theirs: the bar an LLM edit must beat."""
-    planner_of = {e["candidate"]: e.get("planner") or "?" for e in events
-                  if e["event"] == "candidate"}
+    planner_of = {c.candidate: c.planner or "?" for c in events.of(records, events.Candidate)}
     out: dict[str, Any] = {}
     for planner in planner_of.values():
         out.setdefault(planner, {"candidates": 0, "best": None, "speedup": None})
         out[planner]["candidates"] += 1
-    for r in (e for e in events if e["event"] == "candidate_result" and e["accepted"]):
-        entry = out.get(planner_of.get(r["candidate"], "?"))
-        speedup = 1.0 if r["speedup"] is None else r["speedup"]  # a target without a bench
-        if entry is not None and (entry["speedup"] is None or speedup > entry["speedup"]):
-            entry.update(best=r["candidate"], speedup=speedup)
+    for r in events.of(records, events.CandidateResult):
+        entry = out.get(planner_of.get(r.candidate, "?"))
+        speedup = 1.0 if r.speedup is None else r.speedup  # a target without a bench
+        if r.accepted and entry is not None and (entry["speedup"] is None
+                                                 or speedup > entry["speedup"]):
+            entry.update(best=r.candidate, speedup=speedup)
     return out
 
 
-def _evidence(events: list[dict[str, Any]], winner: str | None) -> list[str]:
+def _evidence(records: list[dict[str, Any]], winner: str | None) -> list[str]:
     """What the passing test printed about itself (kernelopt_core.evidence): the baseline's and
     the winner's, as its correctness gate kept it."""
-    rows = [("baseline", e.get("evidence", [])) for e in events
-            if e["event"] == "check_evidence" and e.get("tree") == "baseline"]
-    rows += [(str(e["candidate"]), e.get("metrics", {}).get("evidence", [])) for e in events
-             if e["event"] == "gate" and e["gate"] == "correctness" and not e.get("final")
-             and e["candidate"] == winner and e["passed"]]
+    rows = [("baseline", e.evidence or []) for e in events.of(records, events.CheckEvidence)
+            if e.tree == "baseline"]
+    rows += [(g.candidate, g.metrics.get("evidence", [])) for g in events.of(records, events.Gate)
+             if g.gate == "correctness" and not g.final and g.candidate == winner and g.passed]
     lines = [f"| {who} | {evidence.describe(item).replace('|', '/')} |"
              for who, items in rows for item in items if isinstance(item, dict)]
     if not lines:
@@ -255,14 +250,14 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
     return f"{prefix} ({', '.join(parts)})"
 
 
-def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
-    header = next((e for e in events if e["event"] == "run"), {})
-    config = next((e for e in events if e["event"] == "config"), {})
-    verdict = next((e for e in events if e["event"] == "verdict"), {})
-    search_end = next((e for e in events if e["event"] == "search_end"), {})
-    began = next((f"; it began {e['before_s']:.0f} s into the run, the baseline built, timed "
-                  "and probed (the time budget counts from there)" for e in events
-                  if e["event"] == "search_start"), "")
+def render_markdown(records: list[dict[str, Any]], s: dict[str, Any]) -> str:
+    header = events.first(records, events.Run)
+    config = events.first(records, events.Config)
+    verdict = events.first(records, events.Verdict)
+    search_end = events.first(records, events.SearchEnd)
+    start = events.first(records, events.SearchStart)
+    began = (f"; it began {start.before_s:.0f} s into the run, the baseline built, timed and "
+             "probed (the time budget counts from there)" if start else "")
     t = s["target"]
     lines = [
         f"# kernelopt run {s['run_id']}",
@@ -273,12 +268,14 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         "",
         f"- target: `{t['name']}` ({t['backend']} backend), files: "
         + ", ".join(f"`{f}`" for f in t["files"]),
-        f"- root: `{header.get('target', {}).get('root', '?')}`",
-        f"- planner: {config.get('planner', '?')} ({config.get('planner_reason', '')})",
-        "- gates: " + "; ".join(f"{kind} {' → '.join(config.get(f'{kind}_gates') or ['?'])}"
-                                for kind in ("candidate", "final")),
-        f"- search ended: {search_end.get('reason', '?')} after "
-        f"{_count(search_end.get('evaluated', 0), 'candidate')}{began}",
+        f"- root: `{header.target.get('root', '?') if header else '?'}`",
+        f"- planner: {config.planner if config else '?'} "
+        f"({config.planner_reason if config else ''})",
+        "- gates: " + "; ".join(f"{kind} {' → '.join(gates or ['?'])}" for kind, gates in (
+            ("candidate", config and config.candidate_gates),
+            ("final", config and config.final_gates))),
+        f"- search ended: {search_end.reason if search_end else '?'} after "
+        f"{_count(search_end.evaluated if search_end else 0, 'candidate')}{began}",
         "- candidates: " + ", ".join(f"{n} {k}" for k, n in s["candidates"].items()),
         "- best by planner (screen speedup): " + (", ".join(
             f"{name} {b['best']} {b['speedup']:.3f}× of {b['candidates']}" if b["best"]
@@ -295,12 +292,12 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
         "",
     ]
     if verdict:
-        lines += ["## Verdict", "", f"{verdict.get('reason', '')}", ""]
-        if verdict.get("candidate"):
+        lines += ["## Verdict", "", verdict.reason, ""]
+        if verdict.candidate:
             label = {"optimized": "Winner candidate", "unverified": "Winner candidate (unverified)",
                      "matched": "Best candidate (not proven faster; the baseline stands)"}.get(
                 s["status"], "Last candidate through the final gates (rejected)")
-            lines.append(f"{label}: `{verdict['candidate']}` — {verdict.get('description')}")
+            lines.append(f"{label}: `{verdict.candidate}` — {verdict.description}")
             lines.append("")
     meaning = {
         "optimized": "the speedup is the median of the per-round ratios; the times are the "
@@ -321,39 +318,38 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
                    "device: nothing about its speed is known. Time it on the device before "
                    "applying it.")
     lines += [f"Meaning: {meaning}", ""]
-    warnings = [e for e in events if e["event"] == "warning"]
+    warnings = events.of(records, events.GateWarning)
     if warnings:
         lines += ["## Warnings", ""]
-        lines += [f"- {e.get('gate', '')}: {e['message']}" for e in warnings]
+        lines += [f"- {w.gate}: {w.message}" for w in warnings]
         lines.append("")
-    finals = [e for e in events if e["event"] == "gate" and e.get("final")]
+    finals = [g for g in events.of(records, events.Gate) if g.final]
     if finals:
         lines += ["## Final gates", "", "| candidate | gate | result | evidence |",
                   "|---|---|---|---|"]
-        for e in finals:
-            result = "skipped" if e.get("skipped") else ("passed" if e["passed"] else "FAILED")
-            reason = str(e["reason"]).replace("\n", " ").replace("|", "\\|")[:300]
-            lines.append(f"| {e['candidate']} | {e['gate']} | {result} | {reason} |")
+        for g in finals:
+            result = "skipped" if g.skipped else ("passed" if g.passed else "FAILED")
+            reason = str(g.reason).replace("\n", " ").replace("|", "\\|")[:300]
+            lines.append(f"| {g.candidate} | {g.gate} | {result} | {reason} |")
         lines.append("")
     lines += model_view.markdown(s.get("model"))
-    lines += _evidence(events, s.get("winner"))
+    lines += _evidence(records, s.get("winner"))
     if s["rounds"]["baseline_ms"]:
         lines += ["## Confirmation rounds (candidate bracketed by two baselines)", "",
                   "| round | baseline ms (geo. mean) | candidate ms | ratio |", "|---|---|---|---|"]
         for i, (b, c) in enumerate(zip(s["rounds"]["baseline_ms"], s["rounds"]["candidate_ms"], strict=True)):
             lines.append(f"| {i + 1} | {b:.4f} | {c:.4f} | {b / c:.3f} |")
         lines.append("")
-    profiles = [(str(e.get("tree", "baseline")), e["metrics"]) for e in events
-                if e["event"] == "profile" and isinstance(e["metrics"].get("kernels"), list)
-                and e["metrics"]["kernels"] and all(isinstance(k, dict)
-                                                    for k in e["metrics"]["kernels"])]
+    profiles = [(p.tree, p.metrics) for p in events.of(records, events.Profile)
+                if isinstance(kernels := p.metrics.get("kernels"), list) and kernels
+                and all(isinstance(k, dict) for k in kernels)]
     if profiles:  # measured per launch by the profiler, baseline and winner
         tool = profiles[0][1].get("tool", "the profiler")
         lines += [f"## Profile ({tool}, per launch)", "", *kernel_table(profiles), ""]
-    lines += knob_view.report_lines(events)
+    lines += knob_view.report_lines(records)
     lines += ["## Candidates", "", "| id | proposal | result | screen speedup | reason |",
               "|---|---|---|---|---|"]
-    for cid, proposal, result, timed, reason in candidate_rows(events):
+    for cid, proposal, result, timed, reason in candidate_rows(records):
         reason = reason.replace("\n", " ").replace("|", "\\|")[:160]
         lines.append(f"| {cid} | {proposal} | {result} | {timed} | {reason} |")
     lines.append("")
@@ -365,19 +361,18 @@ def render_markdown(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
                   f"(`kernelopt revert {s['run_id']}` undoes it); or by hand, "
                   "`patch -p1 -d TARGET < report.diff` (`git apply` inside a subdirectory of a "
                   "git repository skips every file)." + caution, ""]
-    error = next((e for e in events if e["event"] == "error"), None)
-    if error:
-        lines += ["## Error", "", "```", error["message"], "```", ""]
+    if error := events.first(records, events.RunError):
+        lines += ["## Error", "", "```", error.message, "```", ""]
     return "\n".join(lines)
 
 
 def write_all(run_dir: Path) -> dict[str, Any]:
-    events = journal_mod.effective(journal_mod.complete(run_dir / "journal.jsonl"))
-    summary = summarize(events)
+    records = journal_mod.effective(journal_mod.complete(run_dir / "journal.jsonl"))
+    summary = summarize(records)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    (run_dir / "report.md").write_text(render_markdown(events, summary), encoding="utf-8")
+    (run_dir / "report.md").write_text(render_markdown(records, summary), encoding="utf-8")
     try:
-        html = render_html(events, summary)
+        html = render_html(records, summary)
     except Exception as exc:  # a drawing is optional: it never fails a run or its report
         html = (f"<!doctype html><p>report.html could not be drawn ({type(exc).__name__}: "
                 f"{escape(str(exc))}); report.md has the evidence.</p>\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from kernelopt_core import model_view, svg_plots
+from kernelopt_core import events, model_view, svg_plots
 from kernelopt_core.measure.stats import median
 
 STYLE = ("body{font-family:sans-serif;margin:24px;max-width:1180px;color:#222}"
@@ -18,46 +18,45 @@ STYLE = ("body{font-family:sans-serif;margin:24px;max-width:1180px;color:#222}"
 STATUS_COLOUR = {"optimized": "#2ca02c", "matched": "#b8860b", "unverified": "#b8860b"}
 
 
-def proposals(events: list[dict[str, Any]]) -> dict[str, str]:
+def proposals(records: list[dict[str, Any]]) -> dict[str, str]:
     """Each candidate's proposal text, by id."""
-    return {e["candidate"]: e.get("description", "") for e in events if e["event"] == "candidate"}
+    return {c.candidate: c.description for c in events.of(records, events.Candidate)}
 
 
-def candidate_rows(events: list[dict[str, Any]]) -> list[tuple[str, str, str, str, str]]:
+def candidate_rows(records: list[dict[str, Any]]) -> list[tuple[str, str, str, str, str]]:
     """Each judged candidate as both reports list it: id, proposal, result (a final gate's
     rejection included), screen speedup ("—" never timed), reason."""
-    described = proposals(events)
+    described = proposals(records)
     final_failed: dict[str, str] = {}  # candidate -> the first final gate it failed
-    for e in events:
-        if e["event"] == "gate" and e.get("final") and not e["passed"]:
-            final_failed.setdefault(e["candidate"], e["gate"])
+    for g in events.of(records, events.Gate):
+        if g.final and not g.passed:
+            final_failed.setdefault(g.candidate, g.gate)
     rows = []
-    for r in (e for e in events if e["event"] == "candidate_result"):
-        result = "accepted" if r["accepted"] else f"rejected at {r['failed_gate']}"
-        if r["accepted"] and r["candidate"] in final_failed:
-            result = f"accepted, then rejected at final gate {final_failed[r['candidate']]}"
-        timed = "—" if r.get("speedup") is None else f"{r['speedup']:.3f}"
-        rows.append((str(r["candidate"]), described.get(r["candidate"], ""), result, timed,
-                     str(r.get("reason", ""))))
+    for r in events.of(records, events.CandidateResult):
+        result = "accepted" if r.accepted else f"rejected at {r.failed_gate}"
+        if r.accepted and r.candidate in final_failed:
+            result = f"accepted, then rejected at final gate {final_failed[r.candidate]}"
+        timed = "—" if r.speedup is None else f"{r.speedup:.3f}"
+        rows.append((r.candidate, described.get(r.candidate, ""), result, timed, r.reason))
     return rows
 
 
-def candidates_plot(events: list[dict[str, Any]]) -> str | None:
-    results = [e for e in events if e["event"] == "candidate_result"]
+def candidates_plot(records: list[dict[str, Any]]) -> str | None:
+    results = events.of(records, events.CandidateResult)
     if not results:
         return None
-    described = proposals(events)
+    described = proposals(records)
     points = []
     for i, r in enumerate(results, 1):
-        what = f"{r['candidate']}: {described.get(r['candidate'], '')}"
-        if r.get("speedup") is None:  # never timed: rejected first (build...), or no bench
-            why = f"rejected at {r.get('failed_gate')}" if not r.get("accepted") else "not timed"
+        what = f"{r.candidate}: {described.get(r.candidate, '')}"
+        if r.speedup is None:  # never timed: rejected first (build...), or no bench
+            why = f"rejected at {r.failed_gate}" if not r.accepted else "not timed"
             points.append((i, 1.0, "untimed", f"{what}: {why}"))
-        elif r.get("accepted"):
-            points.append((i, float(r["speedup"]), "accepted", f"{what}: {r['speedup']:.3f}×"))
+        elif r.accepted:
+            points.append((i, float(r.speedup), "accepted", f"{what}: {r.speedup:.3f}×"))
         else:
-            points.append((i, float(r["speedup"]), "rejected",
-                           f"{what}: {r['speedup']:.3f}×, rejected at {r.get('failed_gate')}"))
+            points.append((i, float(r.speedup), "rejected",
+                           f"{what}: {r.speedup:.3f}×, rejected at {r.failed_gate}"))
     return svg_plots.scatter("Candidates over the search (screen speedup)", "candidate",
                              "speedup ×", points, reference=1.0)
 
@@ -106,14 +105,14 @@ def amdahl_plot(s: dict[str, Any]) -> str | None:
                           [(f"Amdahl's prediction {before / amdahl:.4g} ms", before / amdahl)])
 
 
-def render_html(events: list[dict[str, Any]], s: dict[str, Any]) -> str:
-    header = next((e for e in events if e["event"] == "run"), {})
-    kappa = float((header.get("settings") or {}).get("kappa") or 1.3)
-    plots = [p for p in (candidates_plot(events), confirm_plot(s),
+def render_html(records: list[dict[str, Any]], s: dict[str, Any]) -> str:
+    header = events.first(records, events.Run)
+    kappa = float((header.settings if header else {}).get("kappa") or 1.3)
+    plots = [p for p in (candidates_plot(records), confirm_plot(s),
                          roofline_plot(s, kappa), amdahl_plot(s)) if p]
     target = s.get("target") or {}
     rows = "".join("<tr>" + "".join(f"<td>{escape(c[:160])}</td>" for c in row) + "</tr>"
-                   for row in candidate_rows(events))
+                   for row in candidate_rows(records))
     colour = STATUS_COLOUR.get(str(s.get("status")), "#d62728")
     whole = model_view.html(s.get("model"))
     status, line = str(s.get("status")), str(s.get("report_line", ""))

@@ -62,9 +62,10 @@ class Resumed:
         if not journal_path.is_file():
             return None
         raw = journal_mod.read(journal_path)
-        if not raw or raw[0].get("event") != "run":
+        header = ev.first(raw[:1], ev.Run)
+        if header is None:
             return None
-        was = raw[0].get("target") or {}
+        was = header.target
         if (was.get("backend"), was.get("name"), was.get("root")) != (
                 target.backend, target.name, str(target.root)):
             raise UsageError(
@@ -76,22 +77,7 @@ class Resumed:
         completed = {e.candidate: (starts[e.candidate], e)
                      for e in ev.of(events, ev.CandidateResult) if e.candidate in starts}
         workspace = ev.first(events, ev.Workspace)
-        # each attempt's span: from its first event (header or `resumed`) to its last
-        spent, first = 0.0, raw[0]["t"]
-        for before, event in zip(raw, raw[1:], strict=False):
-            if event["event"] == "resumed":
-                spent += before["t"] - first
-                first = event["t"]
-        spent += raw[-1]["t"] - first
-        # each attempt's search: from its `search_start` to its `search_end` (the final gates
-        # are not the search's), or to its last event when it was killed searching
-        searched, since = 0.0, None
-        for before, event in zip(raw, raw[1:] + [{"event": "resumed"}], strict=True):
-            if event["event"] == "search_start":
-                since = event["t"]
-            elif event["event"] in ("search_end", "resumed") and since is not None:
-                searched += (event if event["event"] == "search_end" else before)["t"] - since
-                since = None
+        spent, searched = journal_mod.attempt_seconds(raw)
         ended = ev.last(events, ev.End)
         finished = ended.exit_code if ended and ev.first(events, ev.Verdict) else None
         answered = [e for e in ev.of(raw, ev.LLMCall) if e.answered]
@@ -141,13 +127,12 @@ def gpu_spent(raw: list[dict[str, Any]]) -> float:
     the last one, of the steps journaled without their own lock times: checks, shape checks,
     engine and profiler runs."""
     total = since = 0.0
-    for event in raw:
-        kind = event.get("event")
-        if kind in ("candidate_result", "end") and isinstance(event.get("gpu_seconds"),
-                                                             (int, float)):
-            total, since = float(event["gpu_seconds"]), 0.0
-        elif (span := journal_mod.gpu_lock_span(event)) is not None:
-            since += span[1] - span[0]
+    for record in raw:
+        event = ev.parse(record)
+        if isinstance(event, (ev.CandidateResult, ev.End)) and event.gpu_seconds is not None:
+            total, since = float(event.gpu_seconds), 0.0
+        elif isinstance(event, ev.Bench) or isinstance(event, ev.WorkerRequest) and event.gpu_lock:
+            since += event.released - event.acquired
     return total + since
 
 

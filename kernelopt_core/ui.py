@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from kernelopt_core import events
+
 _status = {"open": False}  # a TTY status line without its newline is on the terminal
 
 
@@ -67,54 +69,52 @@ class Progress:
             _status["open"] = False
 
     def __call__(self, record: dict[str, Any]) -> None:
-        event = record["event"]
-        if event == "config":
-            self._line(f"planner: {record['planner']} ({record['planner_reason']})")
-            self._line(f"gates: {' → '.join(record['candidate_gates'])}, then "
-                       f"{' → '.join(record['final_gates'])}")
-        elif event == "stage":
-            self.candidate = record.get("candidate", self.candidate)
-            self._line(f"[{record['stage']}] {self.candidate}  best {self.best:.3f}×", final=False)
-        elif event == "baseline" and record.get("ms") is not None:
-            self._line(f"baseline: {record['ms']:.4g} ms (median of {len(record['samples'])})")
-        elif event == "workspace_wait":
-            who = (f"run {record.get('run_id')} (pid {record.get('pid')})"
-                   if record.get("run_id") else "another run")
-            self._line(f"waiting: the workspace of {record['target']} is held by {who}; this "
-                       "run starts when it ends")
-        elif event == "run":
-            self.started = record.get("t", time.time())
-            self.of = (record.get("settings") or {}).get("iterations")
-        elif event == "candidate":
-            self.candidate = record["candidate"]
-            number = record["candidate"].lstrip("c")
-            of = f" of at most {self.of}" if self.of else ""
-            elapsed = time.time() - self.started
-            self._line(f"{record['candidate']} ({number}{of}, {elapsed:.0f} s, best "
-                       f"{self.best:.3f}×): {record.get('description', '')[:100]}")
-        elif event == "candidate_result":
-            verdict = "accepted" if record["accepted"] else f"rejected at {record['failed_gate']}"
-            timed = "—" if record["speedup"] is None else f"{record['speedup']:.3f}×"
-            why = str(record["reason"]).splitlines()[0] if record["reason"] else ""
-            self._line(f"{record['candidate']}: {verdict}, {timed}  "  # a rejection: its whole
-                       f"({why if not record['accepted'] else why[:90]})")  # reason line
-        elif event == "best":
-            self.best = record["speedup"]
-        elif event == "resumed":  # the earlier attempts' best, before the replay serves it
-            self.best = max(self.best, float(record.get("best") or 1.0))
-            self._line(f"resumed: {len(record.get('completed') or [])} candidate(s) served from "
-                       f"the journal, best {self.best:.3f}×")
-        elif event == "search_end":
-            n = record["evaluated"]
-            self._line(f"search ended: {record['reason']} after {n} candidate{'' if n == 1 else 's'}")
-        elif event == "profile" and (record.get("metrics") or {}).get("error"):
-            self._line(f"warning: no {record['profiler']} profile of the {record['tree']}: "
-                       f"{str(record['metrics']['error']).splitlines()[0][:200]}")
-        elif event == "confirm_round":
-            b, c = record["baseline_ms"], record["candidate_ms"]
-            again = " (retake: a transient reading)" if record.get("retake") else ""
-            self._line(f"  confirm round {record['round']}: {b:.4g} vs {c:.4g} ms "
-                       f"({b / c:.3f}×){again}")
+        match events.parse(record):
+            case events.Config() as e:
+                self._line(f"planner: {e.planner} ({e.planner_reason})")
+                self._line(f"gates: {' → '.join(e.candidate_gates)}, then "
+                           f"{' → '.join(e.final_gates)}")
+            case events.Stage() as e:
+                self.candidate = e.candidate or self.candidate
+                self._line(f"[{e.stage}] {self.candidate}  best {self.best:.3f}×", final=False)
+            case events.Baseline(ms=float() | int() as ms, samples=samples):
+                self._line(f"baseline: {ms:.4g} ms (median of {len(samples)})")
+            case events.WorkspaceWait() as e:
+                who = f"run {e.run_id} (pid {e.pid})" if e.run_id else "another run"
+                self._line(f"waiting: the workspace of {e.target} is held by {who}; this run "
+                           "starts when it ends")
+            case events.Run() as e:
+                self.started = record.get("t", time.time())
+                self.of = e.settings.get("iterations")
+            case events.Candidate() as e:
+                self.candidate = e.candidate
+                of = f" of at most {self.of}" if self.of else ""
+                elapsed = time.time() - self.started
+                self._line(f"{e.candidate} ({e.candidate.lstrip('c')}{of}, {elapsed:.0f} s, best "
+                           f"{self.best:.3f}×): {e.description[:100]}")
+            case events.CandidateResult() as e:
+                verdict = "accepted" if e.accepted else f"rejected at {e.failed_gate}"
+                timed = "—" if e.speedup is None else f"{e.speedup:.3f}×"
+                why = e.reason.splitlines()[0] if e.reason else ""
+                self._line(f"{e.candidate}: {verdict}, {timed}  "  # a rejection: its whole
+                           f"({why if not e.accepted else why[:90]})")  # reason line
+            case events.Best() as e:
+                self.best = e.speedup
+            case events.Resumed() as e:  # the earlier attempts' best, before the replay serves it
+                self.best = max(self.best, float(e.best))
+                self._line(f"resumed: {len(e.completed)} candidate(s) served from the journal, "
+                           f"best {self.best:.3f}×")
+            case events.SearchEnd() as e:
+                n = e.evaluated
+                self._line(f"search ended: {e.reason} after {n} candidate{'' if n == 1 else 's'}")
+            case events.Profile() as e if e.metrics.get("error"):
+                self._line(f"warning: no {e.profiler} profile of the {e.tree}: "
+                           f"{str(e.metrics['error']).splitlines()[0][:200]}")
+            case events.ConfirmRound() as e:
+                b, c = e.baseline_ms, e.candidate_ms
+                again = " (retake: a transient reading)" if e.retake else ""
+                self._line(f"  confirm round {e.round}: {b:.4g} vs {c:.4g} ms "
+                           f"({b / c:.3f}×){again}")
 
 
 def summary(summary: dict[str, Any], run_dir: str) -> None:

@@ -140,7 +140,7 @@ class LiveView:
             self.live.start()
         else:
             self.live.update(view(self.state))
-        if record.get("event") == "end":
+        if self.state.ended:
             self.stop()
 
     def stop(self) -> None:

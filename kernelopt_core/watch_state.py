@@ -1,8 +1,10 @@
 """What `kernelopt watch` shows, folded from a run's journal events (pure: the journal is the
 source of truth, so a view from another terminal, or over ssh, sees what the run wrote).
 
-``fold(events)`` gives a WatchState; feeding it the events written since (``WatchState.add``)
-keeps it current without reading the journal again.
+``fold(records)`` gives a WatchState; feeding it the records written since
+(``WatchState.add``) keeps it current without reading the journal again. Each record is read
+as its ``kernelopt_core.events`` class; one that does not parse (a torn line) changes only the
+clock.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.journal import gpu_lock_span
+from kernelopt_core import events
 from kernelopt_core.measure.stats import median
 
 
@@ -51,16 +53,15 @@ class WatchState:
     pid: int | None = None  # the run's process and host, from its header
     host: str = ""
 
-    def add(self, event: Any) -> None:
-        if not isinstance(event, dict):
+    def add(self, record: Any) -> None:
+        if not isinstance(record, dict):
             return
-        kind = event.get("event")
-        t = event.get("t")
-        if isinstance(t, (int, float)):
+        if isinstance(t := record.get("t"), (int, float)):
             self.now = float(t)
-        handler = getattr(self, f"_on_{kind}", None)
-        if handler is not None:
-            handler(event)
+        if (event := events.parse(record)) is not None:
+            handler = getattr(self, f"_on_{event.EVENT}", None)
+            if handler is not None:
+                handler(event)
 
     @property
     def elapsed_s(self) -> float:
@@ -73,96 +74,88 @@ class WatchState:
         return median(ratios) if ratios else None
 
     # -- one method per journal event that changes the view
-    def _on_run(self, e: dict[str, Any]) -> None:
-        self.run_id = str(e.get("run_id", ""))
-        target = e.get("target") or {}
-        self.target, self.shape = str(target.get("name", "")), str(target.get("shape") or "")
-        self.iterations = (e.get("settings") or {}).get("iterations")
-        self.started = e.get("t")
-        self.pid, self.host = e.get("pid"), str(e.get("host", ""))
+    def _on_run(self, e: events.Run) -> None:
+        self.run_id = e.run_id
+        self.target, self.shape = str(e.target.get("name", "")), str(e.target.get("shape") or "")
+        self.iterations = e.settings.get("iterations")
+        self.started = self.now
+        self.pid, self.host = e.pid, e.host
 
-    def _on_resumed(self, e: dict[str, Any]) -> None:
+    def _on_resumed(self, e: events.Resumed) -> None:
         """Another attempt of the run (docs/scaling.md): its own process; what the killed one
         left half-way (a candidate, a final phase, an ending) is no longer going on."""
-        self.pid, self.host = e.get("pid"), str(e.get("host", self.host))
+        self.pid, self.host = e.pid, e.host
         self.proposed = self.evaluated  # the cut-off candidate is proposed again
         self.stage, self.stage_candidate, self.trying = "resumed", None, ""
         self.confirm, self.confirm_candidate = {}, None
         self.verdict, self.report_line, self.ended, self.exit_code = None, "", False, None
 
-    def _on_config(self, e: dict[str, Any]) -> None:
-        self.planner = str(e.get("planner", ""))
+    def _on_config(self, e: events.Config) -> None:
+        self.planner = e.planner
 
-    def _on_stage(self, e: dict[str, Any]) -> None:
-        self.stage, self.stage_candidate = str(e.get("stage", "")), e.get("candidate")
+    def _on_stage(self, e: events.Stage) -> None:
+        self.stage, self.stage_candidate = e.stage, e.candidate
 
-    def _on_baseline(self, e: dict[str, Any]) -> None:
-        self.baseline_ms = e.get("ms")
+    def _on_baseline(self, e: events.Baseline) -> None:
+        self.baseline_ms = e.ms
 
-    def _on_screening(self, e: dict[str, Any]) -> None:
-        self.screening = (f"{e.get('evaluations')} of {e.get('grid')} configurations screened "
-                          f"in {e.get('gpu_seconds')} GPU-s" if e.get("ok") else
-                          f"failed: {str(e.get('error', ''))[:120]}")
+    def _on_screening(self, e: events.Screening) -> None:
+        self.screening = (f"{e.evaluations} of {e.grid} configurations screened in "
+                          f"{e.gpu_seconds} GPU-s" if e.ok else
+                          f"failed: {(e.error or '')[:120]}")
 
-    def _on_candidate(self, e: dict[str, Any]) -> None:
+    def _on_candidate(self, e: events.Candidate) -> None:
         self.proposed += 1
-        self.trying = f"{e.get('candidate')}: {e.get('description', '')}"
+        self.trying = f"{e.candidate}: {e.description}"
 
-    def _on_candidate_result(self, e: dict[str, Any]) -> None:
+    def _on_candidate_result(self, e: events.CandidateResult) -> None:
         self.evaluated += 1
-        if e.get("accepted"):
+        if e.accepted:
             self.accepted += 1
-        elif e.get("failed_gate"):
-            gate = str(e["failed_gate"])
-            self.rejections[gate] = self.rejections.get(gate, 0) + 1
+        elif e.failed_gate:
+            self.rejections[e.failed_gate] = self.rejections.get(e.failed_gate, 0) + 1
 
-    def _on_best(self, e: dict[str, Any]) -> None:
-        self.best, self.best_candidate = float(e.get("speedup") or 1.0), e.get("candidate")
+    def _on_best(self, e: events.Best) -> None:
+        self.best, self.best_candidate = float(e.speedup), e.candidate
         self.history.append((self.elapsed_s, self.best))
 
-    def _on_confirm_round(self, e: dict[str, Any]) -> None:
-        if e.get("candidate") != self.confirm_candidate:
-            self.confirm, self.confirm_candidate = {}, e.get("candidate")
-        b, c = e.get("baseline_ms"), e.get("candidate_ms")
-        if isinstance(b, (int, float)) and isinstance(c, (int, float)):
-            self.confirm[int(e.get("round") or len(self.confirm) + 1)] = (float(b), float(c))
+    def _on_confirm_round(self, e: events.ConfirmRound) -> None:
+        if e.candidate != self.confirm_candidate:
+            self.confirm, self.confirm_candidate = {}, e.candidate
+        self.confirm[e.round] = (float(e.baseline_ms), float(e.candidate_ms))
 
-    def _on_bench(self, e: dict[str, Any]) -> None:
-        self._held(e)
+    def _on_bench(self, e: events.Bench) -> None:
+        self._held(e.asked, e.acquired, e.released)
 
-    def _on_worker_request(self, e: dict[str, Any]) -> None:
-        self._held(e)
+    def _on_worker_request(self, e: events.WorkerRequest) -> None:
+        if e.gpu_lock:  # a request made without the lock (a compile) held no GPU time
+            self._held(e.asked, e.acquired, e.released)
 
-    def _held(self, e: dict[str, Any]) -> None:
-        span = gpu_lock_span(e)
-        if span is not None:
-            acquired, released = span
-            self.gpu_seconds += released - acquired
-            asked = e.get("asked")
-            if isinstance(asked, (int, float)):  # another run held the GPU lock meanwhile
-                self.gpu_lock_wait_s += max(0.0, acquired - asked)
+    def _held(self, asked: float | None, acquired: float, released: float) -> None:
+        self.gpu_seconds += released - acquired
+        if asked is not None:  # another run held the GPU lock meanwhile
+            self.gpu_lock_wait_s += max(0.0, acquired - asked)
 
-    def _on_workspace_wait(self, e: dict[str, Any]) -> None:
+    def _on_workspace_wait(self, e: events.WorkspaceWait) -> None:
         self.stage = "waiting for the workspace (another run of this target)"
 
-    def _on_workspace_acquired(self, e: dict[str, Any]) -> None:
-        self.lock_wait_s += float(e.get("waited_s") or 0.0)
+    def _on_workspace_acquired(self, e: events.WorkspaceAcquired) -> None:
+        self.lock_wait_s += float(e.waited_s)
 
-    def _on_llm_call(self, e: dict[str, Any]) -> None:
+    def _on_llm_call(self, e: events.LLMCall) -> None:
         self.llm_calls += 1
-        self.llm_cost += float(e.get("cost") or 0.0)
+        self.llm_cost += float(e.cost or 0.0)
 
-    def _on_verdict(self, e: dict[str, Any]) -> None:
-        self.verdict = str(e.get("status", ""))
+    def _on_verdict(self, e: events.Verdict) -> None:
+        self.verdict = e.status
 
-    def _on_end(self, e: dict[str, Any]) -> None:
-        self.ended, self.exit_code = True, e.get("exit_code")
-        if isinstance(e.get("gpu_seconds"), (int, float)):
-            self.gpu_seconds = float(e["gpu_seconds"])
+    def _on_end(self, e: events.End) -> None:
+        self.ended, self.exit_code = True, e.exit_code
+        self.gpu_seconds = float(e.gpu_seconds)
 
 
-def fold(events: list[dict[str, Any]]) -> WatchState:
+def fold(records: list[dict[str, Any]]) -> WatchState:
     state = WatchState()
-    for event in events:
-        state.add(event)
+    for record in records:
+        state.add(record)
     return state

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,6 +33,26 @@ def summary(run_dir: Path) -> dict:
 
 def events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+
+
+def records(*made: Any) -> list[dict]:
+    """Journal records as ``Journal.record`` writes them: each event (a
+    ``kernelopt_core.events`` class, so whole) with its kind and a time, one second apart; a
+    dict (a plugin's kind, or a deliberately torn record) as given."""
+    from kernelopt_core.events import Event
+
+    return [{"event": e.EVENT, "t": float(i), **e.data()} if isinstance(e, Event) else e
+            for i, e in enumerate(made)]
+
+
+def run_header(target: dict[str, Any], settings: dict[str, Any] | None = None) -> Any:
+    """A run's header event (``events.Run``) for ``target`` (its journal's ``target`` dict),
+    the rest of it as a run on this machine writes it."""
+    from kernelopt_core import events
+
+    return events.Run(schema=1, run_id="r", kernelopt="test", argv=["run", "."],
+                      cwd=str(REPO), host="test-host", platform=sys.platform, pid=os.getpid(),
+                      target=target, settings=settings or {}, origins={})
 
 
 # A bench wrapper for a copy of the CPU example: the real transpose_bench runs (its checksum,

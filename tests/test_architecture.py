@@ -4,6 +4,7 @@ core has no import cycle, and every public name is documented."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from pathlib import Path
@@ -218,4 +219,17 @@ def test_the_core_does_not_import_the_agents() -> None:
             continue
         leaks += [f"{name}:{line}: {m}" for line, m in _imports(path, module_level=False)
                   if in_agents(m)]
+    assert not leaks, "\n".join(leaks)
+
+
+def test_the_core_reads_the_journal_through_its_event_classes() -> None:
+    """One schema (issue 37): outside journal.py (records: their kinds and times) and events/
+    (the classes), no core module picks a journal record apart by its ``event`` key; it reads
+    the record as its class (``events.of``, ``first``, ``last``, ``parse``)."""
+    by_key = re.compile(r"""\[["']event["']\]|\.get\(["']event["']""")
+    leaks = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+             for path in sorted((REPO / "kernelopt_core").rglob("*.py"))
+             if path.name != "journal.py" and "events" not in path.parent.name
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if by_key.search(line)]
     assert not leaks, "\n".join(leaks)

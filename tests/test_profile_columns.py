@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from kernelopt_tests_support import records, run_header
 
+from kernelopt_core import events
 from kernelopt_core.cli import cli
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.journal import Journal
@@ -89,12 +91,11 @@ def _profile(tmp_path: Path, profiler: object, files: dict[str, bytes]) -> dict[
 
 def _report(profile_event: dict[str, Any]) -> str:
     """report.md of a run whose journal holds ``profile_event``."""
-    events: list[dict] = [
-        {"event": "run", "run_id": "r", "target": {"name": "chunk", "files": ["kernel.cu"]}},
-        {"event": "baseline", "ms": 1.0}, profile_event,
-        {"event": "verdict", "status": "fallback", "reason": "none faster"},
-        {"event": "end", "exit_code": 1, "wall_seconds": 1.0, "gpu_seconds": 0.5}]
-    return render_markdown(events, summarize(events))
+    journal = records(run_header({"name": "chunk", "files": ["kernel.cu"]}),
+                      events.Baseline(ms=1.0, samples=[1.0, 1.0, 1.01]), profile_event,
+                      events.Verdict(status="fallback", candidate=None, reason="none faster"),
+                      events.End(exit_code=1, wall_seconds=1.0, gpu_seconds=0.5))
+    return render_markdown(journal, summarize(journal))
 
 
 def test_a_profilers_own_columns_reach_the_report_and_a_missing_metric_is_not_0(
@@ -172,10 +173,10 @@ def test_a_malformed_column_is_the_profilers_failure(tmp_path: Path, columns: ob
         def parse(self, out_dir: Path) -> dict[str, object]:
             return {**super().parse(out_dir), "columns": columns}
 
-    metrics = _profile(tmp_path, Broken(), {})["metrics"]
-    assert metrics["error"].startswith("broken's parse failed: ValueError: ")
-    assert says in metrics["error"]
-    assert "## Profile" not in _report({"event": "profile", "metrics": metrics})
+    journaled = _profile(tmp_path, Broken(), {})
+    assert journaled["metrics"]["error"].startswith("broken's parse failed: ValueError: ")
+    assert says in journaled["metrics"]["error"]
+    assert "## Profile" not in _report(journaled)
 
 
 def test_kernelopt_profile_shows_the_profilers_columns(chunk_project: Path,

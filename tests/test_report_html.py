@@ -12,8 +12,9 @@ import zlib
 from pathlib import Path
 
 import pytest
+from kernelopt_tests_support import records
 
-from kernelopt_core import report
+from kernelopt_core import events, report
 from kernelopt_core.svg_plots import COLORS
 
 RECORDED = Path(__file__).parent / "fixtures" / "journals" / "h200-softmax-run.jsonl"
@@ -43,13 +44,16 @@ def test_the_html_report_draws_the_run_and_fetches_nothing(tmp_path: Path) -> No
 def test_a_candidate_rejected_before_timing_is_drawn_apart(tmp_path: Path) -> None:
     from kernelopt_core.report_html import candidates_plot
 
-    events = [{"event": "candidate", "candidate": "c1", "description": "TILE=8"},
-              {"event": "candidate_result", "candidate": "c1", "accepted": False,
-               "speedup": None, "failed_gate": "build", "reason": "error"},
-              {"event": "candidate", "candidate": "c2", "description": "TILE=16"},
-              {"event": "candidate_result", "candidate": "c2", "accepted": False,
-               "speedup": 0.8, "failed_gate": "screen", "reason": "slower"}]
-    svg = candidates_plot(events) or ""
+    def rejected(cid: str, tile: int, speedup: float | None, gate: str) -> list[events.Event]:
+        return [events.Candidate(candidate=cid, parent="baseline", planner="tuner",
+                                 description=f"TILE={tile}", knobs={"TILE": tile},
+                                 files=["k.c"]),
+                events.CandidateResult(candidate=cid, accepted=False, speedup=speedup,
+                                       failed_gate=gate, reason="no", gates_passed=[],
+                                       tag=None, wall_s=0.1, child_s=0.1)]
+
+    journal = records(*rejected("c1", 8, None, "build"), *rejected("c2", 16, 0.8, "screen"))
+    svg = candidates_plot(journal) or ""
     assert "c1: TILE=8: rejected at build" in svg and COLORS["untimed"] in svg
     assert "c2: TILE=16: 0.800×, rejected at screen" in svg and COLORS["rejected"] in svg
 
@@ -122,19 +126,19 @@ def test_a_models_amdahl_view_and_a_summary_without_noise_are_drawn(tmp_path: Pa
     from kernelopt_core.report import summarize
     from kernelopt_core.report_html import render_html
 
-    events = [json.loads(line) for line in RECORDED.read_text().splitlines()]
+    journal = [json.loads(line) for line in RECORDED.read_text().splitlines()]
     # the standalone kernel's engine gate was skipped: in its place, the shape of the engine
     # gate's event as the Triton plugin journals it for a model
-    engine = next(i for i, e in enumerate(events) if e["event"] == "gate"
+    engine = next(i for i, e in enumerate(journal) if e["event"] == "gate"
                   and e["gate"] == "engine" and e.get("final"))
-    events[engine] = ({
-        "event": "gate", "candidate": "c1", "gate": "engine", "passed": True, "final": True,
-        "skipped": False, "reason": "outputs match",
-        "metrics": {"baseline_ms": [0.4107, 0.4133], "candidate_ms": [0.3774, 0.3775],
-                    "speedup": 1.0915, "time_share": 1.0, "amdahl_speedup": 1.0912}})
-    s = summarize(events)
-    html = render_html(events, s)
+    [journal[engine]] = records(events.Gate(
+        candidate="c1", gate="engine", passed=True, final=True, skipped=False,
+        reason="outputs match",
+        metrics={"baseline_ms": [0.4107, 0.4133], "candidate_ms": [0.3774, 0.3775],
+                 "speedup": 1.0915, "time_share": 1.0, "amdahl_speedup": 1.0912}))
+    s = summarize(journal)
+    html = render_html(journal, s)
     assert html.count("<svg") == 4 and "Model time (engine gate, medians)" in html
     assert "Amdahl&#x27;s prediction" in html or "Amdahl's prediction" in html
-    bare = render_html(events, {**s, "noise_pct": None})  # no band, no failure
+    bare = render_html(journal, {**s, "noise_pct": None})  # no band, no failure
     assert "baseline ± noise" not in bare and bare.count("<svg") == 4

@@ -2,40 +2,51 @@
 
 from __future__ import annotations
 
+from kernelopt_tests_support import records, run_header
+
+from kernelopt_core import events
 from kernelopt_core.report import render_markdown, summarize
 
 
 def journal(status: str, confirm_passed: bool) -> list[dict]:
     rounds = {"baseline_ms": [15.2] * 4, "candidate_ms": [7.3] * 4}
-    return [
-        {"event": "run", "run_id": "r", "target": {"name": "k", "shape": "f32[8]",
-                                                   "files": ["k.c"]}},
-        {"event": "config", "planner": "tuner", "planner_reason": "no key"},
-        {"event": "baseline", "ms": 15.19},
-        {"event": "candidate", "candidate": "c1", "planner": "tuner", "description": "TILE=8"},
-        {"event": "candidate_result", "candidate": "c1", "accepted": True, "speedup": 2.1,
-         "failed_gate": None, "reason": "passed every candidate gate", "tag": "t/c1"},
-        {"event": "candidate", "candidate": "c2", "planner": "tuner", "description": "TILE=9"},
-        {"event": "candidate_result", "candidate": "c2", "accepted": False, "speedup": None,
-         "failed_gate": "build", "reason": "error: no", "tag": None},
-        {"event": "search_end", "reason": "patience", "evaluated": 1},
-        {"event": "gate", "candidate": "c1", "gate": "confirm", "final": True,
-         "passed": confirm_passed, "reason": "not proven",
-         "metrics": {**rounds, "ratios": [2.07] * 4, "median_ratio": 2.07, "noise_pct": 1.0,
-                     "wins": 2, "rounds": 4}},
-        {"event": "verdict", "status": status, "candidate": "c1", "description": "TILE=8",
-         "screen_speedup": 2.1, "caught_by": [], "reason": "confirm: not proven"},
-        {"event": "end", "exit_code": 1, "wall_seconds": 3.0, "gpu_seconds": 1.0},
-    ]
+    return records(
+        run_header({"name": "k", "shape": "f32[8]", "files": ["k.c"]}),
+        events.Config(planner="tuner", planner_reason="no key",
+                      candidate_gates=["build", "correctness", "screen"], final_gates=["confirm"]),
+        events.Baseline(ms=15.19, samples=[15.19, 15.2, 15.18]),
+        candidate("c1", "TILE=8"),
+        events.CandidateResult(candidate="c1", accepted=True, speedup=2.1, failed_gate=None,
+                               reason="passed every candidate gate",
+                               gates_passed=["build", "correctness", "screen"], tag="t/c1",
+                               wall_s=1.0, child_s=0.5),
+        candidate("c2", "TILE=9"),
+        events.CandidateResult(candidate="c2", accepted=False, speedup=None, failed_gate="build",
+                               reason="error: no", gates_passed=[], tag=None, wall_s=0.2,
+                               child_s=0.1),
+        events.SearchEnd(reason="patience", evaluated=1),
+        events.Gate(candidate="c1", gate="confirm", final=True, passed=confirm_passed,
+                    skipped=False, reason="not proven",
+                    metrics={**rounds, "ratios": [2.07] * 4, "median_ratio": 2.07,
+                             "noise_pct": 1.0, "wins": 2, "rounds": 4}),
+        events.Verdict(status=status, candidate="c1", description="TILE=8", screen_speedup=2.1,
+                       caught_by=[], reason="confirm: not proven"),
+        events.End(exit_code=1, wall_seconds=3.0, gpu_seconds=1.0))
+
+
+def candidate(cid: str, description: str) -> events.Candidate:
+    knob, value = description.split("=")
+    return events.Candidate(candidate=cid, parent="baseline", planner="tuner",
+                            description=description, knobs={knob: int(value)}, files=["k.c"])
 
 
 def test_a_matched_report_says_what_was_measured_and_names_no_winner() -> None:
-    events = journal("matched", confirm_passed=False)
-    s = summarize(events)
+    journaled = journal("matched", confirm_passed=False)
+    s = summarize(journaled)
     assert s["report_line"].startswith("matched (median 2.07×, not proven faster)")
     assert "(baseline 15.2 ms, candidate 7.3 ms (medians)," in s["report_line"]
     assert "15.2 → 15.2" not in s["report_line"]
-    md = render_markdown(events, s)
+    md = render_markdown(journaled, s)
     assert "**matched** — (median" in md and "matched — matched" not in md
     assert "Winner candidate" not in md and "Best candidate (not proven faster" in md
     assert "- search ended: patience after 1 candidate\n" in md
@@ -46,10 +57,10 @@ def test_a_matched_report_says_what_was_measured_and_names_no_winner() -> None:
 def test_a_matched_line_says_which_gate_failed_when_confirm_passed() -> None:
     """Faster in every confirm round, then the shape gate failed: not "not proven faster", and
     the bandwidth shown is the kept baseline's (issue 34 item 4)."""
-    events = journal("matched", confirm_passed=True)
-    events[-2] = {**events[-2], "caught_by": ["shape"], "reason": "shape: no checksum"}
-    events[0]["target"]["bytes"] = 2 ** 30
-    s = summarize(events)
+    journaled = journal("matched", confirm_passed=True)
+    journaled[-2] = {**journaled[-2], "caught_by": ["shape"], "reason": "shape: no checksum"}
+    journaled[0]["target"]["bytes"] = 2 ** 30
+    s = summarize(journaled)
     assert s["report_line"].startswith(
         "matched (median 2.07×, faster in the confirm rounds, but the shape gate failed: "
         "baseline kept)"), s["report_line"]
@@ -89,14 +100,15 @@ def test_the_profile_table_and_a_journal_of_the_old_profile_format() -> None:
     recorded = (Path(__file__).parent / "fixtures" / "profilers" / "ncu-cmake-cuda-baseline.csv")
     profile = annotate({"tool": "ncu", "kernels": [k.to_json() for k in ncu_kernels(
         recorded.read_text())]}, {"row_sum_kernel": "kernel.cu"})
-    events = journal("optimized", True)
-    events.insert(3, {"event": "profile", "tree": "baseline", "metrics": profile})
-    md = render_markdown(events, summarize(events))
+    journaled = journal("optimized", True)
+    journaled.insert(3, *records(events.Profile(profiler="ncu", tree="baseline",
+                                                program="bench", metrics=profile)))
+    md = render_markdown(journaled, summarize(journaled))
     assert "## Profile (ncu, per launch)" in md and "| baseline | `void <unnamed>::row_sum" in md
     # a journal written before kernels were records (a dict of name -> summed metrics)
     old = {"dram_bytes": 1.5e10, "kernels": {"row_sum_kernel": {"dram__bytes.sum": 1.5e10}}}
-    events[3] = {"event": "profile", "metrics": old}
-    md = render_markdown(events, summarize(events))
+    journaled[3] = {**journaled[3], "metrics": old}
+    md = render_markdown(journaled, summarize(journaled))
     assert "## Profile" not in md and "## Candidates" in md
 
 
@@ -105,12 +117,13 @@ def test_the_report_says_which_knob_values_were_not_tried_and_why() -> None:
     the timed case launches, are in report.md with their reason; none: no section."""
     unreached = ("changes only cpy_scalar, cpy_scalar_contiguous; the pinned case launches "
                  "cpy_scalar_transpose (not a candidate: it cannot change the time)")
-    events = journal("fallback", False)
-    events.insert(2, {"event": "knob_probe", "ok": True, "variants": 6, "seconds": 0.2,
-                      "failed": {"CUDA_CPY_BLOCK_SIZE": {v: unreached for v in ("32", "64")},
-                                 "TILE": {"512": "cpy.cu: error: too much shared data"}},
-                      "dropped": ["CUDA_CPY_BLOCK_SIZE"]})
-    md = render_markdown(events, summarize(events))
+    journaled = journal("fallback", False)
+    journaled.insert(2, *records(events.KnobProbe(
+        ok=True, variants=6, seconds=0.2,
+        failed={"CUDA_CPY_BLOCK_SIZE": {v: unreached for v in ("32", "64")},
+                "TILE": {"512": "cpy.cu: error: too much shared data"}},
+        dropped=["CUDA_CPY_BLOCK_SIZE"])))
+    md = render_markdown(journaled, summarize(journaled))
     assert "## Knob values not tried (dropped before the search)" in md
     assert f"| CUDA_CPY_BLOCK_SIZE | 32, 64 | {unreached} |" in md
     assert "| TILE | 512 | cpy.cu: error: too much shared data |" in md

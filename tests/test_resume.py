@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kernelopt_tests_support import counted_cpu_example
+from kernelopt_tests_support import counted_cpu_example, records, run_header
 
 from kernelopt_core import journal as journal_mod
 
@@ -496,7 +496,8 @@ def test_a_resumed_runs_search_time_is_its_attempts_searches(tmp_path: Path) -> 
     from kernelopt_core.target import Target
 
     target = Target("cmake", "t", tmp_path, ("k.cpp",))
-    header = {"event": "run", "target": {"backend": "cmake", "name": "t", "root": str(tmp_path)}}
+    [header] = records(run_header({"backend": "cmake", "name": "t", "root": str(tmp_path)}))
+    # the spans are read from the records' times alone: the other records are kinds and times
     events = [{**header, "t": 0.0}, {"event": "search_start", "t": 100.0},
               {"event": "stage", "t": 107.0}, {"event": "resumed", "t": 200.0},
               {"event": "search_start", "t": 250.0}, {"event": "stage", "t": 252.0},

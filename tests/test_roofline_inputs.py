@@ -160,6 +160,9 @@ def test_a_timed_path_without_checksum_is_named_unverified(tmp_path: Path) -> No
 @pytest.mark.slow
 def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) -> None:
     """The report reads the gate's own flag, not the words of its reason."""
+    from kernelopt_tests_support import records, run_header
+
+    from kernelopt_core import events
     from kernelopt_core.report import summarize
 
     tree = Tree("candidate", tmp_path, tmp_path / "build")
@@ -170,17 +173,19 @@ def test_a_cache_resident_working_set_is_flagged_for_the_report(tmp_path: Path) 
     ctx.confirmed = Confirmed([BenchReading(2.0)], [BenchReading(1.0)], [2.0], [1.0], 2.0, 1.0)
     result = RooflineGate().evaluate(ctx)  # 1 MiB, not flushed: inside any CPU cache
     assert result.skipped and result.metrics["cache_resident"] is True
-    events = [
-        {"event": "run", "run_id": "r", "target": {"name": "k", "shape": "f32[8]", "bytes": 1 << 20}},
-        {"event": "baseline", "ms": 2.0},
-        {"event": "verdict", "status": "optimized", "candidate": "c1", "screen_speedup": 2.0},
-        {"event": "gate", "candidate": "c1", "gate": "confirm", "final": True, "passed": True,
-         "metrics": {"ratios": [2.0] * 6, "baseline_ms": [2.0] * 6, "candidate_ms": [1.0] * 6,
-                     "median_ratio": 2.0, "noise_pct": 1.0, "wins": 6, "rounds": 6}},
-        {"event": "gate", "candidate": "c1", "gate": "roofline", "final": True, "passed": True,
-         "skipped": True, "reason": "skipped: reworded", "metrics": result.metrics},
-    ]
-    summary = summarize(events)
+    journal = records(
+        run_header({"name": "k", "shape": "f32[8]", "bytes": 1 << 20}),
+        events.Baseline(ms=2.0, samples=[2.0, 2.0, 2.01]),
+        events.Verdict(status="optimized", candidate="c1", screen_speedup=2.0,
+                       reason="every final gate passed"),
+        events.Gate(candidate="c1", gate="confirm", final=True, passed=True, skipped=False,
+                    reason="faster in 6 of 6 rounds",
+                    metrics={"ratios": [2.0] * 6, "baseline_ms": [2.0] * 6,
+                             "candidate_ms": [1.0] * 6, "median_ratio": 2.0, "noise_pct": 1.0,
+                             "wins": 6, "rounds": 6}),
+        events.Gate(candidate="c1", gate="roofline", final=True, passed=True, skipped=True,
+                    reason="skipped: reworded", metrics=result.metrics))
+    summary = summarize(journal)
     assert summary["roofline"]["cache_resident"] is True
     assert "cache-resident" in summary["report_line"]
 

@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from kernelopt_tests_support import records
 
+from kernelopt_core import events
 from kernelopt_core.ui_watch import JournalTail, spark
 from kernelopt_core.watch_state import fold
 
@@ -24,12 +26,12 @@ RECORDED = Path(__file__).parent / "fixtures" / "journals" / "h200-softmax-run.j
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 
 
-def events() -> list[dict]:
+def h200_run() -> list[dict]:
     return [json.loads(line) for line in RECORDED.read_text().splitlines()]
 
 
 def test_the_state_of_a_recorded_run() -> None:
-    s = fold(events())
+    s = fold(h200_run())
     assert (s.target, s.shape, s.planner) == ("softmax", "f32[8192,8192]", "tuner")
     assert (s.proposed, s.evaluated, s.accepted) == (3, 3, 3) and s.iterations == 40
     assert s.best_candidate == "c1" and s.best == pytest.approx(1.8007, abs=1e-4)
@@ -42,7 +44,7 @@ def test_the_state_of_a_recorded_run() -> None:
 
 
 def test_halfway_the_state_says_what_is_going_on() -> None:
-    recorded = events()
+    recorded = h200_run()
     cut = next(i for i, e in enumerate(recorded) if e["event"] == "candidate"
                and e["candidate"] == "c2")
     s = fold(recorded[:cut + 2])
@@ -143,25 +145,25 @@ def test_a_resumed_run_is_followed_in_its_new_process() -> None:
     attempt's process (not the killed one's) is the one whose life the view follows."""
     from kernelopt_core.ui_watch import gone
 
-    recorded = events()
+    recorded = h200_run()
     cut = next(i for i, e in enumerate(recorded) if e["event"] == "candidate"
                and e["candidate"] == "c2")
     header = {**recorded[0], "pid": 2**22 + 1, "host": platform.node()}  # a pid no one has
     killed = fold([header, *recorded[1:cut + 2]])
     assert killed.trying.startswith("c2:") and gone(killed)
-    resumed = fold([header, *recorded[1:cut + 2], {"event": "resumed", "t": recorded[cut]["t"],
-                                                   "pid": os.getpid(), "host": platform.node(),
-                                                   "completed": ["c1"]}])
+    [again] = records(events.Resumed(pid=os.getpid(), host=platform.node(),
+                                     argv=["resume", "last"], best=1.8, completed=["c1"]))
+    resumed = fold([header, *recorded[1:cut + 2], {**again, "t": recorded[cut]["t"]}])
     assert resumed.trying == "" and resumed.stage == "resumed" and not resumed.ended
     assert resumed.pid == os.getpid() and not gone(resumed)
     assert resumed.evaluated == resumed.proposed == 1  # c2 is proposed again, counted then
     assert resumed.baseline_ms == killed.baseline_ms
-    elsewhere = fold([header, {"event": "resumed", "pid": os.getpid(), "host": "other"}])
+    elsewhere = fold([header, {**again, "host": "other"}])
     assert elsewhere.host == "other" and not gone(elsewhere)  # not this host's to judge
 
 
 def test_a_retaken_confirm_round_replaces_its_first_reading() -> None:
-    recorded = events()
+    recorded = h200_run()
     first = next(e for e in recorded if e["event"] == "confirm_round")
     retaken = {**first, "candidate_ms": first["candidate_ms"] * 1.1, "retake": True}
     s = fold(recorded + [retaken])
@@ -172,8 +174,8 @@ def test_a_retaken_confirm_round_replaces_its_first_reading() -> None:
 def test_gpu_lock_waits_are_summed_from_the_readings() -> None:
     """A reading journals when its GPU lock was asked for and acquired: the wait is another
     run holding the lock (the recorded run predates the field: no wait)."""
-    assert fold(events()).gpu_lock_wait_s == 0.0
-    reading = {"event": "bench", "tree": "baseline", "asked": 10.0, "acquired": 12.5,
-               "released": 12.75}
-    s = fold(events()[:5] + [reading])
+    assert fold(h200_run()).gpu_lock_wait_s == 0.0
+    reading = records(events.Bench(tree="baseline", purpose="screen", ms=0.25,
+                                   checksum="3f2a", asked=10.0, acquired=12.5, released=12.75))
+    s = fold(h200_run()[:5] + reading)
     assert s.gpu_lock_wait_s == pytest.approx(2.5) and s.gpu_seconds >= 0.25

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core import journal
+from kernelopt_core import events, journal
 
 
 @attrs.frozen
@@ -31,24 +31,23 @@ def last_profile(state_root: Path, backend: str, name: str, root: Path,
     runs = sorted(folder.iterdir(), reverse=True) if folder.is_dir() else []  # ids sort by time
     for run in runs:
         try:
-            events = journal.read(run / "journal.jsonl")
+            records = journal.read(run / "journal.jsonl")
         except OSError:
             continue
-        header = events[0] if events and events[0].get("event") == "run" else {}
-        target = header.get("target") or {}
+        header = events.first(records[:1], events.Run)
+        target = header.target if header else {}
         if (target.get("backend"), target.get("name"), target.get("root")) != \
                 (backend, name, str(root)) or (shape is not None and target.get("shape") != shape):
             continue
-        if not any(e.get("event") == "end" and e.get("exit_code") == 0 for e in events):
+        if not any(end.exit_code == 0 for end in events.of(records, events.End)):
             continue
         phases: dict[str, list[dict[str, Any]]] = {}
-        for event in events:
-            metrics = event.get("metrics") or {}
-            if event.get("event") == "profile" and event.get("tree") == "baseline":
-                if "error" in metrics or not metrics.get("kernels"):
+        for profile in events.of(records, events.Profile):
+            if profile.tree == "baseline":
+                if "error" in profile.metrics or not profile.metrics.get("kernels"):
                     phases = {}
                     break
-                phases[str(event.get("phase") or event.get("program"))] = list(metrics["kernels"])
+                phases[profile.phase or profile.program] = list(profile.metrics["kernels"])
         if phases:
             return RecordedProfile(run.name, run, phases)
     return None
