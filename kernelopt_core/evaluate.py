@@ -8,37 +8,25 @@ journaled again (the journal already holds it).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from kernelopt_core import events, outside
-from kernelopt_core.gates.base import GateContext, GateResult
+from kernelopt_core.gates.base import GateResult
 from kernelopt_core.hookspecs import Gate
-from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import Proposal
 from kernelopt_core.resume import Resumed
-from kernelopt_core.runner import Runner
+from kernelopt_core.run_context import RunContext
 from kernelopt_core.search import Node, content_key
 from kernelopt_core.session import record_failed_proposal
-from kernelopt_core.settings import Settings
-from kernelopt_core.target import Target
-from kernelopt_core.workspace import Workspace, text_diff
+from kernelopt_core.workspace import text_diff
 
 
 @attrs.define
 class Evaluator:
-    runner: Runner
-    settings: Settings
-    target: Target
-    workspace: Workspace
-    journal: Journal
-    run_id: str
-    run_dir: Path
-    stage: Callable[..., None]
-    profile: dict[str, Any]
+    run: RunContext
     replay: Resumed | None = None
     rejections: dict[str, str] = attrs.field(factory=dict)  # candidate -> the gate it failed
 
@@ -48,18 +36,18 @@ class Evaluator:
         accepted node (None if rejected) and the outcome the planner observes (``replayed``:
         served from the journal of a resumed run)."""
         cid = f"c{number}"
-        log_dir = self.run_dir / "candidates" / cid
+        log_dir = self.run.run_dir / "candidates" / cid
         if self.replay is not None and not self.replay.diverged:
             recorded = self.replay.take(cid, proposal)
             if recorded is not None:
                 return self._outcome(cid, proposal, parent, recorded, log_dir, replayed=True)
             self._diverge(cid)
-        started, child_before = time.time(), self.runner.child_seconds
+        started, child_before = time.time(), self.run.runner.child_seconds
         cpu_before = time.process_time()  # the loop's own work, whatever the machine's load
         log_dir.mkdir(parents=True, exist_ok=True)
-        files = self.workspace.files
-        bad = [p for p in proposal.edits if p not in self.target.editable]
-        self.journal.record(events.Candidate(
+        files = self.run.workspace.files
+        bad = [p for p in proposal.edits if p not in self.run.target.editable]
+        self.run.journal.record(events.Candidate(
             candidate=cid, parent=parent.id, planner=proposal.planner,
             description=proposal.description, knobs=proposal.knobs,
             files=sorted(proposal.edits), digest=content_key(proposal.edits),
@@ -69,12 +57,12 @@ class Evaluator:
         if bad:
             results.append(GateResult("editable", False, f"edits non-editable files: {bad}"))
         else:
-            self.workspace.use_candidate(proposal.edits)
-            ctx = self.gate_context(cid, proposal.edits, log_dir, baseline_ms)
+            self.run.workspace.use_candidate(proposal.edits)
+            ctx = self.run.gate_context(cid, proposal.edits, log_dir, baseline_ms)
             watch = self._watched()
             before = watch.stamp()
             for gate in gates:
-                self.stage(gate.name, candidate=cid)
+                self.run.stage(gate.name, candidate=cid)
                 result = gate.evaluate(ctx)
                 results.append(result)
                 self._journal_gate(cid, result)
@@ -83,15 +71,15 @@ class Evaluator:
             wrote = watch.changes(before, watch.stamp())
             if wrote:  # the worst of its faults, whatever else failed: named first
                 results.insert(0, GateResult("workspace", False,
-                                             outside.describe(wrote, self.target.root),
+                                             outside.describe(wrote, self.run.target.root),
                                              {"paths": wrote[:50]}))
                 self._journal_gate(cid, results[0])
         accepted = all(r.passed for r in results)
         speedup = next((r.metrics["speedup"] for r in results if "speedup" in r.metrics), None)
         tag = None
         if accepted:
-            _commit, tag = self.workspace.commit_candidate(
-                self.run_id, cid, proposal.edits, f"{cid}: {proposal.description}"
+            _commit, tag = self.run.workspace.commit_candidate(
+                self.run.run_id, cid, proposal.edits, f"{cid}: {proposal.description}"
             )
         failed = next((r for r in results if not r.passed), None)
         event = events.CandidateResult(
@@ -101,23 +89,24 @@ class Evaluator:
             log_tail=str(failed.metrics.get("log_tail") or "") if failed else "",
             gates_passed=[r.gate for r in results if r.passed],
             tag=tag, wall_s=round(time.time() - started, 4),
-            child_s=round(self.runner.child_seconds - child_before, 4),
+            child_s=round(self.run.runner.child_seconds - child_before, 4),
             self_cpu_s=round(time.process_time() - cpu_before, 4),
-            gpu_seconds=round(self.runner.gpu_seconds, 3),  # the run's total so far
+            gpu_seconds=round(self.run.runner.gpu_seconds, 3),  # the run's total so far
         )
-        self.journal.record(event)
+        self.run.journal.record(event)
         return self._outcome(cid, proposal, parent, event, log_dir, replayed=False)
 
     def _journal_gate(self, cid: str, result: GateResult) -> None:
-        self.journal.record(events.Gate(
+        self.run.journal.record(events.Gate(
             candidate=cid, gate=result.gate, passed=result.passed,
             skipped=result.skipped, reason=result.reason, metrics=result.metrics,
         ))
 
     def _watched(self) -> outside.Watched:
         """Where this candidate must not write (kernelopt_core.outside)."""
-        return outside.watched(self.target.root, self.settings.state_root, self.workspace.dir,
-                               self.workspace.baseline_tree.src, self.workspace.files)
+        run = self.run
+        return outside.watched(run.target.root, run.settings.state_root, run.workspace.dir,
+                               run.workspace.baseline_tree.src, run.workspace.files)
 
     def planner_failed(self, cid: str, parent: str, planner: str, message: str) -> None:
         """The planner gave no proposal for ``cid``: a row of its own, unless a resumed run's
@@ -128,13 +117,13 @@ class Evaluator:
             if recorded is not None and recorded[1].failed_gate == "planner":
                 return
             self._diverge(cid)
-        record_failed_proposal(self.journal, cid, parent, planner, message)
+        record_failed_proposal(self.run.journal, cid, parent, planner, message)
 
     def _diverge(self, cid: str) -> None:
         assert self.replay is not None
         dropped = self.replay.diverge(cid)
         if dropped:
-            self.journal.record(events.ResumeDiverged(candidate_from=cid, discarded=dropped))
+            self.run.journal.record(events.ResumeDiverged(candidate_from=cid, discarded=dropped))
 
     def _outcome(self, cid: str, proposal: Proposal, parent: Node,
                  result: events.CandidateResult, log_dir: Path,
@@ -151,11 +140,3 @@ class Evaluator:
         speedup = result.speedup
         return Node(cid, dict(proposal.edits), dict(proposal.knobs), proposal.description,
                     parent.id, 1.0 if speedup is None else speedup), outcome
-
-    def gate_context(self, cid: str, edits: dict[str, bytes], log_dir: Path,
-                     baseline_ms: float | None) -> GateContext:
-        return GateContext(
-            self.runner, self.settings, self.target, cid, self.workspace.candidate_tree,
-            self.workspace.baseline_tree, log_dir, baseline_ms, edits=dict(edits),
-            baseline_files=self.workspace.files, profile=self.profile,
-        )

@@ -34,6 +34,7 @@ from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling.bench import Profiling
 from kernelopt_core.resume import Resumed, check_run_id, run_lock
+from kernelopt_core.run_context import RunContext
 from kernelopt_core.runner import Runner
 from kernelopt_core.search import BeamSearch, Node, SeenContent
 from kernelopt_core.session import (
@@ -113,9 +114,9 @@ class Loop:
         self.budget = Budget(self.settings.search, self.runner.spent,
                              self.replay.earlier() if self.replay else None, self._replaying)
         self.workspace = Workspace(self.settings.state_root, self.target)
-        self.evaluator = Evaluator(self.runner, self.settings, self.target, self.workspace,
-                                   self.journal, self.run_id, self.run_dir, self._stage, {},
-                                   self.replay)
+        self.context = RunContext(self.run_id, self.run_dir, self.settings, self.target,
+                                  self.journal, self.runner, self.workspace, self._stage)
+        self.evaluator = Evaluator(self.context, self.replay)
         exit_code = EXIT_NO_WIN
         try:
             if self.replay is None:
@@ -189,8 +190,8 @@ class Loop:
             self.settings.gates.screen_runs, self._stage, self.replay.baseline if self.replay else None)
         knobs = knob_probe.usable(self.runner, self.workspace.baseline_tree, knobs, files,
                                   baseline_knobs, self.run_dir / "knob-probe", self.journal)
-        self.evaluator.profile = profile = profiling.run(self.workspace.baseline_tree, files,
-                                                         self.run_dir / "profile", "baseline")
+        self.context.profile = profile = profiling.run(self.workspace.baseline_tree, files,
+                                                       self.run_dir / "profile", "baseline")
         root = Node("baseline", {}, dict(baseline_knobs))
         search = BeamSearch(root, width=self.settings.search.beam)
         ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
@@ -202,8 +203,7 @@ class Loop:
         self.budget.start_search()
         self.journal.record(events.SearchStart(before_s=round(self.budget.wall_seconds(), 3)))
         self._search(planner, ctx, search, candidate_gates, baseline_ms)
-        final = FinalPhase(self.run_id, self.run_dir, self.workspace, self.runner, self.journal,
-                           self._stage, self.evaluator.gate_context, profiling)
+        final = FinalPhase(self.context, profiling)
         return final.finish(search, final_gates, baseline_ms, self.evaluator.rejections)
 
     # ------------------------------------------------------------------ search
