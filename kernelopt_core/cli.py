@@ -294,12 +294,12 @@ def report_cmd(run_ref: str, state_root: Path | None) -> None:
 def resume_cmd(run_ref: str, state_root: Path | None) -> None:
     """Continue a killed or interrupted run from its journal (RUN: id, prefix or `last`):
     the command it recorded, from the directory it ran in, with --run-id RUN."""
-    from kernelopt_core import journal
+    from kernelopt_core import events, journal
 
     root = _state_root(state_root)
     run_dir = history.find_run(root, run_ref)
-    header = next(iter(journal.read(run_dir / "journal.jsonl")), {})
-    argv, cwd = header.get("argv") or [], header.get("cwd")
+    header = events.first(journal.read(run_dir / "journal.jsonl")[:1], events.Run)
+    argv, cwd = (header.argv, header.cwd) if header else ([], None)
     if len(argv) < 2:
         raise UsageError(f"{run_dir / 'journal.jsonl'} records no command to resume",
                          hint=f"run the command again with --run-id {run_dir.name}")
@@ -310,7 +310,7 @@ def resume_cmd(run_ref: str, state_root: Path | None) -> None:
                          hint=f"run its command again there with --run-id {run_dir.name}")
     if cwd:
         os.chdir(cwd)
-    target = (header.get("target") or {}).get("name")  # the one target of a PATH with several
+    target = header.target.get("name") if header else None  # the one of a PATH with several
     code = cli.main(args=[*args, *(["--target", target] if target else []), "--run-id",
                           run_dir.name, "--state-root", str(root.resolve())],
                     standalone_mode=False)

@@ -26,7 +26,7 @@ from kernelopt_core.workspace import text_diff
 
 @attrs.define
 class Evaluator:
-    run: RunContext
+    context: RunContext
     replay: Resumed | None = None
     rejections: dict[str, str] = attrs.field(factory=dict)  # candidate -> the gate it failed
 
@@ -36,18 +36,18 @@ class Evaluator:
         accepted node (None if rejected) and the outcome the planner observes (``replayed``:
         served from the journal of a resumed run)."""
         cid = f"c{number}"
-        log_dir = self.run.run_dir / "candidates" / cid
+        log_dir = self.context.run_dir / "candidates" / cid
         if self.replay is not None and not self.replay.diverged:
             recorded = self.replay.take(cid, proposal)
             if recorded is not None:
                 return self._outcome(cid, proposal, parent, recorded, log_dir, replayed=True)
             self._diverge(cid)
-        started, child_before = time.time(), self.run.runner.child_seconds
+        started, child_before = time.time(), self.context.runner.child_seconds
         cpu_before = time.process_time()  # the loop's own work, whatever the machine's load
         log_dir.mkdir(parents=True, exist_ok=True)
-        files = self.run.workspace.files
-        bad = [p for p in proposal.edits if p not in self.run.target.editable]
-        self.run.journal.record(events.Candidate(
+        files = self.context.workspace.files
+        bad = [p for p in proposal.edits if p not in self.context.target.editable]
+        self.context.journal.record(events.Candidate(
             candidate=cid, parent=parent.id, planner=proposal.planner,
             description=proposal.description, knobs=proposal.knobs,
             files=sorted(proposal.edits), digest=content_key(proposal.edits),
@@ -57,12 +57,12 @@ class Evaluator:
         if bad:
             results.append(GateResult("editable", False, f"edits non-editable files: {bad}"))
         else:
-            self.run.workspace.use_candidate(proposal.edits)
-            ctx = self.run.gate_context(cid, proposal.edits, log_dir, baseline_ms)
+            self.context.workspace.use_candidate(proposal.edits)
+            ctx = self.context.gate_context(cid, proposal.edits, log_dir, baseline_ms)
             watch = self._watched()
             before = watch.stamp()
             for gate in gates:
-                self.run.stage(gate.name, candidate=cid)
+                self.context.stage(gate.name, candidate=cid)
                 result = gate.evaluate(ctx)
                 results.append(result)
                 self._journal_gate(cid, result)
@@ -71,15 +71,15 @@ class Evaluator:
             wrote = watch.changes(before, watch.stamp())
             if wrote:  # the worst of its faults, whatever else failed: named first
                 results.insert(0, GateResult("workspace", False,
-                                             outside.describe(wrote, self.run.target.root),
+                                             outside.describe(wrote, self.context.target.root),
                                              {"paths": wrote[:50]}))
                 self._journal_gate(cid, results[0])
         accepted = all(r.passed for r in results)
         speedup = next((r.metrics["speedup"] for r in results if "speedup" in r.metrics), None)
         tag = None
         if accepted:
-            _commit, tag = self.run.workspace.commit_candidate(
-                self.run.run_id, cid, proposal.edits, f"{cid}: {proposal.description}"
+            _commit, tag = self.context.workspace.commit_candidate(
+                self.context.run_id, cid, proposal.edits, f"{cid}: {proposal.description}"
             )
         failed = next((r for r in results if not r.passed), None)
         event = events.CandidateResult(
@@ -89,24 +89,25 @@ class Evaluator:
             log_tail=str(failed.metrics.get("log_tail") or "") if failed else "",
             gates_passed=[r.gate for r in results if r.passed],
             tag=tag, wall_s=round(time.time() - started, 4),
-            child_s=round(self.run.runner.child_seconds - child_before, 4),
+            child_s=round(self.context.runner.child_seconds - child_before, 4),
             self_cpu_s=round(time.process_time() - cpu_before, 4),
-            gpu_seconds=round(self.run.runner.gpu_seconds, 3),  # the run's total so far
+            gpu_seconds=round(self.context.runner.gpu_seconds, 3),  # the run's total so far
         )
-        self.run.journal.record(event)
+        self.context.journal.record(event)
         return self._outcome(cid, proposal, parent, event, log_dir, replayed=False)
 
     def _journal_gate(self, cid: str, result: GateResult) -> None:
-        self.run.journal.record(events.Gate(
+        self.context.journal.record(events.Gate(
             candidate=cid, gate=result.gate, passed=result.passed,
             skipped=result.skipped, reason=result.reason, metrics=result.metrics,
         ))
 
     def _watched(self) -> outside.Watched:
         """Where this candidate must not write (kernelopt_core.outside)."""
-        run = self.run
-        return outside.watched(run.target.root, run.settings.state_root, run.workspace.dir,
-                               run.workspace.baseline_tree.src, run.workspace.files)
+        context = self.context
+        return outside.watched(context.target.root, context.settings.state_root,
+                               context.workspace.dir, context.workspace.baseline_tree.src,
+                               context.workspace.files)
 
     def planner_failed(self, cid: str, parent: str, planner: str, message: str) -> None:
         """The planner gave no proposal for ``cid``: a row of its own, unless a resumed run's
@@ -117,13 +118,13 @@ class Evaluator:
             if recorded is not None and recorded[1].failed_gate == "planner":
                 return
             self._diverge(cid)
-        record_failed_proposal(self.run.journal, cid, parent, planner, message)
+        record_failed_proposal(self.context.journal, cid, parent, planner, message)
 
     def _diverge(self, cid: str) -> None:
         assert self.replay is not None
         dropped = self.replay.diverge(cid)
         if dropped:
-            self.run.journal.record(events.ResumeDiverged(candidate_from=cid, discarded=dropped))
+            self.context.journal.record(events.ResumeDiverged(candidate_from=cid, discarded=dropped))
 
     def _outcome(self, cid: str, proposal: Proposal, parent: Node,
                  result: events.CandidateResult, log_dir: Path,

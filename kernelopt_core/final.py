@@ -31,7 +31,7 @@ def measured(results: list[GateResult], gates: list[Gate]) -> dict[str, object] 
 
 @attrs.define
 class FinalPhase:
-    run: RunContext
+    context: RunContext
     profiling: Profiling | None = None  # the winner profiled as the baseline was
 
     def finish(self, search: BeamSearch, gates: list[Gate], baseline_ms: float | None,
@@ -42,7 +42,7 @@ class FinalPhase:
         accepted = [n for n in search.nodes.values() if n.id != "baseline"]
         if not accepted:
             rejected = ", ".join(f"{c} at {g}" for c, g in rejections.items()) or "none"
-            self.run.journal.record(events.Verdict(
+            self.context.journal.record(events.Verdict(
                 status="fallback", candidate=None,
                 reason=f"no candidate passed every candidate gate; baseline kept (rejected: "
                 f"{rejected})"))
@@ -58,19 +58,19 @@ class FinalPhase:
             if status != FALLBACK:
                 break
         failures = [r for r in results if not r.passed]
-        winner = self.run.workspace.tags().get(f"kernelopt/{self.run.run_id}/{best.id}")
+        winner = self.context.workspace.tags().get(f"kernelopt/{self.context.run_id}/{best.id}")
         diff = b""
         if status in ("optimized", "unverified") and winner is not None:
-            diff = self.run.workspace.diff(self.run.workspace.baseline_commit, winner)
-            self.run.workspace.tag(self.run.run_id, "winner", winner)
-        (self.run.run_dir / "report.diff").write_bytes(diff)
-        self.run.journal.record(events.Verdict(
+            diff = self.context.workspace.diff(self.context.workspace.baseline_commit, winner)
+            self.context.workspace.tag(self.context.run_id, "winner", winner)
+        (self.context.run_dir / "report.diff").write_bytes(diff)
+        self.context.journal.record(events.Verdict(
             status=status,
             candidate=best.id,
             description=best.description,
             knobs=best.knobs,
             screen_speedup=best.speedup,
-            winner_tag=f"kernelopt/{self.run.run_id}/winner" if diff else None,
+            winner_tag=f"kernelopt/{self.context.run_id}/winner" if diff else None,
             diff="report.diff" if diff else None,
             caught_by=[f.gate for f in failures],
             measured=measured(results, gates),
@@ -79,11 +79,11 @@ class FinalPhase:
         if self.profiling is not None and status in ("optimized", "matched"):
             # after the verdict and every timed window; the candidate tree holds the winner
             try:
-                self.profiling.run(self.run.workspace.candidate_tree,
-                                   {**self.run.workspace.files, **best.edits},
-                                   self.run.run_dir / "profile-winner", "winner", candidate=best.id)
+                self.profiling.run(self.context.workspace.candidate_tree,
+                                   {**self.context.workspace.files, **best.edits},
+                                   self.context.run_dir / "profile-winner", "winner", candidate=best.id)
             except Exception as exc:  # a profile is information: it never undoes a verdict
-                self.run.journal.record(events.GateWarning(
+                self.context.journal.record(events.GateWarning(
                     gate="profile", message=f"the winner's profile failed: {exc}"[:2000]))
         return status
 
@@ -92,16 +92,16 @@ class FinalPhase:
     ) -> tuple[str, list[GateResult]]:
         """One candidate through the final gates (rebuilt first): its verdict and every final
         gate's result."""
-        self.run.stage("final", candidate=node.id)
-        self.run.workspace.use_candidate(node.edits)
-        log_dir = self.run.run_dir / "candidates" / node.id
-        tree = self.run.workspace.candidate_tree
-        rebuilt = self.run.runner.build(tree, log_dir / "final-build.log")
-        ctx = self.run.gate_context(node.id, node.edits, log_dir, baseline_ms)
+        self.context.stage("final", candidate=node.id)
+        self.context.workspace.use_candidate(node.edits)
+        log_dir = self.context.run_dir / "candidates" / node.id
+        tree = self.context.workspace.candidate_tree
+        rebuilt = self.context.runner.build(tree, log_dir / "final-build.log")
+        ctx = self.context.gate_context(node.id, node.edits, log_dir, baseline_ms)
         results: list[GateResult] = []
 
         def record(result: GateResult) -> None:  # journaled as it happens
-            self.run.journal.record(events.Gate(
+            self.context.journal.record(events.Gate(
                 candidate=node.id, gate=result.gate, passed=result.passed, final=True,
                 skipped=result.skipped, reason=result.reason, metrics=result.metrics,
                 failed_verdict=None if result.passed else result.failed_verdict,
@@ -114,16 +114,16 @@ class FinalPhase:
             return FALLBACK, results  # the next best candidate gets its turn
         # a resumed run's replayed winner was checked by the killed process, not this one: its
         # worker times only checked content (the pool's TreeWorkers.checked), so it is checked again here
-        if self.run.runner.served(tree, unchecked=True) and (
-                failed := self.run.runner.check_all(tree, log_dir / "final-check.log")) is not None:
+        if self.context.runner.served(tree, unchecked=True) and (
+                failed := self.context.runner.check_all(tree, log_dir / "final-check.log")) is not None:
             record(GateResult("correctness", False, f"fails its check again ({failed[0]})",
                               failed_verdict=FALLBACK))
             return FALLBACK, results
         for gate in gates:
-            self.run.stage(gate.name, candidate=node.id)
+            self.context.stage(gate.name, candidate=node.id)
             record(gate.evaluate(ctx))
         for added in protocol_results(results, benched=baseline_ms is not None,
-                                      interpreted=self.run.runner.interpreted,
+                                      interpreted=self.context.runner.interpreted,
                                       can_claim=any(getattr(g, "claims_speedup", False)
                                                     for g in gates)):
             record(added)

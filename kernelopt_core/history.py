@@ -17,15 +17,7 @@ def runs(state_root: Path) -> list[Path]:
     """Every run, oldest first by when it started (a --run-id name does not sort by time)."""
     base = state_root / "runs"
     found = [p for p in base.iterdir() if (p / "journal.jsonl").exists()] if base.is_dir() else []
-    return sorted(found, key=lambda p: (_started(p), p.name))
-
-
-def _started(run_dir: Path) -> float:
-    try:
-        with open(run_dir / "journal.jsonl", encoding="utf-8") as fh:
-            return float(json.loads(fh.readline()).get("t", 0.0))
-    except (OSError, ValueError, AttributeError):
-        return 0.0
+    return sorted(found, key=lambda p: (journal_mod.started(p / "journal.jsonl"), p.name))
 
 
 def find_run(state_root: Path, ref: str) -> Path:

@@ -111,6 +111,16 @@ def read(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def started(path: Path) -> float:
+    """When the journal's first record was written (its run's start); 0.0 when unreadable.
+    Reads only that line: history sorts every run by it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return float(json.loads(fh.readline()).get("t", 0.0))
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+
+
 def complete(path: Path) -> list[dict[str, Any]]:
     """``read``, for a report: raises the error a write of this journal met in this process
     (the run stopped on it: no report is written over an incomplete journal)."""

@@ -4,7 +4,6 @@ core has no import cycle, and every public name is documented."""
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from pathlib import Path
@@ -224,12 +223,24 @@ def test_the_core_does_not_import_the_agents() -> None:
 
 def test_the_core_reads_the_journal_through_its_event_classes() -> None:
     """One schema (issue 37): outside journal.py (records: their kinds and times) and events/
-    (the classes), no core module picks a journal record apart by its ``event`` key; it reads
-    the record as its class (``events.of``, ``first``, ``last``, ``parse``)."""
-    by_key = re.compile(r"""\[["']event["']\]|\.get\(["']event["']""")
-    leaks = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
-             for path in sorted((REPO / "kernelopt_core").rglob("*.py"))
-             if path.name != "journal.py" and "events" not in path.parent.name
-             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if by_key.search(line)]
+    (the classes), no core module picks a journal record apart by its ``event`` key
+    (``r["event"]``, ``r.get("event")``, ``case {"event": ...}``); it reads the record as its
+    class (``events.of``, ``first``, ``last``, ``parse``)."""
+    core = REPO / "kernelopt_core"
+    allowed = {core / "journal.py", *(core / "events").glob("*.py")}
+
+    def is_event_key(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Constant) and node.value == "event"
+
+    def by_kind(node: ast.AST) -> bool:
+        if isinstance(node, ast.Subscript):
+            return is_event_key(node.slice)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return node.func.attr == "get" and bool(node.args) and is_event_key(node.args[0])
+        return isinstance(node, ast.MatchMapping) and any(map(is_event_key, node.keys))
+
+    leaks = [f"{path.relative_to(REPO)}:{getattr(node, 'lineno', '?')}"
+             for path in sorted(core.rglob("*.py")) if path not in allowed
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if by_kind(node)]
     assert not leaks, "\n".join(leaks)

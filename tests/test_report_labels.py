@@ -101,13 +101,15 @@ def test_the_profile_table_and_a_journal_of_the_old_profile_format() -> None:
     profile = annotate({"tool": "ncu", "kernels": [k.to_json() for k in ncu_kernels(
         recorded.read_text())]}, {"row_sum_kernel": "kernel.cu"})
     journaled = journal("optimized", True)
-    journaled.insert(3, *records(events.Profile(profiler="ncu", tree="baseline",
-                                                program="bench", metrics=profile)))
+    [profiled] = records(events.Profile(profiler="ncu", tree="baseline", program="bench",
+                                        metrics=profile))
+    journaled.insert(3, profiled)
     md = render_markdown(journaled, summarize(journaled))
     assert "## Profile (ncu, per launch)" in md and "| baseline | `void <unnamed>::row_sum" in md
     # a journal written before kernels were records (a dict of name -> summed metrics)
     old = {"dram_bytes": 1.5e10, "kernels": {"row_sum_kernel": {"dram__bytes.sum": 1.5e10}}}
     journaled[3] = {**journaled[3], "metrics": old}
+    assert events.parse(journaled[3]) is not None  # read, and left out for its old format
     md = render_markdown(journaled, summarize(journaled))
     assert "## Profile" not in md and "## Candidates" in md
 
@@ -118,11 +120,12 @@ def test_the_report_says_which_knob_values_were_not_tried_and_why() -> None:
     unreached = ("changes only cpy_scalar, cpy_scalar_contiguous; the pinned case launches "
                  "cpy_scalar_transpose (not a candidate: it cannot change the time)")
     journaled = journal("fallback", False)
-    journaled.insert(2, *records(events.KnobProbe(
+    [probed] = records(events.KnobProbe(
         ok=True, variants=6, seconds=0.2,
         failed={"CUDA_CPY_BLOCK_SIZE": {v: unreached for v in ("32", "64")},
                 "TILE": {"512": "cpy.cu: error: too much shared data"}},
-        dropped=["CUDA_CPY_BLOCK_SIZE"])))
+        dropped=["CUDA_CPY_BLOCK_SIZE"]))
+    journaled.insert(2, probed)
     md = render_markdown(journaled, summarize(journaled))
     assert "## Knob values not tried (dropped before the search)" in md
     assert f"| CUDA_CPY_BLOCK_SIZE | 32, 64 | {unreached} |" in md

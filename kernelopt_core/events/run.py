@@ -221,8 +221,8 @@ class GateWarning(Event, kind="warning"):
 @attrs.frozen(kw_only=True)
 class Profile(Event, kind="profile"):
     profiler: str
-    tree: str
-    program: str
+    tree: str = optional("baseline")  # older journals lack it: they profiled the baseline only
+    program: str | None = optional()  # older journals lack it
     metrics: dict[str, Any]
     phase: str | None = optional()
     candidate: str | None = optional()

@@ -69,7 +69,7 @@ class WorkerRequest(Event, kind="worker_request"):
     pid: int
     ok: bool
     asked: float | None = optional()  # older journals lack it
-    gpu_lock: bool
+    gpu_lock: bool = optional(True)  # older journals lack it: every request held the lock
     acquired: float
     released: float
     stages: Any = optional()  # a load's parts
@@ -128,7 +128,7 @@ class SelftestDecision(Event, kind="selftest_decision"):
     median_ratio: float
     noise_pct: float
     threshold: float
-    retakes: int
+    retakes: int | None = optional()  # older journals lack it
 
 
 @attrs.frozen(kw_only=True)

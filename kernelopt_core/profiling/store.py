@@ -47,7 +47,7 @@ def last_profile(state_root: Path, backend: str, name: str, root: Path,
                 if "error" in profile.metrics or not profile.metrics.get("kernels"):
                     phases = {}
                     break
-                phases[profile.phase or profile.program] = list(profile.metrics["kernels"])
+                phases[str(profile.phase or profile.program)] = list(profile.metrics["kernels"])
         if phases:
             return RecordedProfile(run.name, run, phases)
     return None
