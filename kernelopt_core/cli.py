@@ -294,11 +294,11 @@ def report_cmd(run_ref: str, state_root: Path | None) -> None:
 def resume_cmd(run_ref: str, state_root: Path | None) -> None:
     """Continue a killed or interrupted run from its journal (RUN: id, prefix or `last`):
     the command it recorded, from the directory it ran in, with --run-id RUN."""
-    from kernelopt_core import events, journal
+    from kernelopt_core import journal
 
     root = _state_root(state_root)
     run_dir = history.find_run(root, run_ref)
-    header = events.first(journal.read(run_dir / "journal.jsonl")[:1], events.Run)
+    header = journal.header(run_dir / "journal.jsonl")
     argv, cwd = (header.argv, header.cwd) if header else ([], None)
     if len(argv) < 2:
         raise UsageError(f"{run_dir / 'journal.jsonl'} records no command to resume",

@@ -65,7 +65,7 @@ class Evaluator:
                 self.context.stage(gate.name, candidate=cid)
                 result = gate.evaluate(ctx)
                 results.append(result)
-                self._journal_gate(cid, result)
+                self.context.record_gate(cid, result)
                 if not result.passed:
                     break
             wrote = watch.changes(before, watch.stamp())
@@ -73,7 +73,7 @@ class Evaluator:
                 results.insert(0, GateResult("workspace", False,
                                              outside.describe(wrote, self.context.target.root),
                                              {"paths": wrote[:50]}))
-                self._journal_gate(cid, results[0])
+                self.context.record_gate(cid, results[0])
         accepted = all(r.passed for r in results)
         speedup = next((r.metrics["speedup"] for r in results if "speedup" in r.metrics), None)
         tag = None
@@ -95,12 +95,6 @@ class Evaluator:
         )
         self.context.journal.record(event)
         return self._outcome(cid, proposal, parent, event, log_dir, replayed=False)
-
-    def _journal_gate(self, cid: str, result: GateResult) -> None:
-        self.context.journal.record(events.Gate(
-            candidate=cid, gate=result.gate, passed=result.passed,
-            skipped=result.skipped, reason=result.reason, metrics=result.metrics,
-        ))
 
     def _watched(self) -> outside.Watched:
         """Where this candidate must not write (kernelopt_core.outside)."""

@@ -101,11 +101,7 @@ class FinalPhase:
         results: list[GateResult] = []
 
         def record(result: GateResult) -> None:  # journaled as it happens
-            self.context.journal.record(events.Gate(
-                candidate=node.id, gate=result.gate, passed=result.passed, final=True,
-                skipped=result.skipped, reason=result.reason, metrics=result.metrics,
-                failed_verdict=None if result.passed else result.failed_verdict,
-            ))
+            self.context.record_gate(node.id, result, final=True)
             results.append(result)
 
         if rebuilt is not None and not rebuilt.ok:  # built during the search: flaky, disk full

@@ -111,14 +111,25 @@ def read(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def started(path: Path) -> float:
-    """When the journal's first record was written (its run's start); 0.0 when unreadable.
-    Reads only that line: history sorts every run by it."""
+def _first_record(path: Path) -> dict[str, Any]:
+    """The journal's first line alone ({} when unreadable): history reads it for every run."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return float(json.loads(fh.readline()).get("t", 0.0))
-    except (OSError, ValueError, AttributeError):
-        return 0.0
+            record = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def started(path: Path) -> float:
+    """When the journal's first record was written (its run's start); 0.0 when unreadable."""
+    t = _first_record(path).get("t", 0.0)
+    return float(t) if isinstance(t, (int, float)) else 0.0
+
+
+def header(path: Path) -> events.Run | None:
+    """The run's header (its first record), None when it has none."""
+    return events.first([_first_record(path)], events.Run)
 
 
 def complete(path: Path) -> list[dict[str, Any]]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelopt_core import events as ev
+from kernelopt_core import events
 
 
-def report_lines(events: list[dict[str, Any]]) -> list[str]:
+def report_lines(records: list[dict[str, Any]]) -> list[str]:
     """report.md's section on the values the probe dropped before the search, with why (a
     compile error; for llama.cpp also a value that changes no kernel the timed case launches)."""
-    probe = next((e for e in ev.of(events, ev.KnobProbe) if e.ok), None)
+    probe = next((e for e in events.of(records, events.KnobProbe) if e.ok), None)
     failed: dict[str, dict[str, str]] = (probe.failed if probe else None) or {}
     if not failed:
         return []

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelopt_core import events as ev
+from kernelopt_core import events
 
 
-def llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
-    calls = ev.of(events, ev.LLMCall)
+def llm_usage(records: list[dict[str, Any]]) -> dict[str, Any]:
+    calls = events.of(records, events.LLMCall)
     ok = [c for c in calls if c.answered]
     return {
         "calls": len(ok), "failed_attempts": len(calls) - len(ok),
@@ -22,7 +22,7 @@ def llm_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def by_role(ok: list[ev.LLMCall]) -> dict[str, int]:
+def by_role(ok: list[events.LLMCall]) -> dict[str, int]:
     """Successful calls per agent role. The editor was the "executor" until 2026-12-04: an
     older journal's calls count as the editor's, and ``executor`` stays, the same count, as
     summary.json keys are only ever added within a schema."""

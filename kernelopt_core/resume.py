@@ -131,9 +131,8 @@ def gpu_spent(raw: list[dict[str, Any]]) -> float:
         event = ev.parse(record)
         if isinstance(event, (ev.CandidateResult, ev.End)) and event.gpu_seconds is not None:
             total, since = float(event.gpu_seconds), 0.0
-        elif isinstance(event, ev.Bench) or (isinstance(event, ev.WorkerRequest)
-                                             and event.gpu_lock):
-            since += event.released - event.acquired
+        elif isinstance(event, (ev.Bench, ev.WorkerRequest)):
+            since += event.held_s
     return total + since
 
 

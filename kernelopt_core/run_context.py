@@ -10,7 +10,8 @@ from typing import Any
 
 import attrs
 
-from kernelopt_core.gates.base import GateContext
+from kernelopt_core import events
+from kernelopt_core.gates.base import GateContext, GateResult
 from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
 from kernelopt_core.settings import Settings
@@ -29,6 +30,15 @@ class RunContext:
     workspace: Workspace
     stage: Callable[..., None]  # the loop's stage callback: journaled, shown as progress
     profile: dict[str, Any] = attrs.field(factory=dict)  # the baseline's, once profiled
+
+    def record_gate(self, cid: str, result: GateResult, final: bool = False) -> None:
+        """A gate's result on candidate ``cid``, journaled (``final``: a final gate's, with the
+        verdict a failure sends the run to)."""
+        self.journal.record(events.Gate(
+            candidate=cid, gate=result.gate, passed=result.passed, final=final or None,
+            skipped=result.skipped, reason=result.reason, metrics=result.metrics,
+            failed_verdict=None if result.passed or not final else result.failed_verdict,
+        ))
 
     def gate_context(self, cid: str, edits: dict[str, bytes], log_dir: Path,
                      baseline_ms: float | None) -> GateContext:

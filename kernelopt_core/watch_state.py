@@ -124,17 +124,14 @@ class WatchState:
             self.confirm, self.confirm_candidate = {}, e.candidate
         self.confirm[e.round] = (float(e.baseline_ms), float(e.candidate_ms))
 
-    def _on_bench(self, e: events.Bench) -> None:
-        self._held(e.asked, e.acquired, e.released)
+    def _on_bench(self, e: events.Bench | events.WorkerRequest) -> None:
+        if isinstance(e, events.WorkerRequest) and not e.gpu_lock:
+            return  # made without the lock (a compile): no GPU time, no wait for it
+        self.gpu_seconds += e.held_s
+        if e.asked is not None:  # another run held the GPU lock meanwhile
+            self.gpu_lock_wait_s += max(0.0, e.acquired - e.asked)
 
-    def _on_worker_request(self, e: events.WorkerRequest) -> None:
-        if e.gpu_lock:  # a request made without the lock (a compile) held no GPU time
-            self._held(e.asked, e.acquired, e.released)
-
-    def _held(self, asked: float | None, acquired: float, released: float) -> None:
-        self.gpu_seconds += released - acquired
-        if asked is not None:  # another run held the GPU lock meanwhile
-            self.gpu_lock_wait_s += max(0.0, acquired - asked)
+    _on_worker_request = _on_bench
 
     def _on_workspace_wait(self, e: events.WorkspaceWait) -> None:
         self.stage = "waiting for the workspace (another run of this target)"

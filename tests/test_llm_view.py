@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from kernelopt_tests_support import records
+
+from kernelopt_core import events
 from kernelopt_core.llm_view import llm_usage
 
 
-def _call(role: str, status: int = 200, **extra: object) -> dict[str, object]:
-    return {"event": "llm_call", "role": role, "model": "m", "attempt": 1, "status": status,
-            "latency_s": 0.5,
-            **({"tokens_in": 100, "tokens_out": 20, "cost": 0.001} if status == 200 else {}),
-            **extra}
+def _call(role: str, status: int = 200) -> dict:
+    answered = status == 200
+    [record] = records(events.LLMCall(
+        role=role, model="m", attempt=1, status=status, latency_s=0.5,
+        tokens_in=100 if answered else None, tokens_out=20 if answered else None,
+        cost=0.001 if answered else None))
+    return record
 
 
 def test_an_older_journals_executor_calls_are_the_editors() -> None:

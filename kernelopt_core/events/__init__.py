@@ -13,7 +13,7 @@ listed here and are written as given.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -82,6 +82,7 @@ __all__ = [
 for _cls in (c for m in (run, timed) for c in vars(m).values()):
     if isinstance(_cls, type) and issubclass(_cls, Event) and _cls.EVENT:
         assert KINDS.setdefault(_cls.EVENT, _cls) is _cls, f"two classes of kind {_cls.EVENT}"
+_KEYS = {kind: frozenset(f.name for f in attrs.fields(cls)) for kind, cls in KINDS.items()}
 
 
 def build(kind: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -95,33 +96,32 @@ def parse(record: dict[str, Any]) -> Event | None:
     """The event a journal record holds; None for a plugin's kind, or a record without a
     key its class requires (an older or a torn journal). Keys the class does not know (a
     newer journal's) are ignored."""
-    cls = KINDS.get(str(record.get("event")))
+    kind = str(record.get("event"))
+    cls = KINDS.get(kind)
     if cls is None:
         return None
-    names = {f.name for f in attrs.fields(cls)}
     try:
-        return cls(**{k: v for k, v in record.items() if k in names})
+        return cls(**{k: v for k, v in record.items() if k in _KEYS[kind]})
     except TypeError:
         return None
 
 
-def of(records: Iterable[dict[str, Any]], cls: type[E]) -> list[E]:
-    """The records of ``cls``'s kind, as ``cls``, in journal order."""
-    out = []
+def _matching(records: Iterable[dict[str, Any]], cls: type[E]) -> Iterator[E]:
     for record in records:
         if record.get("event") == cls.EVENT and isinstance(event := parse(record), cls):
-            out.append(event)
-    return out
+            yield event
+
+
+def of(records: Iterable[dict[str, Any]], cls: type[E]) -> list[E]:
+    """The records of ``cls``'s kind, as ``cls``, in journal order."""
+    return list(_matching(records, cls))
 
 
 def first(records: Iterable[dict[str, Any]], cls: type[E]) -> E | None:
     """The first record of ``cls``'s kind, as ``cls``; the rest are not parsed."""
-    for record in records:
-        if record.get("event") == cls.EVENT and isinstance(event := parse(record), cls):
-            return event
-    return None
+    return next(_matching(records, cls), None)
 
 
-def last(records: Iterable[dict[str, Any]], cls: type[E]) -> E | None:
-    found = of(records, cls)
-    return found[-1] if found else None
+def last(records: Sequence[dict[str, Any]], cls: type[E]) -> E | None:
+    """The last record of ``cls``'s kind, as ``cls``; the ones before it are not parsed."""
+    return first(reversed(records), cls)

@@ -24,6 +24,11 @@ class Bench(Event, kind="bench"):
     timer: Any = optional()
     how: dict[str, Any] | None = optional()
 
+    @property
+    def held_s(self) -> float:
+        """GPU-lock seconds the reading held (every timed reading holds the lock)."""
+        return self.released - self.acquired
+
 
 @attrs.frozen(kw_only=True)
 class Sweep(Event, kind="sweep"):
@@ -73,6 +78,11 @@ class WorkerRequest(Event, kind="worker_request"):
     acquired: float
     released: float
     stages: Any = optional()  # a load's parts
+
+    @property
+    def held_s(self) -> float:
+        """GPU-lock seconds the request held: none when made without the lock (a compile)."""
+        return self.released - self.acquired if self.gpu_lock else 0.0
 
 
 @attrs.frozen(kw_only=True)
