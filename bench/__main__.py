@@ -53,6 +53,12 @@ SUITES = (
           "runs, the model four ways (python -m kernelopt_triton.model_compare), summary.json "
           "(bench/models_summary.py) (ARGS: probe|run [MODEL ...])",
           ("bash", "bench/h200_models.sh")),
+    Suite("modes", "a model as its user compiles it (issue 53): the engine finding the captured "
+          "kernel by its code (identity MODEL [TOP]), a campaign on top of a compile mode and its "
+          "model check in every mode (campaign MODEL MODE [TOP])", ("bash", "bench/h200_modes.sh")),
+    Suite("modes-probe", "kernel names between processes and benchmark_kernel settings, and a "
+          "model in every torch.compile mode in one process (ARGS: MODEL ...)",
+          ("bash", "bench/h200_modes_probe.sh")),
     Suite("llamacpp", "kernelopt-llamacpp on a GPU: clean and incremental build, run-llamacpp "
           "SOFT_MAX / ROPE / NORM / RMS_NORM, the engine gate (PART: build testjobs detune softmax "
           "rope norm rmsnorm engine)", ("bash", "bench/h200_llamacpp.sh")),

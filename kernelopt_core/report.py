@@ -10,6 +10,7 @@ from typing import Any
 
 from kernelopt_core import events, evidence, knob_view, model_view
 from kernelopt_core import journal as journal_mod
+from kernelopt_core.engine_view import engine_phrase
 from kernelopt_core.llm_view import llm_usage
 from kernelopt_core.measure.stats import ROBUST_FROM, SIGN_ALPHA, median
 from kernelopt_core.profiling.view import kernel_table
@@ -109,7 +110,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "engine": None if engine is None else {
             "passed": engine.passed,
             **{key: engine.metrics.get(key) for key in (
-                "baseline_ms", "candidate_ms", "speedup", "amdahl_speedup", "time_share")},
+                "baseline_ms", "candidate_ms", "speedup", "amdahl_speedup", "time_share",
+                "noise_pct", "rounds", "model_resolved", "compile", "cuda_graphs", "identity")},
             "note": engine.reason,
         },
         "interpreted": any(b.interpreted for b in benches),
@@ -235,12 +237,15 @@ def report_line(s: dict[str, Any], n_rounds: int) -> str:
             parts.append(f"{rate} = {gbps / peak:.0%} of measured peak" if peak else
                          f"{rate} (peak not measured)")
     engine = s.get("engine") or {}
+    unresolved = engine.get("model_resolved") is False
     if engine.get("speedup"):
-        amdahl = engine.get("amdahl_speedup")
-        parts.append(f"whole program {engine['speedup']:.3f}×"
-                     + (f" (Amdahl {amdahl:.3f}×)" if amdahl else ""))
+        parts.append(engine_phrase(engine))
+    elif engine and not engine.get("passed"):
+        parts.append(f"engine: {str(engine.get('note') or '')[:300]}")
     ratio = s["speedup"] if s["status"] == "optimized" else s.get("median_ratio")
     speed = f"{ratio:.2f}×" if ratio else "?"
+    if s["status"] == "optimized" and unresolved:
+        speed += " (kernel)"
     caught = [g for g in s.get("caught_by") or [] if g != "confirm"]
     prefix = speed if s["status"] == "optimized" else (
         f"matched (median {speed}, faster in the confirm rounds, but the {', '.join(caught)} "

@@ -29,6 +29,16 @@ baseline, ...), each the median of a few windows. It prints ONE JSON line
 str, "compile_s", "engine_s", ...}``; when one side cannot run, ``{"kernelopt_engine": 1,
 "engine_error": why, "side": "baseline" | "candidate"}`` and exit 4. Compiling once instead of
 six times is what keeps the gate within a minute on real models (docs/triton-models.md).
+
+The model is compiled as its user compiles it (compile_mode.py: the file's ``COMPILE``,
+``--compile-mode``). Under CUDA graphs (max-autotune, reduce-overhead) a graph replays the
+kernels it recorded, so switching a version between calls would change nothing: there each
+version gets its own compile of the model (the second reuses the first's autotuning through
+the shared Inductor cache) and the rounds take turns between the two compiled models, each
+replaying its own graphs. ``--capture-source`` (the capture's kernels/NAME.py): the kernel is
+found by its code, not by Inductor's number (engine_switch.py), and the compile has the
+capture's codegen (benchmark_kernel on), so with the capture's cache (``--cache-dir``) it
+runs the configs the capture timed.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelopt_triton.compile_mode import MODES, compile_kwargs, describe, uses_cudagraphs
 from kernelopt_triton.inductor import (
     build_model,
     load_model_file,
@@ -162,6 +173,11 @@ def prepare_process(device: str, cache_dir: str) -> Any:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    # the capture's codegen (inductor.py): its kernel modules carry a benchmark harness, and
+    # without it Inductor dedups kernels differently and numbers them differently (seen on
+    # ConvNeXt: 22 kernels captured, 21 here, every name after the third moved by one); the
+    # same source also finds the capture's autotuning results in a shared cache
+    os.environ["TORCHINDUCTOR_BENCHMARK_KERNEL"] = "1"
     import torch
 
     if device == "cpu":  # tests and demos without a GPU: Triton's interpreter
@@ -172,22 +188,27 @@ def prepare_process(device: str, cache_dir: str) -> Any:
     return torch
 
 
+def captured_sources(name: str, capture_source: Path | None) -> dict[str, str] | None:
+    return {name: capture_source.read_text()} if capture_source is not None else None
+
+
 def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
-               cache_dir: str) -> dict:
+               cache_dir: str, mode: str | None = None, capture_source: Path | None = None) -> dict:
     torch = prepare_process(device, cache_dir)
     from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, install
 
-    switch = KernelSwitch({name: {"candidate": source.read_text()}}, swap_kernel_source)
+    switch = KernelSwitch({name: {"candidate": source.read_text()}}, swap_kernel_source,
+                          captured_sources(name, capture_source))
     install(UniqueKernelNames(), switch)  # the capture's names, then the swap
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(ENGINE_SEED, device)
-    compiled = torch.compile(model)
+    compiled = torch.compile(model, **compile_kwargs(module, mode))
     cuda = device.startswith("cuda")
     with torch.no_grad():
         out = flatten_outputs(compiled(*args))
         if switch.missing():
-            raise RuntimeError(f"kernel {name} was not compiled for this model (capture again?)")
+            raise RuntimeError(switch.missing_reason())
         if path := os.environ.get("KERNELOPT_ENGINE_OUT"):
             torch.save(out, path)
         match: bool | None = None
@@ -197,7 +218,7 @@ def run_engine(model_file: Path, name: str, source: Path, device: str, iters: in
             match, detail = compare(out, torch.load(ref), tol["atol"], tol["rtol"])
         timing = time_calls(torch, lambda: compiled(*args), cuda, iters, warmup)
     timing.pop("window_ms")
-    return {**timing, "match": match, "detail": detail}
+    return {**timing, "match": match, "detail": detail, "identity": switch.identity()}
 
 
 def time_calls(torch: Any, call: Any, cuda: bool, windows: int, warmup: int,
@@ -241,6 +262,18 @@ def time_calls(torch: Any, call: Any, cuda: bool, windows: int, warmup: int,
             "window_ms": times}
 
 
+def compile_apart(torch: Any, model: Any, kwargs: dict[str, Any], tag: str) -> Any:
+    """torch.compile of ``model`` as a compile of its own: Dynamo caches compiled graphs on the
+    code object it traces and, inlining nn.Modules, guards a second instance of the same class
+    by its type, so a second ``torch.compile(model2)`` with equal keywords would reuse the
+    first's graphs (and kernels). A fresh code object per compile keeps them apart."""
+    def step(*args: Any) -> Any:
+        return model(*args)
+
+    step.__code__ = step.__code__.replace(co_name=f"kernelopt_{tag.replace('-', '_')}")
+    return torch.compile(step, **kwargs)
+
+
 class SideFailed(Exception):
     """The baseline's or the candidate's side of a pair run could not run."""
 
@@ -268,8 +301,10 @@ def interleaved(torch: Any, calls: dict[str, Any], select: Any, cuda: bool, roun
 
 
 def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, device: str,
-             rounds: int, cache_dir: str) -> dict[str, Any]:
-    """Compile once with both versions of kernel ``name``; compare, then interleave (module doc)."""
+             rounds: int, cache_dir: str, mode: str | None = None,
+             capture_source: Path | None = None) -> dict[str, Any]:
+    """Both versions of kernel ``name`` in one process; compare, then interleave (module doc):
+    one compile switched between calls, or under CUDA graphs one compile per version."""
     from kernelopt_triton.engine_switch import (
         KernelSwitch,
         UniqueKernelNames,
@@ -279,42 +314,61 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
 
     begin = time.perf_counter()
     torch = prepare_process(device, cache_dir)
-    switch = KernelSwitch({name: {"baseline": baseline.read_text(),
-                                  "candidate": candidate.read_text()}}, swap_kernel_source)
-    install(UniqueKernelNames(), switch)  # the capture's names, then both versions
+    captured = captured_sources(name, capture_source)
+    texts = {"baseline": baseline.read_text(), "candidate": candidate.read_text()}
     module = load_model_file(model_file)
-    compiled = torch.compile(build_model(module, device))
+    kwargs = compile_kwargs(module, mode)
+    graphs = uses_cudagraphs(kwargs)
     inputs = [module.inputs(seed, device) for seed in PAIR_SEEDS]
     cuda = device.startswith("cuda")
+    if graphs:  # each version its own switch and compile (its own recorded graphs)
+        switches = {label: KernelSwitch({name: {label: text}}, swap_kernel_source, captured)
+                    for label, text in texts.items()}
+    else:
+        switches = {label: KernelSwitch({name: dict(texts)}, swap_kernel_source, captured)
+                    for label in ("baseline",)}
+        switches["candidate"] = switches["baseline"]
+    compiling = install(UniqueKernelNames(), switches["baseline"])
+    models = {"baseline": compile_apart(torch, build_model(module, device), kwargs, "baseline")}
 
     def outputs(label: str) -> list[list[Any]]:
-        switch.select(label)
+        switches[label].select(label)
         try:
-            return [flatten_outputs(compiled(*args)) for args in inputs]
+            return [flatten_outputs(models[label](*args)) for args in inputs]
         except VersionFailed as exc:
             raise SideFailed(exc.label, str(exc)) from exc
         except Exception as exc:  # the model raised with this side's kernel in it
             raise SideFailed(label, f"the model raised: {type(exc).__name__}: {exc}") from exc
 
     with torch.no_grad():
-        reference = outputs("baseline")  # compiles the model (and both versions' kernels)
-        if switch.missing():
-            raise SideFailed("baseline", f"kernel {name} was not compiled for this model "
-                             "(capture again?)")
+        reference = outputs("baseline")  # compiles the model (and, switched, both versions)
+        if switches["baseline"].missing():
+            raise SideFailed("baseline", switches["baseline"].missing_reason())
+        if graphs:
+            compiling.names, compiling.switch = UniqueKernelNames(), switches["candidate"]
+            models["candidate"] = compile_apart(torch, build_model(module, device), kwargs,
+                                                "candidate")
+        else:
+            models["candidate"] = models["baseline"]
         compile_s = time.perf_counter() - begin
         got = outputs("candidate")
+        if switches["candidate"].missing():
+            raise SideFailed("candidate", switches["candidate"].missing_reason())
         tol = model_tolerance(module)
         verdicts = [compare(g, r, tol["atol"], tol["rtol"]) for g, r in zip(got, reference, strict=True)]
         match = all(ok for ok, _ in verdicts)
         detail = "; ".join(f"seed {seed}: {why}" for seed, (_, why) in zip(PAIR_SEEDS, verdicts, strict=True))
         if path := os.environ.get("KERNELOPT_ENGINE_OUT"):
             torch.save(got[0], path)
-        result: dict[str, Any] = {"kernelopt_engine": 1, "match": match, "detail": detail,
-                                  "compile_s": round(compile_s, 2)}
+        result: dict[str, Any] = {
+            "kernelopt_engine": 1, "match": match, "detail": detail,
+            "compile_s": round(compile_s, 2), "compile": describe(kwargs),
+            "cuda_graphs": graphs and cuda, "identity": switches["baseline"].identity()}
         if match:  # a wrong candidate is not timed
-            times = interleaved(torch, {"baseline": lambda: compiled(*inputs[0]),
-                                        "candidate": lambda: compiled(*inputs[0])},
-                                switch.select, cuda, rounds, PAIR_WINDOWS)
+            times = interleaved(torch, {label: (lambda m: lambda: m(*inputs[0]))(models[label])
+                                        for label in ("baseline", "candidate")},
+                                lambda label: switches[label].select(label), cuda, rounds,
+                                PAIR_WINDOWS)
             result.update(baseline_ms=times["baseline"], candidate_ms=times["candidate"],
                           time_ms=statistics.median(times["candidate"]), rounds=rounds,
                           windows_per_round=PAIR_WINDOWS)
@@ -336,6 +390,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path,
                         help="Inductor's cache (kept between runs: Triton binaries and autotune "
                         "results of unchanged kernels are reused); default: a fresh one")
+    parser.add_argument("--compile-mode", choices=MODES, default=None,
+                        help="torch.compile's mode, in place of the model file's COMPILE mode")
+    parser.add_argument("--capture-source", type=Path,
+                        help="the capture's source of the kernel (kernels/NAME.py): the kernel "
+                        "is found by its code, whatever this compile numbers it")
     ns = parser.parse_args(argv)
     if ns.device.startswith("cuda") and (err := model_prerequisite_error()):
         print(f"kernelopt-triton engine: {err}", file=sys.stderr)
@@ -345,10 +404,11 @@ def main(argv: list[str] | None = None) -> int:
             cache_dir = str(ns.cache_dir) if ns.cache_dir else fresh
             if ns.baseline_source is not None:
                 result = run_pair(ns.model_file, ns.kernel, ns.baseline_source, ns.source,
-                                  ns.device, ns.rounds, cache_dir)
+                                  ns.device, ns.rounds, cache_dir, ns.compile_mode,
+                                  ns.capture_source)
             else:
                 result = run_engine(ns.model_file, ns.kernel, ns.source, ns.device, ns.iters,
-                                    ns.warmup, cache_dir)
+                                    ns.warmup, cache_dir, ns.compile_mode, ns.capture_source)
     except SideFailed as exc:
         print(f"kernelopt-triton engine: the {exc.side}'s side failed: {exc}", file=sys.stderr)
         print(json.dumps({"kernelopt_engine": 1, "engine_error": str(exc)[-2000:],

@@ -8,10 +8,18 @@ Inductor's own source with the version's ``@triton.jit`` function(s) and launch 
 in (``engine.swap_kernel_source``; ``None`` keeps Inductor's source and its own autotuning), and
 ``run`` forwards to the version selected. Nothing else of the model is compiled twice.
 Only calls from a graph's wrapper module are switched or renamed (``wrapper_graph``).
+
+Which kernel is "kernel NAME" is decided by its code, not its name, where the capture's source
+is given (``captured``): Inductor numbers kernels per compile (``..._view_7``), and a name can
+move to other code between processes or settings (a kernel deduplicated in one compile and
+not in another shifts every later number). A kernel of this compile whose ``@triton.jit``
+function, its name taken out, is the captured kernel's is that kernel, whatever it is called
+here; one that only shares the name is not switched, and ``missing`` says why.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -62,18 +70,53 @@ class SwitchedKernel:
         return getattr(self.kernel(), item)
 
 
+def jit_body(source: str, name: str) -> str | None:
+    """Kernel ``name``'s ``@triton.jit`` function in ``source`` (decorators left out, the name
+    replaced by KERNEL): what the kernel computes, at its shapes. None if it is not there."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        return None
+    text = "\n".join(source.splitlines()[fn.lineno - 1:fn.end_lineno])
+    return re.sub(rf"\b{re.escape(name)}\b", "KERNEL", text)
+
+
 class KernelSwitch:
-    """``versions``: kernel name -> {label: candidate file text, or None for Inductor's own}."""
+    """``versions``: kernel name -> {label: candidate file text, or None for Inductor's own}.
+    ``captured``: kernel name -> the capture's source of it (kernels/NAME.py): the kernel is
+    then found by its code (module doc)."""
 
     def __init__(self, versions: dict[str, dict[str, str | None]],
-                 swap: Callable[[str, str, str], str]) -> None:
+                 swap: Callable[[str, str, str], str],
+                 captured: dict[str, str] | None = None) -> None:
         self.versions = versions
         self.swap = swap
         self.kernels: dict[str, SwitchedKernel] = {}
         self.enabled = True  # off while another compile (max-autotune) must not be switched
+        self.bodies = {name: jit_body(text, name) for name, text in (captured or {}).items()}
+        self.found_as: dict[str, str] = {}  # captured name -> this compile's name, where other
+        self.unlike: list[str] = []  # kernels that share a wanted name but not its code
 
-    def wants(self, kernel_name: str) -> bool:
-        return self.enabled and kernel_name in self.versions
+    def identify(self, kernel_name: str, source_code: str) -> str | None:
+        """The name of the wanted kernel this one is (None: not wanted). By code where the
+        capture's source is known, preferring the same name; else by name."""
+        if not self.enabled:
+            return None
+        if not self.bodies:
+            return kernel_name if kernel_name in self.versions else None
+        body = jit_body(source_code, kernel_name)
+        if body is not None and self.bodies.get(kernel_name) == body:
+            return kernel_name
+        if kernel_name in self.bodies:
+            self.unlike.append(kernel_name)
+        for name, wanted in self.bodies.items():
+            if body is not None and wanted == body and name not in self.kernels:
+                self.found_as[name] = kernel_name
+                return name
+        return None
 
     def make(self, compile_one: Callable[[str, str], Any], kernel_name: str,
              source_code: str) -> SwitchedKernel:
@@ -105,6 +148,24 @@ class KernelSwitch:
     def missing(self) -> list[str]:
         """Kernels asked for that the model never compiled (a stale capture, another model)."""
         return sorted(set(self.versions) - set(self.kernels))
+
+    def missing_reason(self) -> str:
+        """Why the missing kernels were not found, for the engine's error."""
+        names = self.missing()
+        why = (f"kernel {', '.join(names)} was not compiled for this model"
+               if not self.bodies else
+               f"no kernel of this compile has the code of {', '.join(names)}")
+        if clash := sorted(set(self.unlike) & set(names)):
+            why += (f" (this compile's {', '.join(clash)} computes something else: Inductor "
+                    "numbered its kernels differently)")
+        return why + " (capture again?)"
+
+    def identity(self) -> str:
+        """How the switched kernels were found: for the engine's line."""
+        if not self.bodies:
+            return "by name"
+        moved = [f"{k} (named {v} here)" for k, v in sorted(self.found_as.items())]
+        return "by code" + (f": {', '.join(moved)}" if moved else ", same names")
 
 
 def renamed_source(source: str, name: str, new: str) -> str:
@@ -157,21 +218,37 @@ def wrapper_graph(frame: Any) -> str | None:
     return str(resolved) if resolved.is_relative_to(root) else None
 
 
-def install(names: UniqueKernelNames, switch: KernelSwitch | None = None) -> None:
+class Compiling:
+    """What the wrapped AsyncCompile.triton applies to the compile under way: its names and its
+    switch. A process that compiles the model twice (one compile per version under CUDA
+    graphs) gives each compile fresh ones."""
+
+    def __init__(self, names: UniqueKernelNames, switch: KernelSwitch | None = None) -> None:
+        self.names = names
+        self.switch = switch
+
+
+def install(names: UniqueKernelNames, switch: KernelSwitch | None = None) -> Compiling:
     """Wrap AsyncCompile.triton once: a call from a graph's wrapper module gets the graph's
-    unique kernel name, then, if the switch wants that kernel, every version of it."""
+    unique kernel name, then, if the switch wants that kernel (by its code where the capture's
+    is known), every version of it under the capture's name."""
     from torch._inductor.async_compile import AsyncCompile
 
     original = AsyncCompile.triton
+    now = Compiling(names, switch)
 
     def triton(self: Any, kernel_name: str, source_code: str, *args: Any, **kwargs: Any) -> Any:
         graph = wrapper_graph(sys._getframe(1))
         if graph is None:
             return original(self, kernel_name, source_code, *args, **kwargs)
-        kernel_name, source_code = names.name(graph, kernel_name, source_code)
-        if switch is not None and switch.wants(kernel_name):
-            return switch.make(lambda n, src: original(self, n, src, *args, **kwargs),
-                               kernel_name, source_code)
+        kernel_name, source_code = now.names.name(graph, kernel_name, source_code)
+        wanted = now.switch.identify(kernel_name, source_code) if now.switch else None
+        if now.switch is not None and wanted is not None:
+            if wanted != kernel_name:  # the captured kernel under another name here
+                source_code = renamed_source(source_code, kernel_name, wanted)
+            return now.switch.make(lambda n, src: original(self, n, src, *args, **kwargs),
+                                   wanted, source_code)
         return original(self, kernel_name, source_code, *args, **kwargs)
 
     AsyncCompile.triton = triton  # type: ignore[method-assign]
+    return now

@@ -30,6 +30,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from kernelopt_triton.compile_mode import (
+    CompileError,
+    compile_kwargs,
+    describe,
+    label,
+    uses_cudagraphs,
+    without_cudagraphs,
+)
 from kernelopt_triton.inductor_parse import (
     ProfileRow,
     Ranked,
@@ -233,8 +241,11 @@ def _chosen_configs() -> dict[str, dict[str, int]]:
     return chosen
 
 
-def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -> dict[str, Any]:
-    """Compile, run and profile the model; write kernels.json and friends under ``out``."""
+def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
+            mode: str | None = None) -> dict[str, Any]:
+    """Compile (as the user does: compile_mode.py), run and profile the model; write
+    kernels.json and friends under ``out``. A CUDA-graph compile is captured without its
+    graphs: the same kernels and configs, each launch seen by the profiler."""
     out = out.resolve()  # Inductor's module paths are absolute; the rename lookup compares them
     out.mkdir(parents=True, exist_ok=True)
     _configure_env(out, device)
@@ -247,9 +258,10 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
     names = UniqueKernelNames()  # one name per kernel across graph breaks
     install(names)
     module = load_model_file(model_file)
+    kwargs = compile_kwargs(module, mode)
     model = build_model(module, device)
     args = module.inputs(0, device)
-    compiled = torch.compile(model)
+    compiled = torch.compile(model, **without_cudagraphs(kwargs))
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     t0 = time.perf_counter()
     with torch.no_grad():
@@ -316,6 +328,8 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda") -
         "schema": SCHEMA, "model": str(model_file.resolve()), "device": device,
         "torch": torch.__version__, "triton": _triton_version(), "steps": steps,
         "compile_s": round(compile_s, 3), "device_us_per_step": total / steps, "kernels": kernels,
+        "compile": {"kwargs": kwargs, "label": label(kwargs), "cuda_graphs": uses_cudagraphs(kwargs),
+                    "profiled": without_cudagraphs(kwargs)},
         "others": sorted(({"name": r.name, "time_us": r.device_us / steps} for r in rows
                           if r.name not in by_name),  # rows hold no annotations (_device_events)
                          key=lambda o: -o["time_us"])[:20],  # type: ignore[operator]
@@ -381,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     cap.add_argument("--out", type=Path, required=True)
     cap.add_argument("--steps", type=int, default=5)
     cap.add_argument("--device", default="cuda", help="cuda (default) or cpu (interpreter, no profile)")
+    cap.add_argument("--compile-mode", default=None, help="torch.compile's mode, in place of the "
+                     "model file's COMPILE mode (compile_mode.py)")
     gen = sub.add_parser("generate", help="write standalone kernel files from a capture")
     gen.add_argument("capture_dir", type=Path)
     gen.add_argument("--top", type=int, default=None)
@@ -394,7 +410,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kernelopt-triton: {err}", file=sys.stderr)
                 return 3
         try:
-            record = capture(ns.model_file, ns.out, ns.steps, ns.device)
+            record = capture(ns.model_file, ns.out, ns.steps, ns.device, ns.compile_mode)
+        except CompileError as exc:
+            print(f"kernelopt-triton: {ns.model_file}: {exc} (docs/triton-models.md, COMPILE)",
+                  file=sys.stderr)
+            return 2
         except Exception as exc:
             if not raised_in(exc, ns.model_file):
                 raise  # ours (or torch's): a traceback and exit 1
@@ -404,29 +424,35 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print((ns.out / "ranking.txt").read_text(), end="")
         print(f"captured {len(record['kernels'])} Triton kernels in {record['compile_s']} s of compile "
-              f"-> {ns.out / 'kernels.json'}")
+              f"({describe(record['compile']['kwargs'])}) -> {ns.out / 'kernels.json'}")
         return 0
     from kernelopt_triton.inductor_gen import generate_files
 
     record = load_record(ns.capture_dir)
     targets = ns.targets or ns.capture_dir / "targets"
     try:
-        chosen = select_kernels(record, ns.top, ns.kernel)
+        # --top K: the K largest kernels that stand alone; one that does not (a GEMM template
+        # of max-autotune's, FixedGrid) is skipped, said so, and the next one taken
+        chosen = select_kernels(record, len(record["kernels"]) if ns.top else None, ns.kernel)
     except KeyError as exc:
         print(f"kernelopt-triton: {exc.args[0]}", file=sys.stderr)
         return 2
     skipped: dict[str, str] = {}
+    made = 0
     for k in chosen:
+        if ns.top and made >= ns.top:
+            break
         try:
             files = generate_files(ns.capture_dir, record, k, targets)
         except ValueError as exc:  # one kernel we cannot stand alone must not lose the others
             skipped[k["name"]] = str(exc)
             print(f"kernelopt-triton: skipped {k['name']}: {exc}", file=sys.stderr)
             continue
+        made += 1
         print(f"{k['name']}: {100 * k.get('share', 0):.1f}% -> {', '.join(str(f) for f in files)}")
     targets.mkdir(parents=True, exist_ok=True)
     (targets / SKIPPED_FILE).write_text(json.dumps(skipped, indent=1))
-    return 2 if skipped and len(skipped) == len(chosen) else 0
+    return 2 if skipped and not made else 0
 
 
 if __name__ == "__main__":

@@ -1,23 +1,25 @@
 """The model-level answer: is the model faster with kernelopt's kernels than with what I have?
 
     python -m kernelopt_triton.model_compare MODEL_FILE [--swap NAME=FILE ...] [--out result.json]
-        [--modes eager,default,max-autotune,kernelopt] [--rounds 10] [--windows 3]
+        [--modes eager,default,max-autotune-no-cudagraphs,max-autotune,kernelopt]
+        [--compile-mode MODE] [--capture-source NAME=FILE ...] [--rounds 10] [--windows 3]
         [--cache-dir DIR]
 
-In ONE process, the same model and inputs four ways: eager; torch.compile default;
-torch.compile mode="max-autotune" (GEMM autotuning, coordinate descent off as shipped, CUDA
-graphs on); and torch.compile default with every ``--swap`` kernel (a kernelopt winner, a
-standalone kernel file) in place at once. Default and kernelopt share one compile
-(engine_switch.py: each swapped kernel has Inductor's own version and the winner's, so the rest
-of the model is the same code); max-autotune is a second compile with the switch off. Every
-mode's outputs are compared with eager's in float64 under the model's TOLERANCE. Times:
-``--rounds`` rounds, the modes taking turns in an order that reverses every round, each turn
-``--windows`` windows of back-to-back calls (engine.time_calls); a mode's time is the median of
-its rounds × windows windows. Prints one JSON object (also written to ``--out``), marked
-``"kernelopt_model": 1`` with ``baseline`` (default) and ``kernelopt`` (the mode with the
-winners; default when there is none): the model check's line (kernelopt_core.model_check).
-``--cache-dir``: Inductor's cache kept between runs (the capture's: max-autotune's GEMM
-choices and the Triton binaries are reused; the FX graph cache stays off, see engine.py).
+In ONE process, the same model and inputs in every mode asked: eager; torch.compile default,
+mode="max-autotune-no-cudagraphs" and mode="max-autotune" (GEMM/conv template autotuning, CUDA
+graphs on); the model's own compile (its ``COMPILE`` or ``--compile-mode``: compile_mode.py)
+when it is none of those; and ``kernelopt``: the model's own compile with every ``--swap``
+kernel (a kernelopt winner, a standalone kernel file) in place at once. Each mode is its own
+compile (CUDA graphs replay what they recorded, so a winner is compiled in, not switched in);
+one Inductor cache (``--cache-dir``, the capture's) makes the kernelopt compile's other kernels
+and GEMM choices those of its baseline. ``--capture-source``: the winners' kernels are found by
+their code (engine_switch.py). Every mode's outputs are compared with eager's in float64 under
+the model's TOLERANCE. Times: ``--rounds`` rounds, the modes taking turns in an order that
+reverses every round, each turn ``--windows`` windows of back-to-back calls (engine.time_calls);
+a mode's time is the median of its rounds × windows windows, with its interquartile spread.
+Prints one JSON object (also written to ``--out``), marked ``"kernelopt_model": 1`` with
+``baseline`` (the model's own compile) and ``kernelopt`` (that compile with the winners; the
+baseline when there is none): the model check's line (kernelopt_core.model_check).
 """
 
 from __future__ import annotations
@@ -31,9 +33,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelopt_triton.compile_mode import MODES as COMPILE_MODES
+from kernelopt_triton.compile_mode import compile_kwargs, describe, label
 from kernelopt_triton.engine import (
     ENGINE_SEED,
     compare,
+    compile_apart,
     flatten_outputs,
     interleaved,
     prepare_process,
@@ -41,86 +46,86 @@ from kernelopt_triton.engine import (
 )
 from kernelopt_triton.inductor import build_model, load_model_file, model_tolerance
 
-MODES = ("eager", "default", "max-autotune", "kernelopt")
+MODES = ("eager", "default", "max-autotune-no-cudagraphs", "max-autotune", "kernelopt")
+DEFAULT_MODES = "eager,default,max-autotune-no-cudagraphs,max-autotune"
 
 
-def parse_swaps(items: list[str]) -> dict[str, Path]:
+def parse_swaps(items: list[str], what: str = "--swap") -> dict[str, Path]:
     swaps: dict[str, Path] = {}
     for item in items:
         name, sep, file = item.partition("=")
         if not sep or not name or not Path(file).is_file():
-            raise SystemExit(f"--swap {item!r}: give NAME=FILE with an existing kernel file")
+            raise SystemExit(f"{what} {item!r}: give NAME=FILE with an existing kernel file")
         swaps[name] = Path(file)
     return swaps
 
 
 def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ...], device: str,
-                  rounds: int, windows: int, cache_dir: str) -> dict[str, Any]:
+                  rounds: int, windows: int, cache_dir: str, compile_mode: str | None = None,
+                  captured: dict[str, Path] | None = None) -> dict[str, Any]:
     from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, install
 
     torch = prepare_process(device, cache_dir)
-    switch = KernelSwitch({name: {"inductor": None, "kernelopt": file.read_text()}
-                           for name, file in swaps.items()}, swap_kernel_source)
-    names = UniqueKernelNames()
-    install(names, switch)  # the capture's names, then Inductor's and the winners' versions
+    compiling = install(UniqueKernelNames())  # no switch but for the kernelopt compile
     module = load_model_file(model_file)
-    model = build_model(module, device)
+    own = compile_kwargs(module, compile_mode)
+    baseline = label(own) if label(own) != "custom" else "own compile"
     args = module.inputs(ENGINE_SEED, device)
     tol = model_tolerance(module)
     cuda = device.startswith("cuda")
     calls: dict[str, Any] = {}
-    selects: dict[str, Any] = {}  # what a mode's turn does first (untimed)
     compile_s: dict[str, float] = {}
     outputs: dict[str, list[Any]] = {}
+    compiles: dict[str, dict[str, Any]] = {
+        m: ({} if m == "default" else {"mode": m}) for m in modes if m in COMPILE_MODES}
+    compiles.setdefault(baseline, own)  # the model's own compile is always timed
+    if "kernelopt" in modes and swaps:
+        compiles["kernelopt"] = own
     with torch.no_grad():
-        outputs["eager"] = flatten_outputs(model(*args))
-        calls["eager"] = lambda: model(*args)
-        if "max-autotune" in modes:  # its own model instance (same weights) and kernels
-            # neither switched nor named: its kernels must not take the names the capture
-            # gave the default compile's
-            switch.enabled = names.enabled = False
+        eager = build_model(module, device)
+        outputs["eager"] = flatten_outputs(eager(*args))
+        calls["eager"] = lambda: eager(*args)
+        for mode, kwargs in compiles.items():
+            compiling.names = UniqueKernelNames()  # each compile its own names
+            compiling.switch = None
+            if mode == "kernelopt":
+                compiling.switch = KernelSwitch(
+                    {name: {"kernelopt": file.read_text()} for name, file in swaps.items()},
+                    swap_kernel_source,
+                    {n: f.read_text() for n, f in (captured or {}).items()} or None)
             t0 = time.perf_counter()
-            tuned = torch.compile(build_model(module, device), mode="max-autotune")
-            outputs["max-autotune"] = flatten_outputs(tuned(*args))
-            compile_s["max-autotune"] = time.perf_counter() - t0
-            calls["max-autotune"] = lambda: tuned(*args)
-            switch.enabled = names.enabled = True
-        if {"default", "kernelopt"} & set(modes):
-            t0 = time.perf_counter()
-            default = torch.compile(model)
-            outputs["default"] = flatten_outputs(default(*args))  # Inductor's own versions first
-            compile_s["default"] = time.perf_counter() - t0
-            calls["default"] = calls["kernelopt"] = lambda: default(*args)
-            selects["default"] = lambda: switch.select("inductor")
-            selects["kernelopt"] = lambda: switch.select("kernelopt")
-            if "kernelopt" in modes and swaps:
-                if missing := switch.missing():
-                    raise RuntimeError(f"kernels {missing} were not compiled for this model")
-                switch.select("kernelopt")
-                outputs["kernelopt"] = flatten_outputs(default(*args))
-        result: dict[str, Any] = {"model": str(model_file), "device": device,
-                                  "torch": torch.__version__, "rounds": rounds,
-                                  "windows_per_round": windows, "tolerance": tol,
-                                  "swaps": {k: str(v) for k, v in swaps.items()}, "modes": {}}
-        labels = [m for m in MODES if m in outputs and m in modes]
-        times = interleaved(torch, {m: calls[m] for m in labels},
-                            lambda m: selects.get(m, lambda: None)(), cuda, rounds, windows,
-                            each_window=True)
-    for label in labels:
-        ok, detail = compare(outputs[label], outputs["eager"], tol["atol"], tol["rtol"])
-        result["modes"][label] = {
-            "ms": statistics.median(times[label]), "windows": len(times[label]),
-            "spread_pct": _spread(times[label]), "match_eager": ok, "match": ok, "detail": detail,
-            **({"compile_s": round(compile_s[label], 2)} if label in compile_s else {})}
+            compiled = compile_apart(torch, build_model(module, device), kwargs, mode)
+            for _ in range(3):  # CUDA graph trees record on a later call than the first
+                outputs[mode] = flatten_outputs(compiled(*args))
+            compile_s[mode] = time.perf_counter() - t0
+            if compiling.switch is not None and compiling.switch.missing():
+                raise RuntimeError(compiling.switch.missing_reason())
+            calls[mode] = (lambda c: lambda: c(*args))(compiled)
+        identity = compiling.switch.identity() if compiling.switch is not None else None
+        labels = ["eager", *compiles]
+        times = interleaved(torch, {m: calls[m] for m in labels}, lambda m: None, cuda, rounds,
+                            windows, each_window=True)
+    result: dict[str, Any] = {"model": str(model_file), "device": device,
+                              "torch": torch.__version__, "rounds": rounds,
+                              "windows_per_round": windows, "tolerance": tol,
+                              "compile": describe(own), "swaps": {k: str(v) for k, v in swaps.items()},
+                              "modes": {}}
+    if identity:
+        result["identity"] = identity
+    for mode in labels:
+        ok, detail = compare(outputs[mode], outputs["eager"], tol["atol"], tol["rtol"])
+        result["modes"][mode] = {
+            "ms": statistics.median(times[mode]), "windows": len(times[mode]),
+            "spread_pct": _spread(times[mode]), "match_eager": ok, "match": ok, "detail": detail,
+            **({"compile_s": round(compile_s[mode], 2)} if mode in compile_s else {})}
     result["kernelopt_model"] = 1
-    result["baseline"] = "default"
-    result["kernelopt"] = "kernelopt" if "kernelopt" in result["modes"] else "default"
-    if "default" in result["modes"] and "kernelopt" in result["modes"]:
-        result["kernelopt_vs_default"] = (result["modes"]["default"]["ms"]
-                                          / result["modes"]["kernelopt"]["ms"])
-    if "max-autotune" in result["modes"] and "kernelopt" in result["modes"]:
-        result["kernelopt_vs_max_autotune"] = (result["modes"]["max-autotune"]["ms"]
-                                               / result["modes"]["kernelopt"]["ms"])
+    result["baseline"] = baseline
+    result["kernelopt"] = "kernelopt" if "kernelopt" in result["modes"] else baseline
+    ours = result["modes"][result["kernelopt"]]["ms"]
+    for versus in ("default", "max-autotune", "max-autotune-no-cudagraphs"):
+        if versus in result["modes"]:
+            key = "kernelopt_vs_" + versus.replace("-", "_")
+            result[key] = result["modes"][versus]["ms"] / ours
     return result
 
 
@@ -135,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernelopt_triton.model_compare")
     parser.add_argument("model_file", type=Path)
     parser.add_argument("--swap", action="append", default=[], help="NAME=FILE (repeatable)")
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--modes", default=DEFAULT_MODES + ",kernelopt")
+    parser.add_argument("--compile-mode", choices=COMPILE_MODES, default=None,
+                        help="the model's own compile mode, in place of its file's COMPILE")
+    parser.add_argument("--capture-source", action="append", default=[],
+                        help="NAME=FILE: the capture's source of a swapped kernel (repeatable)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--windows", type=int, default=3)
@@ -148,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--modes: unknown {sorted(unknown)}; choose from {', '.join(MODES)}")
     with tempfile.TemporaryDirectory(prefix="kernelopt-compare-") as fresh:
         result = compare_modes(ns.model_file, parse_swaps(ns.swap), modes, ns.device, ns.rounds,
-                               ns.windows, str(ns.cache_dir) if ns.cache_dir else fresh)
+                               ns.windows, str(ns.cache_dir) if ns.cache_dir else fresh,
+                               ns.compile_mode, parse_swaps(ns.capture_source, "--capture-source"))
     text = json.dumps(result, indent=1)
     if ns.out:
         ns.out.write_text(text + "\n")

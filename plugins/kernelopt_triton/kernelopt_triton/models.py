@@ -31,6 +31,7 @@ from kernelopt_core.api import (
 )
 from kernelopt_triton import inductor_rules
 from kernelopt_triton.backend import TritonBackend, require_prerequisites
+from kernelopt_triton.compile_mode import describe
 from kernelopt_triton.inductor_parse import parse_kernel_source
 from kernelopt_triton.options import TritonOptions
 
@@ -67,13 +68,14 @@ class InductorBackend(TritonBackend):
                                     "torch; `kernelopt run examples/triton/` checks kernels here")
         model = path.resolve()
         digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
-        capture_dir = settings.state_root / "work" / f"inductor-{model.stem}-{digest}"
+        mode = options.compile_mode
+        capture_dir = settings.state_root / "work" / f"inductor-{model.stem}-{digest}-{mode or 'file'}"
         # the capture runs the model on the GPU: under the GPU lock, the cache checked inside it
         # (two runs of one model capture once)
         with gpu_lock(settings.state_root):
             if not (capture_dir / "kernels.json").is_file():
-                self._child(("capture", str(model), "--out", str(capture_dir)), capture_dir,
-                            "capture")
+                self._child(("capture", str(model), "--out", str(capture_dir),
+                             *(("--compile-mode", mode) if mode else ())), capture_dir, "capture")
         record = inductor.load_record(capture_dir)
         name = options.kernel
         try:
@@ -89,10 +91,14 @@ class InductorBackend(TritonBackend):
         skipped = json.loads(skipped_file.read_text()) if skipped_file.is_file() else {}
         self._own_repository(targets_dir)
         ranking = capture_dir / "ranking.txt"
-        preface = (f"{model.name}: Triton kernels by share of GPU time ({ranking})\n"
-                   + ranking.read_text()) if ranking.is_file() else ""
+        compiled = (record.get("compile") or {}).get("kwargs", {})
+        preface = (f"{model.name}, compiled as {describe(compiled)}: Triton kernels by share of "
+                   f"GPU time ({ranking})\n" + ranking.read_text()) if ranking.is_file() else ""
         preface += "".join(f"skipped {k}: {why}\n" for k, why in skipped.items())
-        return [attrs.evolve(self._model_target(targets_dir / f"{k['name']}.py", model, k),
+        if not name:  # the top K that stand alone (generate skips the others, in rank order)
+            chosen = [k for k in record["kernels"] if k["name"] not in skipped
+                      and (targets_dir / f"{k['name']}.py").is_file()][:top]
+        return [attrs.evolve(self._model_target(targets_dir / f"{k['name']}.py", model, k, mode),
                              preface=preface) for k in chosen if k["name"] not in skipped]
 
     def _child(self, args: tuple[str, ...], capture_dir: Path, step: str) -> None:
@@ -121,14 +127,15 @@ class InductorBackend(TritonBackend):
 
             Repo.init(str(targets_dir))
 
-    def _model_target(self, file: Path, model: Path, kernel: dict[str, Any]) -> Target:
+    def _model_target(self, file: Path, model: Path, kernel: dict[str, Any],
+                      compile_mode: str | None = None) -> Target:
         target = self._target(file)
         meta_path = file.with_suffix(".json")
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         context = tuple(c for c in meta.get("context", [f"{file.stem}_orig.py"])
                         if (file.parent / c).is_file())
         data = {**(target.data or {}), "model": model, "kernel": kernel["name"],
-                "capture_dir": str(file.parent.parent)}
+                "capture_dir": str(file.parent.parent), "compile_mode": compile_mode}
         source = file.parent.parent / kernel.get("file", "")
         if source.is_file():  # Inductor's own limits on the launch knobs (inductor_rules.py)
             ks = parse_kernel_source(source.read_text(encoding="utf-8"), kernel["name"])
@@ -144,46 +151,69 @@ class InductorBackend(TritonBackend):
         if "model" not in data:
             return None
         return Command((sys.executable, "-m", "kernelopt_triton.engine", str(data["model"]),
-                        "--kernel", data["kernel"], "--source", str(tree.src / target.editable[0])),
+                        "--kernel", data["kernel"], "--source", str(tree.src / target.editable[0]),
+                        *self._compile_args(target)),
                        tree.src, env=self._env(target), timeout_s=600.0, label="engine")
+
+    @staticmethod
+    def _compile_args(target: Target) -> tuple[str, ...]:
+        """The engine's and the model check's view of the capture: its compile mode, the
+        kernel's captured source (found by its code) and its Inductor cache (the configs the
+        capture's autotuning chose, its GEMM choices under max-autotune)."""
+        data = target.data or {}
+        args: tuple[str, ...] = ()
+        if data.get("compile_mode"):
+            args += ("--compile-mode", str(data["compile_mode"]))
+        capture = Path(str(data.get("capture_dir", "")))
+        if data.get("capture_dir") and capture.is_dir():
+            source = capture / "kernels" / f"{data['kernel']}.py"
+            if source.is_file():
+                args += ("--capture-source", str(source))
+            args += ("--cache-dir", str(capture / "cache"))
+        return args
 
     def engine_pair(self, target: Target, baseline: Tree, candidate: Tree) -> Command | None:
         """Both versions of the kernel in one engine process: the model compiled once
-        (engine.py, pair mode), with the capture's own engine cache, so Triton binaries and
-        Inductor's autotuning of the kernels not swapped are reused between runs."""
+        (engine.py, pair mode), compiled as the capture was, with the capture's own Inductor
+        cache, so every kernel not swapped runs the config the capture timed and Triton
+        binaries and autotuning are reused between runs."""
         command = self.engine(target, candidate)
         if command is None:
             return None
-        capture_dir = (target.data or {}).get("capture_dir")
         extra: tuple[str, ...] = ("--baseline-source", str(baseline.src / target.editable[0]))
-        if capture_dir and Path(capture_dir).is_dir():
-            extra += ("--cache-dir", str(Path(capture_dir) / "engine-cache"))
         return attrs.evolve(command, argv=(*command.argv, *extra))
 
     def model_compare(self, targets: list[Target], winners: dict[str, Path],
                       out_dir: Path) -> Command | None:
-        """The model four ways in one process (model_compare.py): eager, torch.compile default,
-        mode="max-autotune", and default with every winner in place; the capture's own
-        Inductor cache (compare-cache), so a second check of the model reuses max-autotune's
-        choices."""
+        """The model in every mode in one process (model_compare.py): eager, torch.compile
+        default, max-autotune-no-cudagraphs, max-autotune, the model's own compile, and that
+        compile with every winner in place; with the capture's Inductor cache, so the winners'
+        compile runs the captured configs elsewhere and max-autotune's choices are reused."""
         models = {str((t.data or {}).get("model")) for t in targets}
         if len(models) != 1 or "None" in models:
             return None  # not one model's kernels
+        from kernelopt_triton.model_compare import DEFAULT_MODES
+
         first = targets[0].data or {}
         argv: list[str] = [sys.executable, "-m", "kernelopt_triton.model_compare", models.pop(),
                            "--out", str(out_dir / "model_compare.json")]
-        modes = "eager,default,max-autotune"
+        modes = DEFAULT_MODES
         for target in targets:
             if target.name in winners:
-                kernel = (target.data or {})["kernel"]
-                argv += ["--swap", f"{kernel}={winners[target.name] / target.editable[0]}"]
-                modes = "eager,default,max-autotune,kernelopt"
+                data = target.data or {}
+                argv += ["--swap", f"{data['kernel']}={winners[target.name] / target.editable[0]}"]
+                source = Path(str(data.get("capture_dir", ""))) / "kernels" / f"{data['kernel']}.py"
+                if data.get("capture_dir") and source.is_file():
+                    argv += ["--capture-source", f"{data['kernel']}={source}"]
+                modes = DEFAULT_MODES + ",kernelopt"
         argv += ["--modes", modes]
+        if first.get("compile_mode"):
+            argv += ["--compile-mode", str(first["compile_mode"])]
         if first.get("device") == "cpu":
             argv += ["--device", "cpu"]
         capture_dir = first.get("capture_dir")
         if capture_dir and Path(capture_dir).is_dir():
-            argv += ["--cache-dir", str(Path(capture_dir) / "compare-cache")]
+            argv += ["--cache-dir", str(Path(capture_dir) / "cache")]
         return Command(tuple(argv), out_dir, env=self._env(targets[0]), timeout_s=1200.0,
                        label="model check")
 

@@ -7,6 +7,9 @@ import attrs
 
 from kernelopt_core.api import option, option_table
 
+# compile_mode.MODES (kept here too: this module must not import the plugin's other modules)
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
 
 @option_table("triton")
 @attrs.frozen
@@ -19,3 +22,8 @@ class TritonOptions:
                       "share of GPU time.", validator=attrs.validators.ge(1))
     kernel: str | None = option(None, "Model files: optimize this kernel (a name from "
                                 "ranking.txt).")
+    compile_mode: str | None = option(
+        None, "Model files: torch.compile's mode the model is captured, tuned, checked and "
+        "timed in (default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs), in place "
+        "of the model file's COMPILE; unset: the file's COMPILE, else the default compile.",
+        validator=attrs.validators.optional(attrs.validators.in_(COMPILE_MODES)))

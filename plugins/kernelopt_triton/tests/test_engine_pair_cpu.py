@@ -64,14 +64,14 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
     return model, cap / "targets" / f"{name}.py", name
 
 
-def _pair(captured: tuple[Path, Path, str], candidate_text: str, tmp_path: Path
-          ) -> tuple[int, dict, str]:
+def _pair(captured: tuple[Path, Path, str], candidate_text: str, tmp_path: Path,
+          *extra: str) -> tuple[int, dict, str]:
     model, baseline, name = captured
     candidate = tmp_path / f"{name}.py"
     candidate.write_text(candidate_text)
     proc = _child(["kernelopt_triton.engine", str(model), "--kernel", name, "--source",
                    str(candidate), "--baseline-source", str(baseline), "--device", "cpu",
-                   "--rounds", "2", "--cache-dir", str(tmp_path / "cache")], tmp_path)
+                   "--rounds", "2", "--cache-dir", str(tmp_path / "cache"), *extra], tmp_path)
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 1, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc.returncode, lines[0], proc.stderr
@@ -149,3 +149,73 @@ def test_the_model_four_ways_with_the_winner_swapped_in(captured, tmp_path: Path
     assert set(modes) == {"eager", "max-autotune", "default", "kernelopt"}
     assert all(m["match_eager"] for m in modes.values()), modes
     assert modes["kernelopt"]["ms"] > 2 * modes["default"]["ms"]  # the winner really ran
+
+
+def _renamed(captured: tuple[Path, Path, str], tmp_path: Path, new: str
+             ) -> tuple[tuple[Path, Path, str], Path]:
+    """The capture's files as if the capture had numbered the kernel ``new``."""
+    model, baseline, name = captured
+    files = {}
+    for role, source in (("targets", baseline), ("kernels", baseline.parent.parent / "kernels"
+                                                 / f"{name}.py")):
+        (tmp_path / role).mkdir(exist_ok=True)
+        files[role] = tmp_path / role / f"{new}.py"
+        files[role].write_text(re.sub(rf"\b{name}\b", new, source.read_text()))
+    return (model, files["targets"], new), files["kernels"]
+
+
+@pytest.mark.slow
+def test_the_kernel_is_found_by_its_code_whatever_this_compile_numbers_it(
+        captured, tmp_path: Path) -> None:
+    """Issue 53: the capture named the kernel one way, this compile another (a kernel deduped
+    in one and not the other shifts every number); the engine finds it by its code and runs
+    the candidate there. A kernel that only shares the captured name is never swapped."""
+    name = captured[2]
+    moved, source = _renamed(captured, tmp_path, "triton_poi_fused_moved_7")
+    slower = re.sub(r"XBLOCK=\d+", "XBLOCK=16", moved[1].read_text(), count=1)
+    code, line, stderr = _pair(moved, slower, tmp_path, "--capture-source", str(source))
+    assert code == 0 and line["match"] is True, (line, stderr[-2000:])
+    assert line["identity"] == f"by code: triton_poi_fused_moved_7 (named {name} here)"
+    assert all(c > 2 * b for b, c in zip(line["baseline_ms"], line["candidate_ms"], strict=True))
+    # the capture's kernel of that name computed something else: not this compile's kernel
+    other = tmp_path / "other.py"
+    other.write_text(source.read_text().replace("2.0", "2.5").replace("triton_poi_fused_moved_7", name))
+    code, line, _ = _pair(captured, captured[1].read_text(), tmp_path, "--capture-source", str(other))
+    assert code == 4 and line["side"] == "baseline", line
+    assert f"this compile's {name} computes something else" in line["engine_error"]
+
+
+@pytest.mark.slow
+def test_under_cuda_graph_modes_each_version_is_its_own_compile(captured, tmp_path: Path) -> None:
+    """reduce-overhead replays CUDA graphs (on the CPU Inductor skips them, the compile path is
+    the same): each version its own compile, and the candidate's compile runs the candidate."""
+    _model, baseline, _name = captured
+    slower = re.sub(r"XBLOCK=\d+", "XBLOCK=16", baseline.read_text(), count=1)
+    code, line, stderr = _pair(captured, slower, tmp_path, "--compile-mode", "reduce-overhead")
+    assert code == 0 and line["match"] is True, (line, stderr[-2000:])
+    assert line["compile"] == "mode='reduce-overhead'" and line["cuda_graphs"] is False
+    assert all(c > 2 * b for b, c in zip(line["baseline_ms"], line["candidate_ms"], strict=True))
+
+
+@pytest.mark.slow
+def test_the_model_table_starts_from_the_users_compile(captured, tmp_path: Path) -> None:
+    """model_compare's default modes plus the model's own compile (--compile-mode), and the
+    winners compiled into that compile, found by their code."""
+    moved, source = _renamed(captured, tmp_path, "triton_poi_fused_moved_3")
+    winner = tmp_path / "winner.py"
+    winner.write_text(re.sub(r"XBLOCK=\d+", "XBLOCK=16", moved[1].read_text(), count=1))
+    proc = _child(["kernelopt_triton.model_compare", str(moved[0]), "--device", "cpu",
+                   "--compile-mode", "reduce-overhead", "--swap", f"{moved[2]}={winner}",
+                   "--capture-source", f"{moved[2]}={source}", "--rounds", "1", "--windows", "2",
+                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    modes = result["modes"]
+    assert list(modes) == ["eager", "default", "max-autotune-no-cudagraphs", "max-autotune",
+                           "reduce-overhead", "kernelopt"]
+    assert result["baseline"] == "reduce-overhead" and result["kernelopt"] == "kernelopt"
+    assert all(m["match_eager"] for m in modes.values()), modes
+    assert modes["kernelopt"]["ms"] > 2 * modes["reduce-overhead"]["ms"]  # the winner ran
+    assert result["kernelopt_vs_max_autotune"] == pytest.approx(
+        modes["max-autotune"]["ms"] / modes["kernelopt"]["ms"])
+    assert result["identity"].startswith("by code: triton_poi_fused_moved_3 (named ")

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 53 on the GPU: the engine finds the captured kernel by its code, and a model tuned on
+# top of the compile its user has (max-autotune), checked in every mode in one process.
+#   bash bench/h200_modes.sh identity MODEL [TOP]      capture (default compile), then the
+#        engine's pair mode, baseline against itself, for each of the top TOP kernels (2): the
+#        kernel found, by code, and the A/A band of the whole model
+#   bash bench/h200_modes.sh campaign MODEL MODE [TOP]   `kernelopt campaign MODEL --top TOP
+#        --compile-mode MODE` (1), its folder and its model check (model_compare.json)
+# From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
+# Results go to $OUT (default bench/results/modes); progress lines start with "==".
+set -uo pipefail
+OUT=${OUT:-bench/results/modes}; mkdir -p "$OUT"
+source bench/h200_site.sh
+export KERNELOPT_HOME=${KERNELOPT_HOME:-/tmp/kstate-modes}
+t0=$(date +%s)
+say() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse HEAD 2>/dev/null
+  python3 -c 'import torch, triton, transformers, timm; print("torch", torch.__version__, "triton", triton.__version__, "transformers", transformers.__version__, "timm", timm.__version__)'
+} > "$OUT/device.txt" 2>&1
+part=$1; model=$2; m=$(basename "$model" .py)
+case "$part" in
+  identity)
+    cap=/tmp/cap-$m; rm -rf "$cap"
+    timeout 200 python3 -m kernelopt_triton.inductor capture "$model" --out "$cap" > "$OUT/$m-capture.log" 2>&1
+    say "$m capture: exit $?"
+    timeout 60 python3 -m kernelopt_triton.inductor generate "$cap" --top "${3:-2}" >> "$OUT/$m-capture.log" 2>&1
+    cp "$cap/ranking.txt" "$OUT/$m-ranking.txt"
+    for k in $(python3 -c 'import json,sys; print(" ".join(k["name"] for k in json.load(open(sys.argv[1]))["kernels"][:int(sys.argv[2])]))' "$cap/kernels.json" "${3:-2}"); do
+      t=$cap/targets/$k.py
+      [ -f "$t" ] || { say "$k: no standalone file"; continue; }
+      timeout 240 python3 -m kernelopt_triton.engine "$model" --kernel "$k" --source "$t" \
+        --baseline-source "$t" --capture-source "$cap/kernels/$k.py" --cache-dir "$cap/cache" \
+        > "$OUT/$m-engine-$k.log" 2>&1
+      say "$k engine A/A: exit $?"; tail -1 "$OUT/$m-engine-$k.log" | cut -c1-600
+    done ;;
+  campaign)
+    mode=$3; name=$m-$mode-$(date +%H%M%S)
+    timeout --signal=INT --kill-after=15 "${RUN_LIMIT:-480}" kernelopt campaign "$model" \
+      --top "${4:-1}" --compile-mode "$mode" --name "$name" ${RUN_ARGS:-} > "$OUT/$m-campaign.log" 2>&1
+    say "$m campaign ($mode): exit $?"; tail -30 "$OUT/$m-campaign.log"
+    cp -r "$KERNELOPT_HOME/campaigns/$name" "$OUT/$m-campaign" 2>/dev/null
+    for run in "$KERNELOPT_HOME"/runs/*; do
+      mkdir -p "$OUT/$m-runs/$(basename "$run")"
+      cp "$run"/{summary.json,report.md,journal.jsonl} "$OUT/$m-runs/$(basename "$run")/" 2>/dev/null
+    done
+    find "$KERNELOPT_HOME" -name model_compare.json -exec cp {} "$OUT/$m-model_compare.json" \;
+    find "$KERNELOPT_HOME/work" -maxdepth 2 -name kernels.json -exec cp {} "$OUT/$m-kernels.json" \; ;;
+esac

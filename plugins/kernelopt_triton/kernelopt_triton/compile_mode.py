@@ -1,0 +1,84 @@
+"""The compile a model's user already has: torch.compile's keyword arguments for a model file.
+
+A model file may say how it is compiled with ``COMPILE = {...}``: torch.compile's own keywords
+(``mode``, ``options``, ``dynamic``, ``fullgraph``), e.g. ``COMPILE = {"mode": "max-autotune"}``.
+``--compile-mode`` (``[triton] compile_mode``) overrides the file's mode. The capture, the
+engine and the model check all compile with these keywords, so the kernels kernelopt ranks,
+tunes and checks are that compile's (its Triton GEMM/conv templates too, where max-autotune
+chose them) and the whole model is timed as the user runs it, CUDA graphs included.
+
+Pure (no torch import): the child processes call ``torch.compile(model, **kwargs)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+KEYWORDS = ("mode", "options", "dynamic", "fullgraph")
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+CUDAGRAPH_OPTION = "triton.cudagraphs"
+
+
+class CompileError(ValueError):
+    """A model file's COMPILE (or --compile-mode) that torch.compile would not take."""
+
+
+def compile_kwargs(module: Any, mode: str | None = None) -> dict[str, Any]:
+    """torch.compile's keywords for a model file's module: its ``COMPILE``, with ``mode``
+    (``--compile-mode``) in place of the file's mode and options when given."""
+    given = getattr(module, "COMPILE", None)
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise CompileError(f"COMPILE must be a dict of torch.compile keywords "
+                           f"({', '.join(KEYWORDS)}), not {type(given).__name__}")
+    if unknown := sorted(set(given) - set(KEYWORDS)):
+        raise CompileError(f"COMPILE has {', '.join(map(repr, unknown))}: kernelopt compiles "
+                           f"with Inductor and takes only {', '.join(KEYWORDS)}")
+    kwargs = dict(given)
+    if mode is not None:
+        kwargs.pop("options", None)  # torch.compile takes a mode or options, not both
+        kwargs["mode"] = mode
+    if kwargs.get("mode", "default") not in MODES:
+        raise CompileError(f"compile mode {kwargs['mode']!r} is not one of {', '.join(MODES)}")
+    if "mode" in kwargs and "options" in kwargs:
+        raise CompileError("COMPILE gives both mode and options: torch.compile takes one of them")
+    if kwargs.get("mode") == "default":
+        del kwargs["mode"]
+    return kwargs
+
+
+def uses_cudagraphs(kwargs: dict[str, Any]) -> bool:
+    """Whether this compile replays CUDA graphs (a kernel swapped after the first calls would
+    never run: each version needs its own compile, see engine.py)."""
+    if kwargs.get("mode") in CUDAGRAPH_MODES:
+        return True
+    return bool((kwargs.get("options") or {}).get(CUDAGRAPH_OPTION, False))
+
+
+def without_cudagraphs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The same compile without CUDA graphs: the same kernels and configs, launched one by one,
+    so a profiler sees each kernel (the capture's ranking)."""
+    out = dict(kwargs)
+    if out.get("mode") == "max-autotune":
+        out["mode"] = "max-autotune-no-cudagraphs"
+    elif out.get("mode") == "reduce-overhead":
+        del out["mode"]
+    elif "options" in out:
+        out["options"] = {**out["options"], CUDAGRAPH_OPTION: False}
+    return out
+
+
+def describe(kwargs: dict[str, Any]) -> str:
+    """One phrase for reports: ``mode="max-autotune"`` or ``the default compile``."""
+    if not kwargs:
+        return "the default compile"
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(kwargs.items()))
+
+
+def label(kwargs: dict[str, Any]) -> str:
+    """A short name for this compile (a folder or a mode column): its mode, else ``custom``."""
+    if not kwargs:
+        return "default"
+    return str(kwargs["mode"]) if set(kwargs) == {"mode"} else "custom"
