@@ -13,7 +13,8 @@ def engine_phrase(engine: dict[str, Any]) -> str:
     rounds = engine.get("rounds")
     numbers = ", ".join(x for x in (
         f"band ±{band:.1f} %" if band is not None else "",
-        f"{rounds} paired rounds" if rounds else "",
+        (f"{rounds} paired rounds" if engine.get("paired") is not False else f"{rounds} runs each")
+        if rounds else "",
         f"Amdahl {amdahl:.3f}×" if amdahl else "") if x)
     head = ("whole model within noise: " if engine.get("model_resolved") is False
             else "whole program ")

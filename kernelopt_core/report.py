@@ -111,7 +111,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             "passed": engine.passed,
             **{key: engine.metrics.get(key) for key in (
                 "baseline_ms", "candidate_ms", "speedup", "amdahl_speedup", "time_share",
-                "noise_pct", "rounds", "model_resolved", "compile", "cuda_graphs", "identity")},
+                "noise_pct", "rounds", "paired", "model_resolved", "compile", "cuda_graphs",
+                "identity")},
             "note": engine.reason,
         },
         "interpreted": any(b.interpreted for b in benches),

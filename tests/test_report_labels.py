@@ -185,3 +185,37 @@ def test_a_ggml_abort_is_named_by_the_cuda_error_not_a_backtrace_frame() -> None
     # no device fault's name: the runtime's line still beats the frames and the summary
     assert failing_line("CUDA error: invalid argument\n" + frames) == "CUDA error: invalid argument"
     assert "ggml_cuda_error" not in failing_line(frames + "exit 1\n")
+
+
+def with_engine(status: str, passed: bool, metrics: dict, reason: str) -> list[dict]:
+    journaled = journal(status, confirm_passed=True)
+    engine = records(events.Gate(candidate="c1", gate="engine", final=True, passed=passed,
+                                 skipped=False, reason=reason, metrics=metrics))
+    if not passed:
+        journaled[-2] = {**journaled[-2], "caught_by": ["engine"], "reason": f"engine: {reason}"}
+    return journaled[:-2] + engine + journaled[-2:]
+
+
+def test_every_engine_decision_shows_its_numbers_in_the_line() -> None:
+    """Issue 53: the engine's reason and numbers on the console's line (report_line) and in
+    summary.json: a kernel win the model cannot resolve is optimized for the kernel, the whole
+    model within noise; a measured slowdown is matched with its numbers; an engine that could
+    not run says why."""
+    numbers = {"baseline_ms": [4.41] * 12, "candidate_ms": [4.40] * 12, "speedup": 1.001,
+               "noise_pct": 1.0, "rounds": 12, "amdahl_speedup": 1.002, "time_share": 0.04}
+    s = summarize(with_engine("optimized", True, {**numbers, "model_resolved": False},
+                              "whole model within noise: outputs match"))
+    assert s["report_line"].startswith("2.07× (kernel) (")
+    assert ("whole model within noise: 1.001× (band ±1.0 %, 12 paired rounds, Amdahl 1.002×)"
+            in s["report_line"]), s["report_line"]
+    assert s["engine"]["model_resolved"] is False and s["engine"]["rounds"] == 12
+    s = summarize(with_engine("optimized", True, {**numbers, "model_resolved": True}, "ok"))
+    assert s["report_line"].startswith("2.07× (") and "(kernel)" not in s["report_line"]
+    assert "whole program 1.001× (band ±1.0 %" in s["report_line"]
+    slower = {**numbers, "speedup": 0.93, "model_resolved": None}
+    s = summarize(with_engine("matched", False, slower, "whole program slower: 4.41 → 4.74 ms"))
+    assert "but the engine gate failed: baseline kept" in s["report_line"]
+    assert "whole program 0.930× (band ±1.0 %, 12 paired rounds" in s["report_line"]
+    s = summarize(with_engine("matched", False, {}, "the engine fails with the baseline's "
+                              "kernel: no kernel of this compile has the code of k"))
+    assert "engine: the engine fails with the baseline's kernel: no kernel" in s["report_line"]

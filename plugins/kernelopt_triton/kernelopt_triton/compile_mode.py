@@ -36,7 +36,15 @@ def compile_kwargs(module: Any, mode: str | None = None) -> dict[str, Any]:
     if unknown := sorted(set(given) - set(KEYWORDS)):
         raise CompileError(f"COMPILE has {', '.join(map(repr, unknown))}: kernelopt compiles "
                            f"with Inductor and takes only {', '.join(KEYWORDS)}")
-    kwargs = dict(given)
+    options = given.get("options")
+    if options is not None and not (isinstance(options, dict)
+                                    and all(isinstance(k, str) for k in options)):
+        raise CompileError("COMPILE's options must be a dict of Inductor settings by name, e.g. "
+                           '{"triton.cudagraphs": True}')
+    for key in ("dynamic", "fullgraph"):
+        if given.get(key) is not None and not isinstance(given[key], bool):
+            raise CompileError(f"COMPILE's {key} must be True, False or None")
+    kwargs = {k: v for k, v in given.items() if not (k == "mode" and v is None)}
     if mode is not None:
         kwargs.pop("options", None)  # torch.compile takes a mode or options, not both
         kwargs["mode"] = mode

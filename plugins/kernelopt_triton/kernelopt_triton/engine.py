@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
 import os
 import statistics
@@ -54,7 +55,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelopt_triton.compile_mode import MODES, compile_kwargs, describe, uses_cudagraphs
+from kernelopt_triton.compile_mode import (
+    MODES,
+    CompileError,
+    compile_kwargs,
+    describe,
+    uses_cudagraphs,
+)
 from kernelopt_triton.inductor import (
     build_model,
     load_model_file,
@@ -192,13 +199,24 @@ def captured_sources(name: str, capture_source: Path | None) -> dict[str, str] |
     return {name: capture_source.read_text()} if capture_source is not None else None
 
 
+def captured_kernels(capture_source: Path | None) -> dict[str, str | None] | None:
+    """The code of every kernel of the capture (the folder of ``--capture-source``): a kernel
+    that has a captured kernel's name and code is that one (engine_switch.KernelSwitch)."""
+    if capture_source is None:
+        return None
+    from kernelopt_triton.engine_switch import jit_body
+
+    return {f.stem: jit_body(f.read_text(errors="replace"), f.stem)
+            for f in sorted(capture_source.parent.glob("*.py"))}
+
+
 def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
                cache_dir: str, mode: str | None = None, capture_source: Path | None = None) -> dict:
     torch = prepare_process(device, cache_dir)
     from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, install
 
     switch = KernelSwitch({name: {"candidate": source.read_text()}}, swap_kernel_source,
-                          captured_sources(name, capture_source))
+                          captured_sources(name, capture_source), captured_kernels(capture_source))
     install(UniqueKernelNames(), switch)  # the capture's names, then the swap
     module = load_model_file(model_file)
     model = build_model(module, device)
@@ -262,16 +280,38 @@ def time_calls(torch: Any, call: Any, cuda: bool, windows: int, warmup: int,
             "window_ms": times}
 
 
-def compile_apart(torch: Any, model: Any, kwargs: dict[str, Any], tag: str) -> Any:
-    """torch.compile of ``model`` as a compile of its own: Dynamo caches compiled graphs on the
-    code object it traces and, inlining nn.Modules, guards a second instance of the same class
-    by its type, so a second ``torch.compile(model2)`` with equal keywords would reuse the
-    first's graphs (and kernels). A fresh code object per compile keeps them apart."""
-    def step(*args: Any) -> Any:
-        return model(*args)
+_COMPILES = itertools.count()
+NOT_COMPILED_AGAIN = (
+    "under CUDA graphs each version needs its own compile, and the candidate's compile "
+    "reused the first one's graphs (seen with a graph break in the model: Dynamo keeps the "
+    "resumed frame's graph); the engine cannot time the two versions apart for this model "
+    "in this mode: the default or max-autotune-no-cudagraphs mode times them in one compile")
 
-    step.__code__ = step.__code__.replace(co_name=f"kernelopt_{tag.replace('-', '_')}")
-    return torch.compile(step, **kwargs)
+
+def compile_apart(torch: Any, model: Any, kwargs: dict[str, Any], tag: str) -> Any:
+    """torch.compile of ``model`` as a compile of its own. Dynamo caches compiled graphs on the
+    code objects it traces (the model's forward, and each frame after a graph break) and takes
+    two Inductor backends with equal settings for one, so a second compile of the same model
+    with the same keywords would reuse the first's graphs and kernels. Here each compile's
+    Inductor backend (the one torch.compile makes from these keywords) carries one setting
+    that differs and changes nothing (``trace.debug_dir``, read only when tracing is on), and
+    Dynamo compiles every graph again for it. Inductor also keeps the wrapper modules it loaded
+    by path, and a graph compiled again writes the same wrapper (the kernel swap happens when
+    the wrapper runs, not in its text): forgetting the loaded ones makes this compile's
+    wrappers run again, so their kernels reach the switch. Earlier compiles keep theirs."""
+    import torch._dynamo.config as dynamo_config
+    from torch._inductor.codecache import PyCodeCache
+
+    PyCodeCache.cache_clear()
+    # one compile per mode and version, each a cache entry on the same code objects
+    limit = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+    setattr(dynamo_config, limit, max(int(getattr(dynamo_config, limit)), 64))
+    backend = torch._TorchCompileInductorWrapper(kwargs.get("mode"), kwargs.get("options"),
+                                                 kwargs.get("dynamic"))
+    backend.apply_options({"trace.debug_dir": os.path.join(
+        tempfile.gettempdir(), f"kernelopt-{tag}-{os.getpid()}-{next(_COMPILES)}")})
+    return torch.compile(model, backend=backend, dynamic=kwargs.get("dynamic"),
+                         fullgraph=bool(kwargs.get("fullgraph", False)))
 
 
 class SideFailed(Exception):
@@ -315,6 +355,7 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
     begin = time.perf_counter()
     torch = prepare_process(device, cache_dir)
     captured = captured_sources(name, capture_source)
+    known = captured_kernels(capture_source)
     texts = {"baseline": baseline.read_text(), "candidate": candidate.read_text()}
     module = load_model_file(model_file)
     kwargs = compile_kwargs(module, mode)
@@ -322,18 +363,25 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
     inputs = [module.inputs(seed, device) for seed in PAIR_SEEDS]
     cuda = device.startswith("cuda")
     if graphs:  # each version its own switch and compile (its own recorded graphs)
-        switches = {label: KernelSwitch({name: {label: text}}, swap_kernel_source, captured)
+        switches = {label: KernelSwitch({name: {label: text}}, swap_kernel_source, captured,
+                                        known)
                     for label, text in texts.items()}
     else:
-        switches = {label: KernelSwitch({name: dict(texts)}, swap_kernel_source, captured)
+        switches = {label: KernelSwitch({name: dict(texts)}, swap_kernel_source, captured, known)
                     for label in ("baseline",)}
         switches["candidate"] = switches["baseline"]
     compiling = install(UniqueKernelNames(), switches["baseline"])
-    models = {"baseline": compile_apart(torch, build_model(module, device), kwargs, "baseline")}
+    model = build_model(module, device)  # one instance: each compile has its own backend
+    models = {"baseline": compile_apart(torch, model, kwargs, "baseline")}
 
     def outputs(label: str) -> list[list[Any]]:
         switches[label].select(label)
         try:
+            # under CUDA graphs the first calls warm up and record: the outputs compared are
+            # a later pass's, the graphs replayed
+            for _ in range(2 if graphs else 0):
+                for args in inputs:
+                    models[label](*args)
             return [flatten_outputs(models[label](*args)) for args in inputs]
         except VersionFailed as exc:
             raise SideFailed(exc.label, str(exc)) from exc
@@ -346,12 +394,14 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
             raise SideFailed("baseline", switches["baseline"].missing_reason())
         if graphs:
             compiling.names, compiling.switch = UniqueKernelNames(), switches["candidate"]
-            models["candidate"] = compile_apart(torch, build_model(module, device), kwargs,
-                                                "candidate")
+            compiling.seen = 0
+            models["candidate"] = compile_apart(torch, model, kwargs, "candidate")
         else:
             models["candidate"] = models["baseline"]
         compile_s = time.perf_counter() - begin
         got = outputs("candidate")
+        if graphs and not compiling.seen:  # not the candidate's doing: leaves matched
+            raise SideFailed("baseline", NOT_COMPILED_AGAIN)
         if switches["candidate"].missing():
             raise SideFailed("candidate", switches["candidate"].missing_reason())
         tol = model_tolerance(module)
@@ -409,6 +459,11 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 result = run_engine(ns.model_file, ns.kernel, ns.source, ns.device, ns.iters,
                                     ns.warmup, cache_dir, ns.compile_mode, ns.capture_source)
+    except CompileError as exc:  # the model file's COMPILE: neither side's doing
+        print(f"kernelopt-triton engine: {ns.model_file}: {exc}", file=sys.stderr)
+        print(json.dumps({"kernelopt_engine": 1, "engine_error": f"COMPILE: {exc}",
+                          "side": "baseline"}), flush=True)
+        return 2
     except SideFailed as exc:
         print(f"kernelopt-triton engine: the {exc.side}'s side failed: {exc}", file=sys.stderr)
         print(json.dumps({"kernelopt_engine": 1, "engine_error": str(exc)[-2000:],

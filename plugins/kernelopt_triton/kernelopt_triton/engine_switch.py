@@ -1,7 +1,8 @@
 """Several versions of an Inductor kernel compiled side by side in one process, switchable.
 
-The engine gate and the model comparison compile the model once and then choose, between
-calls, which version of a kernel the compiled model runs: Inductor's wrapper module calls
+The engine gate and the model comparison (without CUDA graphs) compile the model once and then
+choose, between calls, which version of a kernel the compiled model runs; under CUDA graphs each
+version is a compile of its own, each with one version (engine.compile_apart): Inductor's wrapper module calls
 ``NAME.run(...)`` on a module global, and ``AsyncCompile.triton`` (which makes that global) is
 wrapped so that kernel NAME becomes a ``SwitchedKernel``: every version is compiled from
 Inductor's own source with the version's ``@triton.jit`` function(s) and launch config swapped
@@ -91,14 +92,19 @@ class KernelSwitch:
 
     def __init__(self, versions: dict[str, dict[str, str | None]],
                  swap: Callable[[str, str, str], str],
-                 captured: dict[str, str] | None = None) -> None:
+                 captured: dict[str, str] | None = None,
+                 known: dict[str, str | None] | None = None) -> None:
         self.versions = versions
         self.swap = swap
         self.kernels: dict[str, SwitchedKernel] = {}
-        self.enabled = True  # off while another compile (max-autotune) must not be switched
+        self.enabled = True  # off: this switch swaps nothing (the kernels pass through)
         self.bodies = {name: jit_body(text, name) for name, text in (captured or {}).items()}
         self.found_as: dict[str, str] = {}  # captured name -> this compile's name, where other
         self.unlike: list[str] = []  # kernels that share a wanted name but not its code
+        # every captured kernel's code (``known``, the capture's kernels/): a kernel with a
+        # captured kernel's name and code is that kernel, never a same-code twin wanted under
+        # another name (the same code in two graphs: NAME and NAME_g1)
+        self.known = {**(known or {}), **self.bodies}
 
     def identify(self, kernel_name: str, source_code: str) -> str | None:
         """The name of the wanted kernel this one is (None: not wanted). By code where the
@@ -108,8 +114,8 @@ class KernelSwitch:
         if not self.bodies:
             return kernel_name if kernel_name in self.versions else None
         body = jit_body(source_code, kernel_name)
-        if body is not None and self.bodies.get(kernel_name) == body:
-            return kernel_name
+        if body is not None and self.known.get(kernel_name) == body:  # the captured kernel
+            return kernel_name if kernel_name in self.bodies else None
         if kernel_name in self.bodies:
             self.unlike.append(kernel_name)
         for name, wanted in self.bodies.items():
@@ -130,6 +136,9 @@ class KernelSwitch:
                 compiled[label] = compile_one(kernel_name, source)
             except Exception as exc:  # this version fails, the others still run
                 failed[label] = f"{type(exc).__name__}: {exc}"
+        if kernel_name in self.kernels:  # two of this compile's kernels taken for one
+            raise RuntimeError(f"two kernels of this compile are {kernel_name}: the capture's "
+                               "kernel is ambiguous here (capture again?)")
         self.kernels[kernel_name] = SwitchedKernel(kernel_name, compiled, failed)
         return self.kernels[kernel_name]
 
@@ -226,6 +235,7 @@ class Compiling:
     def __init__(self, names: UniqueKernelNames, switch: KernelSwitch | None = None) -> None:
         self.names = names
         self.switch = switch
+        self.seen = 0  # kernels this compile's wrapper modules asked for
 
 
 def install(names: UniqueKernelNames, switch: KernelSwitch | None = None) -> Compiling:
@@ -241,6 +251,7 @@ def install(names: UniqueKernelNames, switch: KernelSwitch | None = None) -> Com
         graph = wrapper_graph(sys._getframe(1))
         if graph is None:
             return original(self, kernel_name, source_code, *args, **kwargs)
+        now.seen += 1
         kernel_name, source_code = now.names.name(graph, kernel_name, source_code)
         wanted = now.switch.identify(kernel_name, source_code) if now.switch else None
         if now.switch is not None and wanted is not None:

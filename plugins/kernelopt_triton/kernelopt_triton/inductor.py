@@ -248,6 +248,9 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     graphs: the same kernels and configs, each launch seen by the profiler."""
     out = out.resolve()  # Inductor's module paths are absolute; the rename lookup compares them
     out.mkdir(parents=True, exist_ok=True)
+    # the wrappers found below are this compile's alone (the engine and the model check later
+    # compile into the same cache, for its configs)
+    shutil.rmtree(out / "cache", ignore_errors=True)
     _configure_env(out, device)
     import torch
 

@@ -25,6 +25,7 @@ baseline when there is none): the model check's line (kernelopt_core.model_check
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -34,9 +35,17 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_triton.compile_mode import MODES as COMPILE_MODES
-from kernelopt_triton.compile_mode import compile_kwargs, describe, label
+from kernelopt_triton.compile_mode import (
+    CompileError,
+    compile_kwargs,
+    describe,
+    label,
+    uses_cudagraphs,
+)
 from kernelopt_triton.engine import (
     ENGINE_SEED,
+    NOT_COMPILED_AGAIN,
+    captured_kernels,
     compare,
     compile_apart,
     flatten_outputs,
@@ -79,32 +88,56 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
     compiles: dict[str, dict[str, Any]] = {
         m: ({} if m == "default" else {"mode": m}) for m in modes if m in COMPILE_MODES}
     compiles.setdefault(baseline, own)  # the model's own compile is always timed
-    if "kernelopt" in modes and swaps:
+    winners = "kernelopt" in modes and bool(swaps)
+    # without CUDA graphs the winners are switched into the baseline's own compile (the rest
+    # of the model the same code); under CUDA graphs they are compiled in, a compile apart
+    shared = winners and not uses_cudagraphs(own)
+    if winners and not shared:
         compiles["kernelopt"] = own
+
+    def switch(labels: tuple[str, ...]) -> Any:
+        texts = {name: file.read_text() for name, file in swaps.items()}
+        return KernelSwitch(
+            {name: {label: (None if label == "inductor" else text) for label in labels}
+             for name, text in texts.items()}, swap_kernel_source,
+            {n: f.read_text() for n, f in (captured or {}).items()} or None,
+            captured_kernels(next(iter((captured or {}).values()), None)))
+
+    switched = None
+    selects: dict[str, Any] = {}
     with torch.no_grad():
         eager = build_model(module, device)
         outputs["eager"] = flatten_outputs(eager(*args))
         calls["eager"] = lambda: eager(*args)
         for mode, kwargs in compiles.items():
             compiling.names = UniqueKernelNames()  # each compile its own names
-            compiling.switch = None
+            compiling.switch, compiling.seen = None, 0
             if mode == "kernelopt":
-                compiling.switch = KernelSwitch(
-                    {name: {"kernelopt": file.read_text()} for name, file in swaps.items()},
-                    swap_kernel_source,
-                    {n: f.read_text() for n, f in (captured or {}).items()} or None)
+                compiling.switch = switched = switch(("kernelopt",))
+            elif shared and mode == baseline:
+                compiling.switch = switched = switch(("inductor", "kernelopt"))
+                switched.select("inductor")
             t0 = time.perf_counter()
-            compiled = compile_apart(torch, build_model(module, device), kwargs, mode)
+            compiled = compile_apart(torch, eager, kwargs, mode)  # its own backend, same weights
             for _ in range(3):  # CUDA graph trees record on a later call than the first
                 outputs[mode] = flatten_outputs(compiled(*args))
             compile_s[mode] = time.perf_counter() - t0
+            if mode == "kernelopt" and not compiling.seen:
+                raise RuntimeError(f"the winners' compile: {NOT_COMPILED_AGAIN}")
             if compiling.switch is not None and compiling.switch.missing():
                 raise RuntimeError(compiling.switch.missing_reason())
             calls[mode] = (lambda c: lambda: c(*args))(compiled)
-        identity = compiling.switch.identity() if compiling.switch is not None else None
-        labels = ["eager", *compiles]
-        times = interleaved(torch, {m: calls[m] for m in labels}, lambda m: None, cuda, rounds,
-                            windows, each_window=True)
+            if shared and mode == baseline and switched is not None:
+                switched.select("kernelopt")
+                outputs["kernelopt"] = flatten_outputs(compiled(*args))
+                calls["kernelopt"] = calls[mode]
+                selects = {mode: functools.partial(switched.select, "inductor"),
+                           "kernelopt": functools.partial(switched.select, "kernelopt")}
+        identity = switched.identity() if switched is not None else None
+        labels = ["eager", *compiles] + (["kernelopt"] if shared else [])
+        times = interleaved(torch, {m: calls[m] for m in labels},
+                            lambda m: selects.get(m, lambda: None)(), cuda, rounds, windows,
+                            each_window=True)
     result: dict[str, Any] = {"model": str(model_file), "device": device,
                               "torch": torch.__version__, "rounds": rounds,
                               "windows_per_round": windows, "tolerance": tol,
@@ -123,7 +156,7 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
     result["kernelopt"] = "kernelopt" if "kernelopt" in result["modes"] else baseline
     ours = result["modes"][result["kernelopt"]]["ms"]
     for versus in ("default", "max-autotune", "max-autotune-no-cudagraphs"):
-        if versus in result["modes"]:
+        if versus in result["modes"]:  # what kernelopt returns: the baseline without winners
             key = "kernelopt_vs_" + versus.replace("-", "_")
             result[key] = result["modes"][versus]["ms"] / ours
     return result
@@ -155,10 +188,15 @@ def main(argv: list[str] | None = None) -> int:
     modes = tuple(m.strip() for m in ns.modes.split(",") if m.strip())
     if unknown := set(modes) - set(MODES):
         raise SystemExit(f"--modes: unknown {sorted(unknown)}; choose from {', '.join(MODES)}")
-    with tempfile.TemporaryDirectory(prefix="kernelopt-compare-") as fresh:
-        result = compare_modes(ns.model_file, parse_swaps(ns.swap), modes, ns.device, ns.rounds,
-                               ns.windows, str(ns.cache_dir) if ns.cache_dir else fresh,
-                               ns.compile_mode, parse_swaps(ns.capture_source, "--capture-source"))
+    try:
+        with tempfile.TemporaryDirectory(prefix="kernelopt-compare-") as fresh:
+            result = compare_modes(
+                ns.model_file, parse_swaps(ns.swap), modes, ns.device, ns.rounds, ns.windows,
+                str(ns.cache_dir) if ns.cache_dir else fresh, ns.compile_mode,
+                parse_swaps(ns.capture_source, "--capture-source"))
+    except CompileError as exc:  # the model file's COMPILE
+        print(f"kernelopt-triton model_compare: {ns.model_file}: {exc}", file=sys.stderr)
+        return 2
     text = json.dumps(result, indent=1)
     if ns.out:
         ns.out.write_text(text + "\n")

@@ -173,8 +173,9 @@ class InductorBackend(TritonBackend):
         return args
 
     def engine_pair(self, target: Target, baseline: Tree, candidate: Tree) -> Command | None:
-        """Both versions of the kernel in one engine process: the model compiled once
-        (engine.py, pair mode), compiled as the capture was, with the capture's own Inductor
+        """Both versions of the kernel in one engine process (engine.py, pair mode: the model
+        compiled once, or once per version under CUDA graphs), compiled as the capture was,
+        with the capture's own Inductor
         cache, so every kernel not swapped runs the config the capture timed and Triton
         binaries and autotuning are reused between runs."""
         command = self.engine(target, candidate)

@@ -47,10 +47,20 @@ def test_the_files_compile_and_the_flag_over_it() -> None:
     ({"mode": "fastest"}, "compile mode 'fastest' is not one of"),
     ({"mode": "max-autotune", "options": {}}, "both mode and options"),
     (["max-autotune"], "COMPILE must be a dict"),
+    ({"options": "x"}, "options must be a dict of Inductor settings"),
+    ({"fullgraph": "yes"}, "fullgraph must be True, False or None"),
 ])
 def test_a_compile_torch_would_not_take_is_refused_with_why(given: object, words: str) -> None:
     with pytest.raises(CompileError, match=words.replace("(", r"\(")):
         compile_kwargs(module(COMPILE=given))
+
+
+def test_the_options_table_offers_the_modes_compile_mode_knows() -> None:
+    from kernelopt_triton.compile_mode import MODES
+    from kernelopt_triton.options import COMPILE_MODES
+
+    assert COMPILE_MODES == MODES
+    assert compile_kwargs(module(COMPILE={"mode": None, "fullgraph": True})) == {"fullgraph": True}
 
 
 def test_cuda_graph_compiles_and_their_graphless_twins() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,65 @@ def test_the_model_table_starts_from_the_users_compile(captured, tmp_path: Path)
     assert result["kernelopt_vs_max_autotune"] == pytest.approx(
         modes["max-autotune"]["ms"] / modes["kernelopt"]["ms"])
     assert result["identity"].startswith("by code: triton_poi_fused_moved_3 (named ")
+
+
+TWIN_GRAPHS = MODEL.replace(
+    "        return torch.sigmoid(x) * 2.0 + 1.0",
+    "        y = torch.sigmoid(x) * 2.0 + 1.0\n"
+    "        torch._dynamo.graph_break()\n"
+    "        return torch.sigmoid(y) * 2.0 + 1.0")
+
+
+@pytest.mark.slow
+def test_a_graph_break_with_twin_kernels_under_cuda_graph_modes(tmp_path: Path) -> None:
+    """The review's two cases at once: a graph break (each version's compile must compile
+    every graph again, not reuse the first compile's) and the same kernel code in both graphs
+    (NAME and NAME_g1: the one wanted is the one swapped, never its twin). Also the model
+    check of such a model, which compiles it once per mode."""
+    model = tmp_path / "twins.py"
+    model.write_text(TWIN_GRAPHS)
+    cap = tmp_path / "cap"
+    for args in (["capture", str(model), "--out", str(cap), "--device", "cpu"],
+                 ["generate", str(cap), "--top", "2"]):
+        proc = _child(["kernelopt_triton.inductor", *args], tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    ranked = [k["name"] for k in json.loads((cap / "kernels.json").read_text())["kernels"]]
+    names = sorted(ranked)
+    assert names[1] == names[0] + "_g1", names
+    twin = cap / "targets" / f"{names[1]}.py"
+    # --top 1 where the first kernel does not stand alone (as max-autotune's GEMM templates,
+    # launched on a FixedGrid): it is skipped, said so, and the next one is generated
+    other = tmp_path / "cap-fixed"
+    shutil.copytree(cap, other, ignore=shutil.ignore_patterns("targets"))
+    first = other / "kernels" / f"{ranked[0]}.py"
+    first.write_text(first.read_text().replace("Grid1D", "FixedGrid"))
+    proc = _child(["kernelopt_triton.inductor", "generate", str(other), "--top", "1"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    skipped = json.loads((other / "targets" / "skipped.json").read_text())
+    assert list(skipped) == [ranked[0]] and "FixedGrid" in skipped[ranked[0]]
+    assert (other / "targets" / f"{ranked[1]}.py").is_file()
+    assert not (other / "targets" / f"{ranked[0]}.py").exists()
+    slower = re.sub(r"XBLOCK=\d+", "XBLOCK=16", twin.read_text(), count=1)
+    source = cap / "kernels" / f"{names[1]}.py"
+    code, line, stderr = _pair((model, twin, names[1]), slower, tmp_path, "--capture-source",
+                               str(source))
+    assert code == 0 and line["match"] is True, (line, stderr[-2000:])
+    assert line["identity"] == "by code, same names"
+    assert all(c > 1.3 * b for b, c in zip(line["baseline_ms"], line["candidate_ms"], strict=True))
+    # under CUDA graph modes each version is its own compile: every graph compiled again
+    code, line, stderr = _pair((model, twin, names[1]), slower, tmp_path, "--compile-mode",
+                               "reduce-overhead", "--capture-source", str(source))
+    assert code == 0 and line["match"] is True, (line, stderr[-2000:])
+    assert line["identity"] == "by code, same names"
+    assert all(c > 1.3 * b for b, c in zip(line["baseline_ms"], line["candidate_ms"], strict=True))
+    proc = _child(["kernelopt_triton.model_compare", str(model), "--device", "cpu",
+                   "--swap", f"{names[1]}={tmp_path / f'{names[1]}.py'}",
+                   "--capture-source", f"{names[1]}={source}", "--modes",
+                   "eager,default,kernelopt", "--compile-mode", "reduce-overhead",
+                   "--rounds", "1", "--windows", "2",
+                   "--cache-dir", str(cap / "cache")], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["identity"] == "by code, same names"
+    assert all(m["match_eager"] for m in result["modes"].values())
+    assert result["modes"]["kernelopt"]["ms"] > 1.3 * result["modes"]["reduce-overhead"]["ms"]
