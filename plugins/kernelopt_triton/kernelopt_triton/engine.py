@@ -195,19 +195,12 @@ def prepare_process(device: str, cache_dir: str) -> Any:
     return torch
 
 
-def captured_sources(name: str, capture_source: Path | None) -> dict[str, str] | None:
-    return {name: capture_source.read_text()} if capture_source is not None else None
+def captured_code(name: str, capture_source: Path | None) -> Any:
+    """The capture's code of kernel ``name`` and its neighbours (engine_switch.CapturedCode),
+    or None: the kernel found by name."""
+    from kernelopt_triton.engine_switch import CapturedCode
 
-
-def captured_kernels(capture_source: Path | None) -> dict[str, str | None] | None:
-    """The code of every kernel of the capture (the folder of ``--capture-source``): a kernel
-    that has a captured kernel's name and code is that one (engine_switch.KernelSwitch)."""
-    if capture_source is None:
-        return None
-    from kernelopt_triton.engine_switch import jit_body
-
-    return {f.stem: jit_body(f.read_text(errors="replace"), f.stem)
-            for f in sorted(capture_source.parent.glob("*.py"))}
+    return CapturedCode({name: capture_source}) if capture_source is not None else None
 
 
 def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
@@ -216,7 +209,7 @@ def run_engine(model_file: Path, name: str, source: Path, device: str, iters: in
     from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, install
 
     switch = KernelSwitch({name: {"candidate": source.read_text()}}, swap_kernel_source,
-                          captured_sources(name, capture_source), captured_kernels(capture_source))
+                          captured_code(name, capture_source))
     install(UniqueKernelNames(), switch)  # the capture's names, then the swap
     module = load_model_file(model_file)
     model = build_model(module, device)
@@ -354,8 +347,7 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
 
     begin = time.perf_counter()
     torch = prepare_process(device, cache_dir)
-    captured = captured_sources(name, capture_source)
-    known = captured_kernels(capture_source)
+    captured = captured_code(name, capture_source)
     texts = {"baseline": baseline.read_text(), "candidate": candidate.read_text()}
     module = load_model_file(model_file)
     kwargs = compile_kwargs(module, mode)
@@ -363,13 +355,11 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
     inputs = [module.inputs(seed, device) for seed in PAIR_SEEDS]
     cuda = device.startswith("cuda")
     if graphs:  # each version its own switch and compile (its own recorded graphs)
-        switches = {label: KernelSwitch({name: {label: text}}, swap_kernel_source, captured,
-                                        known)
+        switches = {label: KernelSwitch({name: {label: text}}, swap_kernel_source, captured)
                     for label, text in texts.items()}
     else:
-        switches = {label: KernelSwitch({name: dict(texts)}, swap_kernel_source, captured, known)
-                    for label in ("baseline",)}
-        switches["candidate"] = switches["baseline"]
+        one = KernelSwitch({name: dict(texts)}, swap_kernel_source, captured)
+        switches = {"baseline": one, "candidate": one}
     compiling = install(UniqueKernelNames(), switches["baseline"])
     model = build_model(module, device)  # one instance: each compile has its own backend
     models = {"baseline": compile_apart(torch, model, kwargs, "baseline")}

@@ -85,32 +85,43 @@ def jit_body(source: str, name: str) -> str | None:
     return re.sub(rf"\b{re.escape(name)}\b", "KERNEL", text)
 
 
+class CapturedCode:
+    """The capture's code of the kernels a switch wants (``wanted``: name -> its
+    ``@triton.jit`` function, jit_body) and of every kernel captured beside them (``known``,
+    the files' folders, the capture's kernels/): a kernel with a captured kernel's name and
+    code is that kernel, never a same-code twin wanted under another name (the same code in
+    two graphs: NAME and NAME_g1). Read once a process, shared by its switches."""
+
+    def __init__(self, files: dict[str, Path]) -> None:
+        self.wanted = {name: jit_body(file.read_text(errors="replace"), name)
+                       for name, file in files.items()}
+        self.known: dict[str, str | None] = {}
+        for folder in sorted({file.parent for file in files.values()}):
+            for file in sorted(folder.glob("*.py")):
+                self.known.setdefault(file.stem, jit_body(file.read_text(errors="replace"),
+                                                          file.stem))
+        self.known.update(self.wanted)
+
+
 class KernelSwitch:
     """``versions``: kernel name -> {label: candidate file text, or None for Inductor's own}.
-    ``captured``: kernel name -> the capture's source of it (kernels/NAME.py): the kernel is
-    then found by its code (module doc)."""
+    ``captured``: the capture's code of those kernels: each is then found by its code (module
+    doc); None: by name."""
 
     def __init__(self, versions: dict[str, dict[str, str | None]],
                  swap: Callable[[str, str, str], str],
-                 captured: dict[str, str] | None = None,
-                 known: dict[str, str | None] | None = None) -> None:
+                 captured: CapturedCode | None = None) -> None:
         self.versions = versions
         self.swap = swap
         self.kernels: dict[str, SwitchedKernel] = {}
-        self.enabled = True  # off: this switch swaps nothing (the kernels pass through)
-        self.bodies = {name: jit_body(text, name) for name, text in (captured or {}).items()}
+        self.bodies = captured.wanted if captured else {}
+        self.known = captured.known if captured else {}
         self.found_as: dict[str, str] = {}  # captured name -> this compile's name, where other
         self.unlike: list[str] = []  # kernels that share a wanted name but not its code
-        # every captured kernel's code (``known``, the capture's kernels/): a kernel with a
-        # captured kernel's name and code is that kernel, never a same-code twin wanted under
-        # another name (the same code in two graphs: NAME and NAME_g1)
-        self.known = {**(known or {}), **self.bodies}
 
     def identify(self, kernel_name: str, source_code: str) -> str | None:
         """The name of the wanted kernel this one is (None: not wanted). By code where the
         capture's source is known, preferring the same name; else by name."""
-        if not self.enabled:
-            return None
         if not self.bodies:
             return kernel_name if kernel_name in self.versions else None
         body = jit_body(source_code, kernel_name)
@@ -191,19 +202,16 @@ class UniqueKernelNames:
     and calls it ``NAME_g{k}`` in the k-th other graph (the function, its metadata and so what
     the profiler reports). Graphs compile in the order the model runs them, so the capture and
     every later engine run of the same model give the same names. ``renamed``: (wrapper module
-    file, Inductor's name) -> the name given. ``enabled`` False: names are left alone (another
-    compile of the model in the same process, e.g. max-autotune's, must not take names first).
+    file, Inductor's name) -> the name given. A process that compiles the model several times
+    gives each compile its own (``Compiling``).
     """
 
     def __init__(self) -> None:
         self.graphs: dict[str, list[str]] = {}  # Inductor's name -> wrapper modules, in order
         self.renamed: dict[tuple[str, str], str] = {}
-        self.enabled = True
 
     def name(self, graph: str, kernel_name: str, source_code: str) -> tuple[str, str]:
         """The kernel's name in this graph, and its source under that name."""
-        if not self.enabled:
-            return kernel_name, source_code
         owners = self.graphs.setdefault(kernel_name, [])
         if graph not in owners:
             owners.append(graph)

@@ -45,7 +45,6 @@ from kernelopt_triton.compile_mode import (
 from kernelopt_triton.engine import (
     ENGINE_SEED,
     NOT_COMPILED_AGAIN,
-    captured_kernels,
     compare,
     compile_apart,
     flatten_outputs,
@@ -72,7 +71,12 @@ def parse_swaps(items: list[str], what: str = "--swap") -> dict[str, Path]:
 def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ...], device: str,
                   rounds: int, windows: int, cache_dir: str, compile_mode: str | None = None,
                   captured: dict[str, Path] | None = None) -> dict[str, Any]:
-    from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, install
+    from kernelopt_triton.engine_switch import (
+        CapturedCode,
+        KernelSwitch,
+        UniqueKernelNames,
+        install,
+    )
 
     torch = prepare_process(device, cache_dir)
     compiling = install(UniqueKernelNames())  # no switch but for the kernelopt compile
@@ -95,13 +99,12 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
     if winners and not shared:
         compiles["kernelopt"] = own
 
+    code = CapturedCode(captured) if captured else None  # read once, for either switch
+
     def switch(labels: tuple[str, ...]) -> Any:
-        texts = {name: file.read_text() for name, file in swaps.items()}
-        return KernelSwitch(
-            {name: {label: (None if label == "inductor" else text) for label in labels}
-             for name, text in texts.items()}, swap_kernel_source,
-            {n: f.read_text() for n, f in (captured or {}).items()} or None,
-            captured_kernels(next(iter((captured or {}).values()), None)))
+        return KernelSwitch({name: {label: (None if label == "inductor" else file.read_text())
+                                    for label in labels} for name, file in swaps.items()},
+                            swap_kernel_source, code)
 
     switched = None
     selects: dict[str, Any] = {}

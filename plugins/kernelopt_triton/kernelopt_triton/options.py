@@ -6,9 +6,7 @@ from __future__ import annotations
 import attrs
 
 from kernelopt_core.api import option, option_table
-
-# compile_mode.MODES (kept here too: this module must not import the plugin's other modules)
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+from kernelopt_triton.compile_mode import MODES as COMPILE_MODES
 
 
 @option_table("triton")
