@@ -4,6 +4,11 @@
 #   bash bench/h200_modes.sh identity MODEL [TOP]      capture (default compile), then the
 #        engine's pair mode, baseline against itself, for each of the top TOP kernels (2): the
 #        kernel found, by code, and the A/A band of the whole model
+#   bash bench/h200_modes.sh swapcheck MODEL MODE [TOP]   capture in MODE, the top TOP (1)
+#        standalone kernels through the engine's pair mode in MODE twice: A/A (the baseline's
+#        file against itself) and a slowed candidate (XBLOCK=16, a template's 16x16 tiles), which must show the model
+#        slower (the swap took effect, CUDA graphs included); the capture's Triton templates
+#        (kernels/triton_tem_*.py) are kept beside
 #   bash bench/h200_modes.sh campaign MODEL MODE [TOP]   `kernelopt campaign MODEL --top TOP
 #        --compile-mode MODE` (1), its folder and its model check (model_compare.json)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
@@ -32,6 +37,26 @@ case "$part" in
         --baseline-source "$t" --capture-source "$cap/kernels/$k.py" --cache-dir "$cap/cache" \
         > "$OUT/$m-engine-$k.log" 2>&1
       say "$k engine A/A: exit $?"; tail -1 "$OUT/$m-engine-$k.log" | cut -c1-600
+    done ;;
+  swapcheck)
+    mode=$3; cap=/tmp/cap-$m-$mode; rm -rf "$cap"
+    timeout 300 python3 -m kernelopt_triton.inductor capture "$model" --out "$cap" \
+      --compile-mode "$mode" > "$OUT/$m-$mode-capture.log" 2>&1
+    say "$m capture ($mode): exit $?"
+    timeout 60 python3 -m kernelopt_triton.inductor generate "$cap" --top "${4:-1}" >> "$OUT/$m-$mode-capture.log" 2>&1
+    cp "$cap/ranking.txt" "$OUT/$m-$mode-ranking.txt"; cp "$cap/kernels.json" "$OUT/$m-$mode-kernels.json"
+    mkdir -p "$OUT/$m-$mode-templates"; cp "$cap"/kernels/triton_tem_*.py "$OUT/$m-$mode-templates/" 2>/dev/null
+    for t in "$cap"/targets/*.py; do
+      k=$(basename "$t" .py); case "$k" in *_orig) continue ;; esac
+      # slowed: XBLOCK=16, or a GEMM template's 16x16 tiles (its grid must follow)
+      python3 -c 'import re,sys; s=open(sys.argv[1]).read(); s=re.sub(r"XBLOCK=\d+", "XBLOCK=16", s, count=1); s=re.sub(r"(BLOCK_[MN]: tl.constexpr = )\d+", r"\g<1>16", s); open(sys.argv[2],"w").write(s)' "$t" "/tmp/slow-$k.py"
+      for side in aa slow; do
+        src=$t; [ $side = slow ] && src=/tmp/slow-$k.py
+        timeout 240 python3 -m kernelopt_triton.engine "$model" --kernel "$k" --source "$src" \
+          --baseline-source "$t" --capture-source "$cap/kernels/$k.py" --cache-dir "$cap/cache" \
+          --compile-mode "$mode" --rounds 8 > "$OUT/$m-$mode-engine-$side-$k.log" 2>&1
+        say "$k engine $side ($mode): exit $?"; tail -1 "$OUT/$m-$mode-engine-$side-$k.log" | cut -c1-700
+      done
     done ;;
   campaign)
     mode=$3; name=$m-$mode-$(date +%H%M%S)

@@ -68,6 +68,7 @@ from kernelopt_triton.inductor import (
     model_prerequisite_error,
     model_tolerance,
 )
+from kernelopt_triton.inductor_template import inductor_form
 
 ENGINE_SEED = 20240917  # fixed inputs: baseline and candidate see the same data
 # after a compile or idle the H200's clocks ramp for ~0.2 s (FACTS.md); a window of ~20 ms of
@@ -121,7 +122,15 @@ def swap_kernel_source(inductor_source: str, candidate_text: str, name: str) -> 
     decorator: list[str] = []
     if heur is not None:
         kws = {k.arg: ast.get_source_segment(inductor_source, k.value) for k in heur.keywords}
-        if config:
+        if ast.unparse(heur.func) == "triton_heuristics.template":
+            # a GEMM template: its meta parameters back in its body, num_warps/num_stages in
+            # its own decorator (inductor_template.py); the grid follows in engine_switch
+            funcs[-1] = inductor_form(funcs[-1], name, tuple(a.arg for a in fn.args.args))
+            kws.update({k: str(v) for k, v in config.items() if k in ("num_warps", "num_stages")})
+            decorator = ["@triton_heuristics.template("]
+            decorator += [f"    {k}={v}," for k, v in kws.items() if k]
+            decorator.append(")")
+        elif config:
             decorator = [
                 "@triton_heuristics.fixed_config(",
                 f"    config={config!r},",

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernelopt_triton.inductor_template import tile_programs
+
 
 class VersionFailed(Exception):
     """One version of a kernel did not compile (or its swap did not apply)."""
@@ -40,10 +42,15 @@ class VersionFailed(Exception):
 class SwitchedKernel:
     """The object the compiled model calls for one kernel: forwards to the selected version."""
 
-    def __init__(self, name: str, compiled: dict[str, Any], failed: dict[str, str]) -> None:
+    def __init__(self, name: str, compiled: dict[str, Any], failed: dict[str, str],
+                 grid_x: dict[str, int] | None = None) -> None:
         self._name = name
         self._compiled = compiled  # label -> CachingAutotuner or a future of one
         self._failed = failed
+        # label -> the x size of a template version's tile grid: the wrapper passes the grid
+        # of the captured tiles as run's last three arguments (FixedGrid), a candidate with
+        # other BLOCK_M/BLOCK_N needs its own
+        self._grid_x = grid_x or {}
         self._resolved: dict[str, Any] = {}
         self.active = next(iter(compiled)) if compiled else next(iter(failed))
 
@@ -63,6 +70,9 @@ class SwitchedKernel:
         return self._resolved[label]
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
+        x = self._grid_x.get(self.active)
+        if x is not None:
+            args = (*args[:-3], x, *args[-2:])
         return self.kernel().run(*args, **kwargs)
 
     def __getattr__(self, item: str) -> Any:
@@ -141,16 +151,19 @@ class KernelSwitch:
         own AsyncCompile.triton), behind one switched kernel."""
         compiled: dict[str, Any] = {}
         failed: dict[str, str] = {}
+        grid_x: dict[str, int] = {}
         for label, text in self.versions[kernel_name].items():
             try:
                 source = source_code if text is None else self.swap(source_code, text, kernel_name)
+                if text is not None and (x := tile_programs(source, kernel_name)) is not None:
+                    grid_x[label] = x
                 compiled[label] = compile_one(kernel_name, source)
             except Exception as exc:  # this version fails, the others still run
                 failed[label] = f"{type(exc).__name__}: {exc}"
         if kernel_name in self.kernels:  # two of this compile's kernels taken for one
             raise RuntimeError(f"two kernels of this compile are {kernel_name}: the capture's "
                                "kernel is ambiguous here (capture again?)")
-        self.kernels[kernel_name] = SwitchedKernel(kernel_name, compiled, failed)
+        self.kernels[kernel_name] = SwitchedKernel(kernel_name, compiled, failed, grid_x)
         return self.kernels[kernel_name]
 
     def select(self, label: str) -> None:

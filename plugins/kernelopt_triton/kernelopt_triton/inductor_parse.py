@@ -76,6 +76,11 @@ class KernelSource:
     jit_source: str  # "@triton.jit\ndef NAME(...):\n    ..." with the heuristics decorator removed
     args: tuple[ArgSpec, ...]  # from get_args(), empty when benchmark_kernel was off
     num_gb: float | None
+    # get_args()'s values beyond the parameters: a template's FixedGrid (x, y, z), else ()
+    fixed_grid: tuple[int, ...] = ()
+    flops: int | None = None  # inductor_meta's kernel_flop (templates, benchmark_kernel on)
+    # int keywords of the heuristics decorator (a template's num_warps and num_stages)
+    decorator_ints: dict[str, int] = attrs.field(factory=dict)
 
     @property
     def grid_type(self) -> str:
@@ -156,10 +161,11 @@ def _dict_entries(node: ast.AST) -> dict[str, ast.AST]:
             if isinstance(k, ast.Constant) and isinstance(k.value, str)}
 
 
-def _parse_get_args(tree: ast.Module, runtime_params: list[str]) -> tuple[ArgSpec, ...]:
+def _get_args_returns(tree: ast.Module) -> tuple[dict[str, ast.AST], list[str]] | None:
+    """get_args()'s assignments and the names (or literals) it returns, in order."""
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_args"), None)
     if fn is None:
-        return ()
+        return None
     values: dict[str, ast.AST] = {}
     order: list[str] = []
     for stmt in fn.body:
@@ -168,6 +174,30 @@ def _parse_get_args(tree: ast.Module, runtime_params: list[str]) -> tuple[ArgSpe
         elif isinstance(stmt, ast.Return) and stmt.value is not None:
             elts = stmt.value.elts if isinstance(stmt.value, ast.Tuple) else [stmt.value]
             order = [ast.unparse(e) for e in elts]
+    return values, order
+
+
+def _get_args_tail(tree: ast.Module, runtime_params: list[str]) -> tuple[int, ...]:
+    """The int values get_args() returns beyond the kernel's parameters (a FixedGrid)."""
+    found = _get_args_returns(tree)
+    if found is None:
+        return ()
+    values, order = found
+    tail = []
+    for expr in order[len(runtime_params):]:
+        node = values.get(expr, ast.parse(expr, mode="eval").body)
+        lit = _literal(node)
+        if not isinstance(lit, int):
+            return ()
+        tail.append(lit)
+    return tuple(tail)
+
+
+def _parse_get_args(tree: ast.Module, runtime_params: list[str]) -> tuple[ArgSpec, ...]:
+    found = _get_args_returns(tree)
+    if found is None:
+        return ()
+    values, order = found
     specs: list[ArgSpec] = []
     for param, expr in zip(runtime_params, order, strict=False):
         node = values.get(expr)
@@ -204,6 +234,7 @@ def parse_kernel_source(source: str, name: str | None = None) -> KernelSource:
     size_hints: dict[str, Any] = {}
     signature: dict[str, Any] = {}
     meta: dict[str, Any] = {}
+    decorator_ints: dict[str, int] = {}
     for dec in fn.decorator_list:
         if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)):
             continue
@@ -211,6 +242,8 @@ def parse_kernel_source(source: str, name: str | None = None) -> KernelSource:
             continue
         heuristic = dec.func.attr
         kws = {k.arg: k.value for k in dec.keywords}
+        decorator_ints = {k: v.value for k, v in kws.items()
+                          if k and isinstance(v, ast.Constant) and type(v.value) is int}
         size_hints = _literal(kws["size_hints"]) or {} if "size_hints" in kws else {}
         sig_node = _dict_entries(kws.get("triton_meta", ast.Dict([], []))).get("signature")
         signature = _literal(sig_node) or {} if sig_node is not None else {}
@@ -243,6 +276,9 @@ def parse_kernel_source(source: str, name: str | None = None) -> KernelSource:
         inductor_meta=meta, params=params, constexprs=constexprs, imports=imports,
         jit_source=jit_source, args=_parse_get_args(tree, runtime),
         num_gb=float(num_gb) if num_gb is not None else None,
+        fixed_grid=_get_args_tail(tree, runtime) if meta.get("grid_type") == "FixedGrid" else (),
+        decorator_ints=decorator_ints,
+        flops=int(meta["kernel_flop"]) if isinstance(meta.get("kernel_flop"), (int, float)) else None,
     )
 
 

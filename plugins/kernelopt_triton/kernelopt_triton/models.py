@@ -33,6 +33,7 @@ from kernelopt_triton import inductor_rules
 from kernelopt_triton.backend import TritonBackend, require_prerequisites
 from kernelopt_triton.compile_mode import describe
 from kernelopt_triton.inductor_parse import parse_kernel_source
+from kernelopt_triton.inductor_template import parse_template
 from kernelopt_triton.options import TritonOptions
 
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
@@ -140,8 +141,10 @@ class InductorBackend(TritonBackend):
         if source.is_file():  # Inductor's own limits on the launch knobs (inductor_rules.py)
             ks = parse_kernel_source(source.read_text(encoding="utf-8"), kernel["name"])
             baseline = current_values(target.knobs, {file.name: file.read_bytes()})
+            hints = (parse_template(ks.jit_source, ks.name).sizes if ks.heuristic == "template"
+                     else ks.size_hints)
             target = attrs.evolve(target, knobs=inductor_rules.constrain(
-                target.knobs, ks.heuristic, ks.size_hints, baseline))
+                target.knobs, ks.heuristic, hints, baseline))
         return attrs.evolve(target, context=context,
                             time_share=kernel.get("share"), data=data,
                             name=f"{model.stem}-{kernel['name']}")

@@ -49,3 +49,17 @@ def test_a_persistent_reductions_launch_loses_its_thread_rule() -> None:
     assert threads_fit(out)({"XBLOCK@k": "1", "num_warps@k": "8"})
     looped = constrain(knobs, "reduction", {"x": 8, "r0_": 2048}, {})
     assert [k.geometry for k in looped] == ["elements", "elements", "warps"]
+
+
+def test_a_gemm_templates_tiles_stay_within_inductors_mm_configs_and_its_problem() -> None:
+    """BLOCK_M/N/K from tl.dot's 16 to 256 and the problem's side (M=4096, N=48 -> 64, K=1024);
+    num_stages pipelines the loop over K; GROUP_M is left as found."""
+    knobs = (knob("BLOCK_M", BLOCKS), knob("BLOCK_N", BLOCKS), knob("BLOCK_K", BLOCKS),
+             knob("GROUP_M", ("1", "2", "4", "8", "16")), knob("num_stages", ("1", "2", "3")))
+    out = {k.name: k.values for k in constrain(knobs, "template", {"M": 4096, "N": 48, "K": 1024},
+                                               {"BLOCK_M@k": "128"})}
+    assert out["BLOCK_M@k"] == BLOCKS[:5]  # 16 .. 256
+    assert out["BLOCK_N@k"] == ("16", "32", "64")
+    assert out["BLOCK_K@k"] == BLOCKS[:5]
+    assert out["GROUP_M@k"] == ("1", "2", "4", "8", "16")
+    assert out["num_stages@k"] == ("1", "2", "3")
