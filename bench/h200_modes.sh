@@ -9,6 +9,9 @@
 #        file against itself) and a slowed candidate (XBLOCK=16, a template's 16x16 tiles), which must show the model
 #        slower (the swap took effect, CUDA graphs included); the capture's Triton templates
 #        (kernels/triton_tem_*.py) are kept beside
+#   bash bench/h200_modes.sh template MODEL MODE   the capture `kernelopt run` makes in MODE, then
+#        `kernelopt run MODEL --kernel T --compile-mode MODE` for its largest GEMM template T
+#        (the tuner on the template's tiles, the gates, the engine, the model check)
 #   bash bench/h200_modes.sh campaign MODEL MODE [TOP]   `kernelopt campaign MODEL --top TOP
 #        --compile-mode MODE` (1), its folder and its model check (model_compare.json)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
@@ -58,6 +61,21 @@ case "$part" in
         say "$k engine $side ($mode): exit $?"; tail -1 "$OUT/$m-$mode-engine-$side-$k.log" | cut -c1-700
       done
     done ;;
+  template)
+    mode=$3; digest=$(sha256sum "$model" | cut -c1-12)
+    cap=$KERNELOPT_HOME/work/inductor-$m-$digest-$mode
+    [ -f "$cap/kernels.json" ] || timeout 300 python3 -m kernelopt_triton.inductor capture \
+      "$(realpath "$model")" --out "$cap" --compile-mode "$mode" > "$OUT/$m-$mode-capture.log" 2>&1
+    cp "$cap/ranking.txt" "$OUT/$m-$mode-ranking.txt"; cp "$cap/kernels.json" "$OUT/$m-$mode-kernels.json"
+    mkdir -p "$OUT/$m-$mode-templates"; cp "$cap"/kernels/triton_tem_*.py "$OUT/$m-$mode-templates/" 2>/dev/null
+    k=$(python3 -c 'import json,sys; print(next((k["name"] for k in json.load(open(sys.argv[1]))["kernels"] if k["name"].startswith("triton_tem_")), ""))' "$cap/kernels.json")
+    say "$m capture ($mode): largest template ${k:-none}"
+    [ -n "$k" ] || exit 0
+    timeout --signal=INT --kill-after=15 "${RUN_LIMIT:-420}" kernelopt run "$model" --kernel "$k" \
+      --compile-mode "$mode" ${RUN_ARGS:-} > "$OUT/$m-$mode-template-run.log" 2>&1
+    say "$k run: exit $?"; tail -25 "$OUT/$m-$mode-template-run.log" | cut -c1-400
+    save_run "$m-$mode-template-run"
+    cp "$cap"/targets/"$k"*.py "$OUT/$m-$mode-templates/" 2>/dev/null ;;
   campaign)
     mode=$3; name=$m-$mode-$(date +%H%M%S)
     timeout --signal=INT --kill-after=15 "${RUN_LIMIT:-480}" kernelopt campaign "$model" \
