@@ -59,6 +59,7 @@ from kernelopt_core.errors import (
     BudgetExhausted,
     KerneloptError,
     PlannerError,
+    PluginError,
     PrerequisiteError,
     UsageError,
 )
@@ -129,7 +130,7 @@ __all__ = [
     "KernelProfile", "MetricColumn", "ncu_kernels", "RecordedProfile", "last_profile",
     # errors and exit codes
     "KerneloptError", "UsageError", "PrerequisiteError", "BenchParseError", "BenchFailed",
-    "PlannerError",
+    "PlannerError", "PluginError",
     "BudgetExhausted", "EXIT_OPTIMIZED", "EXIT_NO_WIN", "EXIT_USAGE", "EXIT_PREREQUISITE",
     "EXIT_INTERNAL",
     # the backend kit

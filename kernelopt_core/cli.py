@@ -132,6 +132,9 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
 
     resolved = entry.resolve(path, given(ctx, flags, forced), host_of(ctx))
     targets = resolved.targets
+    for info in resolved.host.plugin_infos():  # a plugin left out must not go unnoticed
+        if info.error:
+            ui.note(f"{info.label} is not loaded: {info.error} (`kernelopt plugins`)")
     for preface in dict.fromkeys(t.preface for t in targets if t.preface):
         ui.echo(preface.rstrip("\n"))
     shown: list[Any] = []  # the running target's view
@@ -150,7 +153,7 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
             results.append(result)
             ui.summary(result.summary, str(result.run_dir))
             if result.summary.get("error"):
-                ui.error(result.summary["error"], result.exit_code)
+                ui.error(result.summary["error"], result.exit_code, result.summary.get("error_kind"))
                 if result.exit_code == EXIT_INTERNAL:
                     ui.note(f"this is a bug in kernelopt; the traceback is in {result.run_dir}/error.log")
     finally:
@@ -364,7 +367,7 @@ def main() -> None:
         ui.error("interrupted", EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
     except KerneloptError as exc:
-        ui.error(str(exc), exc.exit_code)
+        ui.error(str(exc), exc.exit_code, type(exc).__name__)
         sys.exit(exc.exit_code)
     except Exception as exc:
         from kernelopt_core.crash import report_crash

@@ -16,7 +16,8 @@ def report_crash(exc: BaseException, host: PluginHost | None) -> int:
     text = "".join(traceback.format_exception(exc))
     plugin = host.at_fault(exc) if host is not None else None
     if plugin is not None:
-        ui.error(f"{text}{plugin.label} raised {type(exc).__name__}: {exc}", EXIT_PREREQUISITE)
+        ui.error(f"{text}{plugin.label} raised {type(exc).__name__}: {exc}", EXIT_PREREQUISITE,
+                 "plugin")
         ui.note("a fault of that plugin, not of kernelopt: report it to its authors, or disable "
                 f"it with KERNELOPT_DISABLE_PLUGINS={plugin.name}")
         return EXIT_PREREQUISITE

@@ -9,6 +9,7 @@ both go through here; the CLI adds only what it prints.
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from kernelopt_core import discovery, model_check
 from kernelopt_core import settings as settings_mod
 from kernelopt_core.errors import EXIT_INTERRUPTED, EXIT_PREREQUISITE, UsageError
 from kernelopt_core.hookspecs import Backend
+from kernelopt_core.plugin_checks import returned
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
@@ -57,13 +59,29 @@ def resolve(path: Path, given: dict[str, Any], host: PluginHost | None = None) -
     path = path.resolve()
     backend, path, focus, settings = discovery.locate(
         host, path, lambda toml: settings_mod.load(toml, given, tables=tuple(host.option_tables())))
-    targets = discovery.choose_targets(backend.discover(path, settings), settings.target, path)
+    targets = discovery.choose_targets(
+        returned(backend, "discover", backend.discover(path, settings)), settings.target, path)
     if focus is not None:
         targets = discovery.focus_targets(targets, focus, path)
     if settings.run_id and len(targets) > 1:
         raise UsageError(f"--run-id names one run, but {path} has {len(targets)} targets",
                          hint="pick one with --target, or leave --run-id out")
     return Resolved(host, backend, tuple(targets), settings)
+
+
+def _known_settings(given: dict[str, Any], host: PluginHost) -> None:
+    """api.run's keywords are the run's flag names; a misspelled one must not be ignored."""
+    from kernelopt_core.options import option_keys
+
+    known = {*settings_mod.FIELDS, "option", *option_keys(host.option_tables(), settings_mod.FIELDS).values()}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        guesses = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}
+        raise UsageError(
+            "unknown setting " + ", ".join(f"{k!r}" + (f" (did you mean {g[0]!r}?)" if g else "")
+                                           for k, g in guesses.items()),
+            hint="api.run takes the flags of `kernelopt run` by name, e.g. iterations=3 "
+                 "(`kernelopt run --help`; a plugin's options: `kernelopt plugins`)")
 
 
 def run_each(resolved: Resolved, listeners: Callable[[Target], Sequence[Callable[..., Any]]],
@@ -110,6 +128,8 @@ def run(path: str | Path, *, host: PluginHost | None = None, **given: Any) -> li
     environment as the CLI merges them. Each target's result, in the order they ran; the
     model check, where it applies, is journaled in each run. Bad input raises the same errors
     the CLI exits 2 or 3 with (``UsageError``, ``PrerequisiteError``)."""
+    host = host or PluginHost()
+    _known_settings(given, host)
     resolved = resolve(Path(path), {k: v for k, v in given.items() if v is not None}, host)
     results = list(run_each(resolved, lambda target: (), argv=["kernelopt_core.api.run"]))
     check_model(resolved, results)

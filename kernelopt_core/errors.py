@@ -36,6 +36,13 @@ class PrerequisiteError(KerneloptError):
     exit_code = EXIT_PREREQUISITE
 
 
+class PluginError(KerneloptError):
+    """A third-party plugin broke its contract (a hook returned the wrong type, a plugin that
+    fails to load under strict mode): names the plugin and its package (exit 3)."""
+
+    exit_code = EXIT_PREREQUISITE
+
+
 class BenchParseError(UsageError):
     """A bench command's output did not parse: names the command and the offending line."""
 

@@ -34,8 +34,10 @@ def find_run(state_root: Path, ref: str) -> Path:
     matches = [p for p in all_runs if p.name.startswith(ref)]
     if len(matches) != 1:
         raise UsageError(
-            f"{'no run' if not matches else 'several runs'} match {ref!r}",
-            hint=f"recent runs: {', '.join(p.name for p in all_runs[-5:])}",
+            f"{'no run' if not matches else 'several runs'} under {state_root / 'runs'} "
+            f"match {ref!r}",
+            hint=f"recent runs there: {', '.join(p.name for p in all_runs[-5:])}; a run made "
+                 "elsewhere: pass its --state-root (or KERNELOPT_HOME)",
         )
     return matches[0]
 

@@ -105,9 +105,10 @@ class Backend(Protocol):
     name: str
 
     def detect(self, path: Path) -> float:
-        """Confidence in [0, 1] that ``path`` (a file or directory) is this backend's.
-
-        0 means "not mine". The core picks ``--backend``, then ``backend =`` in kernelopt.toml,
+        """Confidence in [0, 1] that ``path`` (a file or directory) is this backend's, on the
+        scale of docs/plugins.md: 1.0 unmistakably (a descriptor naming it, a file only it
+        reads), 0.9 its own marker files, 0.5 a plausible layout, 0.1 it could run the path
+        generically, 0 "not mine". The core picks ``--backend``, then ``backend =`` in kernelopt.toml,
         then the highest confidence; a tie exits 2 listing the candidates.
         """
 

@@ -6,8 +6,15 @@ the object out; kernelopt and the other plugins work on."""
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
+from importlib.metadata import entry_points, packages_distributions, version
 from typing import Any
+
+from kernelopt_core import hookspecs
+from kernelopt_core.errors import PluginError
+from kernelopt_core.target import Command, Target
 
 GATE_PHASES = ("candidate", "final")
 
@@ -61,3 +68,68 @@ def problems(kind: str, record: Any) -> list[str]:
     if kind == "gates" and isinstance(phase, str) and phase not in GATE_PHASES:
         out.append(f"phase {phase!r} is not one of {', '.join(map(repr, GATE_PHASES))}")
     return out
+
+
+def _commands(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(c, Command) for c in value)
+
+
+def _command_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, Command)
+
+
+# a backend hook -> (whether a value is what it must return, what that is in words)
+RETURNS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "discover": (lambda v: isinstance(v, (list, tuple)) and all(isinstance(t, Target) for t in v),
+                 "a list of Target"),
+    "build": (_commands, "a list of Command"),
+    "check": (lambda v: isinstance(v, Command), "a Command"),
+    **{hook: (_command_or_none, "a Command or None")
+       for hook in ("bench", "engine", "engine_pair", "check_seeds", "shape_check")},
+}
+
+
+@functools.cache
+def _plugin_packages() -> dict[str, str]:
+    """A plugin's top module -> ``distribution version``, from kernelopt's entry points (the
+    plugin host's view: a dist-info without a RECORD names its modules only there)."""
+    found: dict[str, str] = {}
+    for ep in entry_points(group=hookspecs.PROJECT):
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            found.setdefault(ep.value.split(":")[0].split(".")[0],
+                             f"{dist.metadata['Name']} {dist.version}")
+    return found
+
+
+def package_of(obj: Any) -> str:
+    """The package that ships ``obj``'s class, as ``kernelopt-foo 0.1.0`` (its module where no
+    installed distribution claims it)."""
+    module = type(obj).__module__
+    top = module.split(".")[0]
+    if top in _plugin_packages():
+        return _plugin_packages()[top]
+    names = packages_distributions().get(top, [])
+    if not names:
+        return f"module {module}"
+    try:
+        return f"{names[0]} {version(names[0])}"
+    except Exception:  # a distribution without metadata: its name alone
+        return names[0]
+
+
+def returned(backend: Any, hook: str, value: Any) -> Any:
+    """``value`` as the backend's ``hook`` returned it, checked against the Backend protocol: a
+    wrong type is the plugin's broken contract (PluginError, exit 3, naming its package), never
+    a crash deeper in kernelopt."""
+    ok, expected = RETURNS[hook]
+    if not ok(value):
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        name = getattr(backend, "name", type(backend).__name__)
+        raise PluginError(
+            f"the {name} backend's {hook}() returned {type(value).__name__} {shown}, not "
+            f"{expected} ({package_of(backend)})",
+            hint="fix the plugin (the Backend protocol: kernelopt_core/hookspecs.py, "
+                 "docs/plugins.md) or use another backend")
+    return value

@@ -19,7 +19,7 @@ import attrs
 import pluggy
 
 from kernelopt_core import hookspecs, plugin_checks
-from kernelopt_core.errors import UsageError
+from kernelopt_core.errors import PluginError
 
 if sys.version_info >= (3, 12):
     from importlib.metadata import entry_points
@@ -124,7 +124,7 @@ class PluginHost:
                           f"({first.module}); this plugin was not loaded")
             info.hint = f"rename the entry point in {dist}, or uninstall one of the two"
             if self.strict:
-                raise UsageError(info.error, hint=info.hint)
+                raise PluginError(f"plugin {name!r} ({dist} {version}): {info.error}", hint=info.hint)
             self.infos[key] = info
             return
         try:
@@ -133,7 +133,8 @@ class PluginHost:
             info.error = f"{type(exc).__name__}: {exc}"
             info.hint = "fix the plugin's hook implementations (see kernelopt_core.hookspecs)"
             if self.strict:
-                raise
+                raise PluginError(f"plugin {name!r} ({dist} {version}): {info.error}",
+                                  hint=info.hint) from exc
         else:
             self._check_hook_names(obj, info)
         self.infos[name] = info
@@ -157,7 +158,8 @@ class PluginHost:
             f"{n!r}" + (f" (did you mean {g[0]!r}?)" if g else "") for n, g in guesses.items())
         info.hint = "rename it after a hookspec in kernelopt_core/hookspecs.py (docs/plugins.md)"
         if self.strict:
-            raise UsageError(f"plugin {info.name!r}: {info.error}", hint=info.hint)
+            raise PluginError(f"plugin {info.name!r} ({info.distribution} {info.version}): "
+                              f"{info.error}", hint=info.hint)
 
     def _load_entry_points(self) -> None:
         for ep in entry_points(group=hookspecs.PROJECT):
@@ -180,7 +182,9 @@ class PluginHost:
                     f"KERNELOPT_DISABLE_PLUGINS={ep.name}",
                 )
                 if self.strict:
-                    raise
+                    raise PluginError(f"plugin {ep.name!r} ({dist_name} {version}) failed to load: "
+                                      f"{type(exc).__name__}: {exc}",
+                                      hint=self.infos[ep.name].hint) from exc
                 continue
             self._register(obj, ep.name, dist_name, version, ep.value, False)
 
@@ -348,7 +352,7 @@ class PluginHost:
             info.error = error if info.error is None else f"{info.error}; {error}"
             info.hint = hint
         if self.strict:
-            raise UsageError(f"plugin {plugin!r}: {error}", hint=hint)
+            raise PluginError(f"{self._who(plugin)} ({plugin!r}): {error}", hint=hint)
 
     def add_commands(self, cli: Any, on_error: Callable[[str, BaseException], None]) -> None:
         for impl in self.pm.hook.kernelopt_register_commands.get_hookimpls():

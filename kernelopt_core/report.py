@@ -137,6 +137,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
     if error is not None:
         summary["error"] = error.message
+        summary["error_kind"] = error.kind
     elif verdict is None and (stopped := _interrupted(records)) is not None:
         summary["interrupted"] = stopped
         best = (f"best so far {stopped['best']}: {stopped['speedup']:.3f}× at the screen, not "

@@ -6,6 +6,7 @@ steps hold the GPU lock, and every timed window is journaled. A backend offering
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock
 from kernelopt_core.measure.parsers import BenchReading, parse
+from kernelopt_core.plugin_checks import returned
 from kernelopt_core.process import ProcessResult, Worker
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Knob, Target, Tree
@@ -63,6 +65,13 @@ class Runner:
     def spawn(self, command: Command, log: Path, own_group: bool = False) -> ProcessResult:
         result = process.run(command, log, own_group=own_group)
         self.spent.child_seconds += result.seconds
+        if result.missing and os.sep in command.argv[0]:  # a path: the project's own program
+            raise UsageError(
+                f"{command.label or 'the'} program {command.argv[0]} does not exist "
+                f"({result.describe()})",
+                hint="check the command's path in kernelopt.toml (a program the build makes: "
+                     "{build}/NAME; one of the repository's: {repo}/PATH) and that the build "
+                     "makes it")
         if result.missing:
             raise PrerequisiteError(
                 f"{result.describe()} (needed by the {self.target.backend} backend)",
@@ -74,7 +83,7 @@ class Runner:
         """Run the build commands in order; the first failing result, or the last one."""
         tree.build.mkdir(parents=True, exist_ok=True)
         result = None
-        for command in self.backend.build(self.target, tree):
+        for command in returned(self.backend, "build", self.backend.build(self.target, tree)):
             result = self.spawn(self._with_timeout(command, self.settings.timeouts.build_timeout_s), log)
             if not result.ok:
                 return result
@@ -93,8 +102,8 @@ class Runner:
 
     def check(self, tree: Tree, seed: int, log: Path) -> ProcessResult:
         command = self._with_timeout(
-            self.backend.check(self.target, tree, seed), self.settings.timeouts.test_timeout_s
-        )
+            returned(self.backend, "check", self.backend.check(self.target, tree, seed)),
+            self.settings.timeouts.test_timeout_s)
         return self.spawn_locked(command, log)[0]
 
     def check_all(self, tree: Tree, log: Path) -> tuple[str, ProcessResult] | None:
@@ -103,7 +112,7 @@ class Runner:
         if self.served(tree):
             return self.pool.check(tree, log)
         seeds = tuple(self.settings.seeds)
-        command = (self.backend.check_seeds(self.target, tree, seeds)
+        command = (returned(self.backend, "check_seeds", self.backend.check_seeds(self.target, tree, seeds))
                    if isinstance(self.backend, ChecksSeeds) else None)
         if command is not None:
             command = self._with_timeout(command, self.settings.timeouts.test_timeout_s * len(seeds))
@@ -151,14 +160,14 @@ class Runner:
 
     def _bench_command(self, tree: Tree, work: float = 1.0) -> Command | None:
         if work == 1.0:
-            return self.backend.bench(self.target, tree)
+            return returned(self.backend, "bench", self.backend.bench(self.target, tree))
         if not benches_work(self.backend):
             raise UsageError(
                 f"the {self.target.backend} backend cannot plant a faster candidate",
                 hint="its bench() takes no `work` argument (the cmake backend: use the {work} "
                 "placeholder in the bench command)",
             )
-        return self.backend.bench(self.target, tree, work=work)
+        return returned(self.backend, "bench", self.backend.bench(self.target, tree, work=work))
 
     def bench(self, tree: Tree, log: Path, purpose: str, work: float = 1.0) -> BenchReading:
         """One bench reading under the GPU lock (a fresh process, or one request to the tree's
@@ -199,13 +208,13 @@ class Runner:
 
     def shape_check(self, tree: Tree, seed: int, log: Path) -> ProcessResult | None:
         """The backend's check of the exact timed shape and launch path, if it has one."""
-        command = (self.backend.shape_check(self.target, tree, seed)
+        command = (returned(self.backend, "shape_check", self.backend.shape_check(self.target, tree, seed))
                    if isinstance(self.backend, ChecksShape) else None)
         return None if command is None else self.spawn_locked(
             self._with_timeout(command, self.settings.timeouts.test_timeout_s), log)[0]
 
     def has_engine(self, tree: Tree) -> bool:
-        return self.backend.engine(self.target, tree) is not None
+        return returned(self.backend, "engine", self.backend.engine(self.target, tree)) is not None
 
     def engine_pairs(self) -> bool:  # the backend runs both versions in one engine process
         return isinstance(self.backend, PairsEngine)
@@ -216,9 +225,10 @@ class Runner:
         ``baseline``, the backend's one run of both versions (``engine_pair``; docs/plugins.md)."""
         if baseline is not None:
             assert isinstance(self.backend, PairsEngine)  # the engine gate asked engine_pairs()
-            command = self.backend.engine_pair(self.target, baseline, tree)
+            command = returned(self.backend, "engine_pair",
+                               self.backend.engine_pair(self.target, baseline, tree))
         else:
-            command = self.backend.engine(self.target, tree)
+            command = returned(self.backend, "engine", self.backend.engine(self.target, tree))
         if command is None:
             return None
         command = attrs.evolve(command, env={**command.env, **(env or {})},

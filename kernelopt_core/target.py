@@ -7,16 +7,82 @@ from typing import Any
 
 import attrs
 
+# Every record checks its fields' types when it is made (issue 55): a plugin's wrong value
+# (a string where a tuple of paths belongs: tuple("ab") is ("a", "b")) fails at the plugin's
+# line, named, never later inside the core. A list is taken for a tuple.
+
+
+def _tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _describe(value: Any) -> str:
+    shown = repr(value)
+    return f"{type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
+
+
+def _strings(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not (isinstance(value, tuple) and all(isinstance(v, str) for v in value)):
+        one = f" (one path: ({value!r},))" if isinstance(value, str) else ""
+        raise TypeError(f"{type(inst).__name__}.{attribute.name} must be a tuple of strings, got "
+                        f"{_describe(value)}{one}")
+
+
+def _of(*types: type, optional: bool = False) -> Any:
+    """A validator: an instance of ``types`` (bool is never taken for a number), or None."""
+    def check(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if value is None and optional:
+            return
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            names = " or ".join(t.__name__ for t in types) + (" or None" if optional else "")
+            raise TypeError(f"{type(inst).__name__}.{attribute.name} must be {names}, got "
+                            f"{_describe(value)}")
+    return check
+
+
+def _items(key: type, item: type) -> Any:
+    def check(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if not (isinstance(value, dict) and all(isinstance(k, key) and isinstance(v, item)
+                                                for k, v in value.items())):
+            raise TypeError(f"{type(inst).__name__}.{attribute.name} must be a dict of "
+                            f"{key.__name__} -> {item.__name__}, got {_describe(value)}")
+    return check
+
+
+def _records(kind: type) -> Any:
+    def check(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if not (isinstance(value, tuple) and all(isinstance(v, kind) for v in value)):
+            raise TypeError(f"{type(inst).__name__}.{attribute.name} must be a tuple of "
+                            f"{kind.__name__}, got {_describe(value)}")
+    return check
+
+
+def _pairs(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not (isinstance(value, tuple) and all(
+            isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value)):
+        raise TypeError(f"{type(inst).__name__}.{attribute.name} must be a tuple of (file, pattern) "
+                        f"string pairs, got {_describe(value)}")
+
+
+def _path(value: Any) -> Any:
+    return Path(value) if isinstance(value, str) else value
+
 
 @attrs.frozen
 class Command:
     """A child process the core may spawn. Backends describe; only process.py spawns."""
 
-    argv: tuple[str, ...]  # the program and its arguments (no shell)
-    cwd: Path
-    env: dict[str, str] = attrs.field(factory=dict)  # added to kernelopt's environment
-    timeout_s: float = 600.0  # then the whole process group is killed
-    label: str = ""  # how logs and errors name it
+    argv: tuple[str, ...] = attrs.field(converter=_tuple, validator=_strings)  # no shell
+    cwd: Path = attrs.field(converter=_path, validator=_of(Path))
+    # added to kernelopt's environment
+    env: dict[str, str] = attrs.field(factory=dict, validator=_items(str, str))
+    # then the whole process group is killed
+    timeout_s: float = attrs.field(default=600.0, validator=_of(int, float))
+    label: str = attrs.field(default="", validator=_of(str))  # how logs and errors name it
+
+    def __attrs_post_init__(self) -> None:
+        if not self.argv:
+            raise ValueError("Command.argv is empty: it needs at least the program")
 
     def display(self) -> str:
         import shlex
@@ -44,13 +110,16 @@ class Knob:
     kernel's file); each pattern matches once, its first group and mirror groups are written.
     """
 
-    name: str  # as shown and journaled (a #define's name)
-    file: str  # the editable file holding it, relative to the target's root
-    values: tuple[str, ...]  # the candidates, as source text
-    pattern: str  # its first group is the value (multiline)
-    geometry: str = ""  # "elements" | "warps" | "": what the value is in its launch
-    launch: str = ""  # a name shared by the knobs of one kernel launch
-    also: tuple[tuple[str, str], ...] = ()  # (file, pattern): other places holding the value
+    name: str = attrs.field(validator=_of(str))  # as shown and journaled (a #define's name)
+    # the editable file holding it, relative to the target's root
+    file: str = attrs.field(validator=_of(str))
+    values: tuple[str, ...] = attrs.field(converter=_tuple, validator=_strings)  # as source text
+    pattern: str = attrs.field(validator=_of(str))  # its first group is the value (multiline)
+    # "elements" | "warps" | "": what the value is in its launch
+    geometry: str = attrs.field(default="", validator=_of(str))
+    launch: str = attrs.field(default="", validator=_of(str))  # shared by one launch's knobs
+    # (file, pattern): other places holding the value
+    also: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple, validator=_pairs)
 
     def sites(self) -> tuple[tuple[str, str], ...]:
         """Every (file, pattern) the value is written to, the knob's own first."""
@@ -61,19 +130,21 @@ class Knob:
 class Tree:
     """One source tree and its build directory: the baseline's or the candidate's."""
 
-    role: str  # "baseline" | "candidate"
-    src: Path  # the tree's copy of the target's root (the workspace's, never the user's)
-    build: Path  # its build directory
+    role: str = attrs.field(validator=_of(str))  # "baseline" | "candidate"
+    # the tree's copy of the target's root (the workspace's, never the user's)
+    src: Path = attrs.field(converter=_path, validator=_of(Path))
+    build: Path = attrs.field(converter=_path, validator=_of(Path))  # its build directory
 
 
 @attrs.frozen
 class BenchSpec:
     """How to read a bench's output (DESIGN.md §4): one time per invocation."""
 
-    format: str = "json"  # json | csv | regex
-    column: str = "median_ms"  # csv: the column holding the time
-    regex: str = ""  # regex: first group is the time
-    unit: str = "ms"  # unit of the csv/regex value: ns | us | ms | s
+    format: str = attrs.field(default="json", validator=attrs.validators.in_(("json", "csv", "regex")))
+    column: str = attrs.field(default="median_ms", validator=_of(str))  # csv: the time's column
+    regex: str = attrs.field(default="", validator=_of(str))  # regex: first group is the time
+    # unit of the csv/regex value
+    unit: str = attrs.field(default="ms", validator=attrs.validators.in_(("ns", "us", "ms", "s")))
 
 
 @attrs.frozen
@@ -84,26 +155,39 @@ class Target:
     the workspace snapshots.
     """
 
-    backend: str  # the backend's name
-    name: str  # the target's name, unique among the backend's targets at one path
-    root: Path  # the directory the workspace snapshots
-    editable: tuple[str, ...]  # the files a candidate may change
-    context: tuple[str, ...] = ()  # read-only files a planner is shown (headers, callers)
-    contract: tuple[str, ...] = ()  # the test and bench: a candidate that edits one is refused
-    shape: str = ""  # the timed case, as shown (a bench line's "shape" replaces it)
-    bytes_moved: int | None = None  # DRAM bytes per call, for the roofline (or the bench's "bytes")
-    flops: int | None = None  # floating-point operations per call, where compute bounds it
-    knobs: tuple[Knob, ...] = ()  # the tuner's; none: detected from the editable files
-    bench: BenchSpec | None = attrs.field(factory=BenchSpec)  # how to read the bench; None: none
-    time_share: float | None = None  # the kernel's share of the engine's GPU time (Amdahl)
+    backend: str = attrs.field(validator=_of(str))  # the backend's name
+    # the target's name, unique among the backend's targets at one path
+    name: str = attrs.field(validator=_of(str))
+    root: Path = attrs.field(converter=_path, validator=_of(Path))  # what the workspace snapshots
+    # the files a candidate may change
+    editable: tuple[str, ...] = attrs.field(converter=_tuple, validator=_strings)
+    # read-only files a planner is shown (headers, callers)
+    context: tuple[str, ...] = attrs.field(default=(), converter=_tuple, validator=_strings)
+    # the test and bench: a candidate that edits one is refused
+    contract: tuple[str, ...] = attrs.field(default=(), converter=_tuple, validator=_strings)
+    # the timed case, as shown (a bench line's "shape" replaces it)
+    shape: str = attrs.field(default="", validator=_of(str))
+    # DRAM bytes per call, for the roofline (or the bench's "bytes")
+    bytes_moved: int | None = attrs.field(default=None, validator=_of(int, optional=True))
+    # floating-point operations per call, where compute bounds it
+    flops: int | None = attrs.field(default=None, validator=_of(int, optional=True))
+    # the tuner's; none: detected from the editable files
+    knobs: tuple[Knob, ...] = attrs.field(default=(), converter=_tuple, validator=_records(Knob))
+    # how to read the bench; None: none
+    bench: BenchSpec | None = attrs.field(factory=BenchSpec, validator=_of(BenchSpec, optional=True))
+    # the kernel's share of the engine's GPU time (Amdahl)
+    time_share: float | None = attrs.field(default=None, validator=_of(int, float, optional=True))
     # Text the backend wants shown before the run and kept in its run directory as
     # preface.txt (e.g. a model's kernel ranking).
-    preface: str = ""
-    device: str = "cpu"  # cpu | cuda | hip: which peak bandwidth bounds the roofline
-    peak_gbps: float | None = None  # the descriptor's override of the measured peak
+    preface: str = attrs.field(default="", validator=_of(str))
+    # cpu | cuda | hip: which peak bandwidth bounds the roofline
+    device: str = attrs.field(default="cpu", validator=_of(str))
+    # the descriptor's override of the measured peak
+    peak_gbps: float | None = attrs.field(default=None, validator=_of(int, float, optional=True))
     # Contract files the backend changes in every tree of the run, the baseline's and each
     # candidate's alike (a test harness that also checks the timed case): relative path ->
     # content. Never in a candidate's diff; the user's directory is never written.
-    harness: dict[str, bytes] = attrs.field(factory=dict, eq=False, repr=False)
+    harness: dict[str, bytes] = attrs.field(factory=dict, eq=False, repr=False,
+                                            validator=_items(str, bytes))
     # Backend-private data (a parsed descriptor, an op table row...). The core never reads it.
     data: Any = attrs.field(default=None, eq=False, repr=False)

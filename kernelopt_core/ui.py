@@ -31,10 +31,14 @@ def note(text: str) -> None:
     click.echo(text, err=True)
 
 
-def error(text: str, exit_code: int) -> None:
+PLUGIN_FAULTS = ("PluginError", "plugin")  # RunError kinds of a plugin's fault (exit 3 too)
+
+
+def error(text: str, exit_code: int, kind: str | None = None) -> None:
+    """``kind``: the error's kind (a RunError's) where it tells more than the exit code."""
     _end_status()
-    kind = {2: "error", 3: "missing prerequisite", 4: "internal error",
-            130: "stopped"}.get(exit_code, "error")
+    kind = "plugin fault" if kind in PLUGIN_FAULTS else {
+        2: "error", 3: "missing prerequisite", 4: "internal error", 130: "stopped"}.get(exit_code, "error")
     click.secho(f"kernelopt: {kind}: {text}", err=True, fg="red")
 
 

@@ -244,3 +244,16 @@ def test_the_core_reads_the_journal_through_its_event_classes() -> None:
              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
              if by_kind(node)]
     assert not leaks, "\n".join(leaks)
+
+
+def test_plugins_doc_lists_every_hook_as_hookspecs_declares_it() -> None:
+    """docs/plugins.md's hooks block is generated from hookspecs.py (every ``kernelopt_*``
+    hook's signature and docstring): `python -m kernelopt_core.api_reference --plugins-doc`."""
+    from kernelopt_core import api_reference, hookspecs
+
+    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
+    assert text == api_reference.with_hooks(text), (
+        "docs/plugins.md's hooks are stale: run python -m kernelopt_core.api_reference --plugins-doc")
+    for name in vars(hookspecs):
+        if name.startswith("kernelopt_"):
+            assert f"`{name}(" in text, name

@@ -61,3 +61,28 @@ def test_the_charts_axes_and_bars_read_plainly() -> None:
     drawn = svg_plots.bars("Roofline", "GB/s", [("baseline", 26.3, "baseline")],
                            [("peak", 4198.0)])
     assert ">26.3</text>" in drawn
+
+
+def test_a_test_program_the_build_never_made_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    """Exit 2 and the path, not "missing prerequisite … install it or put it on PATH"."""
+    project = _example(tmp_path)
+    toml = project / "kernelopt.toml"
+    text = toml.read_text()
+    assert "{build}/transpose_test" in text
+    toml.write_text(text.replace("{build}/transpose_test", "{build}/transpose_tset"))
+    run = kernelopt("run", str(project), "--state-root", str(tmp_path / "s"), cwd=tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "transpose_tset does not exist" in out and "install" not in out, out
+    assert "check the command's path in kernelopt.toml" in out, out
+
+
+def test_apply_names_the_state_root_it_searched(tmp_path: Path) -> None:
+    project = _example(tmp_path)
+    done = kernelopt("run", str(project), "--state-root", str(tmp_path / "s"), "--iterations", "1",
+                     cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    missed = kernelopt("apply", "zzz", "--state-root", str(tmp_path / "s"), cwd=project)
+    assert missed.returncode == 2
+    assert f"no run under {tmp_path / 's' / 'runs'} match 'zzz'" in missed.stderr, missed.stderr
+    assert "pass its --state-root" in missed.stderr

@@ -16,6 +16,7 @@ from kernelopt_core.capabilities import DefinesKernels
 from kernelopt_core.errors import PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
+from kernelopt_core.plugin_checks import returned
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling.view import annotate
 from kernelopt_core.runner import Runner
@@ -58,8 +59,8 @@ class Profiling:
         if self.profiler is None:
             return {}
         if command is None:
-            command = (self.backend.engine(self.target, tree) if program == "engine"
-                       else self.backend.bench(self.target, tree))
+            hook = "engine" if program == "engine" else "bench"
+            command = returned(self.backend, hook, getattr(self.backend, hook)(self.target, tree))
         if command is None:
             return {}
         self.stage("profile", profiler=self.name, tree=label, program=program)
