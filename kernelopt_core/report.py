@@ -84,6 +84,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             "name": target.get("name"),
             "root": target.get("root"),
             "files": target.get("files", []),
+            "device": target.get("device"),  # journals before 2026-12-06: None
             # what the bench said it timed wins over what the target declared before any run
             "shape": next((b.shape for b in benches if b.tree == "baseline" and b.shape),
                           target.get("shape", "")),

@@ -58,7 +58,7 @@ def candidates_plot(records: list[dict[str, Any]]) -> str | None:
             points.append((i, float(r.speedup), "rejected",
                            f"{what}: {r.speedup:.3f}×, rejected at {r.failed_gate}"))
     return svg_plots.scatter("Candidates over the search (screen speedup)", "candidate",
-                             "speedup ×", points, reference=1.0)
+                             "speedup ×", points, reference=1.0, reference_name="baseline (1×)")
 
 
 def confirm_plot(s: dict[str, Any]) -> str | None:
@@ -105,6 +105,13 @@ def amdahl_plot(s: dict[str, Any]) -> str | None:
                           [(f"Amdahl's prediction {before / amdahl:.4g} ms", before / amdahl)])
 
 
+def lock_seconds(s: dict[str, Any]) -> str:
+    """What the run's locked seconds were: GPU seconds, or, for a CPU target, the seconds its
+    checks and benches held the device lock (no GPU was used)."""
+    device = (s.get("target") or {}).get("device")  # None: a journal from before it was kept
+    return "s holding the bench lock (CPU)" if device == "cpu" else "GPU-s"
+
+
 def render_html(records: list[dict[str, Any]], s: dict[str, Any]) -> str:
     header = events.first(records, events.Run)
     kappa = float((header.settings if header else {}).get("kappa") or 1.3)
@@ -123,7 +130,7 @@ def render_html(records: list[dict[str, Any]], s: dict[str, Any]) -> str:
         f"<body><h1>kernelopt: {escape(str(target.get('name', '')))}</h1>"
         f"<p class='status' style='color:{colour}'>{escape(headline)}</p>"
         f"<p>run {escape(str(s.get('run_id')))} · planner {escape(str(s.get('planner') or '-'))} · "
-        f"{s.get('gpu_seconds')} GPU-s · {s.get('wall_seconds')} s · the evidence: "
+        f"{s.get('gpu_seconds')} {lock_seconds(s)} · {s.get('wall_seconds')} s · the evidence: "
         "<a href='report.md'>report.md</a>"
         + (" · the change: <a href='report.diff'>report.diff</a>" if s.get("diff") else "")
         + f"</p><div class='plots'>{''.join(plots)}</div>{whole}"

@@ -56,6 +56,7 @@ def write_header(journal: Journal, run_id: str, target: Target, settings: Settin
             "files": list(target.editable), "shape": target.shape, "bytes": target.bytes_moved,
             "harness": sorted(target.harness),
             "flops": target.flops,
+            "device": target.device,
         },
         settings={**settings.flat(), "tables": attrs.asdict(settings)["tables"]},
         origins=settings.origins,

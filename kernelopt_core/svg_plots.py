@@ -14,13 +14,32 @@ COLORS = {"accepted": "#2ca02c", "rejected": "#d62728", "untimed": "#7f7f7f",
           "baseline": "#1f77b4", "candidate": "#ff7f0e", "band": "#aec7e8", "limit": "#000000"}
 
 
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Ticks at a round step (1, 2, 2.5 or 5 times a power of ten) that cover [low, high] in
+    about ``count`` intervals: 0, 0.5, 1, 1.5 rather than 0, 1.02, 2.04."""
+    if not high > low:
+        high = low + (abs(low) or 1.0)
+    raw = (high - low) / max(count, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
+    first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, last + 1)]
+
+
 class Axes:
     def __init__(self, x: tuple[float, float], y: tuple[float, float]) -> None:
         (x0, x1), (y0, y1) = x, y
         self.x0, self.x1 = x0, x1 if x1 > x0 else x0 + 1
         pad = (y1 - y0) * 0.08 or abs(y0) * 0.1 or 1.0
         # times and speedups are never negative: their axis does not start below zero
-        self.y0, self.y1 = (max(0.0, y0 - pad) if y0 >= 0 else y0 - pad), y1 + pad
+        low, high = (max(0.0, y0 - pad) if y0 >= 0 else y0 - pad), y1 + pad
+        self.yticks = nice_ticks(low, high)
+        self.y0, self.y1 = self.yticks[0], self.yticks[-1]
+
+    def start_at_zero(self) -> None:
+        """A bar chart's axis: from 0, on round ticks."""
+        self.yticks = nice_ticks(0.0, self.y1)
+        self.y0, self.y1 = self.yticks[0], self.yticks[-1]
 
     def px(self, x: float) -> float:
         return LEFT + (x - self.x0) / (self.x1 - self.x0) * (W - LEFT - RIGHT)
@@ -30,22 +49,32 @@ class Axes:
 
 
 def _tick(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _key(i: int, name: str, color: str) -> str:
+    """One legend entry: a swatch, or a dashed line for a colour given as ``dashed:COLOR``."""
+    x = LEFT + 8 + i * 150
+    swatch = (f'<line x1="{x}" x2="{x + 12}" y1="{H - 9}" y2="{H - 9}" stroke="{color[7:]}" '
+              'stroke-dasharray="4 3"/>' if color.startswith("dashed:") else
+              f'<rect x="{x}" y="{H - 14}" width="10" height="10" fill="{color}"/>')
+    return f'{swatch}<text x="{x + 16}" y="{H - 5}" font-size="11">{escape(name)}</text>'
 
 
 def _frame(title: str, xlabel: str, ylabel: str, ax: Axes, body: list[str],
-           legend: Sequence[tuple[str, str]]) -> str:
+           legend: Sequence[tuple[str, str]], xticks: Sequence[tuple[float, str]] = ()) -> str:
     ticks = []
-    for i in range(5):
-        y = ax.y0 + (ax.y1 - ax.y0) * i / 4
+    for y in ax.yticks:
         ticks.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{ax.py(y):.1f}" y2="{ax.py(y):.1f}" '
                      'stroke="#e0e0e0"/>'
                      f'<text x="{LEFT - 6}" y="{ax.py(y) + 4:.1f}" font-size="10" '
                      f'text-anchor="end">{_tick(y)}</text>')
-    keys = "".join(
-        f'<rect x="{LEFT + 8 + i * 130}" y="{H - 14}" width="10" height="10" fill="{color}"/>'
-        f'<text x="{LEFT + 22 + i * 130}" y="{H - 5}" font-size="11">{escape(name)}</text>'
-        for i, (name, color) in enumerate(legend))
+    for x, label in xticks:
+        ticks.append(f'<line x1="{ax.px(x):.1f}" x2="{ax.px(x):.1f}" y1="{H - BOTTOM}" '
+                     f'y2="{H - BOTTOM + 4}" stroke="#000"/>'
+                     f'<text x="{ax.px(x):.1f}" y="{H - BOTTOM + 14}" font-size="10" '
+                     f'text-anchor="middle">{escape(label)}</text>')
+    keys = "".join(_key(i, name, color) for i, (name, color) in enumerate(legend))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
             f'viewBox="0 0 {W} {H}" role="img" aria-label="{escape(title)}">'
             f'<text x="{W / 2}" y="16" font-size="13" text-anchor="middle" '
@@ -60,8 +89,10 @@ def _frame(title: str, xlabel: str, ylabel: str, ax: Axes, body: list[str],
 
 
 def scatter(title: str, xlabel: str, ylabel: str,
-            points: Sequence[tuple[float, float, str, str]], reference: float | None) -> str:
-    """Points (x, y, kind, hover text) coloured by kind; a dashed reference line at y."""
+            points: Sequence[tuple[float, float, str, str]], reference: float | None,
+            reference_name: str = "") -> str:
+    """Points (x, y, kind, hover text) coloured by kind; a dashed reference line at y, named
+    in the legend."""
     points = [p for p in points if math.isfinite(p[1])]
     ys = [y for _x, y, _k, _t in points] + ([reference] if reference is not None else [])
     xs = [x for x, _y, _k, _t in points] or [0.0]
@@ -77,7 +108,16 @@ def scatter(title: str, xlabel: str, ylabel: str,
                     f'<text x="{ax.px(x):.1f}" y="{H - BOTTOM + 13}" font-size="10" '
                     f'text-anchor="middle">{escape(text.split(":")[0])}</text>')
     kinds = dict.fromkeys(k for _x, _y, k, _t in points)
-    return _frame(title, xlabel, ylabel, ax, body, [(k, COLORS[k]) for k in kinds])
+    legend = [(k, COLORS[k]) for k in kinds]
+    if reference is not None:
+        legend.append((reference_name or f"{reference:g}", f"dashed:{COLORS['limit']}"))
+    return _frame(title, xlabel, ylabel, ax, body, legend)
+
+
+def _round_ticks(n: int) -> list[tuple[float, str]]:
+    """Round numbers 1..n on the x axis, at most about ten of them."""
+    step = max(1, math.ceil(n / 10))
+    return [(float(i), str(i)) for i in range(1, n + 1) if (i - 1) % step == 0 or i == n]
 
 
 def lines(title: str, xlabel: str, ylabel: str, series: dict[str, Sequence[float]],
@@ -101,7 +141,7 @@ def lines(title: str, xlabel: str, ylabel: str, series: dict[str, Sequence[float
                  f'fill="{COLORS[kind]}"><title>{kind} {v:.5g}</title></circle>'
                  for i, v in enumerate(vs)]
     legend = [(k, COLORS[k]) for k in series] + ([(band_name, COLORS["band"])] if band else [])
-    return _frame(title, xlabel, ylabel, ax, body, legend)
+    return _frame(title, xlabel, ylabel, ax, body, legend, _round_ticks(n))
 
 
 def bars(title: str, ylabel: str, values: Sequence[tuple[str, float, str]],
@@ -111,7 +151,7 @@ def bars(title: str, ylabel: str, values: Sequence[tuple[str, float, str]],
     limits = [(label, v) for label, v in limits if math.isfinite(v) and v >= 0]
     top = max([v for _l, v, _k in values] + [v for _l, v in limits], default=1.0)
     ax = Axes((0, len(values)), (0.0, top))
-    ax.y0 = 0.0
+    ax.start_at_zero()
     width = (W - LEFT - RIGHT) / max(len(values), 1) * 0.5
     body = []
     for i, (label, value, kind) in enumerate(values):

@@ -1,6 +1,6 @@
 """`kernelopt watch`'s terminal view (part of the UI layer with ui.py: it prints). It reads
-only the run's journal, as it grows, through kernelopt_core.watch_state; rich draws it (the
-optional extra ``kernelopt[watch]``)."""
+only the run's journal, as it grows, through kernelopt_core.watch_state; rich draws it where
+it is installed (the optional extra ``kernelopt[watch]``), plain text otherwise."""
 
 from __future__ import annotations
 
@@ -55,16 +55,11 @@ def spark(values: list[float], width: int = 40) -> str:
     return "".join(SPARK[int((v - low) / span * (len(SPARK) - 1))] for v in values)
 
 
-def view(s: WatchState) -> Any:
-    """The state as a rich table."""
-    from rich.table import Table
-
-    table = Table(title=f"kernelopt {s.run_id}", show_header=False, expand=False)
-    table.add_column(style="bold")
-    table.add_column()
+def rows(s: WatchState) -> list[tuple[str, str]]:
+    """The state as (name, value) rows, in the order the view shows them."""
     stage = s.stage + (f" ({s.stage_candidate})" if s.stage_candidate else "")
     of = f" of {s.iterations}" if s.iterations else ""
-    rows = [
+    table = [
         ("target", f"{s.target} {s.shape}".strip()),
         ("planner", s.planner or "-"),
         ("stage", stage),
@@ -81,24 +76,42 @@ def view(s: WatchState) -> Any:
     ]
     if s.confirm:
         b, c = s.confirm[max(s.confirm)]
-        rows.append(("confirm", f"{s.confirm_candidate}: {len(s.confirm)} rounds, median "
+        table.append(("confirm", f"{s.confirm_candidate}: {len(s.confirm)} rounds, median "
                                 f"{s.confirm_ratio:.3f}× (last {b:.4g} / {c:.4g} ms)"))
     waits = [f"{s.lock_wait_s:.1f} s for the workspace"] if s.lock_wait_s else []
     if s.gpu_lock_wait_s >= 0.05:
         waits.append(f"{s.gpu_lock_wait_s:.1f} s for the GPU lock")
     if waits:
-        rows.append(("waited", ", ".join(waits)))
+        table.append(("waited", ", ".join(waits)))
     if s.llm_calls:
-        rows.append(("LLM", f"{s.llm_calls} calls, ${s.llm_cost:.4f}"))
+        table.append(("LLM", f"{s.llm_calls} calls, ${s.llm_cost:.4f}"))
     if s.verdict:
-        rows.append(("verdict", s.verdict))
+        table.append(("verdict", s.verdict))
     if s.ended:
-        rows.append(("ended", f"exit {s.exit_code}"))
+        table.append(("ended", f"exit {s.exit_code}"))
     elif gone(s):
-        rows.append(("ended", f"the run's process {s.pid} is gone without an end event"))
-    for name, value in rows:
+        table.append(("ended", f"the run's process {s.pid} is gone without an end event"))
+    return table
+
+
+def view(s: WatchState) -> Any:
+    """The state as a rich table."""
+    from rich.table import Table
+
+    table = Table(title=f"kernelopt {s.run_id}", show_header=False, expand=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for name, value in rows(s):
         table.add_row(name, value)
     return table
+
+
+def plain(s: WatchState) -> str:
+    """The same rows as text, where rich is not installed (it is an optional extra)."""
+    table = rows(s)
+    width = max(len(name) for name, _value in table)
+    return "\n".join([f"kernelopt {s.run_id}", *(f"  {name.ljust(width)}  {value}"
+                                                   for name, value in table)])
 
 
 def gone(s: WatchState) -> bool:
@@ -148,13 +161,38 @@ class LiveView:
             self.live.stop()
 
 
+def _watch_plain(tail: JournalTail, state: WatchState, once: bool, interval_s: float) -> WatchState:
+    """Without rich: one frame, or a frame each time the journal grows (redrawn in place on a
+    terminal, appended otherwise)."""
+    import sys
+
+    import click
+
+    click.echo(plain(state))
+    while not once and not state.ended and not gone(state):
+        time.sleep(interval_s)
+        new = tail.read()
+        for event in new:
+            state.add(event)
+        if new:
+            if sys.stdout.isatty():
+                click.echo("\x1b[2J\x1b[H", nl=False)  # clear the screen, cursor home
+            click.echo(plain(state))
+    return state
+
+
 def watch(journal: Path, once: bool, interval_s: float = 0.5) -> WatchState:
-    """Draw the run from its journal until its ``end`` event (``once``: one frame now)."""
-    from rich.console import Console
-    from rich.live import Live
+    """Draw the run from its journal until its ``end`` event (``once``: one frame now); with
+    rich where it is installed, else as plain text."""
+    import importlib.util
 
     tail = JournalTail(journal)
     state = fold(tail.read())
+    if importlib.util.find_spec("rich") is None:
+        return _watch_plain(tail, state, once, interval_s)
+    from rich.console import Console
+    from rich.live import Live
+
     console = Console()
     if once:
         console.print(view(state))

@@ -20,16 +20,10 @@ from kernelopt_core.hookspecs import hookimpl
               help="State directory [./.kernelopt or $KERNELOPT_HOME].")
 def watch_command(run_ref: str, once: bool, state_root: Path | None) -> None:
     """Watch a run (RUN: its id or a prefix of it, default the newest) until it ends."""
-    import importlib.util
 
     from kernelopt_core import history
     from kernelopt_core.cli import _state_root
-    from kernelopt_core.errors import PrerequisiteError
-
-    if importlib.util.find_spec("rich") is None:  # the view's one extra dependency
-        raise PrerequisiteError("kernelopt watch needs rich",
-                                hint="pip install 'kernelopt[watch]' (or: pip install rich)")
-    from kernelopt_core.ui_watch import watch
+    from kernelopt_core.ui_watch import watch  # rich where installed, else plain text
 
     run_dir = history.find_run(_state_root(state_root), run_ref)
     watch(run_dir / "journal.jsonl", once)

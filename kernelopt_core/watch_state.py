@@ -144,7 +144,9 @@ class WatchState:
         self.llm_cost += float(e.cost or 0.0)
 
     def _on_verdict(self, e: events.Verdict) -> None:
+        # the search is over: no stage or candidate of it is still going on
         self.verdict = e.status
+        self.stage, self.stage_candidate, self.trying = "finished", None, ""
 
     def _on_end(self, e: events.End) -> None:
         self.ended, self.exit_code = True, e.exit_code

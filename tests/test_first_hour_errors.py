@@ -61,6 +61,26 @@ def test_the_charts_axes_and_bars_read_plainly() -> None:
     drawn = svg_plots.bars("Roofline", "GB/s", [("baseline", 26.3, "baseline")],
                            [("peak", 4198.0)])
     assert ">26.3</text>" in drawn
+    # round ticks (issue 55: they were fractions of the maximum, 0, 1.02, 2.04, ...)
+    assert svg_plots.nice_ticks(0.0, 5.1) == [0.0, 2.0, 4.0, 6.0]
+    assert svg_plots.nice_ticks(0.93, 1.31) == [0.9, 1.0, 1.1, 1.2, 1.3, 1.4]
+    assert svg_plots.nice_ticks(0.0, 4198.0) == [0.0, 1000.0, 2000.0, 3000.0, 4000.0, 5000.0]
+    assert ">2,000</text>" in drawn and ">1.02</text>" not in drawn
+    # the confirm chart numbers its rounds; the dashed reference line is in the legend
+    confirm = svg_plots.lines("Confirm", "round", "ms", {"baseline": [1.0] * 12,
+                                                         "candidate": [0.8] * 12}, None, "")
+    assert all(f">{r}</text>" in confirm for r in (1, 3, 5, 7, 9, 11, 12)), confirm
+    scatter = svg_plots.scatter("Candidates", "candidate", "speedup ×",
+                                [(1, 1.2, "accepted", "c1: 1.2×")], 1.0, "baseline (1×)")
+    assert "stroke-dasharray" in scatter and ">baseline (1×)</text>" in scatter
+
+
+def test_a_cpu_runs_html_does_not_speak_of_gpu_seconds() -> None:
+    from kernelopt_core.report_html import lock_seconds
+
+    assert lock_seconds({"target": {"device": "cpu"}}) == "s holding the bench lock (CPU)"
+    assert lock_seconds({"target": {"device": "cuda"}}) == "GPU-s"
+    assert lock_seconds({"target": {}}) == "GPU-s"  # a journal from before the device was kept
 
 
 def test_a_test_program_the_build_never_made_is_a_config_error_naming_it(tmp_path: Path) -> None:
