@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kernelopt_core.errors import PrerequisiteError, UsageError
+from kernelopt_core.errors import PluginError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.settings import Settings, read_toml
@@ -119,6 +119,10 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
     if name is not None:
         if name in backends:
             return backends[name]
+        failed = next((i for i in host.plugin_infos() if i.name == name and i.error), None)
+        if failed is not None:  # installed, but broken: not "install it"
+            raise PluginError(f"backend {name!r}: {failed.label} failed: {failed.error}",
+                              hint=failed.hint or "reinstall or upgrade it")
         if name in KNOWN_PACKAGES:
             raise PrerequisiteError(
                 f"backend {name!r} is not installed", hint=install_hint(name)

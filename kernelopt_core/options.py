@@ -161,8 +161,24 @@ def convert(name: str, hint: Any, value: Any, origin: str) -> Any:
             value = [v.strip() for v in value.split(",") if v.strip()]
         return _converter.structure(value, hint)
     except Exception as exc:
-        raise UsageError(f"{origin}: `{name}` = {value!r} is not a valid {hint}",
-                         hint=f"give `{name}` a value of type {hint}") from exc
+        kind = _type_name(hint)
+        raise UsageError(f"{origin}: `{name}` = {value!r} is not a valid {kind}",
+                         hint=f"give `{name}` a value of type {kind}") from exc
+
+
+def _type_name(hint: Any) -> str:
+    """A type as a user reads it: `int`, `float or None`, `tuple of int` (not `<class 'int'>`)."""
+    names = {int: "integer", float: "number", str: "string", bool: "boolean (true/false)"}
+    if hint in names:
+        return names[hint]
+    args = typing.get_args(hint)
+    if type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return " or ".join(_type_name(a) for a in rest) + " (or unset)"
+    origin = typing.get_origin(hint)
+    if origin in (tuple, list) and args:
+        return f"list of {_type_name(args[0])}"
+    return getattr(hint, "__name__", str(hint))
 
 
 def build(cls: type[T], values: dict[str, Any], origins: dict[str, str]) -> T:

@@ -167,3 +167,18 @@ def test_a_run_names_the_plugins_that_failed_to_load(tmp_path: Path) -> None:
     assert proc.returncode in (0, 1), out
     assert "plugin broken_plugin (kernelopt-broken 0.3) is not loaded: ImportError: no such thing" \
         in out, out
+
+
+def test_a_descriptor_naming_a_backend_that_failed_to_load_says_so(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    _install(site, "kernelopt-broken", "broken_plugin", "raise ImportError('no such thing')\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "kernelopt.toml").write_text('backend = "broken_plugin"\n')
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    proc = kernelopt("run", str(project), "--state-root", str(tmp_path / "s"), cwd=tmp_path, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 3, out
+    assert ("backend 'broken_plugin': plugin broken_plugin (kernelopt-broken 0.3) failed: "
+            "ImportError: no such thing") in out, out
+    assert "is not installed" not in out, out

@@ -4,7 +4,9 @@
   ``{"kernelopt_bench": 1, "time_ms": 0.412, "shape": "f32[2048,2048]", "bytes": 33554432}``);
   exactly one such line.
 * ``csv``: a header line naming the ``column`` (default ``median_ms``); the first data row after it.
-* ``regex``: the first group of the one match is the time, in ``unit``.
+* ``regex``: the first unnamed group of the one match is the time, in ``unit`` (or the group
+  named ``time``); optional named groups ``checksum`` (a number) and ``shape`` are kept as a JSON
+  bench's keys.
 
 One time per invocation, so a second time line is an error, not a choice: the code under test
 shares the bench's stdout and could otherwise print a forged time the parser would believe.
@@ -150,9 +152,20 @@ def parse(spec: BenchSpec, stdout: str, command: str) -> BenchReading:
                         "prints exactly one time per invocation", matches[1].group(0))
         match = matches[0]
         line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
+        named = match.re.groupindex
+        # the group named `time`, else the first group that is not `checksum` or `shape`
+        plain = [i for i in range(1, match.re.groups + 1) if i not in named.values()]
         try:
-            value = float(match.group(1)) * unit
-        except (IndexError, ValueError) as exc:
-            raise _fail(command, "the regex's first group is not a number", line) from exc
-        return BenchReading(_positive(value, command, line))
+            value = float(match.group(named["time"] if "time" in named else plain[0])) * unit
+        except (IndexError, ValueError, TypeError) as exc:
+            raise _fail(command, "the regex's time group is not a number", line) from exc
+        kept: dict[str, Any] = {}
+        if "checksum" in named and match.group("checksum") is not None:
+            try:  # what the reward-hack checks compare, as a JSON bench's "checksum"
+                kept["checksum"] = float(match.group("checksum"))
+            except ValueError as exc:
+                raise _fail(command, "the regex's checksum group is not a number", line) from exc
+        if "shape" in named and match.group("shape"):
+            kept["shape"] = match.group("shape")
+        return BenchReading(_positive(value, command, line), kept)
     raise _fail(command, f"unknown bench format {spec.format!r} (json, csv, regex)")

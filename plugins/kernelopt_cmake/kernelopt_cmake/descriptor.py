@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
+from cattrs.v import format_exception
 
 from kernelopt_core.api import UsageError, read_toml, toml_line
 
@@ -73,8 +74,28 @@ class Descriptor:
 
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _strings(value: Any, _type: Any) -> list[str]:
+    """A list of strings; one string is refused (cattrs would take "src/k.cpp" as its letters)."""
+    if isinstance(value, str):
+        raise TypeError(f"a list of strings is expected, not the string {value!r}: write "
+                        f"[{value!r}]".replace("'", '"'))
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"a list of strings is expected, got {value!r}")
+    return list(value)
+
+
+_converter.register_structure_hook_func(lambda t: t == list[str], _strings)
 _OWN = frozenset(f.name for f in attrs.fields(Descriptor))  # never a plugin's: [build], [[target]]
 _MESSAGE = re.compile(r"^(?P<what>.*?) @ \$(?P<path>.*)$")
+
+
+def _format(exc: BaseException, type_: Any) -> str:
+    """cattrs' words for a wrong value, ours where a structure hook said what to write."""
+    if isinstance(exc, TypeError) and str(exc).startswith("a list of strings"):
+        return str(exc)
+    return format_exception(exc, type_)
 
 
 def _explain(path: Path, text: str, message: str) -> str:
@@ -112,7 +133,8 @@ def load(path: Path, owned: frozenset[str] = frozenset()) -> Descriptor:
     try:
         descriptor = _converter.structure(data, Descriptor)
     except ClassValidationError as exc:
-        messages = [_explain(path, text, m) for m in cattrs.transform_error(exc)]
+        messages = [_explain(path, text, m) for m in cattrs.transform_error(
+            exc, format_exception=_format)]
         tables = sorted(owned - _OWN)
         raise UsageError("\n".join(messages), hint="docs/descriptor.md has an annotated example"
                          + (f"; the installed plugins' tables: {', '.join(f'[{t}]' for t in tables)}"
@@ -134,4 +156,27 @@ def load(path: Path, owned: frozenset[str] = frozenset()) -> Descriptor:
         if t.bench_format not in ("json", "csv", "regex"):
             raise UsageError(f"{path}:{toml_line(text, 'bench_format') or '?'}: bench_format "
                              f"{t.bench_format!r} is not one of json, csv, regex")
+        if t.bench_unit not in ("ns", "us", "ms", "s"):
+            raise UsageError(f"{path}:{toml_line(text, 'bench_unit') or '?'}: bench_unit "
+                             f"{t.bench_unit!r} is not one of ns, us, ms, s")
+        if t.bench_format == "regex" or t.bench_regex:
+            _check_regex(path, text, t)
     return descriptor
+
+
+def _check_regex(path: Path, text: str, t: TargetSpec) -> None:
+    """A regex bench's pattern compiles and has a group for the time."""
+    where = f"{path}:{toml_line(text, 'bench_regex') or '?'}"
+    if not t.bench_regex:
+        raise UsageError(f"{where}: target {t.name!r} has bench_format = \"regex\" but no "
+                         "bench_regex", hint='e.g. bench_regex = "elapsed: ([0-9.]+) ms"')
+    try:
+        compiled = re.compile(t.bench_regex, re.MULTILINE)
+    except re.error as exc:
+        raise UsageError(f"{where}: bench_regex {t.bench_regex!r} is not a valid regular "
+                         f"expression: {exc}", hint="TOML basic strings need \\\\ for one "
+                         "backslash; a literal string ('...') takes it as written") from None
+    if "time" not in compiled.groupindex and compiled.groups <= len(compiled.groupindex):
+        raise UsageError(f"{where}: bench_regex {t.bench_regex!r} has no group for the time",
+                         hint='put the number in parentheses: "elapsed: ([0-9.]+) ms" (named '
+                              "groups `checksum` and `shape` are read too)")

@@ -70,8 +70,12 @@ class CMakeBackend:
         if found is None:
             return 0.0
         head = found.read_text(encoding="utf-8", errors="replace")
-        # any kernelopt.toml is ours to read; a CMakeLists.txt beside it makes us surer
-        return 0.6 if (found.parent / "CMakeLists.txt").exists() or "[build]" in head else 0.4
+        # on docs/plugins.md's scale: a CMakeLists.txt beside it or a [build] table are our
+        # marker files (0.9); [[target]] tables alone, a command-based project we can run
+        # (0.5); any other kernelopt.toml only generically (0.1), below a backend of its own
+        if (found.parent / "CMakeLists.txt").exists() or "[build]" in head:
+            return 0.9
+        return 0.5 if "[[target]]" in head or "[target]" in head else 0.1
 
     def discover(self, path: Path, settings: Settings) -> list[Target]:
         found = descriptor_path(path)
