@@ -54,8 +54,10 @@ SUITES = (
           "(bench/models_summary.py) (ARGS: probe|run [MODEL ...])",
           ("bash", "bench/h200_models.sh")),
     Suite("modes", "a model as its user compiles it (issue 53): the engine finding the captured "
-          "kernel by its code (identity MODEL [TOP]), a campaign on top of a compile mode and its "
-          "model check in every mode (campaign MODEL MODE [TOP])", ("bash", "bench/h200_modes.sh")),
+          "kernel by its code (identity MODEL [TOP]), the swap under CUDA graphs, A/A and a "
+          "slowed candidate (swapcheck MODEL MODE [TOP]), a model's largest GEMM template tuned "
+          "(template MODEL MODE), a campaign on top of a compile mode and its model check in "
+          "every mode (campaign MODEL MODE [TOP])", ("bash", "bench/h200_modes.sh")),
     Suite("modes-probe", "kernel names between processes and benchmark_kernel settings, and a "
           "model in every torch.compile mode in one process (ARGS: MODEL ...)",
           ("bash", "bench/h200_modes_probe.sh")),
