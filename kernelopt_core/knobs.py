@@ -10,12 +10,12 @@ found by ``launch_bounds_knobs`` / ``unroll_knobs``, which the CUDA backends use
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
 from kernelopt_core.errors import UsageError
-from kernelopt_core.target import Knob
+from kernelopt_core.target import Knob, Target
 
 SIZE_WORDS = re.compile(r"BLOCK|TILE|UNROLL|WARP|THREAD|VEC|CHUNK|GROUP|ROWS_PER|COLS_PER|TB_")
 DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Z][A-Z0-9_]*)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
@@ -36,6 +36,77 @@ def powers_around(value: int, low: int = 1, high: int = 1024) -> tuple[str, ...]
     return tuple(str(x) for x in sorted(out))
 
 
+# Beyond its list, a knob's value stays a positive C ``int`` (the type a #define'd size is used
+# as): a larger one overflows the arithmetic it sizes
+INT_MAX = 2 ** 31 - 1
+# warps per program: 32 warps are 1024 threads, the most a CUDA or HIP block holds; so is a
+# __launch_bounds__ argument, a count of threads
+MAX_WARPS = 32
+MAX_THREADS = 1024
+
+
+def _ascending_ints(values: Sequence[str]) -> list[int] | None:
+    """``values`` as integers when they are positive decimal integers in strictly ascending
+    order (a size, a count, a factor), else None."""
+    if not all(v.isdecimal() for v in values):
+        return None
+    numbers = [int(v) for v in values]
+    if not numbers or numbers[0] < 1 or any(a >= b for a, b in zip(numbers, numbers[1:], strict=False)):
+        return None
+    return numbers
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def step_beyond(values: Sequence[str], upward: bool) -> int | None:
+    """The value one step past the top (``upward``) or the bottom end of ``values``: where the
+    end and its neighbour are powers of two, the next power of two (double or halve); where the
+    end's last three keep a constant integer ratio, that ratio again; else the step between the
+    end and its neighbour, continued. None when ``values`` are not ascending positive integers
+    (at least two), or a step down leaves the positive integers."""
+    numbers = _ascending_ints(values)
+    if numbers is None or len(numbers) < 2:
+        return None
+    near = numbers[-3:] if upward else numbers[2::-1]  # the edge last
+    edge, inner = near[-1], near[-2]
+    big, small = max(edge, inner), min(edge, inner)
+    ratio = None
+    if _is_pow2(edge) and _is_pow2(inner):
+        ratio = 2
+    elif len(near) == 3 and near[0] * edge == inner * inner and big % small == 0:
+        ratio = big // small
+    if ratio is not None and upward:
+        return edge * ratio
+    if ratio is not None:
+        return edge // ratio if edge % ratio == 0 else None
+    beyond = edge + (edge - inner)
+    return beyond if beyond >= 1 else None
+
+
+def max_value(knob: Knob) -> int:
+    """The largest value the tuner may give ``knob`` beyond its list (step_beyond keeps it
+    positive): a C int; for warps per program (``geometry`` "warps") 32; for a
+    __launch_bounds__ argument 1024 threads."""
+    if knob.geometry == "warps":
+        return MAX_WARPS
+    if "__launch_bounds__" in knob.pattern:
+        return MAX_THREADS
+    return INT_MAX
+
+
+def takes(knob: Knob, files: Mapping[str, bytes], value: str) -> bool:
+    """Whether ``value``, written into ``files``, is read back whole at every place of ``knob``
+    (its pattern and ``also`` patterns each matching once): a pattern that admits only some
+    numbers (``(\\d{1,3})``, a list of alternatives) refuses the others."""
+    try:
+        edited = {**files, **apply((knob,), files, {knob.name: value})}
+        return current_values((knob,), edited) == {knob.name: value}
+    except (UsageError, StopIteration, KeyError, UnicodeDecodeError):
+        return False
+
+
 def source_texts(files: Mapping[str, bytes],
                  suffixes: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
     """(path, text) of ``files`` whose path ends in one of ``suffixes`` (any, when none), in
@@ -43,6 +114,12 @@ def source_texts(files: Mapping[str, bytes],
     for path, data in sorted(files.items()):
         if not suffixes or path.endswith(suffixes):
             yield path, data.decode("utf-8", errors="replace")
+
+
+def found(target: Target, files: Mapping[str, bytes]) -> tuple[Knob, ...]:
+    """A target's knobs as it gives them, before any compile probe drops values: declared,
+    else detected in its editable files (resolve.knobs' rule)."""
+    return target.knobs or tuple(detect({p: files[p] for p in target.editable if p in files}))
 
 
 def detect(files: Mapping[str, bytes]) -> list[Knob]:

@@ -111,6 +111,8 @@ class Progress:
             case events.SearchEnd() as e:
                 n = e.evaluated
                 self._line(f"search ended: {e.reason} after {n} candidate{'' if n == 1 else 's'}")
+            case events.GateWarning(gate="tuner") as e:  # a range grown, a best at its edge
+                self._line(f"tuner: {e.message}")
             case events.Profile() as e if e.metrics.get("error"):
                 self._line(f"warning: no {e.profiler} profile of the {e.tree}: "
                            f"{str(e.metrics['error']).splitlines()[0][:200]}")

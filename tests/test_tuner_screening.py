@@ -50,8 +50,12 @@ def test_the_best_screened_configurations_become_the_proposals() -> None:
     assert len(proposals) == 2 and all(p.planner == "tuner" for p in proposals)
     assert proposals[0].edits == {"k.cu": b"#define BLOCK 128\n#define WARPS 4\n"}
     screening = next(e for e in ctx.journal.events if e["event"] == "screening")  # type: ignore[attr-defined]
-    # the whole grid but the baseline's own assignment (its ratio is 1 by definition)
-    assert screening["ok"] and screening["grid"] == 15 and screening["evaluations"] == 14
+    # the whole grid but the baseline's own assignment (its ratio is 1 by definition); the
+    # best's WARPS, 4, is its list's top: WARPS=8 is screened too (slower; the grid now 5 x 4),
+    # and the descent spends the budget's one spare configuration (15, the baseline known) there
+    assert screening["ok"] and screening["grid"] == 20 and screening["evaluations"] == 16
+    assert [e["message"] for e in ctx.journal.events if e["event"] == "warning"] == [  # type: ignore[attr-defined]
+        "WARPS: the screen's best held the top of its range 1..4: grown to 1..8; best WARPS=4"]
     assert ctx.profile["tuner_frontier"]["best"][0]["knobs"] == {"BLOCK": "128", "WARPS": "4"}
     # the screen already looked at the neighbourhood: no one-knob candidates after the top two
     assert tuner.propose(ctx, Node("c1", {}, {"BLOCK": "128", "WARPS": "4"}), 5) == []

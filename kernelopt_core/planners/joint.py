@@ -10,7 +10,10 @@ double or halve, the moves of Inductor's coordinate descent), and when no single
 two knobs moved together (a non-separable surface's valley runs diagonally); a batch of few
 moves takes the next local minimum's too, since every screened batch also times the tree. The
 search stops when the best points are surrounded by screened configurations, or at its
-evaluation or GPU budget.
+evaluation or GPU budget. Then, while the best point holds the end value of a knob's list and
+the value one step inside is screened slower, ``extend`` may grow that list by one value past
+the end (the tuner's KnobRange) and the best point's move onto it is screened (beyond the
+evaluation budget: one configuration a value, within the GPU budget), then the descent goes on.
 Nothing here touches a GPU: ``evaluate`` does the screening.
 """
 
@@ -69,6 +72,11 @@ def evaluation_budget(grid: int) -> int:
     return max(MIN_EVALUATIONS, min(MAX_EVALUATIONS, grid // 4))
 
 
+def _value_lists(knobs: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, tuple[str, ...]]]:
+    """A search's own copy of its knobs' value lists: ``extend`` grows them, never the caller's."""
+    return [(name, tuple(values)) for name, values in knobs]
+
+
 @attrs.define
 class JointSearch:
     """``knobs``: (name, ordered values); ``start``: the current assignment; ``evaluate``:
@@ -77,7 +85,7 @@ class JointSearch:
     start's cost when it is already known (the tree being screened against is the start: its
     ratio is 1 by definition), so it is not screened again."""
 
-    knobs: Sequence[tuple[str, tuple[str, ...]]]
+    knobs: list[tuple[str, tuple[str, ...]]] = attrs.field(converter=_value_lists)  # extend grows them
     start: Config
     evaluate: Callable[[list[Config]], list[float | None]]
     max_evaluations: int | None = None
@@ -92,13 +100,19 @@ class JointSearch:
     # False for a configuration known to waste the device (more threads than elements): the
     # sample leaves it out; a descent may still go there
     plausible: Callable[[Config], bool] = lambda config: True
+    # (knob, upward) -> a value past that end of its list, or None: it grows no further
+    extend: Callable[[str, bool], str | None] | None = None
     costs: dict[Point, float] = attrs.field(factory=dict)  # inf: failed
+    # evaluations allowed: the budget of the grid as given (not as grown), plus one a grown value
+    _allowed: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
         if not all(self.start.get(name) in values for name, values in self.knobs):
             self.start_cost = None  # the start is not a point of the grid
         if self.start_cost is not None:
             self.costs[self._start_point()] = self.start_cost
+        self._allowed = self.max_evaluations if self.max_evaluations is not None \
+            else evaluation_budget(self.grid)
 
     @property
     def evaluations(self) -> int:
@@ -114,8 +128,7 @@ class JointSearch:
                                  for (name, values), i in zip(self.knobs, point, strict=True)}}
 
     def _budget(self) -> int:
-        return self.max_evaluations if self.max_evaluations is not None \
-            else evaluation_budget(self.grid)
+        return self._allowed
 
     def _screen(self, points: list[Point]) -> None:
         room = self._budget() - self.evaluations
@@ -190,6 +203,8 @@ class JointSearch:
             sample = max(2 * dims + 1, min(self._budget() // 4, 4 * dims))
             self._screen(self._sample(sample))
             self._descend()
+        while self._extend():
+            self._descend()
         ranked = sorted((cost, point) for point, cost in self.costs.items() if cost < math.inf)
         return [(self._config(point), cost) for cost, point in ranked]
 
@@ -228,3 +243,50 @@ class JointSearch:
         """No screened single or two-knob move from ``point`` is faster."""
         return all(self.costs.get(m, math.inf) >= cost
                    for diagonal in (False, True) for m in self._moves(point, diagonal))
+
+    def _best(self) -> tuple[float, Point] | None:
+        return min(((c, p) for p, c in self.costs.items() if c < math.inf), default=None)
+
+    def edges(self) -> list[tuple[str, bool]]:
+        """(knob, upward) for each end of a knob's list the best screened point holds, the value
+        one step inside screened slower (evidence that the best lies that way)."""
+        best = self._best()
+        if best is None:
+            return []
+        cost, point = best
+        out = []
+        for axis, (name, values) in enumerate(self.knobs):
+            for upward, end, inner in ((True, len(values) - 1, len(values) - 2), (False, 0, 1)):
+                if len(values) < 2 or point[axis] != end:
+                    continue
+                inside = self.costs.get(point[:axis] + (inner,) + point[axis + 1:], math.inf)
+                if cost < inside < math.inf:
+                    out.append((name, upward))
+        return out
+
+    def _extend(self) -> bool:
+        """Each end the best point holds (``edges``) grown by one value where ``extend`` gives
+        one, and the best point's move onto each new value screened; False when nothing was."""
+        if self.extend is None or not self.within_budget():
+            return False
+        moves: list[tuple[int, bool]] = []
+        for name, upward in self.edges():
+            value = self.extend(name, upward)
+            if value is None:
+                continue
+            axis = [n for n, _values in self.knobs].index(name)
+            values = self.knobs[axis][1]
+            self.knobs[axis] = (name, (*values, value) if upward else (value, *values))
+            if not upward:  # every screened point's index along the axis moves up by one
+                self.costs = {p[:axis] + (p[axis] + 1,) + p[axis + 1:]: c
+                              for p, c in self.costs.items()}
+            moves.append((axis, upward))
+        best = self._best()
+        if not moves or best is None:
+            return False
+        point = best[1]
+        fresh = [point[:axis] + (len(self.knobs[axis][1]) - 1 if upward else 0,) + point[axis + 1:]
+                 for axis, upward in moves]
+        self._allowed += len(fresh)  # the extension's own configurations, past the budget
+        self._screen(fresh)
+        return True

@@ -14,6 +14,10 @@ neighbourhood is used up, a line search on each knob (every untried value of one
 are taken in order of what the run has measured of them: a knob whose one-knob moves changed
 the time by more than the γ margin first, an unmeasured knob next, a knob whose moves changed
 nothing last (a launch the timed case does not take). Assignments are never tried twice.
+
+Either way a numeric knob's list grows past an end while the best assignment holds it, the
+value one step inside timed slower (planners/tuner_ranges.py: how far, and what the journal,
+the report's Warnings and the candidates' descriptions say of it).
 """
 
 from __future__ import annotations
@@ -27,6 +31,15 @@ from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.planners.joint import JointSearch, threads_fit
 from kernelopt_core.planners.tuner_options import TunerOptions
+from kernelopt_core.planners.tuner_ranges import (
+    Assignment,
+    KnobRange,
+    RangeWatch,
+    key,
+    knob_ranges,
+    screen_notes,
+    span,
+)
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -57,10 +70,12 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     # the screen times configurations against the baseline tree: the baseline's own
     # assignment has ratio 1 by definition and is not screened again
     is_baseline = all(start.get(k.name) == ctx.baseline_knobs.get(k.name) for k in ctx.knobs)
+    ranges = knob_ranges(ctx)
     search = JointSearch([(k.name, tuple(k.values)) for k in ctx.knobs], start, evaluate,
                          options.screen_evaluations, within_budget,
                          start_cost=1.0 if is_baseline else None,
-                         plausible=threads_fit(ctx.knobs))
+                         plausible=threads_fit(ctx.knobs),
+                         extend=lambda name, upward: ranges[name].grow(upward, ctx.files))
     try:
         ranked = search.run()
     except BenchFailed as exc:
@@ -79,22 +94,30 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
                       error=None if worked else "no configuration was screened successfully")
     if not worked:
         return None
+    screen_notes(ctx, search, ranges, ranked[0][0] if ranked else None)
+    grown = {r.name: list(r.values) for r in ranges.values() if any(r.added.values())}
     ctx.profile["tuner_frontier"] = {
         "what": "the built-in tuner's screen of the knob grid: time / the baseline's time "
                 "(lower is faster), checked on one seed, not yet through the gates",
-        "grid": search.grid, "screened": search.evaluations, "failed": failed, "best": best}
+        "grid": search.grid, "screened": search.evaluations, "failed": failed, "best": best,
+        **({"grown": grown} if grown else {})}
     # only what the screen saw faster than the tree; the gates decide on the rest
     return [c for c, ratio in ranked if ratio < 1.0 and c != start][: options.screen_top]
 
 
 def knob_proposal(ctx: PlanContext, assignment: dict[str, str], planner: str) -> Proposal | None:
     """A knob assignment as a proposal (edits against the baseline), or None when it changes
-    nothing."""
+    nothing. A value past its knob's own list says so (the console's candidate line, the
+    report's table and its verdict show the description)."""
     edits = knob_edit.apply(ctx.knobs, ctx.files, assignment)
     if not edits:
         return None
     changed = {k: v for k, v in assignment.items() if ctx.baseline_knobs.get(k) != v}
     text = knob_edit.describe_assignment(changed)
+    past = [f"{knob_edit.short_name(k.name)}'s range {span(tuple(k.values))}" for k in ctx.knobs
+            if k.name in changed and changed[k.name] not in k.values]
+    if past:
+        text += f" (past {', '.join(past)})"
     return Proposal(text or "baseline values", edits, assignment, planner)
 
 
@@ -123,10 +146,17 @@ class Tuner:
     def __init__(self) -> None:  # one tuner per run (the core makes it from the class)
         self.screened = False
         # every assignment the candidate gates timed: its screen speedup over the baseline
-        self.timed: dict[tuple[tuple[str, str], ...], float] = {}
+        self.timed: dict[Assignment, float] = {}
         # the screened configurations to propose, best first; None: no screening, the
         # neighbour search proposes
         self.queue: list[dict[str, str]] | None = None
+        # each knob's values, grown past its ends while the best holds one (tuner_ranges.py)
+        self.watch = RangeWatch({}, self.timed)
+        # the loop's own count, as its stopping checks read it (``_search_ends``)
+        self.observed = 0  # candidates evaluated
+        self.pending = 0  # proposals of the last propose not yet observed
+        self.best = 1.0  # the best accepted speedup
+        self.since_best = 0  # candidates since it improved
 
     selection_rank = 0  # the bar every other planner must beat: chosen when none is
 
@@ -158,31 +188,30 @@ class Tuner:
                     pairs.append((differ[0], a, sa, b, sb))
         return pairs
 
-    def _knob_order(self, ctx: PlanContext, pairs: list[Any]) -> list[Any]:
+    def _knob_order(self, ctx: PlanContext, pairs: list[Any]) -> list[KnobRange]:
         """Knobs that moved the time first, unmeasured ones next, ones that did not move it last."""
         effect: dict[str, float] = {}
         for knob, _a, sa, _b, sb in pairs:
             effect[knob] = max(effect.get(knob, 0.0), abs(math.log(sa / sb)))
         margin = math.log(ctx.settings.gates.gamma)
 
-        def rank(knob: Any) -> tuple[int, float]:
-            if knob.name not in effect:
+        def rank(r: KnobRange) -> tuple[int, float]:
+            if r.name not in effect:
                 return (1, 0.0)
-            return (0, -effect[knob.name]) if effect[knob.name] > margin else (2, 0.0)
-        return sorted(ctx.knobs, key=rank)
+            return (0, -effect[r.name]) if effect[r.name] > margin else (2, 0.0)
+        return sorted(self.watch.ranges.values(), key=rank)
 
-    def _continued(self, ctx: PlanContext, assignment: dict[str, str],
-                   pairs: list[Any]) -> list[dict[str, str]]:
+    def _continued(self, assignment: dict[str, str], pairs: list[Any]) -> list[dict[str, str]]:
         """One more step of each one-knob move that led to ``assignment`` and made it faster."""
-        here = self.timed.get(tuple(sorted(assignment.items())))
+        here = self.timed.get(key(assignment))
         if here is None:
             return []
         pairs = [p for p in pairs if assignment in (p[1], p[3])]
         out = []
-        for knob in ctx.knobs:
-            values = list(knob.values)
+        for r in self.watch.ranges.values():
+            values = list(r.values)
             for name, a, sa, b, sb in pairs:
-                if name != knob.name:
+                if name != r.name:
                     continue
                 prev, s_prev = (b, sb) if assignment == a else (a, sa)
                 if here <= s_prev or prev[name] not in values or assignment[name] not in values:
@@ -195,36 +224,73 @@ class Tuner:
 
     def _neighbours(self, ctx: PlanContext, assignment: dict[str, str]) -> list[dict[str, str]]:
         pairs = self._one_knob_pairs()  # once per proposal: quadratic in the assignments timed
-        out = self._continued(ctx, assignment, pairs)
+        out = self._continued(assignment, pairs)
         ordered = self._knob_order(ctx, pairs)
         for step in (1, 2):
-            for knob in ordered:
-                values = list(knob.values)
-                current = assignment[knob.name]
+            for r in ordered:
+                values = list(r.values)
+                current = assignment[r.name]
                 index = values.index(current) if current in values else None
                 if index is None:
                     continue
                 for j in (index + step, index - step):
                     if 0 <= j < len(values):
-                        out.append({**assignment, knob.name: values[j]})
-        for knob in ordered:  # line search once the close neighbourhood is used up
-            for value in knob.values:
-                out.append({**assignment, knob.name: value})
+                        out.append({**assignment, r.name: values[j]})
+        for r in ordered:  # line search once the close neighbourhood is used up
+            for value in r.values:
+                out.append({**assignment, r.name: value})
         return out
 
+    def _search_ends(self, ctx: PlanContext) -> str | None:
+        """Why the loop ends its search after the candidate just observed, by its own checks in
+        its order (loop.py): a best still at an end of its range is said before it does."""
+        s = ctx.settings.search
+        if self.observed >= s.iterations:
+            return "iterations"
+        if (spent := ctx.budget.stop_reason()) is not None:
+            return spent
+        if self.since_best >= s.patience:
+            return "patience"
+        if s.target_speedup is not None and self.best >= s.target_speedup:
+            return "target speedup reached"
+        return None
+
+    # ------------------------------------------------------------------ the planner
     def propose(self, ctx: PlanContext, parent: Node, count: int) -> list[Proposal]:
         assignment = {**ctx.baseline_knobs, **parent.knobs}
-        self.timed.setdefault(tuple(sorted(ctx.baseline_knobs.items())), 1.0)
+        self.timed.setdefault(key(ctx.baseline_knobs), 1.0)
+        self.watch.ranges = self.watch.ranges or knob_ranges(ctx)
         if not self.screened:
             self.screened = True
             self.queue = screened_frontier(ctx, assignment)
-        candidates = self.queue if self.queue is not None else self._neighbours(ctx, assignment)
-        return untried_proposals(ctx, candidates, count, self.name)
+        if self.queue is not None:
+            candidates = self.queue
+        else:
+            self.watch.grow(ctx)
+            candidates = self._neighbours(ctx, assignment)
+        proposals = untried_proposals(ctx, candidates, count, self.name)
+        self.pending = len(proposals)
+        return proposals
 
     def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
         speedup = outcome.get("speedup")
+        assignment = {**ctx.baseline_knobs, **proposal.knobs}
+        replayed = bool(outcome.get("replayed"))
         if speedup and proposal.knobs:  # timed by the screen gate (a failed build is not)
-            self.timed[tuple(sorted({**ctx.baseline_knobs, **proposal.knobs}.items()))] = speedup
+            self.timed[key(assignment)] = speedup
+            self.watch.inside(ctx, replayed)
+        elif proposal.knobs and not outcome.get("accepted"):
+            self.watch.failed(ctx, assignment, outcome)
+        # the loop's count (loop.py's _search): a node's speedup, 1.0 without a bench
+        node = (1.0 if speedup is None else speedup) if outcome.get("accepted") else None
+        self.observed, self.pending = self.observed + 1, self.pending - 1
+        if node is not None and node > self.best:
+            self.best, self.since_best = node, 0
+        else:
+            self.since_best += 1
+        if self.queue is None and self.pending <= 0 and not replayed \
+                and (reason := self._search_ends(ctx)) is not None:
+            self.watch.search_ends(ctx, reason)
 
 
 @hookimpl

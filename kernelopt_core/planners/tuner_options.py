@@ -1,8 +1,8 @@
 """The built-in tuner's options, its own ``[tuner]`` table (options.py): how its screen of the
-knob grid is spent. ``--screen-top``, ``KERNELOPT_SCREEN_TOP`` and ``[tuner] screen_top`` are
-the same option. The agents planner screens through the tuner (``screened_frontier``) and the
-bench workers' sweep bounds each configuration by ``screen_config_timeout_s``: both read it
-here."""
+knob grid is spent, and how far a numeric knob's range grows past its ends (``extend_steps``).
+``--screen-top``, ``KERNELOPT_SCREEN_TOP`` and ``[tuner] screen_top`` are the same option. The
+agents planner screens through the tuner (``screened_frontier``) and the bench workers' sweep
+bounds each configuration by ``screen_config_timeout_s``: both read it here."""
 
 from __future__ import annotations
 
@@ -26,3 +26,6 @@ class TunerOptions:
     screen_config_timeout_s: float = option(
         60.0, "Tuner: seconds one screened configuration may take (compile, check, time).",
         validator=_positive)
+    extend_steps: int = option(
+        8, "Tuner: values a numeric knob's range grows by at each end while the best sits there "
+           "(0: never).", validator=attrs.validators.ge(0))
