@@ -8,14 +8,19 @@ rather than written by hand.
    bench programs' sources are the contract; executables named *test* and *bench* are the
    test and the bench (several: asked; none: asked for its build target); the binaries where
    CMake puts them (the File API's artifacts).
-3. Their flags from their own usage text (``--seed``, ``--work``), then a smoke baseline:
-   both built, the test run on seed 1, the bench once (device code under the GPU lock); the
-   bench's JSON line gives the format and, when it says them, the shape and bytes. The text
-   is read back by the descriptor's own loader; only then is kernelopt.toml written. With an
-   LLM key set, one cheap request checks the provider a run there would use (a note either
-   way; the descriptor does not depend on it).
+3. Their flags from their own usage text (the seed as spelled there: ``-s SEED``,
+   ``--seed=N``, a positional ``seed``; ``--work``), then a smoke baseline: both built, the
+   test run on seed 1, the bench once (device code under the GPU lock); the bench's JSON line
+   gives the format and, when it says them, the shape and bytes; else its own time line
+   (``elapsed: 6.95 ms``, ``0.42 ms/iter``: bench_time.py) gives a bench_regex, checked on
+   that output. The sizes it prints (``grid 2048x2048``, ``n=4096``) give the shape and,
+   where the test takes them, a shape_test (run once first). The text is read back by the
+   descriptor's own loader; only then is kernelopt.toml written. With an LLM key set, one
+   cheap request checks the provider a run there would use (a note either way; the
+   descriptor does not depend on it).
 Knobs are left to auto-detection (a comment says how to declare them). An existing
-kernelopt.toml is never overwritten.
+kernelopt.toml is never overwritten. ``--dry-run`` asks nothing: a choice init would ask
+about is marked in the draft it prints, and it then exits as the refusal would (2).
 """
 
 from __future__ import annotations
@@ -29,10 +34,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 
+from kernelopt_cmake.bench_time import HumanTime, human_time
 from kernelopt_cmake.descriptor import load
-from kernelopt_cmake.usage import included_headers, printed_sizes, read_test_usage, shape_arguments
+from kernelopt_cmake.usage import (
+    ProgramUsage,
+    included_headers,
+    printed_sizes,
+    proposed_shape,
+    read_test_usage,
+    shape_arguments,
+)
 from kernelopt_core.api import (
     Command,
     KerneloptError,
@@ -118,13 +132,45 @@ def classify(root: Path, targets: list[dict[str, Any]]) -> dict[str, Any]:
                       "hip" if any(s.endswith(".hip") for s in owned) else None}
 
 
-def choose(kind: str, names: list[str], yes: bool) -> str:
+@attrs.define
+class Draft:
+    """What init could not decide. Without --dry-run the first open choice stops it (asked
+    before, refused with --yes); a dry run asks nothing: it goes on with a provisional answer,
+    marks each choice in the draft it prints, and then stops as the refusal would (exit 2)."""
+
+    dry_run: bool = False
+    marks: dict[str, str] = attrs.field(factory=dict)  # the descriptor key -> its comment
+    errors: list[UsageError] = attrs.field(factory=list)
+
+    def mark(self, key: str, comment: str, error: UsageError) -> None:
+        if not self.dry_run:
+            raise error
+        self.marks[key] = comment
+        self.errors.append(error)
+
+    def refusal(self) -> UsageError:
+        said = "\n".join(str(e) for e in self.errors)
+        return UsageError(f"{said}\nnothing written (--dry-run): the draft above marks each open "
+                          "choice `# CHOOSE`", hint="run kernelopt init without --dry-run to "
+                          "answer it (--yes refuses it), or change the project so that nothing "
+                          "needs asking")
+
+
+def choose(kind: str, names: list[str], yes: bool, draft: Draft) -> str | None:
+    """The one program of its kind; several or none: asked, refused with --yes, marked in a
+    dry run's draft (which goes on with the first, or without one)."""
     if len(names) == 1:
         return names[0]
-    if yes:
-        found = ", ".join(names) or "none"
-        raise UsageError(f"no single {kind} program to take with --yes (found: {found})",
-                         hint=f"run without --yes to choose, or name one *{kind}* executable")
+    found = ", ".join(names) or "none"
+    if yes or draft.dry_run:
+        error = UsageError(f"init asks which {kind} program (found: {found})")
+        if yes:
+            error = UsageError(f"no single {kind} program to take with --yes (found: {found})",
+                               hint=f"run without --yes to choose, or name one *{kind}* executable")
+        draft.mark(kind, f"CHOOSE: one of {found} (init asks; this draft took {names[0]})"
+                   if names else f"CHOOSE: no executable is named *{kind}*: its build target "
+                   "(init asks)", error)
+        return names[0] if names else None
     if names:
         return str(click.prompt(f"{kind} program", type=click.Choice(names)))
     return str(click.prompt(f"no executable named *{kind}*: the build target of the {kind} "
@@ -146,89 +192,112 @@ def flag(usage: str, name: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", usage) is not None
 
 
-def smoke(root: Path, build: Path, found: dict[str, Any], test: str,
-          bench: str) -> dict[str, Any]:
-    """Both programs built, their flags read from their usage, the test on seed 1, one bench."""
+@attrs.define
+class Probe:
+    """What the smoke baseline read from the project's own programs."""
+
+    test_path: str | None = None  # where CMake puts them, under the build directory
+    bench_path: str | None = None
+    usage: ProgramUsage = ProgramUsage(None)  # the test's seed and shape arguments
+    worked: bool = False  # the bench takes --work
+    line: dict[str, Any] = attrs.field(factory=dict)  # its JSON line
+    human: HumanTime | None = None  # else its own time line, read by a regex
+    shape: tuple[str, str] | None = None  # the sizes it prints: ("[2048,2048]", "grid 2048x2048")
+    shape_args: list[str] | None = None  # the test's arguments for them (checked)
+
+    @property
+    def checksum(self) -> Any:
+        return self.human.checksum if self.human else self.line.get("checksum")
+
+
+def build_programs(root: Path, build: Path, names: list[str]) -> None:
     for command in cmake_commands(root, root, build, ["-DCMAKE_BUILD_TYPE=Release"],
-                                  targets=sorted({test, bench}))[-1:]:
+                                  targets=names)[-1:]:
         result = run_process(command, build / "build.log")
         if not result.ok:
-            raise UsageError(f"building {test} and {bench} failed: {result.describe()}\n"
+            raise UsageError(f"building {' and '.join(names)} failed: {result.describe()}\n"
                              f"{result.tail()}", hint=f"log: {build / 'build.log'}")
+
+
+def program(build: Path, path: str) -> Path:
+    binary = build / path
+    if not binary.exists():
+        raise UsageError(f"{binary.name} was built but is not at {binary}",
+                         hint="write kernelopt.toml by hand (docs/descriptor.md)")
+    return binary
+
+
+def usage_text(binary: Path, root: Path, device: str | None) -> str:
+    result = runs(Command((str(binary), "--help"), root, timeout_s=30), device)
+    return result.stdout + result.stderr
+
+
+def smoke(root: Path, build: Path, found: dict[str, Any], test: str | None, bench: str | None,
+          draft: Draft) -> Probe:
+    """Both programs built, their flags read from their usage, the test on seed 1, one bench
+    (a program still to be chosen is left out: a dry run's draft marks it)."""
+    build_programs(root, build, sorted({n for n in (test, bench) if n}))
     device, paths = found["device"], found["artifacts"]
-    test_bin, bench_bin = build / paths.get(test, test), build / paths.get(bench, bench)
-    for binary in (test_bin, bench_bin):
-        if not binary.exists():
-            raise UsageError(f"{binary.name} was built but is not at {binary}",
-                             hint="write kernelopt.toml by hand (docs/descriptor.md)")
+    probe = Probe(paths.get(test, test) if test else None, paths.get(bench, bench) if bench else None)
+    argv: tuple[str, ...] = ()
+    if probe.test_path:
+        test_bin = program(build, probe.test_path)
+        probe.usage = read_test_usage(usage_text(test_bin, root, device))
+        argv = (str(test_bin), *probe.usage.seed_words("1"))
+        result = runs(Command(argv, root, timeout_s=1800), device)
+        if not result.ok:
+            raise UsageError(f"the test `{' '.join(argv)}` fails on the unmodified project: "
+                             f"{result.describe()}\n{result.tail()}",
+                             hint="kernelopt optimizes a kernel whose test passes")
+    if probe.bench_path:
+        bench_bin = program(build, probe.bench_path)
+        probe.worked = flag(usage_text(bench_bin, root, device), "--work")
+        out = runs(Command((str(bench_bin), *(("--work", "1.0") if probe.worked else ())), root,
+                           timeout_s=600), device)
+        read_bench(out, str(bench), probe, draft)
+        sizes = printed_sizes(out.stdout)
+        probe.shape = proposed_shape(sizes, probe.usage)
+        if argv:
+            probe.shape_args = checked_shape(argv, shape_arguments(probe.usage, sizes), root,
+                                             device)
+    return probe
 
-    def usage(binary: Path) -> str:
-        result = runs(Command((str(binary), "--help"), root, timeout_s=30), device)
-        return result.stdout + result.stderr
 
-    test_usage, worked = read_test_usage(usage(test_bin)), flag(usage(bench_bin), "--work")
-    seed_args = {"flag": ("--seed", "1"), "positional": ("1",)}.get(test_usage.seed or "", ())
-    argv = (str(test_bin), *seed_args)
-    result = runs(Command(argv, root, timeout_s=1800), device)
-    if not result.ok:
-        raise UsageError(f"the test `{' '.join(argv)}` fails on the unmodified project: "
-                         f"{result.describe()}\n{result.tail()}",
-                         hint="kernelopt optimizes a kernel whose test passes")
-    out = runs(Command((str(bench_bin), *(("--work", "1.0") if worked else ())), root,
-                       timeout_s=600), device)
+def read_bench(out: ProcessResult, bench: str, probe: Probe, draft: Draft) -> None:
+    """The bench's time: its one JSON line with time_ms, else its own labelled time line."""
+    if not out.ok:
+        raise UsageError(f"the bench `{bench}` fails on the unmodified project: "
+                         f"{out.describe()}\n{out.tail()}", hint="make the bench run first")
     lines = []
     for text in out.stdout.splitlines():
         with contextlib.suppress(ValueError):
             if text.strip().startswith("{") and isinstance(line := json.loads(text), dict) \
                     and isinstance(line.get("time_ms"), (int, float)):
                 lines.append(line)
-    human = human_time(out.stdout) if out.ok and not lines else None
-    if not out.ok or (len(lines) != 1 and human is None):
-        raise UsageError(f"the bench `{bench}` printed neither one JSON line with a numeric "
-                         f"time_ms nor one labelled time (`median = 12.3 us`) "
-                         f"({out.describe()}; {len(lines)} JSON lines): {out.tail(300)}",
-                         hint='print {"kernelopt_bench": 1, "time_ms": ...} once (docs/'
-                         "descriptor.md), or write bench_format yourself")
-    shape_args = shape_arguments(test_usage, printed_sizes(out.stdout))
-    if shape_args:  # the bench's shape, checked by the test in its own process: it must pass
-        checked = runs(Command((*argv, *shape_args), root, timeout_s=1800), device)
+    human = human_time(out.stdout) if not lines else None
+    if len(lines) != 1 and human is None:
+        draft.mark("bench_format", "CHOOSE: no one time read from the bench's output: write "
+                   "bench_format and bench_regex (docs/descriptor.md)", UsageError(
+                       f"the bench `{bench}` printed neither one JSON line with a numeric "
+                       "time_ms nor one labelled time (`median = 12.3 us`, `elapsed: 6.9 ms`, "
+                       f"`0.42 ms/iter`; two of the same kind are the user's call) ({len(lines)} "
+                       f"JSON lines): {out.tail(300)}",
+                       hint='print {"kernelopt_bench": 1, "time_ms": ...} once (docs/'
+                       "descriptor.md), or write bench_format and bench_regex yourself"))
+        return
+    probe.line, probe.human = (lines[0] if lines else {}), human
+
+
+def checked_shape(argv: tuple[str, ...], args: list[str] | None, root: Path,
+                  device: str | None) -> list[str] | None:
+    """The test at the bench's shape, run in its own process: proposed only if it passes."""
+    if args:
+        checked = runs(Command((*argv, *args), root, timeout_s=1800), device)
         if not checked.ok:
-            note(f"no shape_test: `{' '.join((*argv, *shape_args))}` (the test at the bench's "
+            note(f"no shape_test: `{' '.join((*argv, *args))}` (the test at the bench's "
                  f"shape) fails on the unmodified project: {checked.describe()}")
-            shape_args = None
-    return {"seed": test_usage.seed, "worked": worked, "line": lines[0] if lines else {},
-            "human": human, "shape_args": shape_args,
-            "test_path": paths.get(test, test), "bench_path": paths.get(bench, bench)}
-
-
-# a bench's own human line: a label, then the time and its unit (`median= 12.3 us`,
-# `mean time: 0.41 ms`); the labels in order of preference (the median is the robust one)
-_LABELS = ("median", "mean", "avg", "average", "time", "min")
-_TIME = re.compile(r"(?i)\b(median|mean|avg|average|time|min)\b([^0-9.,\n]{0,12}?)"
-                   r"([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|μs|ms|s)\b")
-_UNITS = {"ns": "ns", "us": "us", "µs": "us", "μs": "us", "ms": "ms", "s": "s"}
-
-
-def human_time(stdout: str) -> dict[str, str] | None:
-    """The bench_regex and bench_unit for a bench whose time is one labelled number; None when
-    no label or a label more than once (which of them is the time is then the user's call)."""
-    found = list(_TIME.finditer(stdout))
-    for label in _LABELS:
-        same = [m for m in found if m.group(1).lower() == label]
-        if len(same) > 1:
             return None
-        unit = _UNITS.get(same[0].group(4).lower()) if same else None
-        if unit is None:
-            continue
-        m = same[0]
-        pattern = (r"\b" + re.escape(m.group(1)) + r"\b"
-                   + re.escape(m.group(2)).replace(r"\ ", r"\s*")
-                   + r"([0-9.eE+-]+)\s*" + re.escape(m.group(4)) + r"\b")
-        # the run reads it with this very regex: exactly one match, the same number
-        if [g.group(1) for g in re.finditer(pattern, stdout)] != [m.group(3)]:
-            return None
-        return {"regex": pattern, "unit": unit, "value": m.group(3)}
-    return None
+    return args
 
 
 def toml_literal(text: str) -> str:
@@ -237,21 +306,48 @@ def toml_literal(text: str) -> str:
     return f"'{text}'" if plain else json.dumps(text)
 
 
-def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
-               probe: dict[str, Any]) -> str:
-    line = probe["line"]
+def commands(probe: Probe) -> tuple[str, str]:
+    """The test and bench commands, with the test's seed as its usage spells it."""
+    test = " ".join([f"{{build}}/{probe.test_path or '<test program>'}",
+                     *probe.usage.seed_words("{seed}")])
+    bench = f"{{build}}/{probe.bench_path or '<bench program>'}" + (
+        " --work {work}" if probe.worked else "")
+    return test, bench
+
+
+def bench_lines(probe: Probe) -> list[str]:
+    human = probe.human
+    if human is None:
+        return ['bench_format = "json"']
+    said = f"`{human.label}`" if human.label else "a number and its unit"
+    lines = [f'bench_format = "regex"   # the bench prints its time ({said}), not JSON',
+             f"bench_regex = {toml_literal(human.regex)}", f"bench_unit = {json.dumps(human.unit)}"]
+    if human.checksum is not None:
+        lines[1] += "   # with its checksum: the shape gate compares it"
+    return lines
+
+
+def descriptor(name: str, found: dict[str, Any], test: str | None, bench: str | None,
+               probe: Probe, draft: Draft) -> str:
+    line = probe.line
 
     def strings(values: list[str]) -> str:
         return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
-    test_cmd = f"{{build}}/{probe['test_path']}" + {"flag": " --seed {seed}",
-                                                    "positional": " {seed}"}.get(probe["seed"] or "", "")
-    bench_cmd = f"{{build}}/{probe['bench_path']}" + (" --work {work}" if probe["worked"] else "")
+    def marked(key: str, text: str, otherwise: str = "") -> str:
+        return f"{text}   # {draft.marks[key]}" if key in draft.marks else text + otherwise
+
+    test_cmd, bench_cmd = commands(probe)
     lines = [
         "# kernelopt descriptor written by `kernelopt init` (docs/descriptor.md explains every",
         "# key); checked by a smoke baseline: build, the test on seed 1, one bench.",
+    ]
+    if draft.marks:
+        lines.append(f"# DRAFT (--dry-run): {len(draft.marks)} choice(s) open, each marked "
+                     "`# CHOOSE` below; nothing written")
+    lines += [
         'backend = "cmake"', "", "[build]", 'cmake_args = ["-DCMAKE_BUILD_TYPE=Release"]',
-        f"targets = {strings(sorted({test, bench}))}", "", "[[target]]",
+        f"targets = {strings(sorted({n for n in (test, bench) if n}))}", "", "[[target]]",
         f"name = {json.dumps(name)}",
     ]
     if found["device"]:
@@ -259,21 +355,19 @@ def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
     lines += [f"editable = {strings(found['editable'])}   # the kernel: what candidates change",
               f"context = {strings(found['context'])}",
               f"contract = {strings(found['contract'])}   # the test and bench: never edited",
-              f"test = {json.dumps(test_cmd)}" + ("" if probe["seed"] else
-                                                  "   # no seed in its usage: one fixed input"),
-              f"bench = {json.dumps(bench_cmd)}"]
-    if probe.get("shape_args"):
-        lines.append(f"shape_test = {json.dumps(' '.join([test_cmd, *probe['shape_args']]))}"
+              marked("test", f"test = {json.dumps(test_cmd)}", "" if probe.usage.seed else
+                     "   # no seed in its usage: one fixed input"),
+              marked("bench", f"bench = {json.dumps(bench_cmd)}")]
+    if probe.shape_args:
+        lines.append(f"shape_test = {json.dumps(' '.join([test_cmd, *probe.shape_args]))}"
                      "   # the test at the shape the bench prints")
-    if probe.get("human"):  # the bench's own line, read as it prints it
-        human = probe["human"]
-        lines += ['bench_format = "regex"   # the bench prints a labelled time, not JSON',
-                  f"bench_regex = {toml_literal(human['regex'])}",
-                  f"bench_unit = {json.dumps(human['unit'])}"]
-    else:
-        lines.append('bench_format = "json"')
+    lines += [marked("bench_format", text) if text.startswith("bench_format") else text
+              for text in bench_lines(probe)]
     if line.get("shape"):
         lines.append(f"shape = {json.dumps(str(line['shape']))}   # as the bench reports it")
+    elif probe.shape:
+        lines.append(f"shape = {json.dumps(probe.shape[0])}   # the sizes the bench prints "
+                     f"({probe.shape[1]})")
     if isinstance(line.get("bytes"), int):
         lines.append(f"bytes = {line['bytes']}   # as the bench reports it (the roofline bound)")
     lines += ["", "# Knobs (#define TILE/BLOCK/UNROLL..., __launch_bounds__) are detected; to fix",
@@ -281,10 +375,42 @@ def descriptor(name: str, found: dict[str, Any], test: str, bench: str,
     return "\n".join(lines)
 
 
+def checked_descriptor(text: str) -> None:
+    """What a run will read: the descriptor's own loader, on the text about to be written."""
+    check = Path(tempfile.mkdtemp(prefix="kernelopt-init-check-"))
+    try:
+        (check / "kernelopt.toml").write_text(text, encoding="utf-8")
+        load(check / "kernelopt.toml")
+    finally:
+        shutil.rmtree(check, ignore_errors=True)
+
+
+def warn_unverified(probe: Probe, yes: bool, dry_run: bool) -> None:
+    """Said before writing: what no gate will see of the timed shape."""
+    if probe.checksum is None and not probe.shape_args:
+        # the shape gate needs one of them: without, a real win ends `matched`
+        note("this descriptor can end `matched` at best, never `optimized`: the bench reports "
+             "no checksum and no shape_test checks the timed shape. Add a shape_test (the test "
+             "at the bench's shape: print the sizes as `width=1024` from the bench and take "
+             "them in the test), or a checksum (in the bench's JSON line, or `checksum 0.19` "
+             "on its time line; docs/descriptor.md)")
+        if not yes and not dry_run and not click.confirm("write it all the same?", default=True,
+                                                         err=True):
+            raise UsageError("nothing written", hint="add a shape_test or a checksum, then "
+                             "run kernelopt init again")
+    elif not probe.shape_args and probe.human and probe.human.checksum is not None:
+        digits = len(re.sub(r"^[-+0.]*|[eE].*$|\.", "", probe.human.checksum))
+        if digits < 6:  # rounded to the last digit printed: a correct candidate may differ
+            note(f"the bench prints its checksum with {digits} significant digits "
+                 f"({probe.human.checksum}); the shape gate compares it within 1e-5 "
+                 "(checksum_rtol): print it with more (`%.9g`), or add a shape_test")
+
+
 @click.command("init")
 @click.argument("path", type=click.Path(path_type=Path), default=".")
 @click.option("--yes", is_flag=True, help="Take every proposal; fail on what must be asked.")
-@click.option("--dry-run", is_flag=True, help="Print the descriptor instead of writing it.")
+@click.option("--dry-run", is_flag=True, help="Print the descriptor instead of writing it (a "
+              "choice it would ask about is marked, and nothing is written).")
 def init_command(path: Path, yes: bool, dry_run: bool) -> None:
     """Write a kernelopt.toml for the CMake project at PATH (default: here), after a smoke
     baseline (build, test, one bench) proved it works."""
@@ -294,6 +420,7 @@ def init_command(path: Path, yes: bool, dry_run: bool) -> None:
     out = root / "kernelopt.toml"
     if out.exists() and not dry_run:
         raise UsageError(f"{out} already exists", hint="edit it, or move it away and run again")
+    draft = Draft(dry_run)
     scratch = Path(tempfile.mkdtemp(prefix="kernelopt-init-"))
     try:
         found = classify(root, configure(root, scratch))
@@ -301,36 +428,27 @@ def init_command(path: Path, yes: bool, dry_run: bool) -> None:
             raise UsageError(f"{root}: no kernel source found (no library, no __global__ or "
                              "#pragma omp)", hint="write kernelopt.toml by hand "
                              "(docs/descriptor.md)")
-        test, bench = choose("test", found["tests"], yes), choose("bench", found["benches"], yes)
+        test = choose("test", found["tests"], yes, draft)
+        bench = choose("bench", found["benches"], yes, draft)
         if found["test_guessed"]:  # no name says so: its exit code becomes the correctness check
             note(f"taking {test} as the test: the only program beside the bench (its exit "
                  "status decides correctness)")
-            if not yes and not click.confirm(f"is {test} the test?", default=True, err=True):
+            if not yes and not dry_run and not click.confirm(f"is {test} the test?",
+                                                             default=True, err=True):
                 raise UsageError("no test program", hint="name the test's executable *test*")
-        probe = smoke(root, scratch, found, test, bench)
+        probe = smoke(root, scratch, found, test, bench, draft)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     # transpose_bench -> "transpose": the bench's name without its "bench"
-    name = re.sub(r"[_-]?bench(mark)?[_-]?", "", bench, flags=re.I) or root.name
-    text = descriptor(name, found, test, bench, probe)
-    check = Path(tempfile.mkdtemp(prefix="kernelopt-init-check-"))
-    try:  # what a run will read: the descriptor's own loader, on the text about to be written
-        (check / "kernelopt.toml").write_text(text, encoding="utf-8")
-        load(check / "kernelopt.toml")
-    finally:
-        shutil.rmtree(check, ignore_errors=True)
-    if probe["line"].get("checksum") is None and not probe.get("shape_args"):
-        # the shape gate needs one of them: without, a real win ends `matched`
-        note("this descriptor can end `matched` at best, never `optimized`: the bench reports "
-             "no checksum and no shape_test checks the timed shape. Add a shape_test (the test "
-             "at the bench's shape: print the sizes as `width=1024` from the bench and take "
-             "them in the test), or a checksum in the bench's JSON line (docs/descriptor.md)")
-        if not yes and not dry_run and not click.confirm("write it all the same?", default=True,
-                                                         err=True):
-            raise UsageError("nothing written", hint="add a shape_test or a checksum, then "
-                             "run kernelopt init again")
-    reading = (f"{probe['human']['value']} {probe['human']['unit']}, read from its own line"
-               if probe.get("human") else f"{probe['line']['time_ms']} ms")
+    name = re.sub(r"[_-]?bench(mark)?[_-]?", "", bench or "", flags=re.I) or root.name
+    text = descriptor(name, found, test, bench, probe, draft)
+    if draft.marks:  # a draft, not a descriptor: shown, and refused as the choice would be
+        echo(text)
+        raise draft.refusal()
+    checked_descriptor(text)
+    warn_unverified(probe, yes, dry_run)
+    reading = (f"{probe.human.value} {probe.human.unit}, read from its own line"
+               if probe.human else f"{probe.line['time_ms']} ms")
     note(f"smoke baseline passed: {test} on seed 1, one {bench} reading ({reading})")
     try:  # the LLM setting a run here would use, while nothing depends on it yet
         answered = check_llm_provider(root)

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 from kernelopt_cmake.usage import (
+    Flag,
     ProgramUsage,
+    Size,
     included_headers,
     printed_sizes,
     read_test_usage,
@@ -56,7 +58,8 @@ def test_init_on_a_project_in_its_own_style_and_a_run_on_it(project: Path) -> No
                  'test = "{build}/check_blur {seed}"',  # the positional seed
                  'shape_test = "{build}/check_blur {seed} 512 384"',  # the bench's own sizes
                  'bench = "{build}/blur_bench"', 'bench_format = "regex"',
-                 "bench_regex = '\\bmedian\\b\\s*([0-9.eE+-]+)\\s*us\\b'"):
+                 "bench_regex = '\\bmedian\\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)\\s*us\\b'",
+                 'shape = "[512,384]"'):
         assert line in text, text
     assert "can end `matched` at best" not in done.stderr
     (project / "counted_bench.py").write_text(COUNTED_BLUR_BENCH)
@@ -106,11 +109,12 @@ def test_the_tests_usage_the_benchs_sizes_and_the_kernels_headers(tmp_path: Path
         "512", "384"]
     assert shape_arguments(positional, printed_sizes("height=384")) is None  # width first
     flags = read_test_usage("usage: x_test --seed N [--rows R --cols C] [--verbose] [--transpose]")
-    assert flags == ProgramUsage("flag", (), ("rows", "cols"))
-    # a seed behind a one-dash flag is that flag's value, not a positional seed
-    assert read_test_usage("usage: x [-s <seed>] [width]").seed is None
-    assert read_test_usage("usage: t --seed N --numRows 4").shape_flags == ("numRows",)
-    assert shape_arguments(flags, {"rows": "8192", "cols": "4096"}) == [
+    assert flags == ProgramUsage("flag", (), (Flag("--rows", False, "R"), Flag("--cols", False, "C")),
+                                 Flag("--seed", False, "N"))
+    # a seed behind a one-dash flag is that flag's value (issue 55), not a positional seed
+    assert read_test_usage("usage: x [-s <seed>] [width]").seed_words("{seed}") == ("-s", "{seed}")
+    assert read_test_usage("usage: t --seed N --numRows 4").shape_flags == (Flag("--numRows", False, "4"),)
+    assert shape_arguments(flags, [Size("rows", ("8192",)), Size("cols", ("4096",))]) == [
         "--rows", "8192", "--cols", "4096"]
     assert read_test_usage("usage: t --seed <n>").seed == "flag"
     assert read_test_usage("usage: t <input-file>").seed is None
