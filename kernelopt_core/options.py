@@ -155,8 +155,12 @@ def convert(name: str, hint: Any, value: Any, origin: str) -> Any:
             if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
                 raise ValueError("not a boolean")
             return text in ("1", "true", "yes", "on")
+        if base is bool and not isinstance(value, bool) and value not in (0, 1):
+            raise TypeError("not a boolean")  # 2.0 or 7 is no yes/no
         if base in (int, float) and isinstance(value, bool):
             raise TypeError("a boolean is not a number")
+        if base is int and isinstance(value, float) and not value.is_integer():
+            raise TypeError("not a whole number")  # 2.7 iterations is no count
         if typing.get_origin(base) is tuple and isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         return _converter.structure(value, hint)

@@ -10,6 +10,7 @@ A fixed number of examples from a derandomized search: the same inputs on every 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,10 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from kernelopt_core import entry  # noqa: E402
+from kernelopt_core.errors import UsageError  # noqa: E402
 from kernelopt_core.plugins import PluginHost  # noqa: E402
+from kernelopt_core.settings import FIELDS as SETTING_FIELDS  # noqa: E402
+from kernelopt_core.settings import load as load_settings  # noqa: E402
 from kernelopt_core.target import BenchSpec, Command, Knob, Target, Tree  # noqa: E402
 from kernelopt_core.testing import ScriptedBackend, write_chunk_project  # noqa: E402
 
@@ -112,3 +116,48 @@ def test_whatever_a_backend_returns_a_run_ends_without_exit_4(
         assert result.exit_code in (0, 1, 2, 3), (hook, value, result.summary.get("error"))
         if result.exit_code == 3:
             assert f"fuzzed backend's {hook}()" in result.summary["error"], result.summary
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(sorted(SETTING_FIELDS)), VALUES, st.booleans())
+def test_a_setting_from_a_flag_or_the_project_file_is_taken_or_refused_by_name(
+        tmp_path: Path, name: str, value: Any, in_file: bool) -> None:
+    """Settings as a user or api.run gives them (a flag's value, a [run] key in
+    kernelopt.toml): the settings, or a UsageError (exit 2) that names the setting."""
+    flags: dict[str, Any] = {name: value}
+    project = None
+    if in_file:
+        try:
+            text = f"[run]\n{name} = {_toml(value)}\n"
+        except ValueError:
+            return  # not a TOML value: no file can hold it
+        project = tmp_path / "kernelopt.toml"
+        project.write_text(text, encoding="utf-8")
+        flags = {}
+    try:
+        made = load_settings(project, flags, cwd=tmp_path)
+    except UsageError as exc:
+        assert f"`{name}`" in str(exc), (name, value, str(exc))
+        return
+    got = made.flat()[name]
+    hint = SETTING_FIELDS[name].type
+    if hint in (int, float) or str(hint).startswith(("int", "float")):
+        assert got is None or (isinstance(got, (int, float)) and not isinstance(got, bool)), got
+    if type(got) is int and isinstance(value, float):  # never a silent truncation
+        assert got == value, (name, value, got)
+
+
+def _toml(value: Any) -> str:
+    """``value`` as a TOML value, ValueError where TOML has none (None, bytes, a path)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(repr(value), repr(value))
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise ValueError(value)
