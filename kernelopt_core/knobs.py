@@ -88,12 +88,10 @@ def step_beyond(values: Sequence[str], upward: bool) -> int | None:
 def max_value(knob: Knob) -> int:
     """The largest value the tuner may give ``knob`` beyond its list (step_beyond keeps it
     positive): a C int; for warps per program (``geometry`` "warps") 32; for a
-    __launch_bounds__ argument 1024 threads."""
-    if knob.geometry == "warps":
-        return MAX_WARPS
-    if "__launch_bounds__" in knob.pattern:
-        return MAX_THREADS
-    return INT_MAX
+    __launch_bounds__ argument 1024 threads; never over the knob's own ``maximum``."""
+    kind = MAX_WARPS if knob.geometry == "warps" else \
+        MAX_THREADS if "__launch_bounds__" in knob.pattern else INT_MAX
+    return kind if knob.maximum is None else min(kind, knob.maximum)
 
 
 def takes(knob: Knob, files: Mapping[str, bytes], value: str) -> bool:

@@ -65,6 +65,17 @@ class Runner:
     def spawn(self, command: Command, log: Path, own_group: bool = False) -> ProcessResult:
         result = process.run(command, log, own_group=own_group)
         self.spent.child_seconds += result.seconds
+        if result.missing and not command.cwd.is_dir():
+            raise UsageError(
+                f"{command.label or 'the'} command cannot start: its working directory "
+                f"{command.cwd} does not exist ({result.describe()})",
+                hint="check the command's cwd (the backend's, or kernelopt.toml's)")
+        if result.missing and "Permission denied" in result.stderr:
+            raise UsageError(
+                f"{command.label or 'the'} program {command.argv[0]} is not executable "
+                f"({result.describe()})",
+                hint=f"chmod +x {command.argv[0]}, or run it through its interpreter in "
+                     "kernelopt.toml (python3 {repo}/bench.py)")
         if result.missing and os.sep in command.argv[0]:  # a path: the project's own program
             raise UsageError(
                 f"{command.label or 'the'} program {command.argv[0]} does not exist "

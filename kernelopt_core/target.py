@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numbers
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,45 @@ import attrs
 
 
 def _tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+    """A list, a generator or another iterable of items as a tuple; a string (one path, not
+    its letters), bytes or a mapping stay as they are for the validator to refuse."""
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping, tuple)):
+        return tuple(value)
+    return value
+
+
+def _whole(value: Any) -> Any:
+    """A whole number of any integer type (numpy's too) or an integral float as an int."""
+    if isinstance(value, bool):
+        return value  # refused by the validator: True is no count
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _real(value: Any) -> Any:
+    """A number of any real type (numpy's float32 too) as a float; ints stay ints."""
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, int, float)):
+        return int(value) if isinstance(value, numbers.Integral) else float(value)
+    return value
+
+
+def _mapping(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) and not isinstance(value, dict) else value
+
+
+def _choice(*allowed: str) -> Any:
+    def check(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in allowed:
+            raise ValueError(f"{type(inst).__name__}.{attribute.name} must be one of "
+                             f"{', '.join(allowed)}, got {_describe(value)}")
+    return check
+
+
+def _unit(value: Any) -> Any:
+    return "us" if value in ("µs", "μs") else value  # the micro sign and the Greek mu
 
 
 def _describe(value: Any) -> str:
@@ -65,7 +106,8 @@ def _pairs(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 
 def _path(value: Any) -> Any:
-    return Path(value) if isinstance(value, str) else value
+    return Path(value) if isinstance(value, (str, os.PathLike)) and not isinstance(value, Path) \
+        else value
 
 
 @attrs.frozen
@@ -75,9 +117,9 @@ class Command:
     argv: tuple[str, ...] = attrs.field(converter=_tuple, validator=_strings)  # no shell
     cwd: Path = attrs.field(converter=_path, validator=_of(Path))
     # added to kernelopt's environment
-    env: dict[str, str] = attrs.field(factory=dict, validator=_items(str, str))
+    env: dict[str, str] = attrs.field(factory=dict, converter=_mapping, validator=_items(str, str))
     # then the whole process group is killed
-    timeout_s: float = attrs.field(default=600.0, validator=_of(int, float))
+    timeout_s: float = attrs.field(default=600.0, converter=_real, validator=_of(int, float))
     label: str = attrs.field(default="", validator=_of(str))  # how logs and errors name it
 
     def __attrs_post_init__(self) -> None:
@@ -120,6 +162,9 @@ class Knob:
     launch: str = attrs.field(default="", validator=_of(str))  # shared by one launch's knobs
     # (file, pattern): other places holding the value
     also: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple, validator=_pairs)
+    # the largest value the tuner may grow the list to (a backend's limit: a tile no larger
+    # than the problem's side); None: only the value's kind limits it (knobs.max_value)
+    maximum: int | None = attrs.field(default=None, converter=_whole, validator=_of(int, optional=True))
 
     def sites(self) -> tuple[tuple[str, str], ...]:
         """Every (file, pattern) the value is written to, the knob's own first."""
@@ -140,11 +185,12 @@ class Tree:
 class BenchSpec:
     """How to read a bench's output (DESIGN.md §4): one time per invocation."""
 
-    format: str = attrs.field(default="json", validator=attrs.validators.in_(("json", "csv", "regex")))
+    format: str = attrs.field(default="json", validator=_choice("json", "csv", "regex"))
     column: str = attrs.field(default="median_ms", validator=_of(str))  # csv: the time's column
-    regex: str = attrs.field(default="", validator=_of(str))  # regex: first group is the time
+    # regex: the group named time, else the first other than checksum and shape
+    regex: str = attrs.field(default="", validator=_of(str))
     # unit of the csv/regex value
-    unit: str = attrs.field(default="ms", validator=attrs.validators.in_(("ns", "us", "ms", "s")))
+    unit: str = attrs.field(default="ms", converter=_unit, validator=_choice("ns", "us", "ms", "s"))
 
 
 @attrs.frozen
@@ -168,22 +214,24 @@ class Target:
     # the timed case, as shown (a bench line's "shape" replaces it)
     shape: str = attrs.field(default="", validator=_of(str))
     # DRAM bytes per call, for the roofline (or the bench's "bytes")
-    bytes_moved: int | None = attrs.field(default=None, validator=_of(int, optional=True))
+    bytes_moved: int | None = attrs.field(default=None, converter=_whole, validator=_of(int, optional=True))
     # floating-point operations per call, where compute bounds it
-    flops: int | None = attrs.field(default=None, validator=_of(int, optional=True))
+    flops: int | None = attrs.field(default=None, converter=_whole, validator=_of(int, optional=True))
     # the tuner's; none: detected from the editable files
     knobs: tuple[Knob, ...] = attrs.field(default=(), converter=_tuple, validator=_records(Knob))
     # how to read the bench; None: none
     bench: BenchSpec | None = attrs.field(factory=BenchSpec, validator=_of(BenchSpec, optional=True))
     # the kernel's share of the engine's GPU time (Amdahl)
-    time_share: float | None = attrs.field(default=None, validator=_of(int, float, optional=True))
+    time_share: float | None = attrs.field(default=None, converter=_real,
+                                    validator=_of(int, float, optional=True))
     # Text the backend wants shown before the run and kept in its run directory as
     # preface.txt (e.g. a model's kernel ranking).
     preface: str = attrs.field(default="", validator=_of(str))
     # cpu | cuda | hip: which peak bandwidth bounds the roofline
     device: str = attrs.field(default="cpu", validator=_of(str))
     # the descriptor's override of the measured peak
-    peak_gbps: float | None = attrs.field(default=None, validator=_of(int, float, optional=True))
+    peak_gbps: float | None = attrs.field(default=None, converter=_real,
+                                    validator=_of(int, float, optional=True))
     # Contract files the backend changes in every tree of the run, the baseline's and each
     # candidate's alike (a test harness that also checks the timed case): relative path ->
     # content. Never in a candidate's diff; the user's directory is never written.

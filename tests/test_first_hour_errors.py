@@ -106,3 +106,16 @@ def test_apply_names_the_state_root_it_searched(tmp_path: Path) -> None:
     assert missed.returncode == 2
     assert f"no run under {tmp_path / 's' / 'runs'} match 'zzz'" in missed.stderr, missed.stderr
     assert "pass its --state-root" in missed.stderr
+
+
+def test_a_test_program_without_its_execute_bit_is_said_so(tmp_path: Path) -> None:
+    """A script the user forgot to chmod: 'not executable', not 'does not exist'."""
+    project = _example(tmp_path)
+    (project / "check.sh").write_text("#!/bin/sh\nexit 0\n")  # no +x
+    toml = project / "kernelopt.toml"
+    text = toml.read_text()
+    toml.write_text(text.replace('"{build}/transpose_test', '"{repo}/check.sh', 1))
+    run = kernelopt("run", str(project), "--state-root", str(tmp_path / "s"), cwd=tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "check.sh is not executable" in out and "chmod +x" in out, out

@@ -27,6 +27,16 @@ def test_regex_with_ansi_colours_like_test_backend_ops() -> None:
     assert parse(spec, out, "b").time_ms == pytest.approx(0.28324)
 
 
+@pytest.mark.parametrize("regex", [
+    r"elapsed: (?P<ms>[0-9.]+) ms",  # a group named as the user likes: still the time
+    r"elapsed: (?P<time>[0-9.]+) ms",
+    r"(?P<checksum>[0-9.]+) sum, elapsed: ([0-9.]+) ms",  # checksum and shape are never it
+])
+def test_a_regex_benchs_time_is_its_time_group_else_its_first_other_group(regex: str) -> None:
+    out = "0.75 sum, elapsed: 2.5 ms\n" if "sum" in regex else "elapsed: 2.5 ms\n"
+    assert parse(BenchSpec("regex", regex=regex), out, "b").time_ms == 2.5
+
+
 @pytest.mark.parametrize(
     ("spec", "out", "message"),
     [

@@ -20,7 +20,7 @@ from kernelopt_core.planners.base import PlanContext, Screened
 from kernelopt_core.planners.joint import JointSearch
 from kernelopt_core.planners.tuner import Tuner, screened_frontier
 from kernelopt_core.planners.tuner_options import TunerOptions
-from kernelopt_core.planners.tuner_ranges import KnobRange, edge_note
+from kernelopt_core.planners.tuner_ranges import KnobRange, RangeWatch, edge_note, key
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -112,6 +112,11 @@ def test_max_value_is_the_knobs_own_limit() -> None:
     assert knob_edit.max_value(warps) == 32  # 1024 threads
     assert knob_edit.max_value(bounds) == 1024
     assert knob_edit.max_value(TILE) == 2 ** 31 - 1  # a C int
+    # a backend's own limit (a tile no larger than the problem: inductor_rules) is the knob's
+    assert knob_edit.max_value(attrs.evolve(TILE, maximum=64)) == 64
+    assert knob_edit.max_value(attrs.evolve(warps, maximum=64)) == 32
+    capped = KnobRange(attrs.evolve(TILE, values=("16", "32", "64"), maximum=64), steps=8)
+    assert capped.next_value(True, {"stencil.cpp": SOURCE}) == (None, "limit")
 
 
 def test_takes_checks_that_every_place_reads_the_value_back() -> None:
@@ -196,6 +201,26 @@ def test_a_grown_value_that_fails_its_build_ends_the_growth_that_way() -> None:
     assert "TILE=512 (past TILE's range 1..128)" in described
     assert not any("1024" in d for d in described)
     assert notes(ctx)[-1] == "TILE=512 failed at build: TILE's range grows no further past 256"
+
+
+def test_another_knobs_failure_beside_a_grown_value_does_not_end_its_growth() -> None:
+    """Once the best holds a grown end (TILE=128), every neighbour that moves another knob
+    carries TILE=128 too: that neighbour's build failing is no verdict on TILE=128."""
+    warps = Knob("WARPS", "stencil.cpp", ("2", "4", "8"), knob_edit.define_pattern("WARPS"))
+    ctx = context(knobs=(TILE, warps), baseline={"TILE": "8", "WARPS": "4"})
+    files = {"stencil.cpp": SOURCE}
+    tile = KnobRange(attrs.evolve(TILE, values=("16", "32", "64")), steps=4)
+    assert tile.grow(True, files) == "128"
+    watch = RangeWatch({"TILE": tile, "WARPS": KnobRange(warps, steps=4)},
+                       {key({"TILE": "64", "WARPS": "4"}): 1.2,
+                        key({"TILE": "128", "WARPS": "4"}): 1.5})
+    watch.failed(ctx, {"TILE": "128", "WARPS": "8"}, {"failed_gate": "build"})
+    assert tile.stopped == {} and not notes(ctx)
+    watch.grow(ctx)
+    assert tile.values[-1] == "256"
+    # the grown value failing on its own (never timed) still ends that end
+    watch.failed(ctx, {"TILE": "256", "WARPS": "4"}, {"failed_gate": "build"})
+    assert tile.stopped == {True: "failed"}
 
 
 def test_a_flat_end_or_a_knobs_own_limit_grows_nothing_and_says_nothing() -> None:

@@ -4,9 +4,9 @@
   ``{"kernelopt_bench": 1, "time_ms": 0.412, "shape": "f32[2048,2048]", "bytes": 33554432}``);
   exactly one such line.
 * ``csv``: a header line naming the ``column`` (default ``median_ms``); the first data row after it.
-* ``regex``: the first unnamed group of the one match is the time, in ``unit`` (or the group
-  named ``time``); optional named groups ``checksum`` (a number) and ``shape`` are kept as a JSON
-  bench's keys.
+* ``regex``: the group named ``time`` of the one match is the time, in ``unit``, else its
+  first group other than the named ``checksum`` and ``shape``; those optional named groups,
+  ``checksum`` (a number) and ``shape``, are kept as a JSON bench's keys.
 
 One time per invocation, so a second time line is an error, not a choice: the code under test
 shares the bench's stdout and could otherwise print a forged time the parser would believe.
@@ -154,7 +154,9 @@ def parse(spec: BenchSpec, stdout: str, command: str) -> BenchReading:
         line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
         named = match.re.groupindex
         # the group named `time`, else the first group that is not `checksum` or `shape`
-        plain = [i for i in range(1, match.re.groups + 1) if i not in named.values()]
+        # (unnamed, or named otherwise: `(?P<ms>...)`)
+        kept_groups = {named[n] for n in ("checksum", "shape") if n in named}
+        plain = [i for i in range(1, match.re.groups + 1) if i not in kept_groups]
         try:
             value = float(match.group(named["time"] if "time" in named else plain[0])) * unit
         except (IndexError, ValueError, TypeError) as exc:

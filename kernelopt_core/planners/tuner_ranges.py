@@ -228,11 +228,14 @@ class RangeWatch:
 
     def failed(self, ctx: PlanContext, assignment: dict[str, str], outcome: dict[str, Any]) -> None:
         """A value the range grew to that failed its gates (build, check): that end grows no
-        further (the next would likely fail the same way)."""
+        further (the next would likely fail the same way). Not where that value was timed
+        with other values of the other knobs: then another knob's move failed."""
+        passed = {(name, value) for timed in self.timed for name, value in timed}
         for r in self.ranges.values():
             for upward, inner in ((True, -2), (False, 1)):
                 if r.added[upward] and upward not in r.stopped \
-                        and assignment.get(r.name) == r.end(upward):
+                        and assignment.get(r.name) == r.end(upward) \
+                        and (r.name, r.end(upward)) not in passed:
                     r.stopped[upward] = "failed"
                     self._say(ctx, (r.name, upward, "failed"), (
                         f"{r.name}={r.end(upward)} failed at {outcome.get('failed_gate') or '?'}: "

@@ -156,7 +156,7 @@ def load(path: Path, owned: frozenset[str] = frozenset()) -> Descriptor:
         if t.bench_format not in ("json", "csv", "regex"):
             raise UsageError(f"{path}:{toml_line(text, 'bench_format') or '?'}: bench_format "
                              f"{t.bench_format!r} is not one of json, csv, regex")
-        if t.bench_unit not in ("ns", "us", "ms", "s"):
+        if t.bench_unit not in ("ns", "us", "µs", "μs", "ms", "s"):  # micro sign, Greek mu
             raise UsageError(f"{path}:{toml_line(text, 'bench_unit') or '?'}: bench_unit "
                              f"{t.bench_unit!r} is not one of ns, us, ms, s")
         if t.bench_format == "regex" or t.bench_regex:
@@ -176,7 +176,8 @@ def _check_regex(path: Path, text: str, t: TargetSpec) -> None:
         raise UsageError(f"{where}: bench_regex {t.bench_regex!r} is not a valid regular "
                          f"expression: {exc}", hint="TOML basic strings need \\\\ for one "
                          "backslash; a literal string ('...') takes it as written") from None
-    if "time" not in compiled.groupindex and compiled.groups <= len(compiled.groupindex):
+    kept = [n for n in ("checksum", "shape") if n in compiled.groupindex]
+    if "time" not in compiled.groupindex and compiled.groups <= len(kept):
         raise UsageError(f"{where}: bench_regex {t.bench_regex!r} has no group for the time",
                          hint='put the number in parentheses: "elapsed: ([0-9.]+) ms" (named '
                               "groups `checksum` and `shape` are read too)")

@@ -96,13 +96,18 @@ def _option_flags(text: str) -> list[tuple[Flag, str]]:
     return found
 
 
-def _is_seed(flag: Flag, described: str) -> bool:
-    """A flag that takes the seed: named so (`--seed`, `--rng-seed`), its placeholder says so
-    (`-s SEED`, `-r <seed>`), or its option line's description does (`-s N  random seed`)."""
-    named = re.fullmatch(r"(?:\w+[-_])?seed", flag.name) is not None
-    held = re.fullmatch(r"(?i)(?:\w+[-_])?seed", flag.placeholder) is not None
-    # the description's first words: `random seed`, `RNG seed (default 1)`, `seed for inputs`
-    return named or held or re.match(r"(?i)\W*(?:\w+\W+){0,2}?seed\b", described) is not None
+def _seed_evidence(flag: Flag, described: str) -> int:
+    """How surely a flag takes the seed: 3 named so (`--seed`, `--rng-seed`), 2 its placeholder
+    says so (`-s SEED`, `-r <seed>`), 1 its option line's description starts by naming it
+    (`-s N  random seed`, `RNG seed (default 1)`, `seed for inputs`; not `trials per seed` or
+    `seed-independent`), 0 none."""
+    if re.fullmatch(r"(?:\w+[-_])?seed", flag.name):
+        return 3
+    if re.fullmatch(r"(?i)(?:\w+[-_])?seed", flag.placeholder):
+        return 2
+    described_so = re.match(r"(?i)\W*(?:(?:the|a|random|rng|prng|initial|input)\s+){0,2}seed"
+                            r"(?![\w-])", described)
+    return 1 if described_so else 0
 
 
 def _positionals(line: str) -> list[str]:
@@ -121,7 +126,10 @@ def read_test_usage(text: str) -> ProgramUsage:
     for flag, after in described:  # the usage line's spelling, the option line's description
         kept, said = flags.get(flag.spelled, (flag, ""))
         flags[flag.spelled] = (kept, said or after)
-    seed_flag = next((f for f, after in flags.values() if _is_seed(f, after)), None)
+    # the surest evidence wins (`--seed S` over `--trials N  trials per seed`), then order
+    ranked = sorted(((-_seed_evidence(f, after), i, f) for i, (f, after) in
+                     enumerate(flags.values())), key=lambda r: r[:2])
+    seed_flag = next((f for score, _i, f in ranked if score < 0), None)
     if seed_flag is None and re.search(r"(?<![\w-])--seed(?![\w-])", text):
         # named only in prose ("pass --seed=N"): spelled as the text joins it
         seed_flag = Flag("--seed", re.search(r"(?<![\w-])--seed=", text) is not None, "N")

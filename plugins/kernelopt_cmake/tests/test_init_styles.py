@@ -82,6 +82,12 @@ def test_item1_the_users_checksum_is_read_too_and_what_is_no_time_is_refused() -
     ("usage: t [options]\n  --rng-seed=N   the inputs' seed\n", "flag", ("--rng-seed={seed}",)),
     ("usage: t [-n N] <input-file>\n", None, ()),
     ("usage: t [--seeds N]\n", None, ()),  # a count of seeds is no seed
+    # a flag named seed wins over one whose description merely mentions seeds (review finding)
+    ("usage: t [--trials N] [--seed S]\n  --trials N   trials per seed\n  --seed S     random "
+     "seed\n", "flag", ("--seed", "{seed}")),
+    ("usage: t [--iters N] [-r R]\n  --iters N  iterations (seed-independent)\n  -r R  random "
+     "seed\n", "flag", ("-r", "{seed}")),
+    ("usage: t [-w W] [-n N]\n  -w W  warmup iterations, seed is fixed\n", None, ()),
 ])
 def test_item2_the_seed_as_the_tests_usage_spells_it(usage: str, seed: str | None,
                                                     words: tuple[str, ...]) -> None:

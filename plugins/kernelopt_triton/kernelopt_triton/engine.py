@@ -125,6 +125,10 @@ def swap_kernel_source(inductor_source: str, candidate_text: str, name: str) -> 
         if ast.unparse(heur.func) == "triton_heuristics.template":
             # a GEMM template: its meta parameters back in its body, num_warps/num_stages in
             # its own decorator (inductor_template.py); the grid follows in engine_switch
+            meta = sorted(set(config) - {"num_warps", "num_stages"})
+            if meta:  # the tiles the grid and the bench follow are the body's: one place
+                raise ValueError(f"a GEMM template's {', '.join(meta)} given at its launch: "
+                                 "its tiles are set in its body (BLOCK_M: tl.constexpr = 64)")
             funcs[-1] = inductor_form(funcs[-1], name, tuple(a.arg for a in fn.args.args))
             kws.update({k: str(v) for k, v in config.items() if k in ("num_warps", "num_stages")})
             decorator = ["@triton_heuristics.template("]

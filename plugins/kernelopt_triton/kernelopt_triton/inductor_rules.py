@@ -62,15 +62,16 @@ def constrain(knobs: tuple[Knob, ...], heuristic: str, size_hints: dict[str, int
         if limits is not None:
             keep = tuple(v for v in knob.values if limits[0] <= int(v) <= limits[1]
                          or v == baseline.get(knob.name))
-            out.append(attrs.evolve(knob, values=keep) if keep else knob)
+            out.append(attrs.evolve(knob, values=keep or knob.values, maximum=limits[1]))
             continue
         if prefix is not None:
             hint = size_hints.get(prefix.lower())
             limit = min(TRITON_MAX_BLOCK[prefix], hint) if hint else TRITON_MAX_BLOCK[prefix]
             keep = tuple(v for v in knob.values
                          if int(v) <= limit or v == baseline.get(knob.name))
-            if keep:  # never a knob without values (the baseline's value not found)
-                knob = attrs.evolve(knob, values=keep)
+            # never a knob without values (the baseline's value not found); the tuner's growth
+            # of the range stops at the limit too
+            knob = attrs.evolve(knob, values=keep or knob.values, maximum=limit)
         out.append(knob)
     # the removed R0_BLOCK still sizes each program: the thread rule cannot count without it
     return tuple(attrs.evolve(k, geometry="") if k.launch in fixed and k.geometry else k

@@ -63,3 +63,10 @@ def test_a_gemm_templates_tiles_stay_within_inductors_mm_configs_and_its_problem
     assert out["BLOCK_K@k"] == BLOCKS[:5]
     assert out["GROUP_M@k"] == ("1", "2", "4", "8", "16")
     assert out["num_stages@k"] == ("1", "2", "3")
+    # the tuner's growth of a range at its end stops at the same limits (Knob.maximum)
+    limits = {k.name: k.maximum for k in constrain(
+        knobs, "template", {"M": 4096, "N": 48, "K": 1024}, {})}
+    assert limits == {"BLOCK_M@k": 256, "BLOCK_N@k": 64, "BLOCK_K@k": 256, "GROUP_M@k": None,
+                      "num_stages@k": None}
+    pointwise = constrain((knob("XBLOCK", ("16", "32")),), "pointwise", {"x": 1024}, {})
+    assert pointwise[0].maximum == 1024

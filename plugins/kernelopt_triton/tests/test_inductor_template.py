@@ -142,6 +142,9 @@ def test_a_candidate_goes_back_into_inductors_template_with_its_grid(source: str
     # a candidate that drops Inductor's parameters cannot go back
     with pytest.raises(ValueError, match="keeps Inductor's parameters"):
         inductor_form(there.replace("(in_ptr0, arg_A,", "(arg_A,"), NAME, ks.params)
+    # a tile given at the launch would differ from the body's the grid follows: refused
+    with pytest.raises(ValueError, match="BLOCK_M given at its launch"):
+        engine.swap_kernel_source(source, candidate.replace("num_warps=8,", "BLOCK_M=16, num_warps=8,"), NAME)
 
 
 def test_the_switched_template_runs_on_the_candidates_grid() -> None:
