@@ -9,7 +9,8 @@ the recorded ratios; each batch costs the recorded seconds of its configurations
 BATCH_S (the baseline's reading that every sweep adds). Prints the evaluations, batches, the
 replayed screening's share of the grid's GPU seconds and its winner against the grid's best.
 Session 6 used it to check the thread rule on session 6's call-1 grids before running it
-(bench/results/2026-12-01-h200-inductor/session6/call1-*.tar.gz hold the journals)."""
+(bench/results/2026-12-01-h200-inductor/session6/call1-*.tar.gz, inside that folder's
+raw.tar.xz, hold the journals)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ session's logged rounds, transient ones included, within the rule's budget (2 tr
 now caps them at the baseline's count): an optimistic estimate, not a measurement. Rounds
 marked "(retake" in newer logs are skipped (this replays first takes only).
 
-    python3 bench/retake_replay.py bench/results/2026-12-01-h200-measure/logs.tar.gz
+    tar -xJf bench/results/2026-12-01-h200-measure/raw.tar.xz -C /tmp logs.tar.gz
+    python3 bench/retake_replay.py /tmp/logs.tar.gz
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 #   warmup      the after-idle warm-up of softmax, layernorm and vecadd: the ramp, settle vs
 #               the fixed 200 ms, A-B-B-A (bench/warmup_settle.py)
 #   standalone  the tuner's joint search against the exhaustive grid on the standalone Triton
-#               examples (bench/h200_inductor.sh standalone -> bench/tuner_vs_grid.py)
+#               examples (bench/h200_tuner_vs_grid.sh -> bench/tuner_vs_grid.py)
 # (The rounds of work that produced bench/results/2026-12-01-h200-inductor ran these parts as
 # bench/h200_issue11_s5.sh, h200_issue11_s6.sh and h200_s6b.sh, retired.)
 set -uo pipefail
@@ -39,7 +39,7 @@ PY
   ;;
 standalone)
   echo "== $(date -u +%T) standalone"
-  OUT=$OUT bash bench/h200_inductor.sh standalone ;;
+  OUT=$OUT bash bench/h200_tuner_vs_grid.sh ;;
 *) echo "unknown part $part (gpu-tests | warmup | standalone)" >&2; exit 2 ;;
 esac
 done

@@ -105,8 +105,7 @@ def test_a_launch_of_another_template_instance_is_not_reached(
         "norm_f32_block@ggml/src/ggml-cuda/norm.cu:292"]
     reach = Reach({f: (tree / f).read_text() for f in route.files})
     assert reach.touched(path, edited) == {"norm_f32<1024>"}
-    recorded = json.loads((Path(__file__).parents[3] / "bench" / "results" /
-                           "2026-12-03-h200-llamacpp-norm-cpy" / "norm" /
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "h200-norm-pin" /
                            "9f24bd3721-NORM.pin.json").read_text())["dispatched"]
     [launched] = [dispatched_instance(k["kernel"], k["function"]) for k in recorded]
     assert launched == "norm_f32<32>"

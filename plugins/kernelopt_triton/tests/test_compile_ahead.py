@@ -1,7 +1,7 @@
 """A sweep's configurations compiled before the GPU lock (compile_ahead.py): the core asks
 first without the lock, then sweeps under it. Under the interpreter there is nothing to
-compile (the protocol is what is tested); on a GPU (the H200 runs, bench/h200_inductor.sh)
-the kernels are compiled without a launch and the sweep times the compiled modules."""
+compile (the protocol is what is tested); on a GPU (the H200 runs: `python -m bench run search
+gpu-tests`) the kernels are compiled without a launch and the sweep times the compiled modules."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The `inductor` backend as a user meets it without a GPU: detected, its flags on `run`, and a
-clear exit 3 (CI has no GPU; the GPU path is proved by bench/h200_triton.sh)."""
+clear exit 3 (CI has no GPU; the GPU path is proved by bench/h200_inductor.sh)."""
 
 from __future__ import annotations
 
