@@ -82,10 +82,10 @@ case "$part" in
       --top "${4:-1}" --compile-mode "$mode" --name "$name" ${RUN_ARGS:-} > "$OUT/$m-campaign.log" 2>&1
     say "$m campaign ($mode): exit $?"; tail -30 "$OUT/$m-campaign.log"
     cp -r "$KERNELOPT_HOME/campaigns/$name" "$OUT/$m-campaign" 2>/dev/null
-    for run in "$KERNELOPT_HOME"/runs/*; do
+    for run in "$KERNELOPT_HOME"/runs/"$name"-*; do  # this campaign's runs only
       mkdir -p "$OUT/$m-runs/$(basename "$run")"
       cp "$run"/{summary.json,report.md,journal.jsonl} "$OUT/$m-runs/$(basename "$run")/" 2>/dev/null
     done
-    find "$KERNELOPT_HOME" -name model_compare.json -exec cp {} "$OUT/$m-model_compare.json" \;
-    find "$KERNELOPT_HOME/work" -maxdepth 2 -name kernels.json -exec cp {} "$OUT/$m-kernels.json" \; ;;
+    cp "$KERNELOPT_HOME/campaigns/$name"/model-*/model_compare.json "$OUT/$m-model_compare.json" 2>/dev/null
+    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$mode/kernels.json" "$OUT/$m-kernels.json" 2>/dev/null ;;
 esac

@@ -6,7 +6,7 @@ if [ ! -d "/tmp/site/${SITE_MARKER:-kernelopt_core}" ] && ls .whl/*.whl >/dev/nu
     --target /tmp/site .whl/*.whl || exit 1
 fi
 save_run() {  # save_run NAME: copy the last run's artifacts ($KERNELOPT_HOME/runs) to $OUT/NAME
-  local run; run=$(ls -d "$KERNELOPT_HOME"/runs/* 2>/dev/null | tail -1 || true)
+  local run; run=$(ls -td "$KERNELOPT_HOME"/runs/*/ 2>/dev/null | head -1 || true)  # the newest
   [ -n "$run" ] || return 0
   mkdir -p "$OUT/$1"
   cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/" 2>/dev/null || true
