@@ -349,7 +349,7 @@ class PluginHost:
                 if first is not None:  # the same option of another table
                     line, _sep, default = (option.help or "").rpartition(" [")
                     if line and line not in (first.help or ""):
-                        first.help = f"{(first.help or '').rpartition(' [')[0]}; {line} [{default}"
+                        first.help = f"{(first.help or '').rpartition(' [')[0]} {line} [{default}"
                     continue
                 if option.name in taken or set(option.opts) & taken:
                     continue

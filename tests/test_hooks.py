@@ -540,7 +540,7 @@ def test_two_plugins_share_an_option_of_the_same_type_and_default(chunk_project)
         assert all(not i.notes for i in cli.host.plugin_infos())
         help_text = " ".join(CliRunner().invoke(cli, ["run", "--help"]).output.split())
         assert help_text.count("--top ") == 1
-        assert "how many; the same option as [chunky]'s: one flag sets both [3]" in help_text
+        assert "how many the same option as [chunky]'s: one flag sets both [3]" in help_text
     finally:
         cli.host = None
 
