@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from kernelopt_llamacpp import harness
-from kernelopt_llamacpp.plugin import LlamaCppBackend, LlamaCppOptions
+from kernelopt_llamacpp.backend import LlamaCppBackend
+from kernelopt_llamacpp.options import LlamaCppOptions
 
 from kernelopt_core.api import Tree
 from kernelopt_core.settings import Settings

@@ -322,6 +322,8 @@ def kernelopt_option_tables() -> list[type]:
     kernelopt.toml or the user's config (``[NAME] top = 2``; an unknown key is an error naming
     file and line), the variable ``KERNELOPT_TOP`` and ``-o top=2``, coerced to the field's
     type and checked by its validator (a bad value exits 2 naming where it came from). Read
-    them with ``settings.section(TheClass)``. A flag name the core or another plugin already
-    has is not added, and ``kernelopt plugins`` shows the clash."""
+    them with ``settings.section(TheClass)``. A field named like a core setting, or like
+    another plugin's option of another type or default, is namespaced by its table
+    (``--NAME-top``) in every table that declares it, whatever the load order, and ``kernelopt
+    plugins`` notes it."""
 

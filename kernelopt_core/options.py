@@ -11,9 +11,10 @@ A plugin declares an attrs class and returns it from ``kernelopt_option_tables``
 
 which gives ``--top N``, ``[triton] top = N`` (in the user's config or kernelopt.toml),
 ``KERNELOPT_TOP=N`` and ``-o top=N`` (also ``-o triton.top=N``). Flags, variables and ``-o``
-keys share one namespace with the core's own settings: where a field's name is taken (by the
-core, or by an earlier table's option of another type or default) its key is namespaced by
-the table, ``--triton-top``, ``KERNELOPT_TRITON_TOP``, ``-o triton_top=N``, and
+keys share one namespace with the core's own settings: where a field's name is a core
+setting, or another table declares it as another option (type or default), its key is
+namespaced by the table in every table that declares it, ``--triton-top``,
+``KERNELOPT_TRITON_TOP``, ``-o triton_top=N``, whatever order the plugins load in, and
 ``kernelopt plugins`` says so (``option_keys``). The plugin reads
 ``settings.section(TritonOptions).top``. Precedence is the core's: defaults < user config <
 kernelopt.toml < environment (.env fills in) < ``-o`` < the flag.
@@ -21,6 +22,7 @@ kernelopt.toml < environment (.env fills in) < ``-o`` < the flag.
 
 from __future__ import annotations
 
+import collections
 import re
 import types
 import typing
@@ -83,26 +85,34 @@ def same_option(a: attrs.Attribute, b: attrs.Attribute) -> bool:
 
 def option_keys(tables: Sequence[type], taken: Collection[str]) -> dict[tuple[str, str], str]:
     """(table, field) -> the key of its flag (``--key``), variable (``KERNELOPT_KEY``) and
-    ``-o key=``: the field's own name, or ``TABLE_FIELD`` where that name is in ``taken`` (the
-    core's settings) or an earlier table's option of another type or default. Pure, so the
-    flags, the settings and ``kernelopt plugins`` agree for the same tables in the same order."""
-    declared: dict[str, attrs.Attribute] = {}  # plain keys so far
-    namespaced: set[str] = set()
-    keys: dict[tuple[str, str], str] = {}
+    ``-o key=``, decided from the tables alone, never from their order: the field's own name,
+    shared by every table that declares the same option (type and default); ``TABLE_FIELD`` in
+    every table that declares it where the name is in ``taken`` (the core's settings) or
+    another table declares it as another option. A namespaced key that meets another key is
+    namespaced again (``t_t_x``). Pure, so the flags, the settings and ``kernelopt plugins``
+    agree for the same tables installed in any order."""
+    declared: dict[str, list[tuple[str, attrs.Attribute]]] = {}
     for cls in tables:
-        table = table_name(cls)
         for name, field in fields(cls).items():
-            if name in taken or name in namespaced or (
-                    name in declared and not same_option(field, declared[name])):
-                key = re.sub(r"\W", "_", f"{table}_{name}")
-                while key in taken or key in declared or key in namespaced:  # still taken
-                    key = re.sub(r"\W", "_", f"{table}_{key}")
-                keys[(table, name)] = key
-                namespaced.add(key)
-            else:
-                keys[(table, name)] = name
-                declared.setdefault(name, field)
-    return keys
+            declared.setdefault(name, []).append((table_name(cls), field))
+    keys: dict[tuple[str, str], str] = {}
+    for name, owners in declared.items():
+        shared = name not in taken and all(same_option(f, owners[0][1]) for _t, f in owners)
+        for table, _field in owners:
+            keys[(table, name)] = name if shared else _namespaced(table, name)
+    while True:  # ends: each pass lengthens the clashing keys, distinct tables apart
+        plain = {key for (_table, name), key in keys.items() if key == name}
+        count = collections.Counter(keys.values())
+        clashing = [(table, name) for (table, name), key in keys.items() if key != name and (
+            key in taken or key in plain or count[key] > 1)]
+        if not clashing:
+            return keys
+        for table, name in clashing:
+            keys[(table, name)] = _namespaced(table, keys[(table, name)])
+
+
+def _namespaced(table: str, key: str) -> str:
+    return re.sub(r"\W", "_", f"{table}_{key}")
 
 
 def _base_type(hint: Any) -> Any:

@@ -295,10 +295,11 @@ class PluginHost:
     def option_tables(self) -> list[type]:
         """Every plugin's option classes (``kernelopt_option_tables``), registration order. A
         table name another plugin already has is reported and the table left out; an option
-        whose name is taken gets a key namespaced by its table (``options.option_keys``:
-        ``--maxlines-model``), noted on the plugin. Two plugins may share an option of the
-        same type and default (``top``: the Triton models' kernels, llama.cpp's ops): one flag
-        then sets both tables. Collected once per host."""
+        whose name is a core setting, or another table's option of another type or default,
+        gets a key namespaced by its table in every table that declares it
+        (``options.option_keys``: ``--maxlines-model``), noted on the plugin. Two plugins may
+        share an option of the same type and default (``top``: the Triton models' kernels,
+        llama.cpp's ops): one flag then sets both tables. Collected once per host."""
         if self._tables is not None:
             return self._tables
         from kernelopt_core.options import option_keys, table_name
@@ -320,30 +321,41 @@ class PluginHost:
             except (Exception, SystemExit) as exc:
                 self._blame(impl.plugin_name,
                             f"kernelopt_option_tables raised {type(exc).__name__}: {exc}")
-        for (table, name), key in option_keys(tables, FIELDS).items():
+        keys = option_keys(tables, FIELDS)
+        for (table, name), key in keys.items():
             info = self.infos.get(owners[table])
             if key != name and info is not None:
+                others = sorted(f"[{t}]" for t, n in keys if n == name and t != table)
+                why = "a core setting" if name in FIELDS else f"also {', '.join(others)}'s"
                 info.notes.append(f"option `{name}` of [{table}] is --{key.replace('_', '-')}, "
-                                  f"KERNELOPT_{key.upper()}, -o {key}= (`{name}` is taken)")
+                                  f"KERNELOPT_{key.upper()}, -o {key}= (`{name}` is {why})")
         self._tables = tables
         return tables
 
     def run_options(self, taken: set[str]) -> list[Any]:
-        """The option tables' flags for ``run`` (see ``kernelopt_option_tables``); a flag a
-        command already has (``--model`` of a plugin command) is left to the command."""
-        from kernelopt_core.options import click_options, option_keys
+        """The option tables' flags for ``run`` (see ``kernelopt_option_tables``), by table
+        name so that neither their order nor a shared flag's help depends on load order; a
+        flag a command already has (``--model`` of a plugin command) is left to the command.
+        A shared option is one flag whose help gives each table's line."""
+        from kernelopt_core.options import click_options, option_keys, table_name
         from kernelopt_core.settings import FIELDS
 
-        options: list[Any] = []
-        tables = self.option_tables()
+        options: dict[str, Any] = {}
+        tables = sorted(self.option_tables(), key=table_name)
         keys = option_keys(tables, FIELDS)
         for cls in tables:
             for option in click_options(cls, keys):
+                first = options.get(option.name)
+                if first is not None:  # the same option of another table
+                    line, _sep, default = (option.help or "").rpartition(" [")
+                    if line and line not in (first.help or ""):
+                        first.help = f"{(first.help or '').rpartition(' [')[0]} {line} [{default}"
+                    continue
                 if option.name in taken or set(option.opts) & taken:
                     continue
                 taken |= set(option.opts) | {option.name}
-                options.append(option)
-        return options
+                options[option.name] = option
+        return list(options.values())
 
     def _blame(self, plugin: str, error: str,
                hint: str = "fix or disable the plugin (KERNELOPT_DISABLE_PLUGINS=NAME)") -> None:

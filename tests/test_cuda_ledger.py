@@ -175,7 +175,7 @@ def test_the_ledger_can_be_turned_off(built: dict[str, Path], tmp_path: Path,
 
 def test_the_cmake_backend_watches_its_cuda_tests(built: dict[str, Path], tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelopt_cmake.plugin import CMakeBackend
+    from kernelopt_cmake.backend import CMakeBackend
 
     from kernelopt_core.settings import Settings
 

@@ -469,7 +469,7 @@ def test_kernelopt_option_tables(chunk_project, monkeypatch) -> None:
         info = next(i for i in cli.host.plugin_infos() if i.name == "test-plugin-0")
         assert info.error is None
         assert info.notes == ["option `gamma` of [clashing] is --clashing-gamma, "
-                              "KERNELOPT_CLASHING_GAMMA, -o clashing_gamma= (`gamma` is taken)"]
+                              "KERNELOPT_CLASHING_GAMMA, -o clashing_gamma= (`gamma` is a core setting)"]
         help_text = CliRunner().invoke(cli, ["run", "--help"]).output
         assert "--op" in help_text and "--no-fast" in help_text and help_text.count("--gamma") == 1
         assert "--clashing-gamma" in help_text
@@ -501,16 +501,14 @@ class DifferingOptions:
     top: int = option(2, "another default: not the same option")
 
 
-def test_two_plugins_share_an_option_of_the_same_type_and_default(chunk_project) -> None:
-    """--top of a Triton model and of a llama.cpp model: one flag sets both tables; an option
-    of the same name but another default gets its table's name (--differing-top), noted on
-    its plugin."""
-    seen: list = []
+def _recording_plugins(seen: list, tables: tuple[type, ...]) -> tuple[object, object]:
+    """A backend plugin with [chunky] that records every table it is given (in ``tables``
+    order), and a plugin offering ``tables``."""
 
     class Recording(ScriptedBackend):
         def discover(self, path, settings):
-            seen.append((settings.section(ChunkyOptions), settings.section(SharingOptions),
-                         settings.section(DifferingOptions)))
+            seen.append((settings.section(ChunkyOptions),
+                         *(settings.section(t) for t in tables)))
             raise UsageError("stop here")
 
     class First:
@@ -525,19 +523,67 @@ def test_two_plugins_share_an_option_of_the_same_type_and_default(chunk_project)
     class Second:
         @hookimpl
         def kernelopt_option_tables(self):
-            return [SharingOptions, DifferingOptions]
+            return list(tables)
 
-    cli.host = plugin_host(First(), Second())
+    return First(), Second()
+
+
+def test_two_plugins_share_an_option_of_the_same_type_and_default(chunk_project) -> None:
+    """--top of a Triton model and of a llama.cpp model: one flag sets both tables, its help
+    gives each table's line."""
+    seen: list = []
+    cli.host = plugin_host(*_recording_plugins(seen, (SharingOptions,)))
     try:
-        CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted", "--top", "4",
-                                 "--differing-top", "9"], standalone_mode=False)
-        assert seen == [(ChunkyOptions(top=4), SharingOptions(top=4), DifferingOptions(top=9))]
-        info = next(i for i in cli.host.plugin_infos() if i.name == "test-plugin-1")
-        assert info.error is None and "--differing-top" in info.notes[0]
-        help_text = CliRunner().invoke(cli, ["run", "--help"]).output
-        assert help_text.count("--top ") == 1 and help_text.count("--differing-top") == 1
+        CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted", "--top", "4"],
+                           standalone_mode=False)
+        assert seen == [(ChunkyOptions(top=4), SharingOptions(top=4))]
+        assert all(not i.notes for i in cli.host.plugin_infos())
+        help_text = " ".join(CliRunner().invoke(cli, ["run", "--help"]).output.split())
+        assert help_text.count("--top ") == 1
+        assert "how many the same option as [chunky]'s: one flag sets both [3]" in help_text
     finally:
         cli.host = None
+
+
+def test_a_clash_namespaces_every_table_that_declares_it_in_any_order(chunk_project) -> None:
+    """[chunky] and [sharing] declare the same `top`, [differing] another one: each of the
+    three gets its table's name (--chunky-top, --sharing-top, --differing-top), noted on its
+    plugin, whichever plugin loads first; the flags come in the same order too."""
+    from kernelopt_core.options import option_keys
+    from kernelopt_core.settings import FIELDS
+
+    tables = [ChunkyOptions, SharingOptions, DifferingOptions]
+    want = {("chunky", "top"): "chunky_top", ("sharing", "top"): "sharing_top",
+            ("differing", "top"): "differing_top"}
+    for ordered in (tables, tables[::-1], tables[1:] + tables[:1]):
+        keys = option_keys(ordered, FIELDS)
+        assert {k: v for k, v in keys.items() if k[1] == "top"} == want
+    flags: list[list[str]] = []
+    for order in (1, -1):
+        seen: list = []
+        cli.host = plugin_host(*_recording_plugins(seen, (SharingOptions, DifferingOptions))[::order])
+        try:
+            flags.append([o.opts[0] for o in cli.host.run_options(set())])
+            CliRunner().invoke(cli, ["run", str(chunk_project), "--backend", "scripted",
+                                     "--chunky-top", "4", "--sharing-top", "5",
+                                     "--differing-top", "9"], standalone_mode=False)
+            assert seen == [(ChunkyOptions(top=4), SharingOptions(top=5),
+                             DifferingOptions(top=9))]
+            notes = [n for i in cli.host.plugin_infos() for n in i.notes]
+            assert sorted(notes) == [
+                "option `top` of [chunky] is --chunky-top, KERNELOPT_CHUNKY_TOP, -o chunky_top= "
+                "(`top` is also [differing], [sharing]'s)",
+                "option `top` of [differing] is --differing-top, KERNELOPT_DIFFERING_TOP, "
+                "-o differing_top= (`top` is also [chunky], [sharing]'s)",
+                "option `top` of [sharing] is --sharing-top, KERNELOPT_SHARING_TOP, "
+                "-o sharing_top= (`top` is also [chunky], [differing]'s)"]
+            help_text = CliRunner().invoke(cli, ["run", "--help"]).output
+            assert "--top " not in help_text and help_text.count("--differing-top") == 1
+        finally:
+            cli.host = None
+    assert flags[0] == flags[1]
+    assert [f for f in flags[0] if f.endswith("-top")][:3] == ["--chunky-top", "--differing-top",
+                                                          "--sharing-top"]
 
 
 def test_a_registration_hook_that_raises_is_reported_not_fatal() -> None:
@@ -621,8 +667,8 @@ def test_specname_and_optional_hooks_are_not_called_unknown() -> None:
 
 
 def test_a_namespaced_option_key_never_lands_on_a_taken_one() -> None:
-    """[t] x clashes with the core's x and t_x is the core's too: t_t_x; a later table's
-    plain field named like an earlier namespaced key is namespaced in its turn."""
+    """[t] x clashes with the core's x and t_x is the core's too: t_t_x; where a plain field
+    of another table has that name, the namespaced key moves on (t_t_t_x), in either order."""
     from kernelopt_core.options import option_keys
 
     @option_table("t")
@@ -636,5 +682,6 @@ def test_a_namespaced_option_key_never_lands_on_a_taken_one() -> None:
         t_t_x: int = option(2, "named like [t] x's key")
 
     keys = option_keys([T, U], {"x", "t_x"})
-    assert keys == {("t", "x"): "t_t_x", ("u", "t_t_x"): "u_t_t_x"}
-    assert len(set(keys.values())) == len(keys)
+    assert keys == {("t", "x"): "t_t_t_x", ("u", "t_t_x"): "t_t_x"}
+    assert option_keys([U, T], {"x", "t_x"}) == keys
+    assert option_keys([T], {"x", "t_x"}) == {("t", "x"): "t_t_x"}

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from kernelopt_cmake.backend import CMakeBackend
 from kernelopt_cmake.descriptor import load
-from kernelopt_cmake.plugin import CMakeBackend
 
 from kernelopt_core.errors import UsageError
 from kernelopt_core.settings import Settings

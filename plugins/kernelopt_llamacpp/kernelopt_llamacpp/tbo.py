@@ -47,121 +47,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import attrs
+from kernelopt_core.api import Command, ncu_kernels, read_pin, run_process, write_pin
+from kernelopt_llamacpp.tbo_output import (  # the tool's output, read
+    TestResults,
+    bench_line,
+    case_name,
+    choose,
+    match_text,
+    parse_perf,
+    parse_test,
+    strip,
+)
 
-from kernelopt_core.api import ANSI, BenchLine, Command, ncu_kernels, read_pin, run_process, write_pin
-
-CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
-PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
-KB = re.compile(r"(\d+) kB/run")
 EXIT_CANNOT_TIME = 3
 TOOL_TIMEOUT_S = 3600.0
 HARNESS_ENV = "KERNELOPT_TBO_PERF_IN_TEST"  # harness.ENV (the wrapper imports nothing else)
 TOOL_OUTPUT_CAP = 256 << 20  # test -o MUL_MAT prints thousands of case lines
-
-
-@attrs.frozen
-class PerfCase:
-    op: str
-    params: str
-    runs: int
-    us: float
-    kb: int | None
-
-    @property
-    def name(self) -> str:
-        return f"{self.op}({self.params})"
-
-
-@attrs.frozen
-class TestResults:
-    ok: tuple[str, ...]
-    failed: tuple[str, ...]
-    unsupported: tuple[str, ...]
-
-
-def strip(text: str) -> str:
-    return ANSI.sub("", text)
-
-
-def parse_perf(text: str) -> list[PerfCase]:
-    cases = []
-    for line in strip(text).splitlines():
-        m = CASE_LINE.match(line)
-        if not m:
-            continue
-        p = PERF_REST.match(m.group("rest"))
-        if not p:
-            continue
-        kb = KB.search(p.group("size"))
-        cases.append(PerfCase(m.group("op"), m.group("params"), int(p.group("runs")),
-                              float(p.group("us")), int(kb.group(1)) if kb else None))
-    return cases
-
-
-def parse_test(text: str) -> TestResults:
-    ok, failed, unsupported = [], [], []
-    for line in strip(text).splitlines():
-        m = CASE_LINE.match(line)
-        if not m:
-            continue
-        name, rest = f"{m.group('op')}({m.group('params')})", m.group("rest")
-        if rest.endswith("OK"):
-            ok.append(name)
-        elif rest.endswith("FAIL"):
-            failed.append(name)
-        elif rest.startswith("not supported"):
-            unsupported.append(name)
-    return TestResults(tuple(ok), tuple(failed), tuple(unsupported))
-
-
-def case_name(op: str, case: str) -> str:
-    """``--case`` may be the full case string or only its params."""
-    case = case.strip()
-    return case if case.startswith(f"{op}(") else f"{op}({case})"
-
-
-TIE = 0.05  # us/run readings this close are not told apart by one perf run
-
-
-def match_text(match: tuple[str, ...]) -> str:
-    """The model's values a pinned case must print: ``ne=[4096,512,1,1]``, ``m=32000,n=1``."""
-    return ",".join(match)
-
-
-def prints_all(params: str, match: tuple[str, ...]) -> bool:
-    """Whether a case's params (``type=f32,ne=[4096,512,1,1],v=0``) hold every ``name=value``."""
-    from kernelopt_llamacpp.perfcases import split_top
-
-    return set(match) <= set(split_top(params))
-
-
-def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
-           checkable: tuple[str, ...] = (), match: tuple[str, ...] | None = None) -> PerfCase | None:
-    """The pinned case: ``wanted`` if given (full string or params), else the largest us/run
-    among the cases in ``checkable`` (the test set's), else the largest us/run of all; of
-    cases within ``TIE`` of the largest, the first by name. ``match``: only cases that print
-    the model's node's values (``ne=[4096,512,1,1]``: perfcases.Written.match)."""
-    mine = [c for c in cases if c.op == op]
-    if wanted:
-        name = case_name(op, wanted)
-        return next((c for c in mine if c.name == name), None)
-    if match is not None:
-        mine = [c for c in mine if prints_all(c.params, match)]
-    pool = [c for c in mine if c.name in checkable] or mine
-    if not pool:
-        return None
-    # cases within TIE of the heaviest are one measurement's noise apart (ROPE has 12, and H200
-    # runs pinned different ones): among them the choice is by the case's name, not by this
-    # run's reading. Not by kB/run: the tool's figure for some ROPE cases implies ~7 TB/s
-    heaviest = max(c.us for c in pool)
-    return min((c for c in pool if c.us >= heaviest * (1 - TIE)), key=lambda c: c.name)
-
-
-def bench_line(timed: PerfCase) -> str:
-    """The one line the core reads (``BenchSpec(format="json")``): the pinned case's time, the
-    case itself as the shape timed, and the bytes it moves (for the roofline gate)."""
-    return BenchLine(timed.us / 1e3, timed.name, timed.kb * 1024 if timed.kb else None).to_json()
 
 
 # --------------------------------------------------------------------------- the wrapper

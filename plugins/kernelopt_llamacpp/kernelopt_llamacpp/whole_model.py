@@ -65,7 +65,7 @@ def copy_tree(src: Path, dest: Path, winners: list[Path]) -> list[str]:
 
 def build(src: Path, build_dir: Path, arch: str, flash_attn: bool, log: Path) -> str | None:
     """The engine tools built as an op run's engine build; None, or why it failed."""
-    from kernelopt_llamacpp.plugin import ENGINE_TOOLS, cmake_args
+    from kernelopt_llamacpp.backend import ENGINE_TOOLS, cmake_args
 
     for command in cmake_commands(src, src, build_dir, cmake_args(arch, True, flash_attn),
                                   targets=list(ENGINE_TOOLS)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kernelopt_llamacpp.plugin import LlamaCppOptions
+from kernelopt_llamacpp.options import LlamaCppOptions
 
 from kernelopt_core.settings import Settings
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-from kernelopt_llamacpp import plugin
-from kernelopt_llamacpp.plugin import LlamaCppBackend
+from kernelopt_llamacpp import targets
+from kernelopt_llamacpp.backend import LlamaCppBackend
 from llamacpp_fixture import copy_fixture, settings_with
 
 from kernelopt_core.errors import PrerequisiteError, UsageError
@@ -76,7 +76,7 @@ def test_unknown_and_library_ops(repo: Path, tmp_path: Path):
 
 def test_real_layout_without_gpu_is_a_prerequisite_error(tmp_path: Path, monkeypatch):
     real = copy_fixture(tmp_path / "real", marker=False)
-    monkeypatch.setattr(plugin, "gpu_problem", lambda: "no NVIDIA GPU is visible")
+    monkeypatch.setattr(targets, "gpu_problem", lambda: "no NVIDIA GPU is visible")
     with pytest.raises(PrerequisiteError, match="nvcc and an NVIDIA GPU"):
         LlamaCppBackend().discover(real, settings_with(tmp_path / ".kernelopt", op="SOFT_MAX"))
 

@@ -79,7 +79,7 @@ def test_the_whole_model_is_a_target_to_profile_in_two_phases(tmp_path: Path) ->
     """No --op and a model: the model target (nothing to edit), llama-bench's prompt and
     generation as the phases `kernelopt profile --engine` ranks apart; no op and no model: the
     refusal says how to find the ops worth a run."""
-    from kernelopt_llamacpp.plugin import LlamaCppBackend
+    from kernelopt_llamacpp.backend import LlamaCppBackend
     from llamacpp_fixture import copy_fixture, settings_with
 
     from kernelopt_core.errors import UsageError
@@ -119,7 +119,7 @@ def test_the_whole_model_is_a_target_to_profile_in_two_phases(tmp_path: Path) ->
 
 
 def test_each_profiled_kernel_is_labelled_with_its_op_or_library(tree: dispatch.Sources) -> None:
-    from kernelopt_llamacpp.plugin import LlamaCppBackend
+    from kernelopt_llamacpp.backend import LlamaCppBackend
 
     from kernelopt_core.target import Target, Tree
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kernelopt_llamacpp.plugin import LlamaCppBackend
+from kernelopt_llamacpp.backend import LlamaCppBackend
 from llamacpp_fixture import settings_with
 
 

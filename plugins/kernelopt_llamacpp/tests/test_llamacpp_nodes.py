@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from kernelopt_llamacpp import harness, nodes, tbo
-from kernelopt_llamacpp.plugin import LlamaCppBackend
+from kernelopt_llamacpp.backend import LlamaCppBackend
 from llamacpp_fixture import copy_fixture, settings_with
 
 from kernelopt_core.errors import UsageError

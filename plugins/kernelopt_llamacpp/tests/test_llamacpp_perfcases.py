@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from kernelopt_llamacpp import harness, perfcases
-from kernelopt_llamacpp.plugin import LlamaCppBackend
+from kernelopt_llamacpp.backend import LlamaCppBackend
 from llamacpp_fixture import copy_fixture, settings_with
 
 from kernelopt_core.errors import UsageError
@@ -129,7 +129,7 @@ def test_an_op_without_perf_cases_is_timed_on_the_written_case(tmp_path: Path) -
 def test_a_quantized_weights_type_is_matched_as_the_tool_prints_it(source: str) -> None:
     """ggml_type_name spells K-quants q4_K: the pin and -p must too; the fragments follow the
     order the tool prints its parameters."""
-    from kernelopt_llamacpp import tbo
+    from kernelopt_llamacpp import tbo, tbo_output
 
     node = perfcases.Shapes((4096, 32000, 1, 1), "GGML_TYPE_F32", (4096, 1, 1, 1), (32000, 1, 1, 1),
                           ("GGML_TYPE_Q4_K", None))
@@ -137,7 +137,7 @@ def test_a_quantized_weights_type_is_matched_as_the_tool_prints_it(source: str) 
     assert written.expr.startswith("new test_mul_mat(GGML_TYPE_Q4_K, GGML_TYPE_F32, 32000, 1, 4096,")
     assert written.match[:3] == ("type_a=q4_K", "type_b=f32", "m=32000")
     printed = "type_a=q4_K,type_b=f32,m=32000,n=1,k=4096,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1"
-    assert tbo.prints_all(printed, written.match)
+    assert tbo_output.prints_all(printed, written.match)
     import re
     assert re.search(tbo.params_filter(written.match)[1], printed)
 

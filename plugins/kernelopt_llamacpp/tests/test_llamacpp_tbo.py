@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kernelopt_llamacpp import tbo
+from kernelopt_llamacpp import tbo, tbo_output
 
 from kernelopt_core.errors import BenchParseError
 from kernelopt_core.measure.parsers import parse
@@ -213,16 +213,16 @@ def test_six_h200_readings_of_ropes_perf_cases_pin_the_same_case():
     chosen = set()
     for pin in sorted(pins.glob("*-ROPE.pin.json")):
         recorded = json.loads(pin.read_text())["candidates"]
-        cases = [tbo.PerfCase("ROPE", c["case"][len("ROPE("):-1], 100, c["us"], None)
+        cases = [tbo_output.PerfCase("ROPE", c["case"][len("ROPE("):-1], 100, c["us"], None)
                  for c in recorded]
         heaviest = max(cases, key=lambda c: c.us)
-        assert sum(c.us >= heaviest.us * (1 - tbo.TIE) for c in cases) >= 11
+        assert sum(c.us >= heaviest.us * (1 - tbo_output.TIE) for c in cases) >= 11
         chosen.add(tbo.choose(cases, "ROPE").name)
         assert tbo.choose(cases[::-1], "ROPE").name in chosen  # the listing order is no rule
     assert len(list(pins.glob("*-ROPE.pin.json"))) == 6
     assert chosen == {"ROPE(type=f16,ne_a=[128,64,512,1],n_dims=128,mode=0,n_ctx=512,"
                       "fs=1.000000,ef=0.000000,af=1.000000,ff=0,v=0,inplace=0,n_offs=0)"}
-    slower = tbo.PerfCase("ROPE", "type=f32,ne_a=[256,64,512,1]", 100, 30.0, None)
+    slower = tbo_output.PerfCase("ROPE", "type=f32,ne_a=[256,64,512,1]", 100, 30.0, None)
     assert tbo.choose([*cases, slower], "ROPE") == slower  # 40 % heavier: not a tie
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from kernelopt_llamacpp.plugin import LlamaCppBackend
+from kernelopt_llamacpp.backend import LlamaCppBackend
 from llamacpp_fixture import FIXTURE, settings_with
 
 from kernelopt_core.api import ncu_kernels

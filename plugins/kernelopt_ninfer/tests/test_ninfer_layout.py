@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 from kernelopt_ninfer import cmakelists, layout
-from kernelopt_ninfer.plugin import NInferBackend, NInferOptions
+from kernelopt_ninfer.backend import NInferBackend
+from kernelopt_ninfer.options import NInferOptions
 
 from kernelopt_core.api import Settings, Tree, UsageError
 

@@ -201,10 +201,10 @@ def prepare_process(device: str, cache_dir: str) -> Any:
     import torch
 
     if device == "cpu":  # tests and demos without a GPU: Triton's interpreter
-        from kernelopt_triton.inductor import _prepare_cpu_triton
+        from kernelopt_triton.interpreter import prepare_cpu_triton
 
         os.environ["TRITON_INTERPRET"] = "1"
-        _prepare_cpu_triton()
+        prepare_cpu_triton()
     return torch
 
 

@@ -84,7 +84,7 @@ def setup_device() -> tuple[Any, str, bool]:
     if importlib.util.find_spec("triton") is None:
         _fail_prerequisite("triton")
     if interpreted:
-        from kernelopt_triton.inductor import patch_interpreter  # one patch, one marker
+        from kernelopt_triton.interpreter import patch_interpreter  # one patch, one marker
 
         patch_interpreter()
     return torch, ("cpu" if interpreted else "cuda"), interpreted

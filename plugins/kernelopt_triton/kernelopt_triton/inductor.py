@@ -10,8 +10,9 @@ Entry point (run in a child process, so the compile's state and caches never lea
 profiles compiled steps with torch.profiler, and writes ``DIR/kernels.json``,
 ``DIR/ranking.txt``, ``DIR/profile.txt``, ``DIR/output_code/*.py`` (wrapper modules) and
 ``DIR/kernels/NAME.py`` (each kernel source as emitted). ``generate`` writes standalone kernel
-files (docs/triton-models.md) for the top kernels. The parsing is in inductor_parse.py (pure,
-tested on fixtures), the file generation in inductor_gen.py.
+files (docs/triton-models.md) for the top kernels. The parsing is in inductor_parse.py and
+profile_table.py (pure, tested on fixtures), the file generation in inductor_gen.py, reading
+kernels.json back capture_record.py, the CPU's interpreter set-up interpreter.py.
 
 ``--device cpu`` is for machines without a GPU: Inductor's ``cpu_backend = "triton"`` emits
 the same kind of Triton kernels for the CPU, run by Triton's interpreter; no profile then.
@@ -30,6 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from kernelopt_triton.capture_record import load_record, select_kernels
 from kernelopt_triton.compile_mode import (
     CompileError,
     compile_kwargs,
@@ -39,13 +41,16 @@ from kernelopt_triton.compile_mode import (
     without_cudagraphs,
 )
 from kernelopt_triton.inductor_parse import (
-    ProfileRow,
-    Ranked,
-    is_annotation,
     is_wrapper_module,
     parse_call_sites,
     parse_kernel_source,
     parse_output_code,
+)
+from kernelopt_triton.interpreter import prepare_cpu_triton
+from kernelopt_triton.profile_table import (
+    ProfileRow,
+    Ranked,
+    is_annotation,
     rank_kernels,
     ranking_table,
 )
@@ -128,68 +133,6 @@ def model_prerequisite_error() -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------- interpreter support
-
-
-class InterpreterLibdevice:
-    """Stand-in for ``libdevice`` under TRITON_INTERPRET=1: names resolved in ``tl.math``.
-
-    Triton's interpreter patches ``tl.math`` but not the libdevice extern functions Inductor's
-    kernels call (rsqrt, erf, exp...). Resolved at call time, while the interpreter's patch is
-    active. Functions tl.math lacks (tanh, log1p...) stay unsupported under the interpreter.
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        import triton.language as tl
-
-        fn = getattr(tl.math, name, None) or getattr(tl, name, None)
-        if fn is None:
-            raise AttributeError(f"libdevice.{name} has no interpreter stand-in in triton.language.math")
-        return fn
-
-
-def patch_interpreter() -> None:
-    """Make Triton 3.6's interpreter work with NumPy 2: scalar kernel arguments are 1-element
-    arrays there, and ``int()`` of those (``tl.range(0, n, B)`` with a runtime ``n``) raises."""
-    import numpy as np
-    import triton.runtime.interpreter as interp
-
-    original = getattr(interp, "_patch_lang_tensor", None)
-    if original is None or getattr(original, "_kernelopt", False):
-        return
-
-    def patched(tensor: Any, scope: Any) -> None:
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
-
-    patched._kernelopt = True  # type: ignore[attr-defined]
-    interp._patch_lang_tensor = patched
-
-
-def _prepare_cpu_triton() -> None:
-    """Let Inductor emit Triton kernels for the CPU and run them with Triton's interpreter."""
-    import torch._inductor.config as config
-    import torch._inductor.runtime.triton_helpers as helpers
-    import torch.utils._triton as utils_triton
-    from torch._inductor.codegen.triton import TritonKernel
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-
-    config.cpu_backend = "triton"
-    config.compile_threads = 1
-    patch_interpreter()
-    # Benchmarking every config under the interpreter takes minutes: take the first config.
-    CachingAutotuner.benchmark_all_configs = lambda self, *a, **k: {  # type: ignore[method-assign]
-        launcher: float(i) for i, launcher in enumerate(self.launchers)}
-    # Inductor's benchmark-harness imports for the CPU are a multi-line def that its dedent
-    # breaks (IndentationError in every kernel module); the CUDA variant is one import line.
-    TritonKernel.imports_for_benchmark_kernel = lambda self: (  # type: ignore[method-assign]
-        "\nfrom torch._dynamo.testing import rand_strided\n"
-        "def get_raw_stream(_):\n    return 0\nimport torch\n")
-    # The backend hash asks the active Triton driver, and the interpreter has none.
-    utils_triton.triton_hash_with_backend = lambda: "0" * 64  # type: ignore[assignment]
-    helpers.libdevice = InterpreterLibdevice()
-
-
 # --------------------------------------------------------------------------- capture (child)
 
 
@@ -255,7 +198,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     import torch
 
     if device == "cpu":
-        _prepare_cpu_triton()
+        prepare_cpu_triton()
     from kernelopt_triton.engine_switch import UniqueKernelNames, install, renamed_source
 
     names = UniqueKernelNames()  # one name per kernel across graph breaks
@@ -360,31 +303,11 @@ def _triton_version() -> str:
         return ""
 
 
-def load_record(capture_dir: Path) -> dict[str, Any]:
-    path = capture_dir / "kernels.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} not found: run `python -m kernelopt_triton.inductor capture` first")
-    return json.loads(path.read_text())
-
-
 def raised_in(exc: BaseException, file: Path) -> bool:
     """Whether ``exc`` passed through ``file`` (the user's model file) on its way up."""
     target = file.resolve()
     frames = traceback.extract_tb(exc.__traceback__)
     return any(Path(frame.filename).resolve() == target for frame in frames if frame.filename)
-
-
-def select_kernels(record: dict[str, Any], top: int | None = None, kernel: str | None = None) -> list[dict]:
-    """The kernels to optimize: one by name, else the top K by share (record order)."""
-    kernels = record["kernels"]
-    if kernel:
-        hit = [k for k in kernels if k["name"] == kernel]
-        if not hit:
-            names = ", ".join(k["name"] for k in kernels)
-            raise KeyError(f"kernel {kernel!r} not in the capture; kernels: {names}")
-        return hit
-    return kernels[: top or 1]
 
 
 # --------------------------------------------------------------------------- CLI

@@ -12,12 +12,11 @@ from kernelopt_triton.compile_mode import MODES as COMPILE_MODES
 @option_table("triton")
 @attrs.frozen
 class TritonOptions:
-    """``[triton]`` in kernelopt.toml; ``--top`` (shared with kernelopt-llamacpp's table: the
-    same type and default, one flag), ``--kernel``."""
+    """``[triton]`` in kernelopt.toml; ``--top`` (the same type and default as
+    kernelopt-llamacpp's ``[llamacpp] top``: one flag sets both), ``--kernel``."""
 
-    top: int = option(1, "A model (a Triton model file; a llama.cpp tree with --e2e or "
-                      "--e2e-model and no --op): optimize its K kernels (ops) with the largest "
-                      "share of GPU time.", validator=attrs.validators.ge(1))
+    top: int = option(1, "A Triton model file: optimize its K kernels with the largest share "
+                      "of GPU time.", validator=attrs.validators.ge(1))
     kernel: str | None = option(None, "Model files: optimize this kernel (a name from "
                                 "ranking.txt).")
     compile_mode: str | None = option(

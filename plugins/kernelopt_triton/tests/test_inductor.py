@@ -26,18 +26,20 @@ pytest.importorskip("triton")
 from kernelopt_triton import engine, inductor  # noqa: E402
 from kernelopt_triton.inductor_gen import generate_files, render  # noqa: E402
 from kernelopt_triton.inductor_parse import (  # noqa: E402
-    ProfileRow,
-    Ranked,
-    is_annotation,
     is_wrapper_module,
-    library_kind,
     parse_call_sites,
     parse_kernel_source,
     parse_output_code,
+    shape_string,
+)
+from kernelopt_triton.profile_table import (  # noqa: E402
+    ProfileRow,
+    Ranked,
+    is_annotation,
+    library_kind,
     parse_profiler_table,
     rank_kernels,
     ranking_table,
-    shape_string,
 )
 
 FIX = Path(__file__).parent / "fixtures" / "inductor"

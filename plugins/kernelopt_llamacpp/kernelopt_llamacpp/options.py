@@ -1,0 +1,31 @@
+"""``[llamacpp]`` in kernelopt.toml: the option table of the ``llamacpp`` backend and
+``run-llamacpp``."""
+
+from __future__ import annotations
+
+import attrs
+
+from kernelopt_core.api import option, option_table
+
+
+@option_table("llamacpp")
+@attrs.frozen
+class LlamaCppOptions:
+    """``[llamacpp]`` in kernelopt.toml; ``--op``, ``--case``, ``--e2e``, ``--e2e-model``,
+    ``--device-backend``, ``--nodes``, ``--top`` (with a model and no --op: its K heaviest
+    ops, by its last ``kernelopt profile --engine``)."""
+
+    op: str | None = option(None, "The ggml op to optimize (e.g. SOFT_MAX).")
+    case: str | None = option(None, "The test-backend-ops perf case to time; the op's largest "
+                              "us/run when unset.")
+    e2e_model: str | None = option(None, "A GGUF model for the engine gate (llama-completion "
+                                   "outputs + llama-bench tokens/s).")
+    e2e: bool = option(False, "The engine gate with a generated random-weight GGUF.")
+    device_backend: str | None = option(None, "The ggml backend test-backend-ops runs on; CUDA0 "
+                                        "when unset.")
+    nodes: str | None = option(None, "The model's graph nodes (llama-eval-callback's output): "
+                               "time the op on its heaviest node's shape.")
+    # the same type and default as kernelopt-triton's [triton] top: one --top sets both
+    top: int = option(1, "A llama.cpp tree with --e2e or --e2e-model and no --op: optimize its "
+                      "K ops with the largest share of GPU time.",
+                      validator=attrs.validators.ge(1))
