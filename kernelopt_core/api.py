@@ -32,11 +32,14 @@ from kernelopt_core.capabilities import (
     ChecksProvider,
     ChecksSeeds,
     ChecksShape,
+    ClaimsSpeedup,
     ComparesModel,
     DefinesKernels,
+    Exhaustive,
     LabelsKernels,
     PairsEngine,
     ProbesCompile,
+    RequiresGates,
     SelectsItself,
     ServesBenchWorker,
     SplitsPhases,
@@ -117,6 +120,8 @@ __all__ = [
     "SplitsPhases", "LabelsKernels", "ProbesCompile", "ServesBenchWorker", "DefinesKernels",
     # a planner's optional methods, likewise
     "SelectsItself", "UsesPlugins", "ChecksInputs", "ChecksProvider",
+    # a gate's and a planner's optional attributes, likewise (absent: their defaults)
+    "RequiresGates", "ClaimsSpeedup", "Exhaustive",
     "Job", "JobResult",
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings", "SearchSettings",

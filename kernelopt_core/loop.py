@@ -19,6 +19,7 @@ import attrs
 from kernelopt_core import baseline as baseline_steps
 from kernelopt_core import events, knob_probe, report, resolve
 from kernelopt_core.budget import Budget
+from kernelopt_core.capabilities import is_exhaustive
 from kernelopt_core.errors import (
     EXIT_NO_WIN,
     EXIT_OPTIMIZED,
@@ -222,7 +223,7 @@ class Loop:
             if spent is not None:
                 stop = spent
                 break
-            if since_best >= s.search.patience and not getattr(planner, "exhaustive", False):
+            if since_best >= s.search.patience and not is_exhaustive(planner):
                 stop = "patience"
                 break
             if s.search.target_speedup is not None and best >= s.search.target_speedup:
@@ -243,7 +244,7 @@ class Loop:
                 self.evaluated += 1
                 since_best += 1
                 self.evaluator.planner_failed(f"c{self.evaluated}", parent.id,
-                                              getattr(planner, "name", "?"), str(exc))
+                                              planner.name, str(exc))
                 continue
             proposals = [p for p in proposals if self._is_new(p)]
             if not proposals:  # nothing (new) to offer from this parent

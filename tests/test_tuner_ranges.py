@@ -36,6 +36,9 @@ class Journal:
     def write(self, event: str, **data: Any) -> None:
         self.events.append({"event": event, **data})
 
+    def record(self, event: Any) -> None:
+        self.events.append({"event": event.EVENT, **event.data()})
+
 
 def notes(ctx: PlanContext) -> list[str]:
     return [e["message"] for e in ctx.journal.events  # type: ignore[attr-defined]

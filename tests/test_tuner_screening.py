@@ -26,6 +26,9 @@ class Journal:
     def write(self, event: str, **data: Any) -> None:
         self.events.append({"event": event, **data})
 
+    def record(self, event: Any) -> None:
+        self.events.append({"event": event.EVENT, **event.data()})
+
 
 def context(screen: Any, **tuner: Any) -> PlanContext:
     """``tuner``: the [tuner] table's options (TunerOptions)."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import events
 from kernelopt_core.errors import BudgetExhausted, PlannerError
 from kernelopt_core.experience import Experience
 from kernelopt_core.hookspecs import hookimpl
@@ -333,8 +334,8 @@ class Agents:
             data["action"], str(data.get("strategy", "")), str(data.get("lesson", "")),
             ctx.target.backend, ctx.target.name, bool(outcome.get("accepted")),
             outcome.get("speedup"))
-        ctx.journal.write("experience", strategy=data.get("strategy"),
-                          lesson=data.get("lesson"), action=data["action"])
+        ctx.journal.record(events.Experience(strategy=data.get("strategy"),
+                                             lesson=data.get("lesson"), action=data["action"]))
 
 
 def _converged(lines: list[str]) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kernelopt_core import events
 from kernelopt_core import knobs as knob_edit
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.hookspecs import hookimpl
@@ -79,7 +80,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     try:
         ranked = search.run()
     except BenchFailed as exc:
-        ctx.journal.write("screening", ok=False, error=str(exc)[:2000])
+        ctx.journal.record(events.Screening(ok=False, error=str(exc)[:2000]))
         return None
     failed = sum(1 for cost in search.costs.values() if cost == float("inf"))
     # the baseline's own ratio is 1 by definition (not screened): labelled as such
@@ -88,10 +89,10 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     gpu_seconds = round(ctx.gpu_seconds() - spent_before, 3)
     # nothing screened worked (or nothing was screened): the caller proposes instead
     worked = search.evaluations - failed > 0
-    ctx.journal.write("screening", ok=worked, grid=search.grid,  # checked by events.Screening
-                      evaluations=search.evaluations, failed=failed, batches=batches,
-                      gpu_seconds=gpu_seconds, best=best if worked else None,
-                      error=None if worked else "no configuration was screened successfully")
+    ctx.journal.record(events.Screening(
+        ok=worked, grid=search.grid, evaluations=search.evaluations, failed=failed,
+        batches=batches, gpu_seconds=gpu_seconds, best=best if worked else None,
+        error=None if worked else "no configuration was screened successfully"))
     if not worked:
         return None
     screen_notes(ctx, search, ranges, ranked[0][0] if ranked else None)

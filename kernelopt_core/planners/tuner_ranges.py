@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import events
 from kernelopt_core import knobs as knob_edit
 from kernelopt_core.planners.base import PlanContext
 from kernelopt_core.planners.joint import JointSearch
@@ -137,7 +138,7 @@ def _step(edge: str, new: str) -> str:
 
 def note(ctx: PlanContext, message: str) -> None:
     """A note of the tuner's in the journal (report.md's Warnings)."""
-    ctx.journal.write("warning", gate="tuner", message=message)
+    ctx.journal.record(events.GateWarning(gate="tuner", message=message))
 
 
 def screen_notes(ctx: PlanContext, search: JointSearch, ranges: dict[str, KnobRange],
