@@ -24,7 +24,7 @@ from kernelopt_core import api
 RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "SearchSettings",
            "GateSettings", "Timeouts", "GateContext",
            "GateResult", "Confirmed", "BenchReading", "BenchLine", "PlanContext", "Budget",
-           "Proposal", "Node",
+           "Proposal", "Outcome", "Profile", "TunerFrontier", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
            "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")
 PROTOCOLS = ("Backend", "ChecksShape", "ChecksSeeds", "BenchesWork", "PairsEngine",

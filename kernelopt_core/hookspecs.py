@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import click
 
     from kernelopt_core.gates.base import GateContext, GateResult
-    from kernelopt_core.planners.base import PlanContext, Proposal
+    from kernelopt_core.planners.base import Outcome, PlanContext, Proposal
     from kernelopt_core.search import Node
     from kernelopt_core.settings import Settings
     from kernelopt_core.target import Command, Target, Tree
@@ -193,8 +193,9 @@ class Planner(Protocol):
         """Up to ``count`` new proposals derived from ``parent``. An empty list means the
         planner has nothing more to offer from this parent."""
 
-    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
-        """Learn from a measured outcome (gate results, speedup)."""
+    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: Outcome) -> None:
+        """Learn from a measured outcome (``Outcome``: accepted, the screen's speedup, the gate
+        that rejected it and why, its diff)."""
 
 
 @runtime_checkable

@@ -31,7 +31,7 @@ from kernelopt_core.evaluate import Evaluator
 from kernelopt_core.final import FinalPhase
 from kernelopt_core.hookspecs import Backend, Gate
 from kernelopt_core.journal import Journal
-from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.planners.base import PlanContext, Profile, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling.bench import Profiling
 from kernelopt_core.resume import Resumed, check_run_id, run_lock
@@ -196,7 +196,7 @@ class Loop:
         root = Node("baseline", {}, dict(baseline_knobs))
         search = BeamSearch(root, width=self.settings.search.beam)
         ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
-                          self.run_id, profile, baseline_ms=baseline_ms,
+                          self.run_id, Profile(profile), baseline_ms=baseline_ms,
                           screen=screener(self.runner, self.workspace.baseline_tree, knobs,
                                           self.run_dir / "screen"),
                           budget=self.budget)
@@ -259,7 +259,7 @@ class Loop:
                     search.add(node)
                 if node is not None and node.speedup > best:
                     best, since_best = node.speedup, 0
-                    if not outcome.get("replayed"):  # a resumed run's journal has it already
+                    if not outcome.replayed:  # a resumed run's journal has it already
                         self.journal.record(events.Best(candidate=node.id, speedup=node.speedup))
                         self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
                 else:

@@ -68,7 +68,7 @@ class GuardedPlanner:
         except Exception as exc:  # any fault of the plugin's code
             raise PlannerError(f"{type(exc).__name__}: {exc} ({self.origin})") from exc
 
-    def observe(self, ctx: Any, proposal: Any, outcome: dict[str, Any]) -> None:
+    def observe(self, ctx: Any, proposal: Any, outcome: Any) -> None:
         try:
             self._planner.observe(ctx, proposal, outcome)
         except Exception as exc:  # the candidate's result stands

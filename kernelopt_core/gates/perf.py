@@ -169,7 +169,7 @@ class ConfirmGate:
 
 
 def _checksum(reading: BenchReading) -> float | None:
-    value = reading.extra.get("checksum")
+    value = reading.checksum
     if value is None:
         return None
     try:
@@ -202,7 +202,7 @@ class ShapeGate:
         else:
             detail = f"shape check passed on seeds {list(ctx.settings.seeds)}"
             timed = ctx.confirmed.candidate_readings if ctx.confirmed else []
-            if timed and all(r.extra.get("checksum") is None for r in timed):
+            if timed and all(r.checksum is None for r in timed):
                 # the shape check runs the kernel in its own process; the bench's repeated timed
                 # calls on its own buffers are another path no gate has looked at
                 note = ("the timed path is not verified by any gate: the bench reports no "
@@ -274,10 +274,10 @@ class RooflineGate:
         return None, "", ""
 
     @staticmethod
-    def _counted(ctx: GateContext) -> Any:
+    def _counted(ctx: GateContext) -> int | float | None:
         """The bytes the bench itself reported, if any."""
         readings = ctx.confirmed.baseline_readings if ctx.confirmed else []
-        return next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
+        return next((r.bytes for r in readings if r.bytes), None)
 
     @staticmethod
     def _evidence(ctx: GateContext, device: Any, nbytes: int, source: str) -> str:
@@ -315,7 +315,7 @@ class RooflineGate:
                               f"({device.method}); give --peak-gbps", metrics, skipped=True)
         metrics["fraction"] = achieved / device.peak_gbps
         readings = confirm.candidate_readings
-        flushed = bool(readings) and all(r.extra.get("cache_flushed") is True for r in readings)
+        flushed = bool(readings) and all(r.cache_flushed for r in readings)
         metrics["cache_flushed"] = flushed
         # A bench that flushes the cache between iterations re-reads its inputs from DRAM every
         # time, so the DRAM bound holds even for a working set that would fit in the cache.
