@@ -32,11 +32,14 @@ from kernelopt_core.capabilities import (
     ChecksProvider,
     ChecksSeeds,
     ChecksShape,
+    ClaimsSpeedup,
     ComparesModel,
     DefinesKernels,
+    Exhaustive,
     LabelsKernels,
     PairsEngine,
     ProbesCompile,
+    RequiresGates,
     SelectsItself,
     ServesBenchWorker,
     SplitsPhases,
@@ -91,7 +94,14 @@ from kernelopt_core.llm_check import check_llm_provider
 from kernelopt_core.lock import gpu_lock
 from kernelopt_core.measure.parsers import ANSI, BenchLine, BenchReading
 from kernelopt_core.options import option, option_table
-from kernelopt_core.planners.base import PlanContext, Proposal, Screened
+from kernelopt_core.planners.base import (
+    Outcome,
+    PlanContext,
+    Profile,
+    Proposal,
+    Screened,
+    TunerFrontier,
+)
 from kernelopt_core.process import OUTPUT_CAP, ProcessResult
 from kernelopt_core.process import run as _run
 from kernelopt_core.profiling.parsers import KernelProfile, MetricColumn, ncu_kernels
@@ -117,6 +127,8 @@ __all__ = [
     "SplitsPhases", "LabelsKernels", "ProbesCompile", "ServesBenchWorker", "DefinesKernels",
     # a planner's optional methods, likewise
     "SelectsItself", "UsesPlugins", "ChecksInputs", "ChecksProvider",
+    # a gate's and a planner's optional attributes, likewise (absent: their defaults)
+    "RequiresGates", "ClaimsSpeedup", "Exhaustive",
     "Job", "JobResult",
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings", "SearchSettings",
@@ -125,7 +137,8 @@ __all__ = [
     "option", "option_table",
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
-    "PlanContext", "Proposal", "Screened", "Node", "Budget", "BenchReading", "BenchLine", "EventLog",
+    "PlanContext", "Proposal", "Outcome", "Profile", "TunerFrontier", "Screened", "Node", "Budget",
+    "BenchReading", "BenchLine", "EventLog",
     "ENGINE_OUT_ENV", "ENGINE_REFERENCE_ENV",
     "KernelProfile", "MetricColumn", "ncu_kernels", "RecordedProfile", "last_profile",
     # errors and exit codes

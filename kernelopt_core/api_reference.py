@@ -24,12 +24,13 @@ from kernelopt_core import api
 RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "SearchSettings",
            "GateSettings", "Timeouts", "GateContext",
            "GateResult", "Confirmed", "BenchReading", "BenchLine", "PlanContext", "Budget",
-           "Proposal", "Node",
+           "Proposal", "Outcome", "Profile", "TunerFrontier", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
            "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")
 PROTOCOLS = ("Backend", "ChecksShape", "ChecksSeeds", "BenchesWork", "PairsEngine",
              "ComparesModel", "SplitsPhases", "LabelsKernels", "ProbesCompile",
-             "ServesBenchWorker", "DefinesKernels", "Gate", "Planner", "SelectsItself", "UsesPlugins",
+             "ServesBenchWorker", "DefinesKernels", "Gate", "RequiresGates", "ClaimsSpeedup",
+             "Planner", "Exhaustive", "SelectsItself", "UsesPlugins",
              "ChecksInputs", "ChecksProvider", "Profiler", "Executor", "GateServices",
              "EventLog")
 FUNCTIONS = ("run", "benches_work", "option", "option_table", "run_process", "run_on_gpu",

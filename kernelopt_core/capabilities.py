@@ -1,6 +1,8 @@
-"""The optional methods of a backend and of a planner, one small protocol each: the core asks
-``isinstance(backend, ChecksSeeds)`` (the method exists and is not None), never getattr, and
-mypy then knows the call's types. Part of the plugin contract: kernelopt_core.hookspecs
+"""The optional methods of a backend and of a planner, and the optional attributes of a gate
+and of a planner, one small protocol each: the core asks ``isinstance(backend, ChecksSeeds)``
+(the method exists and is not None), never getattr, and mypy then knows the call's types; an
+optional attribute is read through a function that gives its documented default
+(``claims_speedup(gate)``). Part of the plugin contract: kernelopt_core.hookspecs
 documents each method in Backend's and Planner's docstrings; plugins import these from
 kernelopt_core.api (they moved here from hookspecs, which no longer has them)."""
 
@@ -130,3 +132,44 @@ class ChecksProvider(Protocol):
     """A planner that asks its service once before any build (see Planner)."""
 
     def check_provider(self, settings: Settings) -> str | None: ...
+
+
+# The optional attributes of a gate and of a planner, one protocol each, with the default the
+# core takes when a plugin's object leaves one out (read through the functions below).
+
+
+@runtime_checkable
+class RequiresGates(Protocol):
+    """A gate that needs other gates before it in its phase (default: none)."""
+
+    requires: tuple[str, ...]
+
+
+@runtime_checkable
+class ClaimsSpeedup(Protocol):
+    """A gate whose pass can back an ``optimized`` verdict (default: False)."""
+
+    claims_speedup: bool
+
+
+@runtime_checkable
+class Exhaustive(Protocol):
+    """A planner every proposal of which must be evaluated: patience does not stop its search
+    (default: False)."""
+
+    exhaustive: bool
+
+
+def required_gates(gate: object) -> tuple[str, ...]:
+    """The gates ``gate`` needs before it in its phase; () when it declares none."""
+    return tuple(gate.requires) if isinstance(gate, RequiresGates) else ()
+
+
+def claims_speedup(gate: object) -> bool:
+    """Whether a pass of ``gate`` can back an ``optimized`` verdict; False when undeclared."""
+    return isinstance(gate, ClaimsSpeedup) and bool(gate.claims_speedup)
+
+
+def is_exhaustive(planner: object) -> bool:
+    """Whether patience must not stop ``planner``'s search; False when undeclared."""
+    return isinstance(planner, Exhaustive) and bool(planner.exhaustive)

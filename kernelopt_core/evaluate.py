@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from kernelopt_core import events, outside
 from kernelopt_core.gates.base import GateResult
 from kernelopt_core.hookspecs import Gate
-from kernelopt_core.planners.base import Proposal
+from kernelopt_core.planners.base import Outcome, Proposal
 from kernelopt_core.resume import Resumed
 from kernelopt_core.run_context import RunContext
 from kernelopt_core.search import Node, content_key
@@ -31,7 +30,7 @@ class Evaluator:
     rejections: dict[str, str] = attrs.field(factory=dict)  # candidate -> the gate it failed
 
     def evaluate(self, proposal: Proposal, parent: Node, gates: list[Gate],
-                 baseline_ms: float | None, number: int) -> tuple[Node | None, dict[str, Any]]:
+                 baseline_ms: float | None, number: int) -> tuple[Node | None, Outcome]:
         """Put the proposal in the candidate tree and run the candidate gates on it; the
         accepted node (None if rejected) and the outcome the planner observes (``replayed``:
         served from the journal of a resumed run)."""
@@ -122,13 +121,11 @@ class Evaluator:
 
     def _outcome(self, cid: str, proposal: Proposal, parent: Node,
                  result: events.CandidateResult, log_dir: Path,
-                 replayed: bool) -> tuple[Node | None, dict[str, Any]]:
+                 replayed: bool) -> tuple[Node | None, Outcome]:
         diff = log_dir / "edit.diff"
-        outcome = {"candidate": result.candidate, "accepted": result.accepted,
-                   "speedup": result.speedup, "failed_gate": result.failed_gate,
-                   "reason": result.reason, "log_tail": result.log_tail or "",
-                   "diff": diff.read_text(encoding="utf-8") if diff.is_file() else "",
-                   **({"replayed": True} if replayed else {})}
+        outcome = Outcome(result.candidate, result.accepted, result.speedup, result.failed_gate,
+                          result.reason, result.log_tail or "",
+                          diff.read_text(encoding="utf-8") if diff.is_file() else "", replayed)
         if not result.accepted:
             self.rejections[cid] = str(result.failed_gate)
             return None, outcome

@@ -6,6 +6,7 @@ from __future__ import annotations
 import attrs
 
 from kernelopt_core import events
+from kernelopt_core.capabilities import claims_speedup
 from kernelopt_core.gates.base import FALLBACK, GateResult
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.profiling.bench import Profiling
@@ -21,7 +22,7 @@ MEASURED_KEYS = ("baseline_ms", "candidate_ms", "median_ratio", "noise_pct", "wi
 def measured(results: list[GateResult], gates: list[Gate]) -> dict[str, object] | None:
     """The numbers the verdict rests on, from the gate that can claim a speedup (confirm by
     default): the verdict event carries them and the report renders them as they are."""
-    claiming = {g.name for g in gates if getattr(g, "claims_speedup", False)}
+    claiming = {g.name for g in gates if claims_speedup(g)}
     for result in results:
         if result.gate in claiming and not result.skipped \
                 and all(k in result.metrics for k in MEASURED_KEYS):
@@ -120,8 +121,7 @@ class FinalPhase:
             record(gate.evaluate(ctx))
         for added in protocol_results(results, benched=baseline_ms is not None,
                                       interpreted=self.context.runner.interpreted,
-                                      can_claim=any(getattr(g, "claims_speedup", False)
-                                                    for g in gates)):
+                                      can_claim=any(claims_speedup(g) for g in gates)):
             record(added)
         return verdict(results, benched=baseline_ms is not None), results
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import click
 
     from kernelopt_core.gates.base import GateContext, GateResult
-    from kernelopt_core.planners.base import PlanContext, Proposal
+    from kernelopt_core.planners.base import Outcome, PlanContext, Proposal
     from kernelopt_core.search import Node
     from kernelopt_core.settings import Settings
     from kernelopt_core.target import Command, Target, Tree
@@ -141,11 +141,13 @@ class Gate(Protocol):
     withholds the ``optimized`` verdict). Which gates run, and in what order, is configuration
     (``[gates]`` in kernelopt.toml), never code.
 
-    Two optional attributes say what a gate needs and what it can back (read with defaults, so a
-    gate without them is valid): ``requires`` — names of gates that must come before it in the
-    same phase (the roofline bounds the time the confirm gate measured: ``("confirm",)``), and
-    ``claims_speedup`` — True when its pass can back an ``optimized`` verdict (the confirm gate);
-    with none configured a benched run claims no speedup.
+    Two optional attributes say what a gate needs and what it can back, one capability protocol
+    each (kernelopt_core/capabilities.py; the core reads them through ``isinstance``, so a gate
+    without them is valid and gets the default): ``requires`` (``RequiresGates``, default
+    ``()``) — names of gates that must come before it in the same phase (the roofline bounds the
+    time the confirm gate measured: ``("confirm",)``), and ``claims_speedup``
+    (``ClaimsSpeedup``, default False) — True when its pass can back an ``optimized`` verdict
+    (the confirm gate); with none configured a benched run claims no speedup.
     """
 
     name: str
@@ -159,8 +161,9 @@ class Gate(Protocol):
 class Planner(Protocol):
     """Proposes edits. The built-in ``tuner`` searches knobs; ``agents`` asks an LLM.
 
-    An optional class attribute ``exhaustive = True`` says every proposal must be evaluated
-    (patience does not stop the search), as for the ``replay`` planner.
+    An optional class attribute ``exhaustive = True`` (``Exhaustive``, default False) says every
+    proposal must be evaluated (patience does not stop the search), as for the ``replay``
+    planner.
 
     Optional methods, one capability each, tested with ``isinstance`` like a backend's
     (protocols in kernelopt_core/capabilities.py):
@@ -190,8 +193,9 @@ class Planner(Protocol):
         """Up to ``count`` new proposals derived from ``parent``. An empty list means the
         planner has nothing more to offer from this parent."""
 
-    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
-        """Learn from a measured outcome (gate results, speedup)."""
+    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: Outcome) -> None:
+        """Learn from a measured outcome (``Outcome``: accepted, the screen's speedup, the gate
+        that rejected it and why, its diff)."""
 
 
 @runtime_checkable

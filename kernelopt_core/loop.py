@@ -19,6 +19,7 @@ import attrs
 from kernelopt_core import baseline as baseline_steps
 from kernelopt_core import events, knob_probe, report, resolve
 from kernelopt_core.budget import Budget
+from kernelopt_core.capabilities import is_exhaustive
 from kernelopt_core.errors import (
     EXIT_NO_WIN,
     EXIT_OPTIMIZED,
@@ -30,7 +31,7 @@ from kernelopt_core.evaluate import Evaluator
 from kernelopt_core.final import FinalPhase
 from kernelopt_core.hookspecs import Backend, Gate
 from kernelopt_core.journal import Journal
-from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.planners.base import PlanContext, Profile, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling.bench import Profiling
 from kernelopt_core.resume import Resumed, check_run_id, run_lock
@@ -195,7 +196,7 @@ class Loop:
         root = Node("baseline", {}, dict(baseline_knobs))
         search = BeamSearch(root, width=self.settings.search.beam)
         ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
-                          self.run_id, profile, baseline_ms=baseline_ms,
+                          self.run_id, Profile(profile), baseline_ms=baseline_ms,
                           screen=screener(self.runner, self.workspace.baseline_tree, knobs,
                                           self.run_dir / "screen"),
                           budget=self.budget)
@@ -222,7 +223,7 @@ class Loop:
             if spent is not None:
                 stop = spent
                 break
-            if since_best >= s.search.patience and not getattr(planner, "exhaustive", False):
+            if since_best >= s.search.patience and not is_exhaustive(planner):
                 stop = "patience"
                 break
             if s.search.target_speedup is not None and best >= s.search.target_speedup:
@@ -243,7 +244,7 @@ class Loop:
                 self.evaluated += 1
                 since_best += 1
                 self.evaluator.planner_failed(f"c{self.evaluated}", parent.id,
-                                              getattr(planner, "name", "?"), str(exc))
+                                              planner.name, str(exc))
                 continue
             proposals = [p for p in proposals if self._is_new(p)]
             if not proposals:  # nothing (new) to offer from this parent
@@ -258,7 +259,7 @@ class Loop:
                     search.add(node)
                 if node is not None and node.speedup > best:
                     best, since_best = node.speedup, 0
-                    if not outcome.get("replayed"):  # a resumed run's journal has it already
+                    if not outcome.replayed:  # a resumed run's journal has it already
                         self.journal.record(events.Best(candidate=node.id, speedup=node.speedup))
                         self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
                 else:

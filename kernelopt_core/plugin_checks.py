@@ -1,4 +1,5 @@
-"""What a registered object must have (the protocols of hookspecs.py), checked when its plugin
+"""What a registered object must have (the protocols of hookspecs.py, read from the protocols
+themselves: their annotated attributes and their methods' signatures), checked when its plugin
 registers it rather than when a run first calls it: a missing method, a method that cannot take
 the arguments the core passes, a gate ``phase`` no gate list has, a name that is not a string.
 The plugin host marks the plugin FAILED with these reasons in ``kernelopt plugins`` and leaves
@@ -10,7 +11,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points, packages_distributions, version
-from typing import Any
+from typing import Any, Protocol
 
 from kernelopt_core import hookspecs
 from kernelopt_core.errors import PluginError
@@ -18,16 +19,42 @@ from kernelopt_core.target import Command, Target
 
 GATE_PHASES = ("candidate", "final")
 
+
+class ProviderRecord(Protocol):
+    """What an LLM provider record must have (hookspecs.LLMProvider is the usual one)."""
+
+    name: str
+    base_url: str
+
+
+# kind -> the protocol its records follow (hookspecs.py)
+PROTOCOLS: dict[str, type] = {
+    "backends": hookspecs.Backend, "gates": hookspecs.Gate, "planners": hookspecs.Planner,
+    "profilers": hookspecs.Profiler, "llm_providers": ProviderRecord,
+    "executors": hookspecs.Executor,
+}
+
+
+def members(protocol: type) -> tuple[tuple[str, int | None], ...]:
+    """A protocol's members as the check reads them: (attribute, None) for each annotated
+    string attribute, then (method, the positional arguments the core passes: its parameters
+    without ``self``) for each method, in the order the protocol declares them."""
+    attributes = [(name, None) for name in vars(protocol).get("__annotations__", {})]
+    methods = [(name, len(inspect.signature(member).parameters) - 1)
+               for name, member in vars(protocol).items()
+               if inspect.isfunction(member) and not name.startswith("_")]
+    return (*attributes, *methods)
+
+
 # kind -> (attribute, positional arguments the core calls it with; None: a string attribute)
 REQUIRED: dict[str, tuple[tuple[str, int | None], ...]] = {
-    "backends": (("name", None), ("detect", 1), ("discover", 2), ("build", 2), ("check", 3),
-                 ("bench", 2), ("engine", 2)),
-    "gates": (("name", None), ("phase", None), ("evaluate", 1)),
-    "planners": (("name", None), ("unavailable_reason", 2), ("propose", 3), ("observe", 3)),
-    "profilers": (("name", None), ("unavailable_reason", 0), ("wrap", 2), ("parse", 1)),
-    "llm_providers": (("name", None), ("base_url", None)),
-    "executors": (("name", None), ("run", 4)),
-}
+    kind: members(protocol) for kind, protocol in PROTOCOLS.items()}
+
+
+def name_of(record: Any) -> Any:
+    """A registered object's ``name`` as it is, before it is checked (None when it has none):
+    this module alone reads a plugin's object by attribute name."""
+    return getattr(record, "name", None)
 
 
 def _takes(record: Any, attr: str, count: int) -> bool:

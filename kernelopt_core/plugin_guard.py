@@ -7,21 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelopt_core.capabilities import claims_speedup, is_exhaustive, required_gates
 from kernelopt_core.errors import KerneloptError, PlannerError
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
 
 
 class GuardedGate:
-    """A plugin's gate: its attributes as they are, its faults as failed results."""
+    """A plugin's gate: its attributes read once (an optional one at its default), its faults
+    as failed results."""
 
     def __init__(self, gate: Any, origin: str) -> None:
         self._gate = gate
         self.origin = origin
-
-    def __getattr__(self, attr: str) -> Any:  # name, phase, requires, claims_speedup, ...
-        if attr.startswith("_"):  # copy/pickle probe before _gate exists: no recursion
-            raise AttributeError(attr)
-        return getattr(self._gate, attr)
+        self.name: str = gate.name
+        self.phase: str = gate.phase
+        self.requires = required_gates(gate)
+        self.claims_speedup = claims_speedup(gate)
 
     def evaluate(self, ctx: GateContext) -> GateResult:
         name = self._gate.name
@@ -49,11 +50,12 @@ class GuardedPlanner:
         self._planner = planner
         self.origin = origin
         self._observe_fault: str | None = None
+        self.name: str = planner.name
+        self.exhaustive = is_exhaustive(planner)
 
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        return getattr(self._planner, attr)
+    def unavailable_reason(self, settings: Any, target: Any) -> str | None:
+        result: str | None = self._planner.unavailable_reason(settings, target)
+        return result
 
     def propose(self, ctx: Any, parent: Any, count: int) -> Any:
         if self._observe_fault is not None:
@@ -66,7 +68,7 @@ class GuardedPlanner:
         except Exception as exc:  # any fault of the plugin's code
             raise PlannerError(f"{type(exc).__name__}: {exc} ({self.origin})") from exc
 
-    def observe(self, ctx: Any, proposal: Any, outcome: dict[str, Any]) -> None:
+    def observe(self, ctx: Any, proposal: Any, outcome: Any) -> None:
         try:
             self._planner.observe(ctx, proposal, outcome)
         except Exception as exc:  # the candidate's result stands
@@ -75,6 +77,6 @@ class GuardedPlanner:
 
 def unwrapped(planner: Any) -> Any:
     """The plugin's own planner inside a GuardedPlanner (or the planner itself): capability
-    checks (``isinstance`` against a protocol) must see its methods, which the guard only
-    forwards (from Python 3.12 ``isinstance`` on a protocol ignores ``__getattr__``)."""
+    checks (``isinstance`` against a protocol) must see its optional methods, which the guard
+    does not have."""
     return planner._planner if isinstance(planner, GuardedPlanner) else planner

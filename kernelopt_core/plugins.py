@@ -208,7 +208,7 @@ class PluginHost:
                             "the plugin's registration hook is broken; disable or upgrade it")
                 continue
             for record in records:
-                name = getattr(record, "name", None)
+                name = plugin_checks.name_of(record)
                 wrong = plugin_checks.problems(kind, record)
                 if not wrong and name in found:  # the first keeps it: a built-in comes first
                     wrong = [f"{kind[:-1]} {name!r} is already offered by "

@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from kernelopt_core import knobs as knob_edit
-from kernelopt_core.capabilities import ChecksInputs, ChecksProvider, SelectsItself, UsesPlugins
+from kernelopt_core.capabilities import (
+    ChecksInputs,
+    ChecksProvider,
+    SelectsItself,
+    UsesPlugins,
+    required_gates,
+)
 from kernelopt_core.errors import KerneloptError, PlannerError, PrerequisiteError, UsageError
 from kernelopt_core.hookspecs import Gate
 from kernelopt_core.plugin_guard import GuardedGate, GuardedPlanner, unwrapped
@@ -47,7 +53,7 @@ def check_gate_plan(candidate: list[Gate], final: list[Gate]) -> None:
     for phase, chosen in (("candidate", candidate), ("final", final)):
         names = [g.name for g in chosen]
         for i, gate in enumerate(chosen):
-            missing = [r for r in getattr(gate, "requires", ()) if r not in names[:i]]
+            missing = [r for r in required_gates(gate) if r not in names[:i]]
             if missing:
                 order = ",".join([*missing, *names[:i], gate.name])
                 raise UsageError(

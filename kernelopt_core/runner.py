@@ -189,15 +189,14 @@ class Runner:
             reading, held = self.pool.bench(tree, log, work)
         else:
             reading, held = self._fresh_bench(tree, log, work)
-        if reading.extra.get("interpreted"):
+        if reading.interpreted:
             self.interpreted = True  # an interpreter's times: never a device speedup
         self.journal.record(events.Bench(
             tree=tree.role, purpose=purpose, ms=reading.time_ms,
-            checksum=reading.extra.get("checksum"),
-            shape=str(reading.extra["shape"]) if reading.extra.get("shape") else None,
-            interpreted=True if reading.extra.get("interpreted") else None,
+            checksum=reading.checksum, shape=reading.shape,
+            interpreted=True if reading.interpreted else None,
             asked=held.asked, acquired=held.acquired, released=held.released,
-            timer=reading.extra.get("timer"), how=how_timed(reading) or None,
+            timer=reading.timer, how=how_timed(reading) or None,
         ))
         return reading
 

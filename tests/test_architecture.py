@@ -298,3 +298,105 @@ def test_plugins_doc_lists_every_hook_as_hookspecs_declares_it() -> None:
     for name in vars(hookspecs):
         if name.startswith("kernelopt_"):
             assert f"`{name}(" in text, name
+
+
+def _core_kind_writes(source: str) -> list[int]:
+    """Lines of ``source`` that write one of the core's journal kinds by its name: a
+    ``.write(...)`` (or ``._write``) whose kind, the first argument or ``event=``, is a string
+    literal the events module knows."""
+    from kernelopt_core import events
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("write", "_write")):
+            continue
+        kinds = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "event")]
+        if any(isinstance(k, ast.Constant) and k.value in events.KINDS for k in kinds):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_only_the_journal_writes_a_core_kind_by_name() -> None:
+    """One way to write the core's events (issue 56): outside journal.py and events/, a core
+    kind (``warning``, ``screening``, ``llm_call``...) is written as its class,
+    ``journal.record(events.GateWarning(...))``, never by name (``journal.write("warning",
+    ...)``), in the core, the built-in plugins and the examples; ``write`` stays for a plugin's
+    own kinds."""
+    core = REPO / "kernelopt_core"
+    allowed = {core / "journal.py", *(core / "events").glob("*.py")}
+    sources = [*core.rglob("*.py"), *REPO.glob("plugins/kernelopt_*/kernelopt_*/**/*.py"),
+               *REPO.glob("examples/plugins/*/kernelopt_*/**/*.py")]
+    found = [f"{path.relative_to(REPO)}:{line}" for path in sorted(sources)
+             if path not in allowed
+             for line in _core_kind_writes(path.read_text(encoding="utf-8"))]
+    assert not found, "a core kind written by name:\n" + "\n".join(found)
+    assert _core_kind_writes('log.write("warning", gate="x", message="m")') == [1]
+    assert _core_kind_writes('log.write("mine_done", n=1); fh.write("warning")') == [1]
+
+
+# what names a plugin's object in the core: a name (or attribute) ending so, a parameter typed
+# with a protocol, or a loop variable over any of them
+PLUGIN_NAMES = ("backend", "gate", "planner", "profiler", "provider", "plugin", "source",
+                "executor")
+PLUGIN_TYPES = {"Backend", "Gate", "Planner", "Profiler", "LLMProvider", "Executor"}
+
+
+def _plugin_probes(source: str) -> list[int]:
+    """Lines of ``source`` where ``getattr``/``hasattr`` reads a plugin's object (see
+    test_the_core_reads_no_plugin_object_by_attribute_name)."""
+    tree = ast.parse(source)
+
+    def named(node: ast.AST) -> str:
+        while isinstance(node, (ast.Subscript, ast.Call)):  # gates[0], host.registry(k)[n]
+            node = node.value if isinstance(node, ast.Subscript) else node.func
+        if isinstance(node, ast.Attribute):
+            if node.attr == "registry":  # what the plugin host holds
+                return "plugin"
+            return node.attr
+        return node.id if isinstance(node, ast.Name) else ""
+
+    def pluginish(name: str) -> bool:
+        bare = name.lstrip("_").lower()
+        return bare.endswith(PLUGIN_NAMES) or bare.rstrip("s").endswith(PLUGIN_NAMES) \
+            or bare in bound
+
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None and any(
+                isinstance(n, ast.Name) and n.id in PLUGIN_TYPES for n in ast.walk(node.annotation)):
+            bound.add(node.arg.lower())
+    for _ in range(2):  # a loop over a loop variable
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.comprehension)) and pluginish(named(node.iter)):
+                bound |= {n.id.lower() for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "hasattr") and node.args
+                  and pluginish(named(node.args[0])))
+
+
+def test_the_core_reads_no_plugin_object_by_attribute_name() -> None:
+    """No getattr/hasattr on a plugin's object in the core (issue 56): an optional method or
+    attribute of a backend, gate, planner or profiler is a capability protocol
+    (kernelopt_core/capabilities.py) asked with ``isinstance``, and an optional attribute is
+    read through the function that gives its default (``claims_speedup(gate)``,
+    ``required_gates(gate)``, ``is_exhaustive(planner)``).
+
+    The rule, read from the source: a ``getattr(X, ...)`` or ``hasattr(X, ...)`` fails where X
+    names a plugin's object — its name (or last attribute, ``self._gate``) ends in backend,
+    gate, planner, profiler, provider, plugin, source or executor (a plural too), X comes from
+    the plugin host (``host.registry(kind)[name]``), X is a parameter annotated with a protocol
+    (``Backend``, ``Gate``, ``Planner``, ``Profiler``, ``LLMProvider``, ``Executor``), or X is
+    a loop variable over any of those (``for g in gates``). plugin_checks.py is the one
+    exception: it checks each registered object against its protocol, whatever it holds."""
+    core = REPO / "kernelopt_core"
+    allowed = {core / "plugin_checks.py"}
+    found = [f"{path.relative_to(REPO)}:{line}" for path in sorted(core.rglob("*.py"))
+             if path not in allowed
+             for line in _plugin_probes(path.read_text(encoding="utf-8"))]
+    assert not found, "getattr/hasattr on a plugin's object:\n" + "\n".join(found)
+    probes = ("getattr(self._gate, 'x')\nhasattr(backend, 'y')\n"
+              "any(getattr(g, 'z', 0) for g in gates)\ngetattr(host.registry('a')['b'], 'c')\n"
+              "def f(p: Planner): return getattr(p, 'name')\ngetattr(self, 'stage')\n")
+    assert _plugin_probes(probes) == [1, 2, 3, 4, 5]

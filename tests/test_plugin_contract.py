@@ -182,3 +182,75 @@ def test_a_descriptor_naming_a_backend_that_failed_to_load_says_so(tmp_path: Pat
     assert ("backend 'broken_plugin': plugin broken_plugin (kernelopt-broken 0.3) failed: "
             "ImportError: no such thing") in out, out
     assert "is not installed" not in out, out
+
+
+def test_the_registration_checks_are_read_from_the_protocols() -> None:
+    """plugin_checks holds no table of its own (issue 56): each kind's (attribute, arity) list
+    is its protocol's annotated attributes, then its methods with the arguments the core
+    passes; a method added to a protocol is checked with no other change."""
+    from typing import Protocol
+
+    from kernelopt_core import hookspecs, plugin_checks
+
+    assert plugin_checks.REQUIRED["gates"] == (("name", None), ("phase", None), ("evaluate", 1))
+    assert plugin_checks.REQUIRED["backends"] == (
+        ("name", None), ("detect", 1), ("discover", 2), ("build", 2), ("check", 3),
+        ("bench", 2), ("engine", 2))
+    assert plugin_checks.REQUIRED["planners"] == (
+        ("name", None), ("unavailable_reason", 2), ("propose", 3), ("observe", 3))
+    assert plugin_checks.REQUIRED["llm_providers"] == (("name", None), ("base_url", None))
+    assert plugin_checks.members(hookspecs.Profiler) == plugin_checks.REQUIRED["profilers"]
+
+    class Grown(Protocol):
+        name: str
+
+        def measure(self, ctx: object, extra: int) -> None: ...
+
+    assert plugin_checks.members(Grown) == (("name", None), ("measure", 2))
+
+
+def test_a_gates_and_a_planners_optional_attributes_have_defaults() -> None:
+    """``requires``, ``claims_speedup`` and ``exhaustive`` are read through capability
+    protocols: left out, they take their defaults; a plugin's guard carries them as read."""
+    from kernelopt_core.capabilities import claims_speedup, is_exhaustive, required_gates
+    from kernelopt_core.plugin_guard import GuardedGate, GuardedPlanner
+
+    class Plain:
+        name, phase = "plain", "final"
+
+        def evaluate(self, ctx: object) -> None: ...
+
+    class Claiming(Plain):
+        requires = ("confirm",)
+        claims_speedup = True
+
+    assert (required_gates(Plain()), claims_speedup(Plain())) == ((), False)
+    assert (required_gates(Claiming()), claims_speedup(Claiming())) == (("confirm",), True)
+    guarded = GuardedGate(Claiming(), "plugin kernelopt-x 1.0")
+    assert (guarded.requires, guarded.claims_speedup, guarded.name) == (("confirm",), True, "plain")
+    assert (required_gates(guarded), claims_speedup(guarded)) == (("confirm",), True)
+
+    class Walker:
+        name = "walker"
+
+    class Replayer(Walker):
+        exhaustive = True
+
+    assert not is_exhaustive(Walker()) and is_exhaustive(Replayer())
+    assert is_exhaustive(GuardedPlanner(Replayer(), "x")) and not is_exhaustive(
+        GuardedPlanner(Walker(), "x"))
+
+
+def test_a_planner_written_for_the_dicts_still_reads_them() -> None:
+    """Outcome and Profile were dicts before issue 56: ``get`` and ``[key]`` still answer."""
+    from kernelopt_core.api import Outcome, PlanContext, Profile, Settings, TunerFrontier
+
+    outcome = Outcome("c3", False, None, "build", "does not compile", "error: x")
+    assert outcome.get("accepted") is False and outcome["failed_gate"] == "build"
+    assert outcome.get("replayed") is None and Outcome("c4", True, replayed=True)["replayed"]
+    profile = Profile({"tool": "ncu", "kernels": []},
+                      TunerFrontier(8, 8, 1, [{"knobs": {"B": "64"}, "ratio": 0.9}]))
+    assert profile["tool"] == "ncu" and profile.get("tuner_frontier")["grid"] == 8
+    ctx = PlanContext(Target("any", "k", Path("."), ("k.cu",)), Settings(), {}, (), {}, None,  # type: ignore[arg-type]
+                      "r", profile={"tool": "nsys"})  # type: ignore[arg-type]
+    assert ctx.profile.metrics == {"tool": "nsys"} and ctx.profile.tuner_frontier is None

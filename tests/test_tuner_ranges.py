@@ -16,7 +16,7 @@ import pytest
 from kernelopt_tests_support import REPO, events, kernelopt, last_run, summary
 
 from kernelopt_core import knobs as knob_edit
-from kernelopt_core.planners.base import PlanContext, Screened
+from kernelopt_core.planners.base import Outcome, PlanContext, Screened
 from kernelopt_core.planners.joint import JointSearch
 from kernelopt_core.planners.tuner import Tuner, screened_frontier
 from kernelopt_core.planners.tuner_options import TunerOptions
@@ -35,6 +35,9 @@ class Journal:
 
     def write(self, event: str, **data: Any) -> None:
         self.events.append({"event": event, **data})
+
+    def record(self, event: Any) -> None:
+        self.events.append({"event": event.EVENT, **event.data()})
 
 
 def notes(ctx: PlanContext) -> list[str]:
@@ -67,12 +70,12 @@ def drive(ctx: PlanContext, speedup: Any, rounds: int, failing: str = "") -> lis
         [proposal] = proposals
         described.append(proposal.description)
         if proposal.knobs["TILE"] == failing:
-            outcome = {"speedup": None, "accepted": False, "failed_gate": "build"}
+            outcome = Outcome(f"c{i + 1}", False, None, "build")
         else:
-            outcome = {"speedup": speedup(proposal.knobs), "accepted": True}
+            outcome = Outcome(f"c{i + 1}", True, speedup(proposal.knobs))
         tuner.observe(ctx, proposal, outcome)
-        if outcome["speedup"] and outcome["speedup"] > parent.speedup:
-            parent = Node(f"c{i + 1}", {}, dict(proposal.knobs), speedup=outcome["speedup"])
+        if outcome.speedup and outcome.speedup > parent.speedup:
+            parent = Node(f"c{i + 1}", {}, dict(proposal.knobs), speedup=outcome.speedup)
     return described
 
 
@@ -236,7 +239,7 @@ def test_a_flat_end_or_a_knobs_own_limit_grows_nothing_and_says_nothing() -> Non
         if not proposals:
             break
         speedup = int(proposals[0].knobs["WARPS"]) / 4
-        tuner.observe(ctx, proposals[0], {"speedup": speedup, "accepted": True})
+        tuner.observe(ctx, proposals[0], Outcome(f"c{i}", True, speedup))
         if speedup > parent.speedup:
             parent = Node(f"c{i}", {}, dict(proposals[0].knobs), speedup=speedup)
     assert parent.knobs == {"WARPS": "32"} and tuner.watch.ranges["WARPS"].values[-1] == "32"
@@ -261,7 +264,7 @@ def test_a_resumed_run_replaying_its_journal_does_not_say_it_twice() -> None:
     for i in range(6):
         [proposal] = tuner.propose(ctx, parent, 1)
         speedup = fastest_at(4096)(proposal.knobs)
-        tuner.observe(ctx, proposal, {"speedup": speedup, "accepted": True, "replayed": True})
+        tuner.observe(ctx, proposal, Outcome(f"c{i}", True, speedup, replayed=True))
         parent = Node(f"c{i}", {}, dict(proposal.knobs), speedup=speedup)
     assert tuner.watch.ranges["TILE"].values[-1] == "512"  # the same proposals, the state kept
     assert notes(ctx) == []
@@ -325,7 +328,8 @@ def test_the_screens_budget_leaves_the_best_at_the_end_and_says_so() -> None:
         "TILE: the screen's best held the top of its range 1..128: grown to 1..512; best TILE=512",
         "best TILE=512 is the largest value screened; larger values may be faster (the screen's "
         "budget ended its extension)"]
-    assert ctx.profile["tuner_frontier"]["grown"] == {"TILE": [str(2 ** k) for k in range(10)]}
+    assert ctx.profile.tuner_frontier is not None
+    assert ctx.profile.tuner_frontier.grown == {"TILE": [str(2 ** k) for k in range(10)]}
 
 
 # ---------------------------------------------------------------------- end to end

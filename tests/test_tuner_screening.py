@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core.planners.base import PlanContext, Screened
+from kernelopt_core.planners.base import Outcome, PlanContext, Screened
 from kernelopt_core.planners.tuner import Tuner, screened_frontier
 from kernelopt_core.planners.tuner_options import TunerOptions
 from kernelopt_core.search import Node
@@ -25,6 +25,9 @@ class Journal:
 
     def write(self, event: str, **data: Any) -> None:
         self.events.append({"event": event, **data})
+
+    def record(self, event: Any) -> None:
+        self.events.append({"event": event.EVENT, **event.data()})
 
 
 def context(screen: Any, **tuner: Any) -> PlanContext:
@@ -56,7 +59,8 @@ def test_the_best_screened_configurations_become_the_proposals() -> None:
     assert screening["ok"] and screening["grid"] == 20 and screening["evaluations"] == 16
     assert [e["message"] for e in ctx.journal.events if e["event"] == "warning"] == [  # type: ignore[attr-defined]
         "WARPS: the screen's best held the top of its range 1..4: grown to 1..8; best WARPS=4"]
-    assert ctx.profile["tuner_frontier"]["best"][0]["knobs"] == {"BLOCK": "128", "WARPS": "4"}
+    assert ctx.profile.tuner_frontier is not None
+    assert ctx.profile.tuner_frontier.best[0]["knobs"] == {"BLOCK": "128", "WARPS": "4"}
     # the screen already looked at the neighbourhood: no one-knob candidates after the top two
     assert tuner.propose(ctx, Node("c1", {}, {"BLOCK": "128", "WARPS": "4"}), 5) == []
 
@@ -114,10 +118,11 @@ def test_without_screening_the_descent_follows_what_moved_the_time() -> None:
     for i in range(6):
         [proposal] = tuner.propose(ctx, parent, 1)
         tried.append(proposal.knobs)
-        outcome = {"speedup": speedup(proposal.knobs)}
+        outcome = Outcome(f"c{i + 1}", False, speedup(proposal.knobs))
         tuner.observe(ctx, proposal, outcome)
-        if outcome["speedup"] > parent.speedup:  # the search's best node is the next parent
-            parent = Node(f"c{i + 1}", {}, dict(proposal.knobs), speedup=outcome["speedup"])
+        assert outcome.speedup is not None
+        if outcome.speedup > parent.speedup:  # the search's best node is the next parent
+            parent = Node(f"c{i + 1}", {}, dict(proposal.knobs), speedup=outcome.speedup)
     assert tried[:5] == [{"SPARE": "4", "BLOCK": "16"}, {"SPARE": "2", "BLOCK": "32"},
                          {"SPARE": "2", "BLOCK": "64"}, {"SPARE": "2", "BLOCK": "128"},
                          {"SPARE": "2", "BLOCK": "256"}]

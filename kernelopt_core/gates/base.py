@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from kernelopt_core.events.base import Event
 from kernelopt_core.measure.parsers import BenchReading
 from kernelopt_core.process import ProcessResult
 from kernelopt_core.settings import Settings
@@ -19,10 +20,17 @@ UNVERIFIED = "unverified"  # correct, but its times cannot back a claim (e.g. an
 
 
 class EventLog(Protocol):
+    """The run's journal (the source of truth) as a gate or planner writes to it: a plugin's
+    own kinds by name (``write``), the core's as their classes (``record``)."""
+
     def write(self, event: str, **data: Any) -> dict[str, Any]:
-        """Append one event to the run's journal (the source of truth). A kind of the core's
-        (docs/journal.md) must carry its keys (TypeError otherwise); a plugin's own kind is
-        written as given."""
+        """Append one event of a plugin's own kind (name it after the plugin), written as given.
+        A kind of the core's (docs/journal.md) is checked against its class (TypeError on a
+        key it does not know or one missing): the core itself writes those with ``record``."""
+        ...
+
+    def record(self, event: Event) -> dict[str, Any]:
+        """Append one of the core's events (kernelopt_core.events, e.g. ``GateWarning``)."""
         ...
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import events
 from kernelopt_core.errors import BenchFailed
 from kernelopt_core.gates.base import FALLBACK, MATCHED, Confirmed, GateContext, GateResult
 from kernelopt_core.measure.device import device_info
@@ -89,10 +90,10 @@ def bracketed_rounds(
     def record(i: int, taken: tuple[BenchReading, BenchReading, BenchReading],
                **extra: Any) -> None:
         first, middle, last = (r.time_ms for r in taken)
-        ctx.runner.journal.write(
-            "confirm_round", candidate=ctx.candidate, purpose=purpose, round=i + 1,
+        ctx.runner.journal.record(events.ConfirmRound(
+            candidate=ctx.candidate, purpose=purpose, round=i + 1,
             baseline_ms=math.sqrt(first * last), candidate_ms=middle, aa_ratio=first / last,
-            **extra)
+            **extra))
 
     taken = []
     budget = rounds // 2
@@ -168,7 +169,7 @@ class ConfirmGate:
 
 
 def _checksum(reading: BenchReading) -> float | None:
-    value = reading.extra.get("checksum")
+    value = reading.checksum
     if value is None:
         return None
     try:
@@ -201,13 +202,13 @@ class ShapeGate:
         else:
             detail = f"shape check passed on seeds {list(ctx.settings.seeds)}"
             timed = ctx.confirmed.candidate_readings if ctx.confirmed else []
-            if timed and all(r.extra.get("checksum") is None for r in timed):
+            if timed and all(r.checksum is None for r in timed):
                 # the shape check runs the kernel in its own process; the bench's repeated timed
                 # calls on its own buffers are another path no gate has looked at
                 note = ("the timed path is not verified by any gate: the bench reports no "
                         "checksum of what its timed calls computed (a result cached by pointer "
                         "across those calls would pass); print a checksum (docs/descriptor.md)")
-                ctx.runner.journal.write("warning", gate=self.name, message=note)
+                ctx.runner.journal.record(events.GateWarning(gate=self.name, message=note))
                 detail += f"; {note}"
             return GateResult(self.name, True, detail)
         if not ctx.runner.has_bench(ctx.candidate_tree):
@@ -273,10 +274,10 @@ class RooflineGate:
         return None, "", ""
 
     @staticmethod
-    def _counted(ctx: GateContext) -> Any:
+    def _counted(ctx: GateContext) -> int | float | None:
         """The bytes the bench itself reported, if any."""
         readings = ctx.confirmed.baseline_readings if ctx.confirmed else []
-        return next((r.extra.get("bytes") for r in readings if r.extra.get("bytes")), None)
+        return next((r.bytes for r in readings if r.bytes), None)
 
     @staticmethod
     def _evidence(ctx: GateContext, device: Any, nbytes: int, source: str) -> str:
@@ -296,7 +297,7 @@ class RooflineGate:
             return GateResult(self.name, True, "no confirmed time to bound", skipped=True)
         nbytes, source, note = self._bytes(ctx)
         if note:
-            ctx.runner.journal.write("warning", gate=self.name, message=note)
+            ctx.runner.journal.record(events.GateWarning(gate=self.name, message=note))
         if not nbytes:
             return GateResult(self.name, True, "skipped: no byte count (declare `bytes`)",
                               skipped=True)
@@ -314,7 +315,7 @@ class RooflineGate:
                               f"({device.method}); give --peak-gbps", metrics, skipped=True)
         metrics["fraction"] = achieved / device.peak_gbps
         readings = confirm.candidate_readings
-        flushed = bool(readings) and all(r.extra.get("cache_flushed") is True for r in readings)
+        flushed = bool(readings) and all(r.cache_flushed for r in readings)
         metrics["cache_flushed"] = flushed
         # A bench that flushes the cache between iterations re-reads its inputs from DRAM every
         # time, so the DRAM bound holds even for a working set that would fit in the cache.
@@ -336,9 +337,9 @@ class RooflineGate:
                                 only_higher=True)
             higher = again.peak_gbps
             if higher is not None and higher > peak:
-                ctx.runner.journal.write("warning", gate=self.name, message=(
+                ctx.runner.journal.record(events.GateWarning(gate=self.name, message=(
                     f"the peak bandwidth, measured again before a rejection, is "
-                    f"{higher:.1f} GB/s, not {peak:.1f}"))
+                    f"{higher:.1f} GB/s, not {peak:.1f}")))
                 device, peak = again, higher
                 bound = ctx.settings.gates.kappa * higher
                 metrics.update(peak_gbps=higher, fraction=achieved / higher,
@@ -354,7 +355,7 @@ class RooflineGate:
             why = (f"the byte count is wrong: the unmodified baseline would move {nbytes} bytes "
                    f"({source}) at {baseline_gbps:.1f} GB/s, above κ={ctx.settings.gates.kappa:g} × "
                    f"the {device.peak_gbps:.1f} GB/s peak; fix the declared bytes")
-            ctx.runner.journal.write("warning", gate=self.name, message=why)
+            ctx.runner.journal.record(events.GateWarning(gate=self.name, message=why))
             return GateResult(self.name, True, f"skipped: {why}; no bound applied",
                               {**metrics, "baseline_gbps": baseline_gbps}, skipped=True)
         if achieved > bound:

@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 import httpx
 
+from kernelopt_core import events
 from kernelopt_core.errors import BudgetExhausted, PlannerError, PrerequisiteError
 from kernelopt_core.gates.base import EventLog
 
@@ -162,9 +163,9 @@ class ChatClient:
     def _log(self, role: str, attempt: int, status: int | None, seconds: float,
              **data: Any) -> None:
         if self.journal is not None:
-            self.journal.write("llm_call", role=role, model=self.model, attempt=attempt + 1,
-                               status=status, latency_s=round(seconds, 4),
-                               **data)  # checked by events.LLMCall
+            self.journal.record(events.LLMCall(role=role, model=self.model, attempt=attempt + 1,
+                                               status=status, latency_s=round(seconds, 4),
+                                               **data))
 
     def close(self) -> None:
         if self._http is not None:

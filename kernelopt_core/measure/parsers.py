@@ -39,11 +39,19 @@ class BenchLine:
     time_ms: float  # the bench's one time
     shape: str | None = None  # the case timed (a pinned case's name, a tensor's shape)
     bytes: int | None = None  # what one call moves, for the roofline gate
-    # the bench's own notes (its windows, a checksum, GB/s...), scalars, kept in the journal
+    # the bench's own notes (its windows, GB/s...), scalars, kept in the journal
     extra: dict[str, Any] = attrs.field(factory=dict)
+    # what the shape gate compares with the baseline's: a number computed from the timed
+    # calls' outputs ("nan" when they disagree)
+    checksum: float | str | None = None
+    timer: str | None = None  # how the time was taken (cuda_event, interpreter...)
+    interpreted: bool | None = None  # True: an interpreter's time, never a device speedup
+    cache_flushed: bool | None = None  # True: the cache was flushed between timed calls
 
     def to_json(self) -> str:
-        fields = {"shape": self.shape, "bytes": self.bytes if self.bytes else None}
+        fields = {"shape": self.shape, "bytes": self.bytes if self.bytes else None,
+                  "checksum": self.checksum, "timer": self.timer,
+                  "interpreted": self.interpreted, "cache_flushed": self.cache_flushed}
         # the notes first: none of them can stand in for the time, the case or the bytes
         return json.dumps({**self.extra, "kernelopt_bench": 1, "time_ms": self.time_ms,
                            **{k: v for k, v in fields.items() if v is not None}})
@@ -51,9 +59,50 @@ class BenchLine:
 
 @attrs.frozen
 class BenchReading:
+    """One bench reading: its time, and what else its line reported, read through the typed
+    fields of BenchLine (``reading.shape``, ``.bytes``, ``.checksum``...)."""
+
     time_ms: float  # the bench's one time
-    # everything else its line reported (shape, bytes, checksum...)
+    # everything else its line reported (shape, bytes, checksum...), as reported: the journal's
     extra: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def shape(self) -> str | None:
+        """The case timed, as text; None when not reported."""
+        value = self.extra.get("shape")
+        return str(value) if value else None
+
+    @property
+    def bytes(self) -> int | float | None:
+        """What one call moves, as reported (a number, or digits); None when not reported, 0
+        or not a number."""
+        value = self.extra.get("bytes")
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) \
+            and value else None
+
+    @property
+    def checksum(self) -> float | str | None:
+        """The checksum of the timed calls' outputs, as reported (a number, or "nan")."""
+        value: float | str | None = self.extra.get("checksum")
+        return value
+
+    @property
+    def timer(self) -> str | None:
+        """How the time was taken, as reported."""
+        value: str | None = self.extra.get("timer")
+        return value
+
+    @property
+    def interpreted(self) -> bool:
+        """An interpreter's time (never a device speedup)."""
+        return bool(self.extra.get("interpreted"))
+
+    @property
+    def cache_flushed(self) -> bool:
+        """The bench flushed the cache between timed calls (reported as true)."""
+        return self.extra.get("cache_flushed") is True
 
 
 def _fail(command: str, message: str, line: str | None = None) -> BenchParseError:

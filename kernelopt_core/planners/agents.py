@@ -19,13 +19,14 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core import events
 from kernelopt_core.errors import BudgetExhausted, PlannerError
 from kernelopt_core.experience import Experience
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.llm.client import ChatClient, LLMUnreachable, load_prices
 from kernelopt_core.llm.tools import ToolBox, ToolError
 from kernelopt_core.planners.agent_options import AgentOptions
-from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.planners.base import Outcome, PlanContext, Proposal
 from kernelopt_core.planners.tuner import screened_frontier, untried_proposals
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
@@ -196,7 +197,7 @@ class Agents:
     def _plan(self, ctx: PlanContext, parent: Node) -> str:
         files = {**ctx.files, **parent.edits}
         memory = Experience(ctx.settings.state_root)
-        toolbox = ToolBox(files, ctx.target.editable, "planner", profile=ctx.profile,
+        toolbox = ToolBox(files, ctx.target.editable, "planner", profile=ctx.profile.view(),
                           memory_search=lambda q: memory.search(q, ctx.target.backend))
         history = ""
         if self.history:
@@ -277,46 +278,47 @@ class Agents:
         return out
 
     def _repair_text(self, ctx: PlanContext, repair: dict[str, Any]) -> str:
-        outcome = repair["outcome"]
-        log = str(outcome.get("log_tail") or "")[-3000:]
+        outcome: Outcome = repair["outcome"]
+        log = outcome.log_tail[-3000:]
         docs = []
-        if outcome.get("failed_gate") == "build" and self.host is not None:
+        if outcome.failed_gate == "build" and self.host is not None:
             symbols = {next(g for g in m.groups() if g) for m in UNDEFINED_SYMBOL.finditer(log)}
             for symbol in sorted(symbols)[:3]:
                 for hit in self.host.doc_lookup(symbol, _language(ctx.target))[:2]:
                     docs.append(f"{symbol} — {hit.source}:{hit.line}\n{hit.text}")
         return prompt("repair").format(
-            files=", ".join(sorted(repair["edits"])), gate=outcome.get("failed_gate"),
-            reason=outcome.get("reason", ""), log=f"Output:\n{log}" if log else "",
+            files=", ".join(sorted(repair["edits"])), gate=outcome.failed_gate,
+            reason=outcome.reason, log=f"Output:\n{log}" if log else "",
             docs=("Documentation found for symbols in the error:\n" + "\n\n".join(docs))
             if docs else "")
 
-    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
+    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: Outcome) -> None:
         meta = self.pending.pop(id(proposal), None)
         if meta is None:
             if proposal.planner == "tuner":  # the bar: the planner sees how the tuner did
-                if outcome.get("accepted"):
+                if outcome.accepted:
                     self.bar_accepted = True
                     self.history.append(f"- {proposal.description} → accepted, screen "
-                                        f"{outcome.get('speedup') or 1.0:.3f}× (to beat)")
+                                        f"{outcome.speedup or 1.0:.3f}× (to beat)")
                 else:
                     self.history.append(f"- {proposal.description} → rejected at "
-                                        f"{outcome.get('failed_gate')}")
+                                        f"{outcome.failed_gate}")
             return
-        gate = outcome.get("failed_gate")
-        verdict = "accepted" if outcome.get("accepted") else f"rejected at {gate}"
+        gate = outcome.failed_gate
+        verdict = "accepted" if outcome.accepted else f"rejected at {gate}"
         self.history.append(f"- {proposal.description} → {verdict}, "
-                            f"screen {outcome.get('speedup') or 1.0:.3f}×")
+                            f"screen {outcome.speedup or 1.0:.3f}×")
         if gate in ("build", "correctness") and meta["attempts"] < ctx.settings.section(AgentOptions).retries:
             self.repairs[meta["parent"]] = {"plan": meta["plan"], "edits": proposal.edits,
                                             "outcome": outcome, "attempts": meta["attempts"] + 1}
         self._summarize(ctx, proposal, meta["plan"], outcome)
 
     def _summarize(self, ctx: PlanContext, proposal: Proposal, plan: str,
-                   outcome: dict[str, Any]) -> None:
-        diff = outcome.get("diff", "")[:6000]
+                   outcome: Outcome) -> None:
+        diff = outcome.diff[:6000]
         text = prompt("summarizer").format(plan=plan, diff=diff, outcome=json.dumps(
-            {k: outcome.get(k) for k in ("accepted", "speedup", "failed_gate", "reason")}))
+            {"accepted": outcome.accepted, "speedup": outcome.speedup,
+             "failed_gate": outcome.failed_gate, "reason": outcome.reason}))
         try:
             reply = self._client(ctx).complete([{"role": "user", "content": text}], None,
                                                "summarizer")
@@ -331,10 +333,9 @@ class Agents:
             return
         Experience(ctx.settings.state_root).update(
             data["action"], str(data.get("strategy", "")), str(data.get("lesson", "")),
-            ctx.target.backend, ctx.target.name, bool(outcome.get("accepted")),
-            outcome.get("speedup"))
-        ctx.journal.write("experience", strategy=data.get("strategy"),
-                          lesson=data.get("lesson"), action=data["action"])
+            ctx.target.backend, ctx.target.name, outcome.accepted, outcome.speedup)
+        ctx.journal.record(events.Experience(strategy=data.get("strategy"),
+                                             lesson=data.get("lesson"), action=data["action"]))
 
 
 def _converged(lines: list[str]) -> bool:

@@ -1,4 +1,5 @@
-"""What a planner sees (PlanContext) and what it returns (Proposal)."""
+"""What a planner sees (PlanContext, with the baseline's Profile), what it returns (Proposal)
+and what it learns of each (Outcome)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,84 @@ class Screened:
     error: str = ""
 
 
+class _ByKey:
+    """A record a planner once read as a dict (before issue 56): ``record.get("accepted")`` and
+    ``record["speedup"]`` still answer, from its fields; read the fields instead."""
+
+    def _keys(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._keys().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._keys()[key]
+
+
+@attrs.frozen
+class Outcome(_ByKey):
+    """What a planner's ``observe`` learns of one proposal: how its candidate fared through
+    the candidate gates."""
+
+    candidate: str  # its id, e.g. "c7"
+    accepted: bool  # it passed every candidate gate and joined the search
+    speedup: float | None = None  # the screen gate's, when a bench timed it
+    failed_gate: str | None = None  # the gate that rejected it
+    reason: str = ""  # that gate's one line, or "passed every candidate gate"
+    log_tail: str = ""  # the end of the failing step's output (a compile error), if any
+    diff: str = ""  # the edit, as a unified diff against the baseline
+    replayed: bool = False  # served from a resumed run's journal: nothing was built or timed
+
+    def _keys(self) -> dict[str, Any]:
+        keys = attrs.asdict(self)
+        if not self.replayed:  # the dict had the key only when true
+            del keys["replayed"]
+        return keys
+
+
+@attrs.frozen
+class TunerFrontier:
+    """The built-in tuner's screen of the knob grid, handed to the planners after it (the
+    agents' ``get_profile`` shows it as ``tuner_frontier``)."""
+
+    grid: int  # configurations in the knob grid
+    screened: int  # configurations the screen timed
+    failed: int  # of which failed to compile or check
+    best: list[dict[str, Any]]  # the fastest, best first: knobs, ratio (time / the baseline's)
+    grown: dict[str, list[str]] = attrs.field(factory=dict)  # knobs whose range grew: values
+
+    def to_json(self) -> dict[str, Any]:
+        return {"what": "the built-in tuner's screen of the knob grid: time / the baseline's "
+                        "time (lower is faster), checked on one seed, not yet through the gates",
+                "grid": self.grid, "screened": self.screened, "failed": self.failed,
+                "best": self.best, **({"grown": self.grown} if self.grown else {})}
+
+
+@attrs.define
+class Profile(_ByKey):
+    """What a planner knows of the baseline beyond its time: the profiler's reading of it and
+    the tuner's screen, each when there is one."""
+
+    # the profiler's profile of the baseline, as journaled (``profile`` event): tool, kernels
+    # (each with its share and whether it is the target's), columns; {} without a profiler,
+    # {"error": ...} when it failed
+    metrics: dict[str, Any] = attrs.field(factory=dict)
+    tuner_frontier: TunerFrontier | None = None  # set by the tuner's screen
+
+    def view(self) -> dict[str, Any]:
+        """One JSON object of both, as the agents' ``get_profile`` shows it."""
+        frontier = self.tuner_frontier
+        return {**self.metrics, **({"tuner_frontier": frontier.to_json()} if frontier else {})}
+
+    def _keys(self) -> dict[str, Any]:
+        return self.view()
+
+
+def _as_profile(value: Profile | dict[str, Any]) -> Profile:
+    """A profile given as the profiler's dict (a PlanContext made before issue 56)."""
+    return value if isinstance(value, Profile) else Profile(dict(value))
+
+
 @attrs.define
 class PlanContext:
     """What a planner sees. The search itself (which node to expand) stays with the loop: a
@@ -47,7 +126,7 @@ class PlanContext:
     journal: EventLog  # the run's journal: a planner's own events (LLM calls, experience)
     run_id: str  # the run's id
     # the baseline's profile and the tuner's screen, when there are any
-    profile: dict[str, Any] = attrs.field(factory=dict)
+    profile: Profile = attrs.field(factory=Profile, converter=lambda p: _as_profile(p))
     tried: set[tuple[tuple[str, str], ...]] = attrs.field(factory=set)  # knob assignments seen
     baseline_ms: float | None = None  # the baseline's screen time
     # bulk screening of knob configurations in one worker (None: the backend has no worker);

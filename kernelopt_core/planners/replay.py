@@ -9,14 +9,13 @@ hand-written kernel gets exactly the verdict a searched one would.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from kernelopt_core.errors import UsageError
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.options import option, option_table
-from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.planners.base import Outcome, PlanContext, Proposal
 from kernelopt_core.search import Node
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -92,7 +91,7 @@ class Replay:
                 break
         return out
 
-    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
+    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: Outcome) -> None:
         pass
 
 

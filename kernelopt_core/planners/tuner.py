@@ -25,10 +25,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kernelopt_core import events
 from kernelopt_core import knobs as knob_edit
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.planners.base import PlanContext, Proposal
+from kernelopt_core.planners.base import Outcome, PlanContext, Proposal, TunerFrontier
 from kernelopt_core.planners.joint import JointSearch, threads_fit
 from kernelopt_core.planners.tuner_options import TunerOptions
 from kernelopt_core.planners.tuner_ranges import (
@@ -49,7 +50,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     """The joint search from ``start``: the best ``screen_top`` configurations the screen saw
     faster than the tree, best first; None without screening, or when it failed (the caller
     falls back to proposing candidates). Journaled as ``screening`` and kept in
-    ``ctx.profile["tuner_frontier"]`` (the agents' get_profile shows it)."""
+    ``ctx.profile.tuner_frontier`` (the agents' get_profile shows it)."""
     screen = ctx.screen
     if screen is None or not ctx.knobs:
         return None
@@ -79,7 +80,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     try:
         ranked = search.run()
     except BenchFailed as exc:
-        ctx.journal.write("screening", ok=False, error=str(exc)[:2000])
+        ctx.journal.record(events.Screening(ok=False, error=str(exc)[:2000]))
         return None
     failed = sum(1 for cost in search.costs.values() if cost == float("inf"))
     # the baseline's own ratio is 1 by definition (not screened): labelled as such
@@ -88,19 +89,16 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
     gpu_seconds = round(ctx.gpu_seconds() - spent_before, 3)
     # nothing screened worked (or nothing was screened): the caller proposes instead
     worked = search.evaluations - failed > 0
-    ctx.journal.write("screening", ok=worked, grid=search.grid,  # checked by events.Screening
-                      evaluations=search.evaluations, failed=failed, batches=batches,
-                      gpu_seconds=gpu_seconds, best=best if worked else None,
-                      error=None if worked else "no configuration was screened successfully")
+    ctx.journal.record(events.Screening(
+        ok=worked, grid=search.grid, evaluations=search.evaluations, failed=failed,
+        batches=batches, gpu_seconds=gpu_seconds, best=best if worked else None,
+        error=None if worked else "no configuration was screened successfully"))
     if not worked:
         return None
     screen_notes(ctx, search, ranges, ranked[0][0] if ranked else None)
     grown = {r.name: list(r.values) for r in ranges.values() if any(r.added.values())}
-    ctx.profile["tuner_frontier"] = {
-        "what": "the built-in tuner's screen of the knob grid: time / the baseline's time "
-                "(lower is faster), checked on one seed, not yet through the gates",
-        "grid": search.grid, "screened": search.evaluations, "failed": failed, "best": best,
-        **({"grown": grown} if grown else {})}
+    ctx.profile.tuner_frontier = TunerFrontier(search.grid, search.evaluations, failed, best,
+                                               grown)
     # only what the screen saw faster than the tree; the gates decide on the rest
     return [c for c, ratio in ranked if ratio < 1.0 and c != start][: options.screen_top]
 
@@ -272,17 +270,17 @@ class Tuner:
         self.pending = len(proposals)
         return proposals
 
-    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
-        speedup = outcome.get("speedup")
+    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: Outcome) -> None:
+        speedup = outcome.speedup
         assignment = {**ctx.baseline_knobs, **proposal.knobs}
-        replayed = bool(outcome.get("replayed"))
+        replayed = outcome.replayed
         if speedup and proposal.knobs:  # timed by the screen gate (a failed build is not)
             self.timed[key(assignment)] = speedup
             self.watch.inside(ctx, replayed)
-        elif proposal.knobs and not outcome.get("accepted"):
+        elif proposal.knobs and not outcome.accepted:
             self.watch.failed(ctx, assignment, outcome)
         # the loop's count (loop.py's _search): a node's speedup, 1.0 without a bench
-        node = (1.0 if speedup is None else speedup) if outcome.get("accepted") else None
+        node = (1.0 if speedup is None else speedup) if outcome.accepted else None
         self.observed, self.pending = self.observed + 1, self.pending - 1
         if node is not None and node > self.best:
             self.best, self.since_best = node, 0

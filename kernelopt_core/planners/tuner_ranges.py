@@ -20,12 +20,12 @@ tried; larger values may be faster"). The joint search grows its lists through t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import attrs
 
+from kernelopt_core import events
 from kernelopt_core import knobs as knob_edit
-from kernelopt_core.planners.base import PlanContext
+from kernelopt_core.planners.base import Outcome, PlanContext
 from kernelopt_core.planners.joint import JointSearch
 from kernelopt_core.planners.tuner_options import TunerOptions
 from kernelopt_core.target import Knob
@@ -137,7 +137,7 @@ def _step(edge: str, new: str) -> str:
 
 def note(ctx: PlanContext, message: str) -> None:
     """A note of the tuner's in the journal (report.md's Warnings)."""
-    ctx.journal.write("warning", gate="tuner", message=message)
+    ctx.journal.record(events.GateWarning(gate="tuner", message=message))
 
 
 def screen_notes(ctx: PlanContext, search: JointSearch, ranges: dict[str, KnobRange],
@@ -226,7 +226,7 @@ class RangeWatch:
                         f"{r.name}: the best so far, {r.name}={best[r.name]}, lies inside its "
                         f"range grown to {span(r.values)}"), replayed)
 
-    def failed(self, ctx: PlanContext, assignment: dict[str, str], outcome: dict[str, Any]) -> None:
+    def failed(self, ctx: PlanContext, assignment: dict[str, str], outcome: Outcome) -> None:
         """A value the range grew to that failed its gates (build, check): that end grows no
         further (the next would likely fail the same way). Not where that value was timed
         with other values of the other knobs: then another knob's move failed."""
@@ -238,9 +238,9 @@ class RangeWatch:
                         and (r.name, r.end(upward)) not in passed:
                     r.stopped[upward] = "failed"
                     self._say(ctx, (r.name, upward, "failed"), (
-                        f"{r.name}={r.end(upward)} failed at {outcome.get('failed_gate') or '?'}: "
+                        f"{r.name}={r.end(upward)} failed at {outcome.failed_gate or '?'}: "
                         f"{r.name}'s range grows no further past {r.values[inner]}"),
-                        bool(outcome.get("replayed")))
+                        outcome.replayed)
 
     def search_ends(self, ctx: PlanContext, reason: str) -> None:
         """The search ends (``reason``) with the best at an end of a range: said, with why."""

@@ -59,8 +59,9 @@ class Profiling:
         if self.profiler is None:
             return {}
         if command is None:
-            hook = "engine" if program == "engine" else "bench"
-            command = returned(self.backend, hook, getattr(self.backend, hook)(self.target, tree))
+            command = returned(self.backend, "engine", self.backend.engine(self.target, tree)) \
+                if program == "engine" else \
+                returned(self.backend, "bench", self.backend.bench(self.target, tree))
         if command is None:
             return {}
         self.stage("profile", profiler=self.name, tree=label, program=program)

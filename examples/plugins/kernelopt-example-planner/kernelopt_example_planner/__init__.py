@@ -9,10 +9,9 @@ answers ``propose`` and learns in ``observe``. It imports only ``kernelopt_core.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernelopt_core.api import (
     Node,
+    Outcome,
     PlanContext,
     Proposal,
     Settings,
@@ -49,8 +48,8 @@ class SweepPlanner:
                     return proposals
         return proposals
 
-    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: dict[str, Any]) -> None:
-        self.outcomes.append((proposal.description, bool(outcome.get("accepted"))))
+    def observe(self, ctx: PlanContext, proposal: Proposal, outcome: Outcome) -> None:
+        self.outcomes.append((proposal.description, outcome.accepted))
 
 
 @hookimpl
