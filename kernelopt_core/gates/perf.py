@@ -1,4 +1,4 @@
-"""The perf gates of DESIGN.md §5: screen, confirm, measured shape, roofline plausibility."""
+"""The perf gates (docs/gates.md): screen, confirm, measured shape, roofline plausibility."""
 
 from __future__ import annotations
 
