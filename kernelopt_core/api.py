@@ -209,6 +209,6 @@ def run_command(name: str, *, help: str, forced: dict[str, Any],
     ``run`` already has is skipped), ``forced`` settings (e.g. ``{"backend": "llamacpp"}``),
     and ``resolve_path(flags)`` giving the target's path (it pops its own params' values and
     may raise UsageError / PrerequisiteError)."""
-    from kernelopt_core.cli import run_command as make  # the CLI only when a plugin asks
+    from kernelopt_core.commands.run import run_command as make  # the CLI only when a plugin asks
 
     return make(name, help=help, forced=forced, resolve_path=resolve_path, params=params)

@@ -4,23 +4,27 @@ kernelopt_core.profiling."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from kernelopt_core import events, evidence, process, warm_build
 from kernelopt_core.errors import BenchFailed, UsageError
-from kernelopt_core.journal import Journal
-from kernelopt_core.runner import Runner
-from kernelopt_core.workspace import Workspace
+from kernelopt_core.run_context import RunContext
 
 
-def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Path,
-            screen_runs: int, stage: Callable[[str], None],
+def measure(context: RunContext, log_dir: Path,
             recorded: events.Baseline | None = None) -> float | None:
-    """Build, test and bench the unmodified tree; its median time (ms), None without a bench.
-    A candidate tree without a build yet starts from a copy of this one's (warm_build).
-    ``recorded``: the ``baseline`` event of the run being resumed — the same content was timed
-    then, so it is built and tested but not timed again (kernelopt_core.resume)."""
+    """Build, test and bench the unmodified tree (``settings.gates.screen_runs`` times); its
+    median time (ms), None without a bench, kept in ``context.baseline.ms``. A candidate tree
+    without a build yet starts from a copy of this one's (warm_build). ``recorded``: the
+    ``baseline`` event of the run being resumed — the same content was timed then, so it is
+    built and tested but not timed again (kernelopt_core.resume)."""
+    context.baseline.ms = ms = _measure(context, log_dir, recorded)
+    return ms
+
+
+def _measure(context: RunContext, log_dir: Path, recorded: events.Baseline | None) -> float | None:
+    runner, journal, workspace, stage = (context.runner, context.journal, context.workspace,
+                                         context.stage)
     tree = workspace.baseline_tree
     stage("baseline build")
     result = runner.build(tree, log_dir / "build.log")
@@ -53,7 +57,7 @@ def measure(runner: Runner, journal: Journal, workspace: Workspace, log_dir: Pat
     stage("baseline bench")
     try:
         samples = [runner.bench(tree, log_dir / "bench.log", "baseline").time_ms
-                   for _ in range(screen_runs)]
+                   for _ in range(context.settings.gates.screen_runs)]
     except BenchFailed as exc:
         raise UsageError(f"the baseline's bench fails: {exc}") from exc
     ms = sorted(samples)[len(samples) // 2]

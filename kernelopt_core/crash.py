@@ -1,6 +1,6 @@
 """An exception nothing else handled: a third-party plugin's fault is named with its package
 and version and exits 3 (the run stopped on something outside kernelopt); any other is
-kernelopt's own bug, exit 4 (DESIGN.md's exit codes)."""
+kernelopt's own bug, exit 4 (the exit codes: docs/architecture.md, Contracts)."""
 
 from __future__ import annotations
 

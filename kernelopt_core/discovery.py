@@ -132,7 +132,7 @@ def choose_backend(host: PluginHost, path: Path, explicit: str | None) -> Backen
     scores: dict[str, float] = {}
     broken: list[str] = []
     for n, backend in backends.items():
-        try:  # one broken plugin must not take the tool down (DESIGN §3)
+        try:  # one broken plugin must not take the tool down
             scores[n] = float(backend.detect(path) or 0.0)
         except Exception as exc:
             scores[n] = 0.0

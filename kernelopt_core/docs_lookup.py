@@ -57,7 +57,7 @@ def docs_command(ctx: click.Context, symbol: str, language: str) -> None:
     """Look SYMBOL up as the agents do: every doc-lookup plugin, and the local CUDA/ROCm
     headers ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda, $ROCM_PATH, /opt/rocm)."""
     from kernelopt_core import ui
-    from kernelopt_core.cli import host_of
+    from kernelopt_core.commands.common import host_of
     from kernelopt_core.errors import UsageError
 
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_:]*", symbol):

@@ -1,4 +1,4 @@
-"""Errors that map to the exit codes of DESIGN.md §4."""
+"""Errors that map to the exit codes (docs/architecture.md, Contracts)."""
 
 from __future__ import annotations
 

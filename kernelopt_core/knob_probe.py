@@ -22,27 +22,28 @@ import attrs
 from kernelopt_core import events
 from kernelopt_core import knobs as knob_edit
 from kernelopt_core.capabilities import ProbesCompile
-from kernelopt_core.journal import Journal
-from kernelopt_core.runner import Runner
-from kernelopt_core.target import Knob, Tree
+from kernelopt_core.run_context import RunContext
+from kernelopt_core.target import Knob
 
 MARK = '{"kernelopt_probe"'
 
 
-def usable(runner: Runner, tree: Tree, knobs: tuple[Knob, ...], files: dict[str, bytes],
-           baseline: dict[str, str], out_dir: Path, journal: Journal) -> tuple[Knob, ...]:
-    """``knobs`` without the values the backend's compile probe rejects (all of them when the
-    backend has no probe or the probe itself fails: the candidates' builds then judge)."""
-    backend = runner.backend
+def usable(context: RunContext, knobs: tuple[Knob, ...], baseline: dict[str, str],
+           out_dir: Path) -> tuple[Knob, ...]:
+    """``knobs`` without the values the backend's compile probe rejects in the run's baseline
+    tree (all of them when the backend has no probe or the probe itself fails: the
+    candidates' builds then judge)."""
+    backend, runner, journal = context.backend, context.runner, context.journal
+    tree, files = context.workspace.baseline_tree, context.workspace.files
     if not isinstance(backend, ProbesCompile) or not knobs:
         return knobs
     variants = _write_variants(knobs, files, baseline, out_dir)
-    command = backend.compile_probe(runner.target, tree, out_dir) if variants else None
+    command = backend.compile_probe(context.target, tree, out_dir) if variants else None
     if command is None:
         shutil.rmtree(out_dir, ignore_errors=True)
         return knobs
     # compiles, as a build
-    command = attrs.evolve(command, timeout_s=runner.settings.timeouts.build_timeout_s)
+    command = attrs.evolve(command, timeout_s=context.settings.timeouts.build_timeout_s)
     result = runner.spawn(command, out_dir / "probe.log")
     results = _results(result.stdout) if result.ok else None
     if results is None:

@@ -18,7 +18,6 @@ import attrs
 
 from kernelopt_core import baseline as baseline_steps
 from kernelopt_core import events, knob_probe, report, resolve
-from kernelopt_core.budget import Budget
 from kernelopt_core.capabilities import is_exhaustive
 from kernelopt_core.errors import (
     EXIT_NO_WIN,
@@ -30,24 +29,19 @@ from kernelopt_core.errors import (
 from kernelopt_core.evaluate import Evaluator
 from kernelopt_core.final import FinalPhase
 from kernelopt_core.hookspecs import Backend, Gate
-from kernelopt_core.journal import Journal
 from kernelopt_core.planners.base import PlanContext, Profile, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling.bench import Profiling
 from kernelopt_core.resume import Resumed, check_run_id, run_lock
 from kernelopt_core.run_context import RunContext
-from kernelopt_core.runner import Runner
 from kernelopt_core.search import BeamSearch, Node, SeenContent
 from kernelopt_core.session import (
     new_run_id,
     prepare_state_root,
-    record_failure,
-    write_header,
 )
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
 from kernelopt_core.workers.screening import screener
-from kernelopt_core.workspace import Workspace
 
 __all__ = ["Loop", "RunOutcome"]
 
@@ -74,9 +68,8 @@ class Loop:
         argv: list[str] | None = None,
     ) -> None:
         self.host = host
-        self.backend = backend
-        self.target = target
-        self.settings = settings
+        # what the run's context opens with (RunContext.open); read from the context after
+        self.backend, self.target, self.settings = backend, target, settings
         self.listeners = listeners or []
         self.argv = argv or []
         # a named run whose journal exists is resumed (kernelopt_core.resume); only a flag
@@ -106,44 +99,35 @@ class Loop:
             return self._attempt()
 
     def _attempt(self) -> RunOutcome:
-        self.journal = Journal(self.run_dir / "journal.jsonl")
-        self.journal.listeners.extend(self.listeners)
-        if self.target.preface:
-            (self.run_dir / "preface.txt").write_text(self.target.preface)
-        self.runner = Runner(self.backend, self.target, self.settings, self.journal)
-        # one account: the search's wall budget, the runner's GPU seconds, the earlier attempts'
-        self.budget = Budget(self.settings.search, self.runner.spent,
-                             self.replay.earlier() if self.replay else None, self._replaying)
-        self.workspace = Workspace(self.settings.state_root, self.target)
-        self.context = RunContext(self.run_id, self.run_dir, self.settings, self.target,
-                                  self.journal, self.runner, self.workspace, self._stage)
-        self.evaluator = Evaluator(self.context, self.replay)
+        self.context = context = RunContext.open(
+            self.run_id, self.run_dir, self.backend, self.target, self.settings, self.listeners,
+            self.replay.earlier() if self.replay else None, self._replaying)
+        if context.target.preface:
+            (self.run_dir / "preface.txt").write_text(context.target.preface)
+        self.evaluator = Evaluator(context, self.replay)
         exit_code = EXIT_NO_WIN
         try:
             if self.replay is None:
-                write_header(self.journal, self.run_id, self.target, self.settings, self.argv)
+                context.write_header(self.argv)
             else:
-                self.journal.record(events.Resumed(
+                context.journal.record(events.Resumed(
                     pid=os.getpid(), host=platform.node(), argv=self.argv, best=self.replay.best,
                     completed=sorted(self.replay.completed, key=lambda c: int(c[1:]))))
-            waited = self.workspace.acquire(self.run_id, lambda holder: self.journal.record(
-                events.WorkspaceWait(target=self.target.name, **holder)))
-            self.journal.record(events.WorkspaceAcquired(waited_s=round(waited, 3)))
+            waited = context.workspace.acquire(self.run_id, lambda holder: context.journal.record(
+                events.WorkspaceWait(target=context.target.name, **holder)))
+            context.journal.record(events.WorkspaceAcquired(waited_s=round(waited, 3)))
             status = self._run()
             exit_code = EXIT_OPTIMIZED if status == "optimized" else EXIT_NO_WIN
         except (KeyboardInterrupt, Exception) as exc:
-            exit_code = record_failure(self.journal, self.run_dir, exc, getattr(self, "stage", ""),
-                                       self.host)
+            exit_code = context.record_failure(exc, host=self.host)
         finally:
-            self.journal.record(events.End(
+            context.journal.record(events.End(
                 exit_code=exit_code,
-                wall_seconds=round(self.budget.wall_seconds(), 3),
-                gpu_seconds=round(self.runner.gpu_seconds, 3),
-                child_seconds=round(self.runner.child_seconds, 3),
+                wall_seconds=round(context.budget.wall_seconds(), 3),
+                gpu_seconds=round(context.runner.gpu_seconds, 3),
+                child_seconds=round(context.runner.child_seconds, 3),
             ))
-            self.runner.close_workers()
-            self.journal.close()
-            self.workspace.release()
+            context.close()
         summary = report.write_all(self.run_dir)
         return RunOutcome(self.run_id, self.run_dir, summary["status"], exit_code, summary)
 
@@ -152,65 +136,64 @@ class Loop:
         no budget stops it)."""
         return self.replay is not None and self.replay.pending(f"c{self.evaluated + 1}")
 
-    def _stage(self, stage: str, **data: Any) -> None:
-        self.stage = stage
-        self.journal.record(events.Stage(stage=stage, **data))
-
     def _run(self) -> str:
-        if not self.target.editable:  # a whole program to profile (llama.cpp's model), no kernel
-            raise UsageError(f"{self.target.name} has no file to edit: it can be profiled "
+        context = self.context
+        target, settings, journal, workspace = (context.target, context.settings,
+                                                context.journal, context.workspace)
+        if not target.editable:  # a whole program to profile (llama.cpp's model), no kernel
+            raise UsageError(f"{target.name} has no file to edit: it can be profiled "
                              "(kernelopt profile PATH --engine), not optimized",
                              hint="name a kernel to optimize (--target, or the backend's own "
                                   "flag: --op for llama.cpp)")
         candidate_gates, final_gates = self.gates
-        planner, why = resolve.planner(self.host, self.settings, self.target)
-        profiling = Profiling(self.settings.profiler, self.host, self.backend, self.target,
-                              self.runner, self.journal, self._stage)  # checked before any build
-        self.journal.record(events.Config(planner=planner.name, planner_reason=why,
-                                          candidate_gates=[g.name for g in candidate_gates],
-                                          final_gates=[g.name for g in final_gates]))
-        self._stage("snapshot")
-        baseline_commit = self.workspace.start(
+        planner, why = resolve.planner(self.host, settings, target)
+        profiling = Profiling(settings.profiler, self.host, context)  # checked before any build
+        journal.record(events.Config(planner=planner.name, planner_reason=why,
+                                     candidate_gates=[g.name for g in candidate_gates],
+                                     final_gates=[g.name for g in final_gates]))
+        context.stage("snapshot")
+        baseline_commit = workspace.start(
             self.run_id, self.replay.baseline_commit if self.replay else None)
-        self.journal.record(events.Workspace(
-            dir=str(self.workspace.dir), baseline_commit=baseline_commit.decode(),
-            files=len(self.workspace.files),
+        journal.record(events.Workspace(
+            dir=str(workspace.dir), baseline_commit=baseline_commit.decode(),
+            files=len(workspace.files),
         ))
-        files = self.workspace.files
-        knobs, baseline_knobs = resolve.knobs(self.target, files)
-        resolve.check_planner_inputs(planner, self.settings, self.target, knobs)
-        self.journal.record(events.Knobs(
+        files = workspace.files
+        knobs, baseline_knobs = resolve.knobs(target, files)
+        resolve.check_planner_inputs(planner, settings, target, knobs)
+        journal.record(events.Knobs(
             knobs=[{"name": k.name, "file": k.file, "values": list(k.values),
                              "baseline": baseline_knobs[k.name],
                              **({"also": [f for f, _ in k.also]} if k.also else {})}
                             for k in knobs],
-            declared=bool(self.target.knobs),
+            declared=bool(target.knobs),
         ))
-        baseline_ms = baseline_steps.measure(
-            self.runner, self.journal, self.workspace, self.run_dir / "baseline",
-            self.settings.gates.screen_runs, self._stage, self.replay.baseline if self.replay else None)
-        knobs = knob_probe.usable(self.runner, self.workspace.baseline_tree, knobs, files,
-                                  baseline_knobs, self.run_dir / "knob-probe", self.journal)
-        self.context.profile = profile = profiling.run(self.workspace.baseline_tree, files,
-                                                       self.run_dir / "profile", "baseline")
+        baseline = context.baseline
+        baseline.knob_values = baseline_knobs
+        baseline_steps.measure(context, self.run_dir / "baseline",
+                               self.replay.baseline if self.replay else None)
+        baseline.knobs = knob_probe.usable(context, knobs, baseline_knobs,
+                                           self.run_dir / "knob-probe")
+        baseline.profile = profiling.run(workspace.baseline_tree, files,
+                                         self.run_dir / "profile", "baseline")
         root = Node("baseline", {}, dict(baseline_knobs))
-        search = BeamSearch(root, width=self.settings.search.beam)
-        ctx = PlanContext(self.target, self.settings, files, knobs, baseline_knobs, self.journal,
-                          self.run_id, Profile(profile), baseline_ms=baseline_ms,
-                          screen=screener(self.runner, self.workspace.baseline_tree, knobs,
+        search = BeamSearch(root, width=settings.search.beam)
+        ctx = PlanContext(target, settings, files, baseline.knobs, baseline_knobs, journal,
+                          self.run_id, Profile(baseline.profile), baseline_ms=baseline.ms,
+                          screen=screener(context.runner, workspace.baseline_tree, baseline.knobs,
                                           self.run_dir / "screen"),
-                          budget=self.budget)
+                          budget=context.budget)
         ctx.tried.add(tuple(sorted(baseline_knobs.items())))
-        self.budget.start_search()
-        self.journal.record(events.SearchStart(before_s=round(self.budget.wall_seconds(), 3)))
-        self._search(planner, ctx, search, candidate_gates, baseline_ms)
-        final = FinalPhase(self.context, profiling)
-        return final.finish(search, final_gates, baseline_ms, self.evaluator.rejections)
+        context.budget.start_search()
+        journal.record(events.SearchStart(before_s=round(context.budget.wall_seconds(), 3)))
+        self._search(planner, ctx, search, candidate_gates, baseline.ms)
+        final = FinalPhase(context, profiling)
+        return final.finish(search, final_gates, baseline.ms, self.evaluator.rejections)
 
     # ------------------------------------------------------------------ search
     def _search(self, planner: Any, ctx: PlanContext, search: BeamSearch, gates: list[Gate],
                 baseline_ms: float | None) -> None:
-        s = self.settings
+        s, journal = self.context.settings, self.context.journal
         self.evaluated = since_best = 0
         best = 1.0
         stop = "iterations"
@@ -219,7 +202,7 @@ class Loop:
                 break
             # a resumed run's recorded candidates cost nothing: the budgets wait until they are
             # served, so the replay reaches the state the killed run had
-            spent = self.budget.stop_reason()
+            spent = self.context.budget.stop_reason()
             if spent is not None:
                 stop = spent
                 break
@@ -233,7 +216,7 @@ class Loop:
             if parent is None:
                 stop = "search space exhausted"
                 break
-            self._stage("plan", parent=parent.id)
+            self.context.stage("plan", parent=parent.id)
             try:
                 count = min(s.search.plans, s.search.iterations - self.evaluated)
                 proposals = planner.propose(ctx, parent, count)
@@ -260,19 +243,20 @@ class Loop:
                 if node is not None and node.speedup > best:
                     best, since_best = node.speedup, 0
                     if not outcome.replayed:  # a resumed run's journal has it already
-                        self.journal.record(events.Best(candidate=node.id, speedup=node.speedup))
-                        self.runner.keep(self.workspace.candidate_tree)  # timed again at the end
+                        journal.record(events.Best(candidate=node.id, speedup=node.speedup))
+                        # timed again at the end
+                        self.context.runner.keep(self.context.workspace.candidate_tree)
                 else:
                     since_best += 1
         unserved = self.replay.unserved(self.evaluated) if self.replay is not None else []
         if unserved:  # this attempt stopped before them: they are not this run's
-            self.journal.record(events.ResumeDiverged(candidate_from=f"c{self.evaluated + 1}",
+            journal.record(events.ResumeDiverged(candidate_from=f"c{self.evaluated + 1}",
                                                       discarded=unserved))
-        self.journal.record(events.SearchEnd(reason=stop, evaluated=self.evaluated))
+        journal.record(events.SearchEnd(reason=stop, evaluated=self.evaluated))
 
     def _is_new(self, proposal: Proposal) -> bool:
         """The same content is never evaluated twice in a run (planners may repeat)."""
-        if self.seen.first_time(proposal.edits, self.workspace.files):
+        if self.seen.first_time(proposal.edits, self.context.workspace.files):
             return True
-        self.journal.record(events.Duplicate(description=proposal.description))
+        self.context.journal.record(events.Duplicate(description=proposal.description))
         return False

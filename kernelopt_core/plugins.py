@@ -38,10 +38,10 @@ BUILTIN_MODULES = {
     "core-profilers": "kernelopt_core.profiling.builtin",
     "core-llm-providers": "kernelopt_core.llm_providers",
     "core-docs-lookup": "kernelopt_core.docs_lookup",
-    "core-profile-command": "kernelopt_core.profiling.command",
-    "core-campaign-command": "kernelopt_core.campaign_cmd",
-    "core-apply-command": "kernelopt_core.apply_cmd",
-    "core-watch-command": "kernelopt_core.watch_cmd",
+    "core-profile-command": "kernelopt_core.commands.profile",
+    "core-campaign-command": "kernelopt_core.commands.campaign",
+    "core-apply-command": "kernelopt_core.commands.apply",
+    "core-watch-command": "kernelopt_core.commands.watch",
 }
 
 REGISTRIES = {

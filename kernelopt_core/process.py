@@ -1,41 +1,103 @@
 """The one place kernelopt spawns children: timeouts, process-group kill, capped output.
 
 Every child runs in its own session (process group) so a timeout or Ctrl-C kills the whole
-tree it started (compilers, test runners), not just the direct child. A bench worker, once
-spawned here, is driven by ``workers.protocol.Worker`` (requests, replies, pause, close).
+tree it started (compilers, test runners), not just the direct child. A bench worker is
+spawned here too (``spawn_worker``: the child on a fresh pipe pair) and driven by
+``workers.protocol`` (hello, requests, replies, pause, close), which imports this module,
+never the other way round.
 """
 
 from __future__ import annotations
 
-__all__ = ["OUTPUT_CAP", "ProcessResult", "Worker", "WorkerError", "WorkerMissing", "run",
-           "start_worker"]
+__all__ = ["OUTPUT_CAP", "ProcessResult", "WorkerChild", "capped", "exit_text", "group_members",
+           "kill_group", "run", "signal_group", "spawn_worker"]
 
 import ctypes
 import functools
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from kernelopt_core.bench_worker import FDS_ENV  # "READ_FD,WRITE_FD" as the child sees them
 from kernelopt_core.target import Command
-from kernelopt_core.workers.protocol import (  # the worker's side of the pipes; re-exported
-    OUTPUT_CAP,
-    Worker,
-    WorkerError,
-    WorkerMissing,
-    _cap,
-    _kill_group,
-    exit_text,
-    group_members,
-)
+
+OUTPUT_CAP = 256 * 1024  # bytes of stdout and of stderr kept; the rest is cut from the middle
+
+
+def capped(data: bytes, cap: int = OUTPUT_CAP) -> str:
+    """``data`` decoded, its middle cut when it is over ``cap`` bytes."""
+    if len(data) > cap:
+        half = cap // 2
+        cut = len(data) - cap
+        data = data[:half] + f"\n…[{cut} bytes cut]…\n".encode() + data[-half:]
+    return data.decode("utf-8", errors="replace")
+
+
+# what a signal that ended a process says about the code it ran
+_SIGNAL_MEANING = {
+    signal.SIGSEGV: "segmentation fault: an invalid memory access",
+    signal.SIGBUS: "bus error: a misaligned or unmapped memory access",
+    signal.SIGABRT: "abort: a failed assertion or std::abort",
+    signal.SIGFPE: "arithmetic fault: an integer division by zero",
+    signal.SIGILL: "illegal instruction",
+    signal.SIGKILL: "killed: by kernelopt at a timeout, or by the system out of memory",
+}
+
+
+def exit_text(code: int | None) -> str:
+    """``exited N``, naming the signal when one ended the process (``-11``), or when a shell
+    reported one (``139`` = 128 + SIGSEGV): the fault a user has to fix."""
+    if code is None:
+        return "is still running"
+    number = -code if code < 0 else code - 128 if 128 < code < 160 else 0
+    try:
+        name = signal.Signals(number).name if number else ""
+    except ValueError:
+        name = ""
+    if not name:
+        return f"exited {code}"
+    meaning = _SIGNAL_MEANING.get(signal.Signals(number), "")
+    how = f"killed by {name}" if code < 0 else f"a shell's report of {name}"
+    return f"exited {code} ({how}{': ' + meaning if meaning else ''})"
+
+
+def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """``sig`` to the whole process group of ``proc`` (gone already: nothing to do)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    signal_group(proc, signal.SIGKILL)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes (zombies aside) of the group ``pgid``, from /proc (Linux; elsewhere
+    none known)."""
+    try:
+        entries = [e for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        try:
+            with open(f"{entry.path}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            found.append(int(entry.name))
+    return found
 
 
 @attrs.frozen
@@ -130,23 +192,23 @@ def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP,
             proc.wait(timeout=command.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
+            kill_group(proc)
             proc.wait()
         except BaseException:  # KeyboardInterrupt: take the whole group down with us
-            _kill_group(proc)
+            kill_group(proc)
             proc.wait()
             raise
         seconds = time.perf_counter() - start  # the grace below is not the command's time
         left_running = own_group and not timed_out and _outlived(proc.pid)
         if left_running:  # nothing the code under test started outlives it
-            _kill_group(proc)
+            kill_group(proc)
         out.seek(0)
         err.seek(0)
         result = ProcessResult(
             command,
             proc.returncode if not timed_out else 124,
-            _cap(out.read(), cap),
-            _cap(err.read(), cap),
+            capped(out.read(), cap),
+            capped(err.read(), cap),
             seconds,
             timed_out=timed_out,
             left_running=left_running,
@@ -184,41 +246,57 @@ def _log(result: ProcessResult, log_path: Path | None) -> None:
 
 # --------------------------------------------------------------------------- bench workers
 
-def start_worker(command: Command, log_path: Path | None = None,
-                 hello_timeout_s: float = 300.0, wait: bool = True) -> Worker:
-    """Spawn ``command`` as a bench worker and exchange the first request (``hello``, carrying
-    a fresh random token) so the channel is bound before any code under test is loaded.
-    ``wait=False`` sends hello and returns at once (the worker does its start-up meanwhile);
-    its first request, or ``ready()``, reads the reply.
+@attrs.frozen
+class WorkerChild:
+    """A bench worker just spawned: its handle, the core's ends of its pipe pair, and the
+    files its stdout and stderr go to (workers.protocol.Worker owns them from here)."""
 
-    Raises WorkerError when it does not answer; WorkerMissing when the program is not found."""
+    proc: subprocess.Popen[bytes]
+    to_child: int
+    from_child: int
+    out: Any
+    err: Any
+
+
+Adopted = TypeVar("Adopted")
+
+
+def spawn_worker(command: Command, adopt: Callable[[WorkerChild], Adopted]) -> Adopted:
+    """Spawn ``command`` as a bench worker on a fresh pipe pair (the child finds its ends in
+    ``bench_worker.FDS_ENV``) and hand it to ``adopt`` while SIGINT/SIGTERM are still held:
+    what owns the child exists before a pending Ctrl-C can fire, so its handler reaches it.
+    Returns what ``adopt`` made. A program that cannot be started raises as Popen does
+    (FileNotFoundError, PermissionError, NotADirectoryError), nothing left open."""
     req_r, req_w = os.pipe()  # core -> child
     rep_r, rep_w = os.pipe()  # child -> core
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     try:
         proc = _popen(command, out, err, {FDS_ENV: f"{req_r},{rep_w}"}, (req_r, rep_w))
-    except BaseException as exc:
+    except BaseException:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         for fd in (req_r, req_w, rep_r, rep_w):
             os.close(fd)
         out.close()
         err.close()
-        if isinstance(exc, (FileNotFoundError, PermissionError, NotADirectoryError)):
-            raise WorkerMissing(f"worker `{command.display()}`: {exc}") from exc
         raise
-    # the Worker exists before a pending Ctrl-C can fire, so the handler below reaches it
-    worker = Worker(command, proc, req_w, rep_r, out, err, log_path, secrets.token_hex(16))
+    child = WorkerChild(proc, req_w, rep_r, out, err)
+    theirs = [req_r, rep_w]  # the child's ends, closed here once it has them
     try:
-        os.close(req_r)
-        os.close(rep_w)
+        adopted = adopt(child)
+        while theirs:
+            os.close(theirs.pop())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # a pending Ctrl-C fires here
+    except BaseException:  # the child goes down with whatever stopped its adoption
+        kill_group(proc)
+        proc.wait()
+        for fd in (*theirs, req_w, rep_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        out.close()
+        err.close()
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-        worker._log(f"$ {command.display()}  # worker {proc.pid}\n# cwd: {command.cwd}")
-        hello = {"op": "hello", "token": worker.token}
-        worker.awaiting = (worker._send(hello), hello, hello_timeout_s)
-        if wait:
-            worker.ready()
-    except BaseException:
-        worker._terminate()
         raise
-    return worker
+    return adopted

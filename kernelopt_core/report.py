@@ -205,7 +205,7 @@ def _evidence(records: list[dict[str, Any]], winner: str | None) -> list[str]:
 
 
 def report_line(s: dict[str, Any], n_rounds: int) -> str:
-    """DESIGN.md §5.6: the line that says everything."""
+    """The report line (summary.json's ``report_line``): the line that says everything."""
     shape = s["target"]["shape"] or "unpinned shape"
     if s["status"] in ("error", "interrupted"):
         if s.get("interrupted"):

@@ -21,10 +21,11 @@ from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock
 from kernelopt_core.measure.parsers import BenchReading, parse
 from kernelopt_core.plugin_checks import returned
-from kernelopt_core.process import ProcessResult, Worker
+from kernelopt_core.process import ProcessResult
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Knob, Target, Tree
 from kernelopt_core.workers.pool import Pool
+from kernelopt_core.workers.protocol import Worker
 from kernelopt_core.workers.replies import how_timed
 from kernelopt_core.workers.sweep import sweep
 

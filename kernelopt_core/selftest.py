@@ -16,21 +16,38 @@ import math
 import os
 import platform
 import time
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kernelopt_core import events
-from kernelopt_core.errors import BenchFailed, UsageError
+from kernelopt_core.errors import BenchFailed, PluginError, UsageError
 from kernelopt_core.gates.base import GateContext
-from kernelopt_core.gates.perf import bracketed_rounds
 from kernelopt_core.hookspecs import Backend
-from kernelopt_core.journal import Journal
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.stats import confirm_stats, median
-from kernelopt_core.runner import Runner
+from kernelopt_core.run_context import RunContext
 from kernelopt_core.session import new_run_id, prepare_state_root
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target, Tree
-from kernelopt_core.workspace import Workspace
+
+
+class RoundsTaken(Protocol):
+    """A confirm decision's rounds as the gate took them (gates.perf.Rounds)."""
+
+    base: list[float]  # per round: the geometric mean of the two baseline readings
+    cand: list[float]
+    aa: list[float]  # per round: first / last baseline reading
+    retakes: int  # rounds taken again after a transient reading
+    first_take: tuple[float, float]  # round 1 as first taken: baseline, candidate (ms)
+
+
+@runtime_checkable
+class TakesRounds(Protocol):
+    """A final gate whose decision rests on bracketed rounds, offering them to the self-test
+    (the built-in ``confirm``: gates.perf.ConfirmGate), found through the plugin host."""
+
+    def take_rounds(self, ctx: GateContext, candidate: Tree, rounds: int, purpose: str,
+                    work: float = 1.0) -> RoundsTaken: ...
+
 
 NAIVE_GAMMA = 1.03
 CALIBRATION_PAIRS = 5
@@ -73,8 +90,17 @@ def calibrate_work(ctx: GateContext, candidate: Tree, target_ratio: float) -> tu
     return work, ratio
 
 
+def confirm_gate(host: Any) -> TakesRounds:
+    """The ``confirm`` gate the plugin host registered, which the self-test measures."""
+    gate = host.registry("gates").get("confirm")
+    if not isinstance(gate, TakesRounds):
+        raise PluginError("the confirm gate offers no rounds to self-test (take_rounds)",
+                          hint="`kernelopt plugins` shows which plugin registered `confirm`")
+    return gate
+
+
 def run_selftest(
-    backend: Backend, target: Target, settings: Settings, trials: int,
+    host: Any, backend: Backend, target: Target, settings: Settings, trials: int,
     planted_speedup: float | None, listeners: list[Any], include_aa: bool = True,
 ) -> dict[str, Any]:
     if trials < 1:
@@ -83,13 +109,12 @@ def run_selftest(
         raise UsageError("--no-aa leaves nothing to decide without --planted-speedup")
     if planted_speedup is not None and planted_speedup <= 1.0:
         raise UsageError("--planted-speedup must be above 1 (e.g. 1.03)")
+    confirm = confirm_gate(host)
     prepare_state_root(settings.state_root)
     run_id = new_run_id()
     out_dir = settings.state_root / "selftest" / run_id
-    journal = Journal(out_dir / "journal.jsonl")
-    journal.listeners.extend(listeners)
-    runner = Runner(backend, target, settings, journal)
-    workspace = Workspace(settings.state_root, target)
+    context = RunContext.open(run_id, out_dir, backend, target, settings, listeners)
+    journal, runner, workspace = context.journal, context.runner, context.workspace
     workspace.acquire()
     try:
         workspace.start(run_id)
@@ -117,8 +142,8 @@ def run_selftest(
             retakes: list[int] = []
             for i in range(trials):
                 start = time.perf_counter()
-                taken = bracketed_rounds(ctx, workspace.candidate_tree, rounds,
-                                         f"{kind}{i + 1}", work)
+                taken = confirm.take_rounds(ctx, workspace.candidate_tree, rounds,
+                                            f"{kind}{i + 1}", work)
                 stats = confirm_stats(taken.base, taken.cand, taken.aa, settings.gates.gamma,
                                       settings.gates.min_noise_pct)
                 seconds.append(time.perf_counter() - start)
@@ -141,9 +166,7 @@ def run_selftest(
         raise UsageError(f"the bench fails during the self-test: {exc}",
                          hint=f"run the bench by hand; the log is in {out_dir}") from exc
     finally:
-        runner.close_workers()
-        workspace.release()
-        journal.close()
+        context.close()
     device = device_info(settings.state_root, target.device, settings.gates.peak_gbps)
     summary: dict[str, Any] = {
         "schema": 1,

@@ -183,7 +183,7 @@ class Tree:
 
 @attrs.frozen
 class BenchSpec:
-    """How to read a bench's output (DESIGN.md §4): one time per invocation."""
+    """How to read a bench's output (docs/descriptor.md): one time per invocation."""
 
     format: str = attrs.field(default="json", validator=_choice("json", "csv", "regex"))
     column: str = attrs.field(default="median_ms", validator=_of(str))  # csv: the time's column

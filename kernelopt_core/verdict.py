@@ -1,4 +1,4 @@
-"""The verdict: a pure function of the final gates' results (DESIGN §5; docs/gates.md)."""
+"""The verdict: a pure function of the final gates' results (docs/gates.md)."""
 
 from __future__ import annotations
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from kernelopt_core import process
 from kernelopt_core.errors import BenchFailed
 from kernelopt_core.journal import Journal
 from kernelopt_core.runner import Runner
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import BenchSpec, Command, Target, Tree
+from kernelopt_core.workers.protocol import WorkerError, start_worker
 
 PROGRAM = Path(__file__).parent / "fixtures" / "bench_worker_program.py"
 
@@ -123,13 +123,13 @@ def test_baseline_and_candidate_never_share_a_process(tmp_path: Path) -> None:
 
 def test_a_worker_that_never_answers_hello_is_a_worker_error(tmp_path: Path) -> None:
     command = Command((sys.executable, str(PROGRAM), "slow_hello"), tmp_path)
-    with pytest.raises(process.WorkerError, match="hung"):
-        process.start_worker(command, tmp_path / "log", hello_timeout_s=1.0)
+    with pytest.raises(WorkerError, match="hung"):
+        start_worker(command, tmp_path / "log", hello_timeout_s=1.0)
 
 
 def test_a_missing_worker_program_is_a_worker_error(tmp_path: Path) -> None:
-    with pytest.raises(process.WorkerError, match="No such file"):
-        process.start_worker(Command(("/nonexistent/worker",), tmp_path), None)
+    with pytest.raises(WorkerError, match="No such file"):
+        start_worker(Command(("/nonexistent/worker",), tmp_path), None)
 
 
 def test_confirm_rounds_grow_only_when_both_trees_are_served(tmp_path: Path) -> None:

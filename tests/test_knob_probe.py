@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from kernelopt_core import knob_probe
 from kernelopt_core.target import Knob
@@ -62,24 +63,26 @@ def test_usable_drops_failed_values_keeps_the_baseline_and_keeps_all_when_the_pr
             line = json.dumps({"kernelopt_probe": 1, "results": reply})
             return Command((sys.executable, "-c", f"print({line!r})"), tmp_path)
 
-    runner = SimpleNamespace(backend=Backend(), target=None, settings=SimpleNamespace(
-        timeouts=SimpleNamespace(build_timeout_s=60)), spawn=lambda command, log: process.run(command, log))
     tree = Tree("baseline", tmp_path, tmp_path)
     journal = Journal(tmp_path / "journal.jsonl")
-    kept = knob_probe.usable(runner, tree, knobs, files, {"A": "64"}, tmp_path / "p", journal)
+    context: Any = SimpleNamespace(  # the parts of a RunContext the probe reads
+        backend=Backend(), target=None, journal=journal,
+        settings=SimpleNamespace(timeouts=SimpleNamespace(build_timeout_s=60)),
+        runner=SimpleNamespace(spawn=lambda command, log: process.run(command, log)),
+        workspace=SimpleNamespace(baseline_tree=tree, files=files))
+    kept = knob_probe.usable(context, knobs, {"A": "64"}, tmp_path / "p")
     assert kept[0].values == ("64", "128")  # 32 dropped; 128 not judged, so kept
     reply["v2"] = {"ok": False, "error": "x"}
-    assert knob_probe.usable(runner, tree, knobs, files, {"A": "64"}, tmp_path / "p",
-                             journal) == ()  # only the baseline's value left: no knob
+    assert knob_probe.usable(context, knobs, {"A": "64"},
+                             tmp_path / "p") == ()  # only the baseline's value left: no knob
     reply.clear()
 
     class Broken(Backend):
         def compile_probe(self, target: Target, tree: Tree, probe_dir: Path) -> Command:
             return Command((sys.executable, "-c", "raise SystemExit('control failed')"), tmp_path)
 
-    runner.backend = Broken()
-    assert knob_probe.usable(runner, tree, knobs, files, {"A": "64"}, tmp_path / "p",
-                             journal) == knobs
+    context.backend = Broken()
+    assert knob_probe.usable(context, knobs, {"A": "64"}, tmp_path / "p") == knobs
     journal.close()
     events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     assert [e["ok"] for e in events if e["event"] == "knob_probe"] == [True, True, False]

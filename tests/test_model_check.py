@@ -180,9 +180,10 @@ def test_a_result_line_that_breaks_the_contract_is_refused(stdout: str, why: str
 
 
 def test_a_campaign_checks_each_model_once_with_all_its_runs(optimized_run, tmp_path: Path) -> None:
-    """campaign_cmd after its jobs: the model PATH's runs' winners together, journaled in the
+    """commands.campaign after its jobs: the model PATH's runs' winners together, journaled in the
     campaign and in its summary.json's models (the jobs themselves ran --no-model-check)."""
-    from kernelopt_core import campaign, campaign_cmd
+    from kernelopt_core import campaign
+    from kernelopt_core.commands import campaign as campaign_cmd
     from kernelopt_core.journal import Journal
 
     shared, _state, _ = optimized_run

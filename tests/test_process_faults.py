@@ -22,8 +22,8 @@ from kernelopt_core import journal as journal_mod
 from kernelopt_core.errors import BenchFailed
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import gpu_lock, lock_path
+from kernelopt_core.process import group_members
 from kernelopt_core.target import Target
-from kernelopt_core.workers.protocol import group_members
 from kernelopt_core.workspace import Workspace
 
 # ---------------------------------------------------------------- a bench worker SIGKILLed

@@ -15,12 +15,11 @@ from kernelopt_tests_support import records, run_header
 from kernelopt_core import events
 from kernelopt_core.cli import cli
 from kernelopt_core.hookspecs import hookimpl
-from kernelopt_core.journal import Journal
 from kernelopt_core.profiling import view as profile_view
 from kernelopt_core.profiling.bench import Profiling
 from kernelopt_core.profiling.parsers import KernelProfile, MetricColumn, ncu_kernels
 from kernelopt_core.report import render_markdown, summarize
-from kernelopt_core.runner import Runner
+from kernelopt_core.run_context import RunContext
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Target, Tree
 from kernelopt_core.testing import ScriptedBackend, plugin_host
@@ -77,14 +76,13 @@ def _profile(tmp_path: Path, profiler: object, files: dict[str, bytes]) -> dict[
             return [profiler]
 
     target = Target("cmake", "chunk", tmp_path, ("kernel.cu",))
-    journal = Journal(tmp_path / "journal.jsonl")
-    runner = Runner(Bench(), target, Settings(state_root=tmp_path / "state"), journal)  # type: ignore[arg-type]
-    profiling = Profiling(profiler.name, plugin_host(One()), Bench(), target, runner,  # type: ignore[attr-defined, arg-type]
-                          journal, lambda *a, **k: None)
+    context = RunContext.open("r", tmp_path, Bench(), target,  # type: ignore[arg-type]
+                              Settings(state_root=tmp_path / "state"))
+    profiling = Profiling(profiler.name, plugin_host(One()), context)  # type: ignore[attr-defined]
     tree = Tree("baseline", tmp_path / "src", tmp_path / "build")
     tree.src.mkdir(exist_ok=True)
     profiling.run(tree, files, tmp_path / "profile", "baseline")
-    journal.close()
+    context.journal.close()
     lines = (tmp_path / "journal.jsonl").read_text().splitlines()
     return next(e for e in map(json.loads, lines) if e["event"] == "profile")
 

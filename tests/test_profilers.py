@@ -144,9 +144,8 @@ def test_a_kernel_the_bench_program_defines_is_not_the_targets(tmp_path: Path) -
     """examples/cmake-cuda's bench defines fill_input: it is shown apart, not as the target's
     (the table on the H200 listed it as the target's before Profiling read only the editable
     files)."""
-    from kernelopt_core.journal import Journal
     from kernelopt_core.profiling.bench import Profiling
-    from kernelopt_core.runner import Runner
+    from kernelopt_core.run_context import RunContext
     from kernelopt_core.settings import Settings
     from kernelopt_core.target import Command, Target, Tree
     from kernelopt_core.testing import plugin_host
@@ -188,10 +187,9 @@ def test_a_kernel_the_bench_program_defines_is_not_the_targets(tmp_path: Path) -
     files = {p.name: p.read_bytes() for p in example.iterdir() if p.is_file()}
     target = Target("cmake", "row_sum", example, ("kernel.cu",),
                     contract=("rowsum_test.cu", "rowsum_bench.cu"))
-    journal = Journal(tmp_path / "journal.jsonl")
-    runner = Runner(Backend(), target, Settings(state_root=tmp_path / "state"), journal)  # type: ignore[arg-type]
-    profiling = Profiling("replay", plugin_host(Plugin()), Backend(), target, runner,  # type: ignore[arg-type]
-                          journal, lambda *a, **k: None)
+    context = RunContext.open("r", tmp_path, Backend(), target,  # type: ignore[arg-type]
+                              Settings(state_root=tmp_path / "state"))
+    profiling = Profiling("replay", plugin_host(Plugin()), context)
     tree = Tree("baseline", tmp_path / "src", tmp_path / "build")
     tree.src.mkdir()
     profile = profiling.run(tree, files, tmp_path / "profile", "baseline")

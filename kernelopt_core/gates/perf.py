@@ -1,4 +1,4 @@
-"""The perf gates of DESIGN.md §5: screen, confirm, measured shape, roofline plausibility."""
+"""The perf gates (docs/gates.md): screen, confirm, measured shape, roofline plausibility."""
 
 from __future__ import annotations
 
@@ -138,6 +138,11 @@ class ConfirmGate:
     name = "confirm"
     phase = "final"
     claims_speedup = True  # the one gate whose pass backs `optimized`
+
+    def take_rounds(self, ctx: GateContext, candidate: Tree, rounds: int, purpose: str,
+                    work: float = 1.0) -> Rounds:
+        """Its rounds alone, for `kernelopt gate-selftest` (selftest.TakesRounds)."""
+        return bracketed_rounds(ctx, candidate, rounds, purpose, work)
 
     def evaluate(self, ctx: GateContext) -> GateResult:
         if not ctx.runner.has_bench(ctx.candidate_tree):

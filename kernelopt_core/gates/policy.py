@@ -1,6 +1,6 @@
 """The ``policy`` gate: a static scan of the code a candidate adds.
 
-Each rule names the reward hack it would enable (DESIGN §5). Only *code* is judged: comments
+Each rule names the reward hack it would enable (docs/gates.md). Only *code* is judged: comments
 and string literals (docstrings too) are blanked first, so prose that mentions ``print`` or
 kernelopt is not a finding, while ``printf("...")`` still is. Preprocessor lines
 keep their strings (``#include "cublas_v2.h"`` must be seen). Existing code is never judged:

@@ -1,4 +1,4 @@
-"""Bench-output parsers (DESIGN.md §4). A bench prints one time per invocation.
+"""Bench-output parsers (docs/descriptor.md). A bench prints one time per invocation.
 
 * ``json``: a line holding a JSON object with ``time_ms`` (ours:
   ``{"kernelopt_bench": 1, "time_ms": 0.412, "shape": "f32[2048,2048]", "bytes": 33554432}``);

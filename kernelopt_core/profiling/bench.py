@@ -5,33 +5,36 @@ baseline's at the start of a run, the winner's at its end, a baseline's alone fo
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from kernelopt_core import events
 from kernelopt_core.capabilities import DefinesKernels
 from kernelopt_core.errors import PrerequisiteError, UsageError
-from kernelopt_core.hookspecs import Backend
-from kernelopt_core.journal import Journal
 from kernelopt_core.plugin_checks import returned
-from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling.view import annotate
-from kernelopt_core.runner import Runner
+from kernelopt_core.run_context import RunContext
 from kernelopt_core.target import Command, Target, Tree
 
 PROFILE_TIMEOUT_FACTOR = 5  # a profiled bench may take this many bench timeouts
 
 
+class Profilers(Protocol):
+    """What Profiling asks of the plugin host (plugins.PluginHost, which is above it: the host
+    loads the built-in ``profile`` command that uses this module)."""
+
+    def registry(self, kind: str) -> dict[str, Any]: ...
+
+    def origin(self, kind: str, name: str) -> str | None: ...
+
+
 class Profiling:
     """One run's profiler: the baseline's bench at the start, the winner's at the end."""
 
-    def __init__(self, name: str | None, host: PluginHost, backend: Backend, target: Target,
-                 runner: Runner, journal: Journal, stage: Callable[..., None]) -> None:
-        self.name, self.backend, self.target = name, backend, target
-        self.runner, self.journal, self.stage = runner, journal, stage
+    def __init__(self, name: str | None, host: Profilers, context: RunContext) -> None:
+        self.name, self.context = name, context
         self.profiler: Any = None
         self.blame = ""  # a third-party profiler's package, named in its faults
         if name:
@@ -59,23 +62,23 @@ class Profiling:
         if self.profiler is None:
             return {}
         if command is None:
-            command = returned(self.backend, "engine", self.backend.engine(self.target, tree)) \
-                if program == "engine" else \
-                returned(self.backend, "bench", self.backend.bench(self.target, tree))
+            backend, target = self.context.backend, self.context.target
+            command = returned(backend, "engine", backend.engine(target, tree)) \
+                if program == "engine" else returned(backend, "bench", backend.bench(target, tree))
         if command is None:
             return {}
-        self.stage("profile", profiler=self.name, tree=label, program=program)
+        self.context.stage("profile", profiler=self.name, tree=label, program=program)
         out_dir.mkdir(parents=True, exist_ok=True)
         try:
             wrapped = self._wrap(command, out_dir, whole_program)
         except Exception as exc:  # a profiler's fault drops its profile, never the run
             metrics = self._fault("wrap", exc)
         else:
-            result, _held = self.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log",
+            result, _held = self.context.runner.spawn_locked(wrapped, out_dir / f"{self.name}.log",
                                                      own_group=False)
             metrics = {"error": result.describe()} if not result.ok else \
                 self._read(out_dir, files)
-        self.journal.record(events.Profile(profiler=str(self.name), tree=label, program=program,
+        self.context.journal.record(events.Profile(profiler=str(self.name), tree=label, program=program,
                                            metrics=metrics, phase=phase, candidate=candidate))
         return metrics
 
@@ -89,13 +92,14 @@ class Profiling:
         # profiler, here, rather than a factor in each
         return attrs.evolve(wrapped, timeout_s=min(
             PROFILE_TIMEOUT_FACTOR * command.timeout_s,
-            PROFILE_TIMEOUT_FACTOR * self.runner.settings.timeouts.bench_timeout_s))
+            PROFILE_TIMEOUT_FACTOR * self.context.settings.timeouts.bench_timeout_s))
 
     def _read(self, out_dir: Path, files: dict[str, bytes]) -> dict[str, Any]:
         # the target's kernels: those its editable files define (not its test's or bench's,
         # e.g. an input fill in the bench program)
-        names = defined_kernels(self.backend, self.target,
-                                {k: v for k, v in files.items() if k in self.target.editable})
+        target = self.context.target
+        names = defined_kernels(self.context.backend, target,
+                                {k: v for k, v in files.items() if k in target.editable})
         try:
             parsed = self.profiler.parse(out_dir)
             # annotate reads what parse gave (its kernels, the columns it declared): a

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from kernelopt_core import events, process
+from kernelopt_core import events
 from kernelopt_core.budget import Spent
 from kernelopt_core.capabilities import ServesBenchWorker
 from kernelopt_core.errors import BenchFailed, PrerequisiteError
@@ -25,9 +25,10 @@ from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock, unlocked
 from kernelopt_core.measure.parsers import BenchReading, json_time_lines
-from kernelopt_core.process import ProcessResult, Worker, WorkerError, WorkerMissing
+from kernelopt_core.process import ProcessResult
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Command, Target, Tree
+from kernelopt_core.workers.protocol import Worker, WorkerError, WorkerMissing, start_worker
 from kernelopt_core.workers.replies import LoadFailed, exit_code
 from kernelopt_core.workers.replies import bench_seeds as draw_bench_seeds
 from kernelopt_core.workers.spare import Spares
@@ -172,7 +173,7 @@ class Pool:
         started = time.perf_counter()
         spare = self.spares.take(tree.role, command)  # started ahead (spare.py)
         try:
-            worker = spare or process.start_worker(command, log, self.settings.timeouts.test_timeout_s)
+            worker = spare or start_worker(command, log, self.settings.timeouts.test_timeout_s)
         except WorkerMissing as exc:
             raise PrerequisiteError(f"{exc} (needed by the {self.target.backend} backend)",
                                     hint=f"install `{command.argv[0]}` or put it on PATH") from exc

@@ -1,12 +1,13 @@
-"""A bench worker's pipes, as the core drives them: one JSON-line request, exactly one reply
-(its id and the token of hello), pause and resume of its process group, close. Spawning is
-process.py's (``start_worker``); nothing here starts a process.
+"""A bench worker's pipes, as the core drives them: hello, one JSON-line request, exactly one
+reply (its id and the token of hello), pause and resume of its process group, close. The
+child itself is spawned by process.py (``spawn_worker``), the one module that spawns.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -16,58 +17,21 @@ from typing import Any
 
 import attrs
 
+from kernelopt_core.process import (
+    WorkerChild,
+    capped,
+    exit_text,
+    group_members,
+    kill_group,
+    signal_group,
+    spawn_worker,
+)
 from kernelopt_core.target import Command
-
-OUTPUT_CAP = 256 * 1024  # bytes of stdout and of stderr kept; the rest is cut from the middle
-
-
-def _cap(data: bytes, cap: int = OUTPUT_CAP) -> str:
-    if len(data) > cap:
-        half = cap // 2
-        cut = len(data) - cap
-        data = data[:half] + f"\n…[{cut} bytes cut]…\n".encode() + data[-half:]
-    return data.decode("utf-8", errors="replace")
 
 
 def _read_from(fh: Any, offset: int) -> str:
     fh.seek(offset)
-    return _cap(fh.read())
-
-
-# what a signal that ended a process says about the code it ran
-_SIGNAL_MEANING = {
-    signal.SIGSEGV: "segmentation fault: an invalid memory access",
-    signal.SIGBUS: "bus error: a misaligned or unmapped memory access",
-    signal.SIGABRT: "abort: a failed assertion or std::abort",
-    signal.SIGFPE: "arithmetic fault: an integer division by zero",
-    signal.SIGILL: "illegal instruction",
-    signal.SIGKILL: "killed: by kernelopt at a timeout, or by the system out of memory",
-}
-
-
-def exit_text(code: int | None) -> str:
-    """``exited N``, naming the signal when one ended the process (``-11``), or when a shell
-    reported one (``139`` = 128 + SIGSEGV): the fault a user has to fix."""
-    if code is None:
-        return "is still running"
-    number = -code if code < 0 else code - 128 if 128 < code < 160 else 0
-    try:
-        name = signal.Signals(number).name if number else ""
-    except ValueError:
-        name = ""
-    if not name:
-        return f"exited {code}"
-    meaning = _SIGNAL_MEANING.get(signal.Signals(number), "")
-    how = f"killed by {name}" if code < 0 else f"a shell's report of {name}"
-    return f"exited {code} ({how}{': ' + meaning if meaning else ''})"
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
+    return capped(fh.read())
 
 
 REPLY_CAP = 1 << 20  # bytes of one reply line
@@ -83,25 +47,6 @@ class WorkerMissing(WorkerError):
 
 STRAY_GRACE_S = 2.0  # a child winding down after its request may take this long
 STRAY_CHECKED = frozenset({"hello", "load", "check"})  # the requests followed by a stray check
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live processes (zombies aside) of the group ``pgid``, from /proc (Linux; elsewhere
-    none known)."""
-    try:
-        entries = [e for e in os.scandir("/proc") if e.name.isdigit()]
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        try:
-            with open(f"{entry.path}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            found.append(int(entry.name))
-    return found
 
 
 @attrs.define(eq=False)
@@ -160,18 +105,18 @@ class Worker:
         """Stop the worker's whole process group between its requests (SIGSTOP): code under
         test cannot run a thread that disturbs the other tree's readings."""
         if not self.closed:
-            _signal_group(self.proc, signal.SIGSTOP)
+            signal_group(self.proc, signal.SIGSTOP)
 
     def resume(self) -> None:
         if not self.closed:
-            _signal_group(self.proc, signal.SIGCONT)
+            signal_group(self.proc, signal.SIGCONT)
 
     def _terminate(self) -> None:
         """Kill the process group, reap it, release the pipes and files (idempotent)."""
         if self.closed:
             return
         self.closed = True
-        _kill_group(self.proc)
+        kill_group(self.proc)
         self.proc.wait()
         for fd in (self.to_child, self.from_child):
             try:
@@ -317,10 +262,29 @@ class Worker:
             self._terminate()
 
 
-def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+def start_worker(command: Command, log_path: Path | None = None,
+                 hello_timeout_s: float = 300.0, wait: bool = True) -> Worker:
+    """Spawn ``command`` as a bench worker (process.spawn_worker) and exchange the first
+    request (``hello``, carrying a fresh random token) so the channel is bound before any code
+    under test is loaded. ``wait=False`` sends hello and returns at once (the worker does its
+    start-up meanwhile); its first request, or ``ready()``, reads the reply.
+
+    Raises WorkerError when it does not answer; WorkerMissing when the program is not found."""
+    def adopt(child: WorkerChild) -> Worker:
+        return Worker(command, child.proc, child.to_child, child.from_child, child.out,
+                      child.err, log_path, secrets.token_hex(16))
+
     try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
+        worker = spawn_worker(command, adopt)
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        raise WorkerMissing(f"worker `{command.display()}`: {exc}") from exc
+    try:
+        worker._log(f"$ {command.display()}  # worker {worker.pid}\n# cwd: {command.cwd}")
+        hello = {"op": "hello", "token": worker.token}
+        worker.awaiting = (worker._send(hello), hello, hello_timeout_s)
+        if wait:
+            worker.ready()
+    except BaseException:
+        worker._terminate()
+        raise
+    return worker

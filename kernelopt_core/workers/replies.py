@@ -7,7 +7,7 @@ import secrets
 from typing import Any
 
 from kernelopt_core.measure.parsers import BenchReading
-from kernelopt_core.process import WorkerError
+from kernelopt_core.workers.protocol import WorkerError
 
 
 class LoadFailed(WorkerError):

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import attrs
 
-from kernelopt_core import process
-from kernelopt_core.process import Worker, WorkerError
 from kernelopt_core.target import Command
+from kernelopt_core.workers.protocol import Worker, WorkerError, start_worker
 
 
 @attrs.define
@@ -33,7 +32,7 @@ class Spares:
         start is no spare (the next worker is started as before and meets the same error)."""
         self.discard(role)
         try:
-            self.by_role[role] = (command, process.start_worker(command, log, timeout_s, wait=False))
+            self.by_role[role] = (command, start_worker(command, log, timeout_s, wait=False))
         except (WorkerError, OSError):
             pass
 

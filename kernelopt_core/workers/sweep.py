@@ -12,10 +12,10 @@ from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.lock import Held
 from kernelopt_core.planners.tuner_options import TunerOptions
-from kernelopt_core.process import WorkerError
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Tree
 from kernelopt_core.workers.pool import Pool
+from kernelopt_core.workers.protocol import WorkerError
 
 # a screened configuration's error after which its worker is not trusted for readings
 POISONING = re.compile(r"took longer than|CUDA error|illegal (memory )?address|"

@@ -13,8 +13,8 @@ import pytest
 from kernelopt_tests_support import kernelopt
 from kernelopt_triton_testpaths import EXAMPLES
 
+from kernelopt_core.process import group_members
 from kernelopt_core.testing import fingerprint
-from kernelopt_core.workers.protocol import group_members
 
 KILLER = """    import os, signal
     os.kill(os.getpid(), signal.SIGKILL)  # the worker dies mid-request

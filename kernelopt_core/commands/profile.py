@@ -19,9 +19,15 @@ from typing import Any
 
 import click
 
-from kernelopt_core import events
+from kernelopt_core import events, ui
 from kernelopt_core.capabilities import LabelsKernels, SplitsPhases
+from kernelopt_core.commands.common import shell
+from kernelopt_core.errors import UsageError
 from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.profiling.bench import Profiling, defined_kernels
+from kernelopt_core.profiling.view import kernel_table, locate, ranking, sources, suggestion
+from kernelopt_core.run_context import RunContext
+from kernelopt_core.session import new_run_id, prepare_state_root
 
 
 @click.command("profile")
@@ -40,37 +46,22 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
     """Profile the unmodified target: build it, run its bench (or with --engine, its whole
     program) once under the profiler, and print the kernels ranked by share of device time,
     where the target's are defined, and their metrics per launch."""
-    from kernelopt_core import cli, ui
-    from kernelopt_core.errors import UsageError
-    from kernelopt_core.journal import Journal
-    from kernelopt_core.profiling.bench import Profiling, defined_kernels
-    from kernelopt_core.profiling.view import locate, sources
-    from kernelopt_core.runner import Runner
-    from kernelopt_core.session import new_run_id, prepare_state_root, record_failure, write_header
-    from kernelopt_core.workspace import Workspace
-
-    host, backend, target, settings = cli.resolve(ctx, path, flags)
+    host, backend, target, settings = shell(ctx).resolve(ctx, path, flags)
     if not target.editable and not whole_program:  # llama.cpp's whole model: no bench of its own
         raise UsageError(f"{target.name} is a whole program with no kernel to edit: profile it "
                          "with --engine", hint=f"kernelopt profile {path} --engine")
     run_id = new_run_id()
     out = settings.state_root / "profiles" / run_id
     prepare_state_root(settings.state_root)
-    journal = Journal(out / "journal.jsonl")
-    write_header(journal, run_id, target, settings, sys.argv)
-    runner = Runner(backend, target, settings, journal)
-    workspace = Workspace(settings.state_root, target)
-
-    def stage(name: str, **data: Any) -> None:
-        journal.record(events.Stage(stage=name, **data))
-
+    context = RunContext.open(run_id, out, backend, target, settings)
+    context.write_header(sys.argv)
+    workspace = context.workspace
     try:
-        profiling = Profiling(settings.profiler or "ncu", host, backend, target, runner,
-                              journal, stage)
+        profiling = Profiling(settings.profiler or "ncu", host, context)
         workspace.acquire(run_id, lambda holder: ui.note(
             f"waiting for the workspace of {target.name}, held by {holder}"))
         workspace.start(run_id)
-        built = runner.build(workspace.baseline_tree, out / "build.log")
+        built = context.runner.build(workspace.baseline_tree, out / "build.log")
         if built is not None and not built.ok:
             raise UsageError(f"the target does not build: {built.describe()}\n{built.tail()}",
                              hint=f"make the unmodified target build (log: {out / 'build.log'})")
@@ -89,14 +80,13 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
         labels = (backend.kernel_labels(target, tree, names)
                   if isinstance(backend, LabelsKernels) and names else None)
     except (KeyboardInterrupt, Exception) as exc:
-        record_failure(journal, out, exc, "profile")
+        context.record_failure(exc, "profile")
         raise
     else:
-        journal.record(events.End(exit_code=0, gpu_seconds=round(runner.gpu_seconds, 3)))
+        context.journal.record(events.End(exit_code=0,
+                                          gpu_seconds=round(context.runner.gpu_seconds, 3)))
     finally:
-        runner.close_workers()
-        journal.close()
-        workspace.release()
+        context.close()
     for phase, profile in profiles.items():
         if not profile:
             raise UsageError(f"{target.name} has no {program} command to profile",
@@ -115,9 +105,6 @@ def profile_command(ctx: click.Context, path: Path, whole_program: bool, **flags
 
 def _show(profile: dict[str, Any], phase: str, labels: dict[str, str] | None) -> list[str]:
     """One profile's ranking, hint and metrics table on the console; its markdown lines."""
-    from kernelopt_core import ui
-    from kernelopt_core.profiling.view import kernel_table, ranking, suggestion
-
     rows = ranking(profile, labels)
     table = kernel_table([(phase or "baseline", profile)])
     header = ["share", "total µs", "launches", "µs/launch", "defined in",

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
+from kernelopt_core import history, ui
+from kernelopt_core.commands.common import state_root as root_of
 from kernelopt_core.hookspecs import hookimpl
 
 
 def _run_dir(run_ref: str, state_root: Path | None) -> Path:
     """RUN (an id, a prefix or `last`) under the state root these flags and settings name."""
-    from kernelopt_core import history, settings
-
-    return history.find_run(settings.load(None, {"state_root": state_root}).state_root, run_ref)
+    return history.find_run(root_of(state_root), run_ref)
 
 
 @click.command("apply")
@@ -22,8 +22,6 @@ def _run_dir(run_ref: str, state_root: Path | None) -> Path:
 @click.option("--state-root", type=click.Path(path_type=Path))
 def apply_command(run_ref: str, state_root: Path | None) -> None:
     """Write RUN's winner into your tree; refuses if those files changed since the run began."""
-    from kernelopt_core import history, ui
-
     run_dir = _run_dir(run_ref, state_root)
     for rel in history.apply(run_dir):
         ui.echo(f"applied {rel}")
@@ -35,8 +33,6 @@ def apply_command(run_ref: str, state_root: Path | None) -> None:
 @click.option("--state-root", type=click.Path(path_type=Path))
 def revert_command(run_ref: str, state_root: Path | None) -> None:
     """Undo RUN's applied winner in your tree; refuses if those files changed since."""
-    from kernelopt_core import history, ui
-
     for rel in history.revert(_run_dir(run_ref, state_root)):
         ui.echo(f"restored {rel}")
 

@@ -9,7 +9,13 @@ from typing import Any
 
 import click
 
+from kernelopt_core import campaign, model_check, ui
+from kernelopt_core.commands.common import check_model, shell
+from kernelopt_core.errors import UsageError
+from kernelopt_core.executors import visible_gpus
 from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.journal import Journal
+from kernelopt_core.resume import check_run_id
 
 
 @click.command("campaign")
@@ -36,12 +42,7 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     """Optimize every target of PATHS under one budget, on every GPU (docs/scaling.md).
 
     The plugins' run flags (e.g. --top K for a model file) go to every target's run."""
-    from kernelopt_core import campaign, cli, ui
-    from kernelopt_core.errors import UsageError
-    from kernelopt_core.executors import visible_gpus
-    from kernelopt_core.resume import check_run_id
-
-    host = cli.host_of(ctx)
+    host = shell(ctx).get_host()
     executors = host.registry("executors")
     if executor not in executors:
         raise UsageError(f"no executor {executor!r}",
@@ -59,14 +60,15 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     checks: list[tuple[Any, bool]] = []  # each PATH's backend, and whether to check its model
     first: Any = None  # the first PATH's settings: the executor's options come from them
     # `run` as the group gives it: with the plugins' flags (--top), which <run-args> may use
-    run_command = ctx.find_root().command.get_command(ctx, "run")  # type: ignore[attr-defined]
+    run_command = shell(ctx).get_command(ctx, "run")
+    assert run_command is not None
     for path in paths:  # each PATH's targets, as `kernelopt run PATH <run-args>` finds them
         # the campaign's state root too: a backend may read it while discovering (llama.cpp's
         # --top K ranks by the model's profile recorded there)
         rooted = [*extra, *(["--state-root", str(state_root)] if state_root else [])]
         run_ctx = run_command.make_context("run", [str(path), *rooted], parent=ctx)
         flags = {k: v for k, v in run_ctx.params.items() if k != "path"}
-        _host, path_backend, targets, settings = cli.resolve_all(run_ctx, path, flags)
+        _host, path_backend, targets, settings = shell(ctx).resolve_all(run_ctx, path, flags)
         found.append((str(path.resolve()), targets))
         checks.append((path_backend, settings.model_check))
         first = first or settings
@@ -121,9 +123,6 @@ def _check_models(name: str, found: list[tuple[str, Any]], checks: list[tuple[An
                   outcome: dict[str, Any], state: Path) -> bool:
     """Each model PATH: the whole model with its runs' winners in place (model_check.py),
     journaled in the campaign too. True when one ran."""
-    from kernelopt_core import cli, model_check
-    from kernelopt_core.journal import Journal
-
     directory = state / "campaigns" / name
     ledger = Journal(directory / "campaign.jsonl")
     ran = False
@@ -134,7 +133,7 @@ def _check_models(name: str, found: list[tuple[str, Any]], checks: list[tuple[An
             done = [model_check.Finished(t, state / "runs" / runs[t.name])
                     for t in targets if t.name in runs]
             if wanted and done and model_check.offered(backend):
-                cli.check_model(backend, done, state, directory / f"model-{n + 1}", ledger)
+                check_model(backend, done, state, directory / f"model-{n + 1}", ledger)
                 ran = True
     finally:
         ledger.close()
@@ -150,8 +149,6 @@ CAMPAIGN_WRITES = {"--budget-cost": "--budget-usd", "--budget-gpu-seconds": "--b
 def _as_run_args(command: click.Command, given: dict[str, Any], run_args: list[str]) -> list[str]:
     """The plugin flags given to the campaign (unset ones are None), as `kernelopt run`
     arguments after ``run_args``."""
-    from kernelopt_core.errors import UsageError
-
     in_run_args = {token.split("=", 1)[0] for token in run_args}
     args: list[str] = []
     for param in command.params:
@@ -177,8 +174,6 @@ def _as_run_args(command: click.Command, given: dict[str, Any], run_args: list[s
 
 def _slots(gpus: str | None, visible: Any) -> list[str]:
     """--gpus: the GPU indices (or UUIDs) to use, comma-separated; each is one slot."""
-    from kernelopt_core.errors import UsageError
-
     if gpus is None:
         return list(visible())
     slots = [g.strip() for g in gpus.split(",") if g.strip()]

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import click
 
+from kernelopt_core import history
+from kernelopt_core.commands.common import state_root as root_of
 from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.ui_watch import watch  # rich where installed, else plain text
 
 
 @click.command("watch")
@@ -20,12 +23,7 @@ from kernelopt_core.hookspecs import hookimpl
               help="State directory [./.kernelopt or $KERNELOPT_HOME].")
 def watch_command(run_ref: str, once: bool, state_root: Path | None) -> None:
     """Watch a run (RUN: its id or a prefix of it, default the newest) until it ends."""
-
-    from kernelopt_core import history
-    from kernelopt_core.cli import _state_root
-    from kernelopt_core.ui_watch import watch  # rich where installed, else plain text
-
-    run_dir = history.find_run(_state_root(state_root), run_ref)
+    run_dir = history.find_run(root_of(state_root), run_ref)
     watch(run_dir / "journal.jsonl", once)
 
 
