@@ -25,6 +25,7 @@ from pathlib import Path
 
 import attrs
 
+from kernelopt_llamacpp import nodes
 from kernelopt_llamacpp.nodes import Node, permutation
 
 KV_PAD = 256  # llama.cpp's KV cache: the cells an attention reads, padded to a multiple
@@ -198,6 +199,12 @@ def read(path: Path, phase: str = "prefill", tokens: int = 512) -> list[Node]:
     when its layout is not the llama family's)."""
     n_tokens, n_cached = phase_batch(phase, tokens)
     return graph(read_header(path), n_tokens, n_cached)
+
+
+def read_any(path: Path, phase: str = "prefill") -> list[Node]:
+    """What ``--nodes`` names: llama-eval-callback's output (nodes.read), or a GGUF model whose
+    graph follows from its header (``phase``'s batch); ValueError as those give."""
+    return read(path, phase) if is_gguf(path) else nodes.read(path)
 
 
 def is_gguf(path: Path) -> bool:

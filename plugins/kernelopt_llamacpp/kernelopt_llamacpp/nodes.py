@@ -86,14 +86,9 @@ def permutation(source: tuple[int, ...], result: tuple[int, ...]) -> tuple[int, 
     return found[0] if len(found) == 1 else None
 
 
-def read(path: Path, phase: str = "prefill") -> list[Node]:
-    """The nodes in ``path``: llama-eval-callback's output, or a GGUF model whose graph follows
-    from its header (model_nodes.py: ``phase``'s batch); ValueError when it holds none (not
-    llama-eval-callback's output) or the GGUF's graph cannot be read from its header."""
-    from kernelopt_llamacpp import model_nodes
-
-    if model_nodes.is_gguf(path):
-        return model_nodes.read(path, phase)
+def read(path: Path) -> list[Node]:
+    """The nodes in ``path``; ValueError when it holds none (not llama-eval-callback's output).
+    A GGUF model's nodes: model_nodes.read_any."""
     found = parse(path.read_text(encoding="utf-8", errors="replace"))
     if not found:
         raise ValueError("no `common_debug_cb_eval: NAME = (TYPE) OP(...)` line in it")

@@ -76,7 +76,7 @@ def test_a_real_gguf_file_is_read_and_other_layouts_are_refused(tmp_path: Path) 
     from kernelopt_llamacpp.gguf_model import write_model
 
     llama = write_model(tmp_path / "llama.gguf", None, n_vocab=300, n_head=4, f16=True)
-    found = nodes.read(llama)  # what --nodes MODEL.gguf reads: its prefill of 512 tokens
+    found = model_nodes.read_any(llama)  # what --nodes MODEL.gguf reads: its prefill of 512 tokens
     assert model_nodes.is_gguf(llama) and not model_nodes.is_gguf(Path(__file__))
     output = found[-1]  # the logits of the prompt's last token
     assert (output.op, output.src0_name, output.src0, output.src1) == (
@@ -86,11 +86,11 @@ def test_a_real_gguf_file_is_read_and_other_layouts_are_refused(tmp_path: Path) 
     ffn = next(n for n in found if n.src0_name == "blk.0.ffn_gate.weight")
     assert (ffn.src0, ffn.src1, ffn.ne) == ((256, 512, 1, 1), (256, 512, 1, 1), (512, 512, 1, 1))
     assert nodes.weight_types(str(llama))["blk.0.ffn_gate.weight"] == "GGML_TYPE_F16"
-    decode = nodes.read(llama, "decode")
+    decode = model_nodes.read_any(llama, "decode")
     assert nodes.heaviest(decode, "ROPE").src0 == (64, 4, 1, 1)  # type: ignore[union-attr]
     gpt2 = write_model(tmp_path / "gpt2.gguf", None, n_vocab=300, arch="gpt2")
     with pytest.raises(ValueError, match="not laid out as the llama family's.*llama-eval-callback"):
-        nodes.read(gpt2)
+        model_nodes.read_any(gpt2)
     (tmp_path / "bad.gguf").write_bytes(b"GGUF\x03\x00\x00\x00garbage")
     with pytest.raises(ValueError, match="not a GGUF file"):
-        nodes.read(tmp_path / "bad.gguf")
+        model_nodes.read_any(tmp_path / "bad.gguf")

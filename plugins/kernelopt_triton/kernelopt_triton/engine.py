@@ -44,7 +44,6 @@ runs the configs the capture timed.
 from __future__ import annotations
 
 import argparse
-import ast
 import itertools
 import json
 import os
@@ -62,13 +61,14 @@ from kernelopt_triton.compile_mode import (
     describe,
     uses_cudagraphs,
 )
+from kernelopt_triton.engine_swap import candidate_parts, swap_kernel_source  # noqa: F401 (tests, callers)
 from kernelopt_triton.inductor import (
     build_model,
     load_model_file,
     model_prerequisite_error,
     model_tolerance,
 )
-from kernelopt_triton.inductor_template import inductor_form
+from kernelopt_triton.outputs import compare, flatten_outputs
 
 ENGINE_SEED = 20240917  # fixed inputs: baseline and candidate see the same data
 # after a compile or idle the H200's clocks ramp for ~0.2 s (FACTS.md); a window of ~20 ms of
@@ -78,110 +78,6 @@ WARMUP_S, WINDOW_MS = 0.5, 20.0
 # warm-up after each switch (the first launches of a version pay its first-call costs)
 PAIR_ROUNDS, PAIR_WINDOWS, SWITCH_WARMUP_S = 12, 5, 0.05
 PAIR_SEEDS = (ENGINE_SEED, ENGINE_SEED + 1)
-
-
-# --------------------------------------------------------------------------- the swap (pure)
-
-
-def candidate_parts(candidate_text: str, name: str) -> tuple[list[str], dict[str, int]]:
-    """The candidate's @triton.jit functions (sources, NAME last) and its launch keywords."""
-    tree = ast.parse(candidate_text)
-    lines = candidate_text.splitlines()
-    funcs: list[tuple[int, str]] = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
-            start = min(d.lineno for d in node.decorator_list) - 1
-            text = "\n".join(lines[start:node.end_lineno]) + "\n"
-            funcs.append((1 if node.name == name else 0, text))
-    if not any(is_main for is_main, _ in funcs):
-        raise ValueError(f"the candidate defines no @triton.jit function {name}")
-    config: dict[str, int] = {}
-    for walked in ast.walk(tree):
-        # NAME[grid](..., XBLOCK=64, num_warps=4): the launch keywords are the config.
-        if (isinstance(walked, ast.Call) and isinstance(walked.func, ast.Subscript)
-                and ast.unparse(walked.func.value) == name):
-            for kw in walked.keywords:
-                if kw.arg and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, int):
-                    config[kw.arg] = kw.value.value
-    funcs.sort(key=lambda f: f[0])
-    return [text for _, text in funcs], config
-
-
-def swap_kernel_source(inductor_source: str, candidate_text: str, name: str) -> str:
-    """Inductor's kernel source with the candidate's jit function(s) and a fixed launch config."""
-    tree = ast.parse(inductor_source)
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
-    if fn is None:
-        raise ValueError(f"kernel {name} not found in Inductor's source")
-    heur = next((d for d in fn.decorator_list if isinstance(d, ast.Call)
-                 and ast.unparse(d.func).startswith("triton_heuristics.")), None)
-    funcs, config = candidate_parts(candidate_text, name)
-    lines = inductor_source.splitlines()
-    start = min(d.lineno for d in fn.decorator_list) - 1
-    end = fn.end_lineno or len(lines)
-    decorator: list[str] = []
-    if heur is not None:
-        kws = {k.arg: ast.get_source_segment(inductor_source, k.value) for k in heur.keywords}
-        if ast.unparse(heur.func) == "triton_heuristics.template":
-            # a GEMM template: its meta parameters back in its body, num_warps/num_stages in
-            # its own decorator (inductor_template.py); the grid follows in engine_switch
-            meta = sorted(set(config) - {"num_warps", "num_stages"})
-            if meta:  # the tiles the grid and the bench follow are the body's: one place
-                raise ValueError(f"a GEMM template's {', '.join(meta)} given at its launch: "
-                                 "its tiles are set in its body (BLOCK_M: tl.constexpr = 64)")
-            funcs[-1] = inductor_form(funcs[-1], name, tuple(a.arg for a in fn.args.args))
-            kws.update({k: str(v) for k, v in config.items() if k in ("num_warps", "num_stages")})
-            decorator = ["@triton_heuristics.template("]
-            decorator += [f"    {k}={v}," for k, v in kws.items() if k]
-            decorator.append(")")
-        elif config:
-            decorator = [
-                "@triton_heuristics.fixed_config(",
-                f"    config={config!r},",
-                "    filename=__file__,",
-                f"    triton_meta={kws.get('triton_meta', '{}')},",
-                f"    inductor_meta={kws.get('inductor_meta', '{}')},",
-                ")",
-            ]
-        else:  # no launch keywords found: keep Inductor's own autotuning
-            decorator = lines[heur.lineno - 1:heur.end_lineno]
-    helpers, main = funcs[:-1], funcs[-1]
-    new = lines[:start] + [h.rstrip("\n") for h in helpers] + decorator + main.rstrip("\n").splitlines()
-    return "\n".join(new + lines[end:]) + "\n"
-
-
-# --------------------------------------------------------------------------- comparison
-
-
-def flatten_outputs(out: Any) -> list[Any]:
-    """Tensors of a model's output (tensor, tuple/list, dict), in a fixed order, on the CPU."""
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return [out.detach().cpu()]
-    if isinstance(out, dict):
-        return [t for k in sorted(out) for t in flatten_outputs(out[k])]
-    if isinstance(out, (list, tuple)):
-        return [t for item in out for t in flatten_outputs(item)]
-    return []
-
-
-def compare(outputs: list[Any], reference: list[Any], atol: float, rtol: float) -> tuple[bool, str]:
-    """Element-wise |a - b| <= atol + rtol |b| in float64, every output; NaN never matches."""
-    if len(outputs) != len(reference):
-        return False, f"{len(outputs)} outputs, reference has {len(reference)}"
-    worst_abs = worst_rel = 0.0
-    ok = True
-    for got, want in zip(outputs, reference, strict=True):
-        if got.shape != want.shape:
-            return False, f"shape {tuple(got.shape)} != reference {tuple(want.shape)}"
-        a, b = got.double(), want.double()
-        diff = (a - b).abs()
-        if diff.numel():
-            worst_abs = max(worst_abs, float(diff.max()))
-            worst_rel = max(worst_rel, float((diff / b.abs().clamp_min(1e-12)).max()))
-            ok = ok and bool((diff <= atol + rtol * b.abs()).all()) and not bool(a.isnan().any())
-    return ok, f"max abs err {worst_abs:.3g}, max rel err {worst_rel:.3g} (atol {atol:g}, rtol {rtol:g})"
 
 
 # --------------------------------------------------------------------------- the run
