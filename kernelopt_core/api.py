@@ -34,6 +34,7 @@ from kernelopt_core.capabilities import (
     ChecksShape,
     ClaimsSpeedup,
     ComparesModel,
+    ConfiguresItself,
     DefinesKernels,
     Exhaustive,
     LabelsKernels,
@@ -128,7 +129,7 @@ __all__ = [
     # a planner's optional methods, likewise
     "SelectsItself", "UsesPlugins", "ChecksInputs", "ChecksProvider",
     # a gate's and a planner's optional attributes, likewise (absent: their defaults)
-    "RequiresGates", "ClaimsSpeedup", "Exhaustive",
+    "RequiresGates", "ClaimsSpeedup", "Exhaustive", "ConfiguresItself",
     "Job", "JobResult",
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings", "SearchSettings",

@@ -31,7 +31,8 @@ PROTOCOLS = ("Backend", "ChecksShape", "ChecksSeeds", "BenchesWork", "PairsEngin
              "ComparesModel", "SplitsPhases", "LabelsKernels", "ProbesCompile",
              "ServesBenchWorker", "DefinesKernels", "Gate", "RequiresGates", "ClaimsSpeedup",
              "Planner", "Exhaustive", "SelectsItself", "UsesPlugins",
-             "ChecksInputs", "ChecksProvider", "Profiler", "Executor", "GateServices",
+             "ChecksInputs", "ChecksProvider", "Profiler", "Executor", "ConfiguresItself",
+             "GateServices",
              "EventLog")
 FUNCTIONS = ("run", "benches_work", "option", "option_table", "run_process", "run_on_gpu",
              "gpu_lock", "run_command",

@@ -160,6 +160,14 @@ class Exhaustive(Protocol):
     exhaustive: bool
 
 
+@runtime_checkable
+class ConfiguresItself(Protocol):
+    """An executor with options of its own (kernelopt-dask's ``[dask]`` scheduler): the
+    campaign runs ``configure(settings)``'s executor instead of the registered one."""
+
+    def configure(self, settings: Settings) -> Any: ...
+
+
 def required_gates(gate: object) -> tuple[str, ...]:
     """The gates ``gate`` needs before it in its phase; () when it declares none."""
     return tuple(gate.requires) if isinstance(gate, RequiresGates) else ()

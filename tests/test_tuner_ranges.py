@@ -217,12 +217,12 @@ def test_another_knobs_failure_beside_a_grown_value_does_not_end_its_growth() ->
     watch = RangeWatch({"TILE": tile, "WARPS": KnobRange(warps, steps=4)},
                        {key({"TILE": "64", "WARPS": "4"}): 1.2,
                         key({"TILE": "128", "WARPS": "4"}): 1.5})
-    watch.failed(ctx, {"TILE": "128", "WARPS": "8"}, {"failed_gate": "build"})
+    watch.failed(ctx, {"TILE": "128", "WARPS": "8"}, Outcome("c3", False, failed_gate="build"))
     assert tile.stopped == {} and not notes(ctx)
     watch.grow(ctx)
     assert tile.values[-1] == "256"
     # the grown value failing on its own (never timed) still ends that end
-    watch.failed(ctx, {"TILE": "256", "WARPS": "4"}, {"failed_gate": "build"})
+    watch.failed(ctx, {"TILE": "256", "WARPS": "4"}, Outcome("c4", False, failed_gate="build"))
     assert tile.stopped == {True: "failed"}
 
 

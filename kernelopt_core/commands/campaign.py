@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from kernelopt_core import campaign, model_check, ui
+from kernelopt_core.capabilities import ConfiguresItself
 from kernelopt_core.commands.common import check_model, shell
 from kernelopt_core.errors import UsageError
 from kernelopt_core.executors import visible_gpus
@@ -74,7 +75,7 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
         first = first or settings
     state = (state_root or first.state_root).resolve()
     chosen = executors[executor]
-    if hasattr(chosen, "configure"):  # an executor with options of its own ([dask] scheduler)
+    if isinstance(chosen, ConfiguresItself):  # its own options ([dask] scheduler)
         chosen = chosen.configure(first)
     again = campaign.recorded(state, name, Path.cwd())
     if again is not None:  # the same campaign: its plan, run ids and budget shares as started
