@@ -12,7 +12,7 @@ from kernelopt_core.api import option, option_table
 @attrs.frozen
 class LlamaCppOptions:
     """``[llamacpp]`` in kernelopt.toml; ``--op``, ``--case``, ``--e2e``, ``--e2e-model``,
-    ``--device-backend``, ``--nodes``, ``--top`` (with a model and no --op: its K heaviest
+    ``--device-backend``, ``--nodes`` (and ``--phase``), ``--top`` (with a model and no --op: its K heaviest
     ops, by its last ``kernelopt profile --engine``)."""
 
     op: str | None = option(None, "The ggml op to optimize (e.g. SOFT_MAX).")
@@ -23,8 +23,12 @@ class LlamaCppOptions:
     e2e: bool = option(False, "The engine gate with a generated random-weight GGUF.")
     device_backend: str | None = option(None, "The ggml backend test-backend-ops runs on; CUDA0 "
                                         "when unset.")
-    nodes: str | None = option(None, "The model's graph nodes (llama-eval-callback's output): "
-                               "time the op on its heaviest node's shape.")
+    nodes: str | None = option(None, "The model's graph nodes: llama-eval-callback's output, or "
+                               "the GGUF model itself (llama family: its graph from its "
+                               "header); time the op on its heaviest node's shape.")
+    phase: str = option("prefill", "With --nodes MODEL.gguf: the batch the op is timed at, "
+                        "prefill (a 512-token prompt) or decode (one token after it).",
+                        validator=attrs.validators.in_(("prefill", "decode")))
     # the same type and default as kernelopt-triton's [triton] top: one --top sets both
     top: int = option(1, "A llama.cpp tree with --e2e or --e2e-model and no --op: optimize its "
                       "K ops with the largest share of GPU time.",

@@ -176,7 +176,7 @@ def discover(path: Path, settings: Settings) -> list[Target]:
     if route.kind == "none":
         raise UsageError(f"{route.op} has no kernel file kernelopt edits ({route.note})",
                          hint=f"ops with editable kernels: {', '.join(known)}")
-    node = timing.model_node(route, options.nodes)
+    node = timing.model_node(route, options.nodes, phase=options.phase)
     return [op_target(root, settings, options, route, node, options.e2e_model)]
 
 def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: Any,
@@ -189,7 +189,7 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
     except OSError:
         test_source = b""
     extra_perf, match = timing.timed_cases(route, test_source, options.case, node,
-                                           model or e2e_model)
+                                           model or e2e_model or timing.gguf_model(options.nodes))
     marker = fixture_marker(root)
     if marker is None:
         problem = gpu_problem()
@@ -223,7 +223,7 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
     shape = pinned["case"] if pinned else (
         tbo.case_name(route.op, case) if case else
         f"{route.op} at the model's node {tbo.match_text(match)} ({node.name if node else '?'}"
-        "; pinned at the first bench)" if match else
+        f"{_from_header(options)}; pinned at the first bench)" if match else
         f"{route.op}: the largest-us/run case of `test-backend-ops perf -o {route.op}` "
         "(ties within 5 %: the first by name; pinned at the first bench)")
     context = tuple(f for f in ("ggml/src/ggml-cuda/common.cuh",) if (root / f).is_file())
@@ -240,13 +240,21 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         data=data,
     )
 
+def _from_header(options: LlamaCppOptions) -> str:
+    """Where a node read from a GGUF's header came from: its file and batch."""
+    from kernelopt_llamacpp import timing
+
+    model = timing.gguf_model(options.nodes)
+    return f" of {Path(model).name}'s {options.phase} graph, read from its header" if model else ""
+
+
 def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
                  table: dict[str, Any]) -> list[Target]:
     """--top K and a model, no --op: the model's K heaviest ops kernelopt can edit and
     time (top_ops.py), from its last profile, each timed on its heaviest node with
     --nodes; the engine gate and the model check run that model."""
     from kernelopt_core.api import last_profile
-    from kernelopt_llamacpp import harness, nodes, timing, top_ops, tuning
+    from kernelopt_llamacpp import harness, timing, top_ops, tuning
     from kernelopt_llamacpp.dispatch import Sources
 
     if options.case:
@@ -266,12 +274,7 @@ def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
         raise UsageError(f"the profiled model {model} is gone",
                          hint=f"profile the model again: kernelopt profile {root} --backend "
                               "llamacpp --engine ...")
-    try:
-        found = nodes.read(Path(options.nodes).expanduser()) if options.nodes else None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--nodes {options.nodes}: {exc}",
-                         hint="give llama-eval-callback's output for the model: "
-                              "llama-eval-callback -m MODEL.gguf -p PROMPT -ngl 99 > FILE") from exc
+    found = timing.read_nodes(options.nodes, options.phase) if options.nodes else None
     try:
         test_source = (root / harness.FILE).read_bytes()
     except OSError:

@@ -11,28 +11,46 @@ from kernelopt_llamacpp.nodes import Node
 from kernelopt_llamacpp.ops import Route
 
 
-def model_node(route: Route, nodes_file: str | None,
-               found: list[Node] | None = None) -> Node | None:
-    """--nodes: the op's heaviest node in the model's graph (nodes.py; ``found``: the file's
-    nodes when the caller has read them); refused when the file holds no nodes or the model
-    runs no node of the op."""
+def model_node(route: Route, nodes_file: str | None, found: list[Node] | None = None,
+               phase: str = "prefill") -> Node | None:
+    """--nodes: the op's heaviest node in the model's graph (``found``: the graph when the
+    caller has read it, else read_nodes'); refused when the model runs no node of the op."""
     from kernelopt_llamacpp import nodes
 
     if not nodes_file:
         return None
     path = Path(nodes_file).expanduser()
-    try:
-        found = nodes.read(path) if found is None else found
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--nodes {path}: {exc}",
-                         hint="give llama-eval-callback's output for the model: "
-                              "llama-eval-callback -m MODEL.gguf -p PROMPT -ngl 99 > FILE") from exc
+    found = read_nodes(nodes_file, phase) if found is None else found
     node = nodes.heaviest(found, route.op)
     if node is None:
         raise UsageError(f"the model in {path} runs no {route.op} node, so its shape cannot "
                          f"come from it; the model's ops: {', '.join(nodes.ops(found))}",
                          hint="pick one of the model's ops, or drop --nodes")
     return node
+
+
+def read_nodes(nodes_file: str, phase: str = "prefill") -> list[Node]:
+    """--nodes' graph: llama-eval-callback's output, or a GGUF model's ``phase`` batch from its
+    header (model_nodes.py); a usage error when it is neither."""
+    from kernelopt_llamacpp import model_nodes
+
+    path = Path(nodes_file).expanduser()
+    try:
+        return model_nodes.read_any(path, phase)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--nodes {path}: {exc}",
+                         hint="give the GGUF model (llama family) or llama-eval-callback's output "
+                              "for it: llama-eval-callback -m MODEL.gguf -p PROMPT -ngl 99 > "
+                              "FILE") from exc
+
+
+def gguf_model(nodes_file: str | None) -> str | None:
+    """--nodes' file when it is the GGUF model itself: its weights' types come from it too."""
+    from kernelopt_llamacpp import model_nodes
+
+    if nodes_file and model_nodes.is_gguf(Path(nodes_file).expanduser()):
+        return str(Path(nodes_file).expanduser())
+    return None
 
 
 def timed_cases(route: Route, test_source: bytes, case: str | None, node: Node | None,

@@ -94,3 +94,26 @@ def test_a_real_gguf_file_is_read_and_other_layouts_are_refused(tmp_path: Path) 
     (tmp_path / "bad.gguf").write_bytes(b"GGUF\x03\x00\x00\x00garbage")
     with pytest.raises(ValueError, match="not a GGUF file"):
         model_nodes.read_any(tmp_path / "bad.gguf")
+
+
+def test_an_op_is_timed_at_the_gguf_models_own_node(tmp_path: Path) -> None:
+    """`run-llamacpp --op SOFT_MAX --nodes MODEL.gguf [--phase decode]`: the op's heaviest node
+    of the model's graph read from its header, the case written at that shape, no profiling."""
+    pytest.importorskip("gguf")
+    from kernelopt_llamacpp import harness
+    from kernelopt_llamacpp.backend import LlamaCppBackend
+    from kernelopt_llamacpp.gguf_model import write_model
+    from llamacpp_fixture import copy_fixture, settings_with
+
+    repo = copy_fixture(tmp_path / "repo")
+    tool = Path(__file__).parent / "fixtures" / "real-tbo" / "test-backend-ops.cpp.gz"
+    (repo / harness.FILE).write_bytes(gzip.decompress(tool.read_bytes()))
+    model = write_model(tmp_path / "m.gguf", None, n_vocab=300, n_head=4, f16=True)
+    [prefill] = LlamaCppBackend().discover(
+        repo, settings_with(tmp_path / "state", op="SOFT_MAX", nodes=str(model)))
+    assert prefill.data.match == ("type=f32", "ne=[512,512,4,1]", "m_prec=f32")
+    assert "(kq_soft_max-0 of m.gguf's prefill graph, read from its header;" in prefill.shape
+    [decode] = LlamaCppBackend().discover(
+        repo, settings_with(tmp_path / "state", op="SOFT_MAX", nodes=str(model), phase="decode"))
+    assert decode.data.match == ("type=f32", "ne=[768,1,4,1]", "m_prec=f32")  # 513 cells, padded
+    assert "m.gguf's decode graph" in decode.shape
