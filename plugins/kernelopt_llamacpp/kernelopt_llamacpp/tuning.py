@@ -29,7 +29,11 @@
   launch (reach.py): its values within a factor 4 of the current one (a tile or a row count
   is less free than a block size).
 
-Values tried are the core's powers of two around the current value. Values that do not compile
+* a selection cap at a dispatch site, whose value picks a templated kernel's block size
+  (dispatch_knobs.py: mmvf.cu's ``max_block_size``, MUL_MAT's GEMV).
+
+Values tried are the core's powers of two around the current value (a selection cap's: its
+switch's cases). Values that do not compile
 are dropped before the search by the compile probe (probe.py).
 """
 
@@ -46,6 +50,7 @@ from kernelopt_core.api import (
     source_texts,
     unroll_knobs,
 )
+from kernelopt_llamacpp.dispatch_knobs import selection_caps
 
 BLOCK_DEFINE = re.compile(
     r"^[ \t]*#[ \t]*define[ \t]+(CUDA_([A-Z0-9_]+)_BLOCK_SIZE)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
@@ -158,4 +163,5 @@ def scan(files: Mapping[str, bytes], op: str, function: str = "") -> list[Knob]:
         knobs += launch_bounds_knobs(path, text)
         knobs += launch_pairs(text, path, op, function)
         knobs += unroll_knobs(path, text)
+        knobs += selection_caps(path, text)
     return knobs + constants(texts)

@@ -78,15 +78,14 @@ def test_top_k_takes_the_models_heaviest_ops_it_can_time(tree: Path, tmp_path: P
     assert written["profile"] == run_id
     rows = {r["op"]: r for r in written["ops"]}
     # the decode's matrix-vector kernels are MUL_MAT's: the heaviest op, timable at its node
-    # (m/n/k by ggml's layout), but its files hold no knob for the built-in tuner: passed over
-    # with why; cuBLAS is a library's
-    assert rows["MUL_MAT"]["share"] > 0.4 and not rows["MUL_MAT"]["chosen"]
-    assert "no knob in its files for the built-in tuner" in rows["MUL_MAT"]["why"]
+    # (m/n/k by ggml's layout), and its GEMV's block size is a knob at its dispatch site
+    # (dispatch_knobs.py: mmvf.cu's max_block_size): chosen first; cuBLAS is a library's
+    assert rows["MUL_MAT"]["share"] > 0.4 and rows["MUL_MAT"]["chosen"]
     assert not rows["cuBLAS"]["chosen"] and "library" in rows["cuBLAS"]["why"]
     assert abs(sum(r["share"] for r in written["ops"]) - 1.0) < 1e-6
     chosen = [r["op"] for r in written["ops"] if r["chosen"]]
     assert [t.name for t in targets] == chosen and len(chosen) == 3
-    assert chosen[:2] == ["RMS_NORM", "SOFT_MAX"]  # decode 5.9 % + prefill 2.8 %, then 1.65 + 9.5
+    assert chosen == ["MUL_MAT", "RMS_NORM", "SOFT_MAX"]  # 62.7 %, then the norm and softmax
     for target in targets:
         assert target.time_share == rows[target.name]["share"]
         # no engine gate per op: the model check runs the model once, every winner in place
@@ -115,8 +114,10 @@ def test_top_k_takes_the_models_heaviest_ops_it_can_time(tree: Path, tmp_path: P
     with contextlib.redirect_stdout(out):
         assert coverage.main(["--state-root", str(state), "--repo", str(tree)]) == 0
     covered = {o["op"]: o for o in json.loads(out.getvalue())["ops"]}
-    assert covered["MUL_MAT"]["chosen"] is False
-    assert "no knob" in covered["MUL_MAT"]["passed_over"] and covered["MUL_MAT"]["timed"]
+    assert covered["MUL_MAT"]["chosen"] is True and covered["MUL_MAT"]["timed"]
+    [cap] = covered["MUL_MAT"]["knobs"]  # which knob reaches the model's GEMV, said
+    assert (cap["name"], cap["file"]) == ("max_block_size", "ggml/src/ggml-cuda/mmvf.cu")
+    assert cap["reaches"] and all(k.startswith("mul_mat_vec_f<") for k in cap["reaches"])
     assert [op for op, o in covered.items() if o["chosen"]] == chosen
     assert all(o["passed_over"] is None for o in covered.values() if o["chosen"])
     # the model itself stays a target to profile (--target model), whatever --top says
