@@ -26,9 +26,12 @@ class LlamaCppOptions:
     nodes: str | None = option(None, "The model's graph nodes: llama-eval-callback's output, or "
                                "the GGUF model itself (llama family: its graph from its "
                                "header); time the op on its heaviest node's shape.")
-    phase: str = option("prefill", "With --nodes MODEL.gguf: the batch the op is timed at, "
-                        "prefill (a 512-token prompt) or decode (one token after it).",
-                        validator=attrs.validators.in_(("prefill", "decode")))
+    phase: str | None = option(None, "prefill or decode: with --nodes MODEL.gguf the batch an "
+                               "op is timed at (a 512-token prompt, the default, or one token "
+                               "after it); with --top the phase whose time ranks the ops "
+                               "(default: every phase's).",
+                               validator=attrs.validators.optional(
+                                   attrs.validators.in_(("prefill", "decode"))))
     # the same type and default as kernelopt-triton's [triton] top: one --top sets both
     top: int = option(1, "A llama.cpp tree with --e2e or --e2e-model and no --op: optimize its "
                       "K ops with the largest share of GPU time.",

@@ -176,7 +176,7 @@ def discover(path: Path, settings: Settings) -> list[Target]:
     if route.kind == "none":
         raise UsageError(f"{route.op} has no kernel file kernelopt edits ({route.note})",
                          hint=f"ops with editable kernels: {', '.join(known)}")
-    node = timing.model_node(route, options.nodes, phase=options.phase)
+    node = timing.model_node(route, options.nodes, phase=options.phase or "prefill")
     return [op_target(root, settings, options, route, node, options.e2e_model)]
 
 def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: Any,
@@ -245,7 +245,8 @@ def _from_header(options: LlamaCppOptions) -> str:
     from kernelopt_llamacpp import timing
 
     model = timing.gguf_model(options.nodes)
-    return f" of {Path(model).name}'s {options.phase} graph, read from its header" if model else ""
+    phase = options.phase or "prefill"
+    return f" of {Path(model).name}'s {phase} graph, read from its header" if model else ""
 
 
 def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
@@ -274,7 +275,11 @@ def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
         raise UsageError(f"the profiled model {model} is gone",
                          hint=f"profile the model again: kernelopt profile {root} --backend "
                               "llamacpp --engine ...")
-    found = timing.read_nodes(options.nodes, options.phase) if options.nodes else None
+    found = timing.read_nodes(options.nodes, options.phase or "prefill") if options.nodes else None
+    if options.phase and options.phase not in profile.phases:
+        raise UsageError(f"--phase {options.phase}: the profile {profile.run_id} has no such "
+                         f"phase (it has {', '.join(profile.phases)})",
+                         hint="drop --phase, or profile the model's phases again")
     try:
         test_source = (root / harness.FILE).read_bytes()
     except OSError:
@@ -289,7 +294,8 @@ def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
             raise UsageError("no knob in its files for the built-in tuner; --planner agents "
                              "(an LLM) can edit it")
 
-    rows = top_ops.choose(top_ops.ranked_ops(profile, Sources(root), top_ops.model_ops(found)),
+    rows = top_ops.choose(top_ops.ranked_ops(profile, Sources(root), top_ops.model_ops(found),
+                                             options.phase),
                           table, options.top, timable)
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
     top_ops.write(settings.state_root / "llamacpp" / f"{digest}-top.json", profile, rows,
@@ -298,8 +304,9 @@ def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
     chosen = [r for r in rows if r.chosen]
     if not chosen:
         raise UsageError(f"none of the model's ops in its profile {profile.run_id} can be "
-                         "edited and timed", hint=top_ops.preface(rows, profile, options.top))
-    preface = top_ops.preface(rows, profile, options.top)
+                         "edited and timed",
+                         hint=top_ops.preface(rows, profile, options.top, options.phase))
+    preface = top_ops.preface(rows, profile, options.top, options.phase)
     # no engine gate per op: the model check runs the whole model once, every winner in
     return [attrs.evolve(op_target(root, settings, options, table[r.op],
                                          timing.model_node(table[r.op], options.nodes,

@@ -28,14 +28,19 @@ class Ranked:
     kernels: tuple[str, ...]  # their function names, heaviest first
     chosen: bool = False
     why: str = ""  # why an op was passed over
+    # each profiled phase's share that is this op's (prefill, decode: a decode-bound op shows)
+    phases: dict[str, float] = attrs.field(factory=dict)
 
 
-def ranked_ops(profile: RecordedProfile, sources: Sources, model_ops: set[str] | None) -> list[Ranked]:
+def ranked_ops(profile: RecordedProfile, sources: Sources, model_ops: set[str] | None,
+               phase: str | None = None) -> list[Ranked]:
     """The profile's kernels summed per op (a kernel several ops may own: the one the model
-    runs, when its nodes are known, else the first), heaviest first."""
+    runs, when its nodes are known, else the first), heaviest first; ``phase``: ranked by that
+    phase's time alone (decode, what a chat user waits on), else by every phase's."""
     sums: dict[str, float] = {}
     names: dict[str, dict[str, float]] = {}
-    for kernels in profile.phases.values():
+    per_phase: dict[str, dict[str, float]] = {}
+    for name, kernels in profile.phases.items():
         for kernel in kernels:
             a = attribute(str(kernel.get("name", "")), sources)
             us = float(kernel.get("total_us") or 0.0)
@@ -51,11 +56,17 @@ def ranked_ops(profile: RecordedProfile, sources: Sources, model_ops: set[str] |
                                  and a.file in sources.table[op].files
                                  and a.kernel in sources.reached(op))
                 key = (run or list(a.ops))[0]
+            per_phase.setdefault(name, {})[key] = per_phase.get(name, {}).get(key, 0.0) + us
+            if phase is not None and name != phase:
+                continue
             sums[key] = sums.get(key, 0.0) + us
             names.setdefault(key, {})
             names[key][a.kernel] = names[key].get(a.kernel, 0.0) + us
     total = sum(sums.values()) or 1.0
-    return [Ranked(key, us, us / total, tuple(sorted(names[key], key=lambda k: -names[key][k])))
+    phase_totals = {name: sum(ops.values()) or 1.0 for name, ops in per_phase.items()}
+    return [Ranked(key, us, us / total, tuple(sorted(names[key], key=lambda k: -names[key][k])),
+                   phases={name: round(ops.get(key, 0.0) / phase_totals[name], 5)
+                           for name, ops in per_phase.items()})
             for key, us in sorted(sums.items(), key=lambda kv: -kv[1])]
 
 
@@ -103,14 +114,18 @@ def write(path: Path, profile: RecordedProfile, rows: list[Ranked], nodes: str |
     part.replace(path)
 
 
-def preface(rows: list[Ranked], profile: RecordedProfile, top: int) -> str:
+def preface(rows: list[Ranked], profile: RecordedProfile, top: int,
+            phase: str | None = None) -> str:
     """What the console shows once before the runs: the ranking down to the last chosen op."""
-    lines = [f"the model's ops by share of its device time (profile {profile.run_id}, "
+    ranked_by = f"{phase}'s device time" if phase else "its device time"
+    lines = [f"the model's ops by share of {ranked_by} (profile {profile.run_id}, "
              f"phases {', '.join(profile.phases)}); --top {top}:"]
     last = max((i for i, r in enumerate(rows) if r.chosen), default=-1)
     for row in rows[:last + 1]:
         mark = "optimize" if row.chosen else f"passed over: {row.why}"
-        lines.append(f"  {row.share * 100:5.1f} %  {row.op:<14} {mark}")
+        apart = ", ".join(f"{name} {share * 100:.1f} %" for name, share in row.phases.items())
+        lines.append(f"  {row.share * 100:5.1f} %  {row.op:<14} {mark}"
+                     + (f"  ({apart})" if len(row.phases) > 1 else ""))
     return "\n".join(lines)
 
 

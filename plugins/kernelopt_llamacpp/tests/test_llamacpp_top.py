@@ -86,6 +86,18 @@ def test_top_k_takes_the_models_heaviest_ops_it_can_time(tree: Path, tmp_path: P
     chosen = [r["op"] for r in written["ops"] if r["chosen"]]
     assert [t.name for t in targets] == chosen and len(chosen) == 3
     assert chosen == ["MUL_MAT", "RMS_NORM", "SOFT_MAX"]  # 62.7 %, then the norm and softmax
+    # each phase's share apart: the GEMV is most of decode, the softmax a prefill op
+    assert set(rows["MUL_MAT"]["phases"]) == {"prefill", "decode"}
+    assert rows["MUL_MAT"]["phases"]["decode"] > 0.8 > rows["MUL_MAT"]["phases"]["prefill"]
+    assert rows["SOFT_MAX"]["phases"]["prefill"] > rows["SOFT_MAX"]["phases"]["decode"]
+    assert "(prefill " in targets[0].preface and ", decode " in targets[0].preface
+    # --phase decode: the ops ranked by what generation spends, its shares the decode's
+    decode = LlamaCppBackend().discover(tree, settings_with(
+        state, e2e_model=str(model), top=2, nodes=str(nodes), phase="decode",
+        origins={"llamacpp.top": "flag"}))
+    assert decode[0].name == "MUL_MAT"
+    assert decode[0].time_share == pytest.approx(rows["MUL_MAT"]["phases"]["decode"], abs=1e-4)
+    assert "by share of decode's device time" in decode[0].preface
     for target in targets:
         assert target.time_share == rows[target.name]["share"]
         # no engine gate per op: the model check runs the model once, every winner in place
