@@ -53,8 +53,12 @@ def probe(path: Path, readings: int, gap_ms: float) -> None:
 def load_profile(path: Path, seeds: tuple[int, ...]) -> None:
     """The pieces of Session(...) and check() on their own clocks (synchronized)."""
     from kernelopt_triton import harness
+    from kernelopt_triton.contract import contract
+    from kernelopt_triton.harness_device import setup_device
+    from kernelopt_triton.harness_inputs import make_args
+    from kernelopt_triton.loading import load
 
-    torch, device, _ = harness.setup_device()
+    torch, device, _ = setup_device()
 
     def sync() -> None:
         if device == "cuda":
@@ -70,10 +74,10 @@ def load_profile(path: Path, seeds: tuple[int, ...]) -> None:
         phases[name] = phases.get(name, 0.0) + time.perf_counter() - t0
         return value
 
-    module = clock("import kernel file", lambda: harness.load(path, "oracle"))
-    spec = harness.contract(module, path)
+    module = clock("import kernel file", lambda: load(path, "oracle"))
+    spec = contract(module, path)
     for seed in seeds:
-        args = clock("make_args", lambda s=seed: harness.make_args(torch, spec, s, device))
+        args = clock("make_args", lambda s=seed: make_args(torch, spec, s, device))
         clock("reference", lambda a=args: spec["reference"](*a))
     session = clock("Session(load) total", lambda: harness.Session(path, None, seeds, (11, 12)))
     clock("check (first: compiles)", session.check)

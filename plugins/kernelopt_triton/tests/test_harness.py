@@ -150,6 +150,23 @@ def test_a_candidate_cannot_loosen_the_originals_tolerance() -> None:
         harness.run_check(HACKS / "tolerance_tamper.py", 1, EXAMPLES / "softmax.py")
 
 
+def test_the_harness_imports_its_modules_before_any_kernel_file() -> None:
+    """Every harness_* module binds the clock and output functions it reads at its import;
+    harness.py imports them all at its top, so they are bound before a kernel file loads (and
+    before torch: the worker's hello stays fast)."""
+    import subprocess
+    import sys
+
+    package = Path(harness.__file__).parent
+    wanted = sorted(f"kernelopt_triton.{p.stem}" for p in package.glob("harness_*.py"))
+    listed = ("import sys, kernelopt_triton.harness; "
+              "print(' '.join(sorted(m for m in sys.modules if m.startswith(("
+              "'kernelopt_triton.harness_', 'torch', 'triton')))))")
+    loaded = subprocess.run([sys.executable, "-c", listed], capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert len(wanted) >= 5 and loaded == wanted
+
+
 @pytest.mark.slow
 def test_a_forged_second_time_line_is_not_believed(tmp_path: Path) -> None:
     """Past the policy gate: the candidate prints a line at import, the harness its own; the
