@@ -90,7 +90,7 @@ class Settings:
     model_check: bool = True  # after a model's kernels: the whole model every way (model_check.py)
     seeds: tuple[int, ...] = (1, 2, 3)  # correctness: each seed's fresh inputs
     search: SearchSettings = attrs.field(factory=SearchSettings)  # iterations, budgets, beam
-    gates: GateSettings = attrs.field(factory=GateSettings)  # gate lists and measurement
+    gates: GateSettings = attrs.field(factory=GateSettings)  # the gate lists, in order
     timeouts: Timeouts = attrs.field(factory=Timeouts)  # build, check and bench commands
     origins: dict[str, str] = attrs.field(factory=dict)  # setting -> where its value came from
     dotenv: dict[str, str] = attrs.field(factory=dict)  # the working directory's .env
