@@ -8,12 +8,13 @@ from pathlib import Path
 
 from kernelopt_core import events, evidence, process, warm_build
 from kernelopt_core.errors import BenchFailed, UsageError
+from kernelopt_core.gates.options import ScreenOptions
 from kernelopt_core.run_context import RunContext
 
 
 def measure(context: RunContext, log_dir: Path,
             recorded: events.Baseline | None = None) -> float | None:
-    """Build, test and bench the unmodified tree (``settings.gates.screen_runs`` times); its
+    """Build, test and bench the unmodified tree (``settings.section(ScreenOptions).screen_runs`` times); its
     median time (ms), None without a bench, kept in ``context.baseline.ms``. A candidate tree
     without a build yet starts from a copy of this one's (warm_build). ``recorded``: the
     ``baseline`` event of the run being resumed — the same content was timed then, so it is
@@ -57,7 +58,7 @@ def _measure(context: RunContext, log_dir: Path, recorded: events.Baseline | Non
     stage("baseline bench")
     try:
         samples = [runner.bench(tree, log_dir / "bench.log", "baseline").time_ms
-                   for _ in range(context.settings.gates.screen_runs)]
+                   for _ in range(context.settings.section(ScreenOptions).screen_runs)]
     except BenchFailed as exc:
         raise UsageError(f"the baseline's bench fails: {exc}") from exc
     ms = sorted(samples)[len(samples) // 2]

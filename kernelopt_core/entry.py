@@ -71,9 +71,8 @@ def resolve(path: Path, given: dict[str, Any], host: PluginHost | None = None) -
 
 def _known_settings(given: dict[str, Any], host: PluginHost) -> None:
     """api.run's keywords are the run's flag names; a misspelled one must not be ignored."""
-    from kernelopt_core.options import option_keys
-
-    known = {*settings_mod.FIELDS, "option", *option_keys(host.option_tables(), settings_mod.FIELDS).values()}
+    tables = settings_mod.with_gate_tables(host.option_tables())
+    known = {*settings_mod.FIELDS, "option", *settings_mod.keys_of(tables).values()}
     unknown = sorted(set(given) - known)
     if unknown:
         guesses = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}

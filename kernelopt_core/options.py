@@ -83,14 +83,19 @@ def same_option(a: attrs.Attribute, b: attrs.Attribute) -> bool:
     return bool(a.type == b.type and a.default == b.default)
 
 
-def option_keys(tables: Sequence[type], taken: Collection[str]) -> dict[tuple[str, str], str]:
+def option_keys(tables: Sequence[type], taken: Collection[str],
+                core: Collection[type] = ()) -> dict[tuple[str, str], str]:
     """(table, field) -> the key of its flag (``--key``), variable (``KERNELOPT_KEY``) and
     ``-o key=``, decided from the tables alone, never from their order: the field's own name,
     shared by every table that declares the same option (type and default); ``TABLE_FIELD`` in
     every table that declares it where the name is in ``taken`` (the core's settings) or
-    another table declares it as another option. A namespaced key that meets another key is
-    namespaced again (``t_t_x``). Pure, so the flags, the settings and ``kernelopt plugins``
-    agree for the same tables installed in any order."""
+    another table declares it as another option. ``core``: the built-in gates' tables
+    (gates/options.py), whose fields keep their own names, taken as the core's settings are.
+    A namespaced key that meets another key is namespaced again (``t_t_x``). Pure, so the
+    flags, the settings and ``kernelopt plugins`` agree for the same tables installed in any
+    order."""
+    own = {table_name(cls) for cls in core}
+    taken = {*taken, *(name for cls in core for name in fields(cls))}
     declared: dict[str, list[tuple[str, attrs.Attribute]]] = {}
     for cls in tables:
         for name, field in fields(cls).items():
@@ -99,7 +104,7 @@ def option_keys(tables: Sequence[type], taken: Collection[str]) -> dict[tuple[st
     for name, owners in declared.items():
         shared = name not in taken and all(same_option(f, owners[0][1]) for _t, f in owners)
         for table, _field in owners:
-            keys[(table, name)] = name if shared else _namespaced(table, name)
+            keys[(table, name)] = name if shared or table in own else _namespaced(table, name)
     while True:  # ends: each pass lengthens the clashing keys, distinct tables apart
         plain = {key for (_table, name), key in keys.items() if key == name}
         count = collections.Counter(keys.values())

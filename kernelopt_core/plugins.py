@@ -302,8 +302,9 @@ class PluginHost:
         llama.cpp's ops): one flag then sets both tables. Collected once per host."""
         if self._tables is not None:
             return self._tables
-        from kernelopt_core.options import option_keys, table_name
-        from kernelopt_core.settings import FIELDS
+        from kernelopt_core.gates.options import TABLE_OF
+        from kernelopt_core.options import table_name
+        from kernelopt_core.settings import FIELDS, keys_of
 
         tables: list[type] = []
         owners: dict[str, str] = {}  # table -> plugin
@@ -321,12 +322,13 @@ class PluginHost:
             except (Exception, SystemExit) as exc:
                 self._blame(impl.plugin_name,
                             f"kernelopt_option_tables raised {type(exc).__name__}: {exc}")
-        keys = option_keys(tables, FIELDS)
+        keys = keys_of(tables)
         for (table, name), key in keys.items():
             info = self.infos.get(owners[table])
             if key != name and info is not None:
                 others = sorted(f"[{t}]" for t, n in keys if n == name and t != table)
-                why = "a core setting" if name in FIELDS else f"also {', '.join(others)}'s"
+                why = ("a core setting" if name in FIELDS or name in TABLE_OF
+                       else f"also {', '.join(others)}'s")
                 info.notes.append(f"option `{name}` of [{table}] is --{key.replace('_', '-')}, "
                                   f"KERNELOPT_{key.upper()}, -o {key}= (`{name}` is {why})")
         self._tables = tables
@@ -337,12 +339,12 @@ class PluginHost:
         name so that neither their order nor a shared flag's help depends on load order; a
         flag a command already has (``--model`` of a plugin command) is left to the command.
         A shared option is one flag whose help gives each table's line."""
-        from kernelopt_core.options import click_options, option_keys, table_name
-        from kernelopt_core.settings import FIELDS
+        from kernelopt_core.options import click_options, table_name
+        from kernelopt_core.settings import keys_of
 
         options: dict[str, Any] = {}
         tables = sorted(self.option_tables(), key=table_name)
-        keys = option_keys(tables, FIELDS)
+        keys = keys_of(tables)
         for cls in tables:
             for option in click_options(cls, keys):
                 first = options.get(option.name)

@@ -1,5 +1,7 @@
 """The flags of `kernelopt run` (and of plugin commands made by run_command) for the core's
-settings; their defaults shown in `--help` come from Settings itself."""
+settings; their defaults shown in `--help` come from Settings itself. The built-in gates'
+options (``--gamma``, ``--final-rounds``, ``--kappa``...) are their option tables' flags
+(gates/options.py), added as every plugin's are (cli.py)."""
 
 from __future__ import annotations
 
@@ -41,21 +43,6 @@ def run_options(fn: Any) -> Any:
         ),
         click.option("--plans", type=int, help=f"Proposals per expansion [{default('plans')}]."),
         click.option("--beam", type=int, help=f"Beam width [{default('beam')}]."),
-        click.option("--gamma", type=float, help=f"Screen margin γ [{default('gamma')}]."),
-        click.option(
-            "--screen-runs",
-            type=int,
-            help=f"Bench invocations per side in the screen [{default('screen_runs')}].",
-        ),
-        click.option(
-            "--final-rounds", type=int, help=f"Interleaved confirmation rounds [{default('final_rounds')}]."
-        ),
-        click.option(
-            "--worker-rounds",
-            type=int,
-            help="Confirmation rounds when the bench is "
-            f"served by persistent workers [{default('worker_rounds')}].",
-        ),
         click.option(
             "--seeds", help=f"Comma-separated correctness seeds [{','.join(map(str, default('seeds')))}]."
         ),
@@ -71,8 +58,6 @@ def run_options(fn: Any) -> Any:
             help="After a model's kernels: time the whole model every way (eager, compile, "
             "max-autotune, kernelopt's winners in place) in one process [on].",
         ),
-        click.option("--kappa", type=float, help=f"Roofline: reject above κ × peak [{default('kappa')}]."),
-        click.option("--peak-gbps", type=float, help="Use this peak bandwidth, not a measured one."),
         click.option(
             "-o",
             "--option",

@@ -16,6 +16,7 @@ from kernelopt_core import events, process
 from kernelopt_core.budget import Spent
 from kernelopt_core.capabilities import ChecksSeeds, ChecksShape, PairsEngine, benches_work
 from kernelopt_core.errors import BenchFailed, BenchParseError, PrerequisiteError, UsageError
+from kernelopt_core.gates.options import ConfirmOptions
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
 from kernelopt_core.lock import Held, gpu_lock
@@ -163,9 +164,10 @@ class Runner:
         if self.interpreted:
             return 2
         baseline = attrs.evolve(candidate, role="baseline")
+        options = self.settings.section(ConfirmOptions)
         if self.served(candidate) and self.served(baseline):
-            return max(self.settings.gates.final_rounds, self.settings.gates.worker_rounds)
-        return self.settings.gates.final_rounds
+            return max(options.final_rounds, options.worker_rounds)
+        return options.final_rounds
 
     def has_bench(self, tree: Tree) -> bool:
         return self.target.bench is not None and self._bench_command(tree) is not None

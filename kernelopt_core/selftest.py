@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from kernelopt_core import events
 from kernelopt_core.errors import BenchFailed, PluginError, UsageError
 from kernelopt_core.gates.base import GateContext
+from kernelopt_core.gates.options import ConfirmOptions, RooflineOptions
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.stats import confirm_stats, median
@@ -137,6 +138,7 @@ def run_selftest(
             kinds.append(("planted", work))
         results: dict[str, Any] = {}
         rounds = runner.confirm_rounds(workspace.candidate_tree)
+        confirm_options = settings.section(ConfirmOptions)
         for kind, work in kinds:
             decisions, naive, ratios, seconds, noise = [], [], [], [], []
             retakes: list[int] = []
@@ -144,8 +146,8 @@ def run_selftest(
                 start = time.perf_counter()
                 taken = confirm.take_rounds(ctx, workspace.candidate_tree, rounds,
                                             f"{kind}{i + 1}", work)
-                stats = confirm_stats(taken.base, taken.cand, taken.aa, settings.gates.gamma,
-                                      settings.gates.min_noise_pct)
+                stats = confirm_stats(taken.base, taken.cand, taken.aa, confirm_options.gamma,
+                                      confirm_options.min_noise_pct)
                 seconds.append(time.perf_counter() - start)
                 decisions.append(stats.faster)
                 base_once, cand_once = taken.first_take  # one reading each, as first taken
@@ -167,7 +169,7 @@ def run_selftest(
                          hint=f"run the bench by hand; the log is in {out_dir}") from exc
     finally:
         context.close()
-    device = device_info(settings.state_root, target.device, settings.gates.peak_gbps)
+    device = device_info(settings.state_root, target.device, settings.section(RooflineOptions).peak_gbps)
     summary: dict[str, Any] = {
         "schema": 1,
         "selftest_id": run_id,
@@ -187,9 +189,9 @@ def run_selftest(
             "false_accepts": results["aa"]["naive_accepts"] if include_aa else None,
             "detections": results["planted"]["naive_accepts"] if "planted" in results else None,
         },
-        "protocol": {"gamma": settings.gates.gamma, "rounds": rounds,
+        "protocol": {"gamma": settings.section(ConfirmOptions).gamma, "rounds": rounds,
                      "workers": runner.served(workspace.candidate_tree),
-                     "min_noise_pct": settings.gates.min_noise_pct},
+                     "min_noise_pct": settings.section(ConfirmOptions).min_noise_pct},
         "machine": {"host": platform.node(), "platform": platform.platform(),
                     "cpus": os.cpu_count()},
         "device": {"kind": target.device, "name": device.name, "peak_gbps": device.peak_gbps},

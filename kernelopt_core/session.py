@@ -20,6 +20,7 @@ from kernelopt_core.errors import (
     EXIT_PREREQUISITE,
     KerneloptError,
 )
+from kernelopt_core.gates.options import GATE_TABLE_NAMES
 from kernelopt_core.journal import Journal
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Target
@@ -58,7 +59,11 @@ def write_header(journal: Journal, run_id: str, target: Target, settings: Settin
             "flops": target.flops,
             "device": target.device,
         },
-        settings={**settings.flat(), "tables": attrs.asdict(settings)["tables"]},
+        # the built-in gates' options under their flat names (flat()), as before they were
+        # tables: report_html reads `kappa` there, old journals and new alike
+        settings={**settings.flat(), "tables": {
+            name: table for name, table in attrs.asdict(settings)["tables"].items()
+            if name not in GATE_TABLE_NAMES}},
         origins=settings.origins,
     ))
 

@@ -7,7 +7,9 @@ environment lacks) < command-line flags. Each value remembers where it came from
 
 Both TOML files may hold ``[run]`` (any setting by its flat name, ``FIELDS``), ``[gates]`` (``candidate`` and
 ``final``: ordered lists of gate names) and each plugin's own table (options.py: ``[agents]``,
-``[triton]``, ``[llamacpp]``...), whose keys are that plugin's typed options.
+``[triton]``, ``[llamacpp]``...), whose keys are that plugin's typed options. The built-in
+gates' tunables are such tables too (gates/options.py: ``[confirm] final_rounds``...); their
+old ``[run]`` keys are still read into them, with a note (``Settings.notes``) naming the table.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from typing import Any, TypeVar
 import attrs
 
 from kernelopt_core.errors import UsageError
+from kernelopt_core.gates.options import FLAT_ORDER, GATE_TABLES, TABLE_OF
 from kernelopt_core.options import convert, option_keys, read_tables, table_name
+from kernelopt_core.options import fields as option_fields
 
 T = TypeVar("T")
 
@@ -52,18 +56,11 @@ class SearchSettings:
 
 @attrs.define
 class GateSettings:
-    """The gates, in order, and how the built-in gates measure (``settings.gates``)."""
+    """The gates, in order (``settings.gates``); how the built-in gates measure is their own
+    option tables' (gates/options.py: ``settings.section(ConfirmOptions).final_rounds``)."""
 
     candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES  # [gates] candidate
     final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES  # [gates] final
-    gamma: float = 1.03  # the least speedup the screen and confirm gates call a win
-    screen_runs: int = 3  # screen gate: readings of each tree
-    final_rounds: int = 6  # confirm gate: interleaved baseline/candidate rounds
-    worker_rounds: int = 20  # confirm rounds when both trees are served by bench workers
-    min_noise_pct: float = 1.0  # confirm and engine gates: the noise floor never below it
-    kappa: float = 1.3  # roofline: reject achieved bandwidth above kappa x measured peak
-    peak_gbps: float | None = None  # override the measured peak bandwidth
-    checksum_rtol: float = 1e-5  # shape gate: bench checksums must agree this closely
 
 
 @attrs.define
@@ -78,9 +75,10 @@ class Timeouts:
 @attrs.define
 class Settings:
     """A run's settings. kernelopt.toml's ``[run]``, the flags and ``KERNELOPT_*`` use flat
-    names (``final_rounds``); the grouped ones live in ``search``, ``gates`` and
-    ``timeouts`` under the same names (``settings.gates.final_rounds``).
-    ``Settings.make(**flat)`` builds one from flat names, ``flat()`` gives them back."""
+    names (``beam``); the grouped ones live in ``search``, ``gates`` and ``timeouts`` under
+    the same names (``settings.search.beam``). ``Settings.make(**flat)`` builds one from flat
+    names, the built-in gates' options among them (``final_rounds``, into ``[confirm]``'s
+    object), ``flat()`` gives them back."""
 
     # runs, locks, caches; relative: to the working directory
     state_root: Path = attrs.field(factory=lambda: Path(".kernelopt"), converter=Path)
@@ -92,13 +90,14 @@ class Settings:
     model_check: bool = True  # after a model's kernels: the whole model every way (model_check.py)
     seeds: tuple[int, ...] = (1, 2, 3)  # correctness: each seed's fresh inputs
     search: SearchSettings = attrs.field(factory=SearchSettings)  # iterations, budgets, beam
-    gates: GateSettings = attrs.field(factory=GateSettings)  # gate lists and measurement
+    gates: GateSettings = attrs.field(factory=GateSettings)  # the gate lists, in order
     timeouts: Timeouts = attrs.field(factory=Timeouts)  # build, check and bench commands
     origins: dict[str, str] = attrs.field(factory=dict)  # setting -> where its value came from
     dotenv: dict[str, str] = attrs.field(factory=dict)  # the working directory's .env
     # Plugin-owned option tables (options.py): table name -> the plugin's options object;
     # read one with section(), build one for a test with Settings(tables={NAME: options})
     tables: dict[str, Any] = attrs.field(factory=dict)
+    notes: list[str] = attrs.field(factory=list)  # for the user, not faults: a moved [run] key
 
     def section(self, cls: type[T]) -> T:
         """A plugin's options object (``kernelopt_option_tables``): as loaded, else defaults."""
@@ -120,7 +119,8 @@ class Settings:
         """Settings from flat names, as ``[run]``, the flags and ``KERNELOPT_*`` spell them
         (``Settings.make(seeds=(1,), screen_runs=1)``), and from Settings' own fields."""
         own = {f.name for f in attrs.fields(cls)}
-        unknown = sorted(n for n in values if n not in GROUP_OF and n not in own)
+        unknown = sorted(n for n in values if n not in GROUP_OF and n not in own
+                         and n not in TABLE_OF)
         if unknown:  # a plugin's or a built-in planner's option: its own table
             raise TypeError(f"Settings.make: {', '.join(unknown)} is not a core setting; an "
                             "option table's is given as tables={NAME: Options(...)} "
@@ -128,13 +128,26 @@ class Settings:
         groups: dict[str, dict[str, Any]] = {}
         for name in [n for n in values if n in GROUP_OF]:
             groups.setdefault(GROUP_OF[name], {})[name] = values.pop(name)
-        return cls(**values, **{g: GROUPS[g](**v) for g, v in groups.items()})
+        moved: dict[type, dict[str, Any]] = {}  # a built-in gate's option: into its table
+        for name in [n for n in values if n in TABLE_OF]:
+            moved.setdefault(TABLE_OF[name], {})[name] = values.pop(name)
+        tables = dict(values.pop("tables", None) or {})
+        for table_cls, given in moved.items():
+            found = tables.get(table_name(table_cls))
+            if isinstance(found, table_cls):  # a table given too: the flat names change it
+                given = {**{n: getattr(found, n) for n in option_fields(table_cls)}, **given}
+            tables[table_name(table_cls)] = table_cls(**given)
+        return cls(**values, tables=tables, **{g: GROUPS[g](**v) for g, v in groups.items()})
 
     def flat(self) -> dict[str, Any]:
-        """Every setting under its flat name (``final_rounds``), as ``make`` takes them."""
+        """Every setting under its flat name (``final_rounds``), as ``make`` takes them; the
+        built-in gates' options among them, as the run header has always recorded them."""
         out: dict[str, Any] = {}
         for name in ORDER:
             group = GROUP_OF.get(name)
+            if name in TABLE_OF:
+                out[name] = getattr(self.section(TABLE_OF[name]), name)
+                continue
             out[name] = getattr(getattr(self, group) if group else self, name)
         return out
 
@@ -154,9 +167,24 @@ FIELDS: dict[str, attrs.Attribute] = {}
 for _field in attrs.fields(Settings):
     if _field.name in GROUPS:
         FIELDS.update({f.name: f for f in attrs.fields(GROUPS[_field.name])})
-    elif _field.name not in ("origins", "dotenv", "tables"):
+    elif _field.name not in ("origins", "dotenv", "tables", "notes"):
         FIELDS[_field.name] = _field
-ORDER = tuple(FIELDS)
+# Settings.flat's names: the core's, the built-in gates' options after the gate lists
+_after = tuple(FIELDS).index("final_gates") + 1
+ORDER = (*tuple(FIELDS)[:_after], *FLAT_ORDER, *tuple(FIELDS)[_after:])
+
+
+def with_gate_tables(tables: tuple[type, ...] | list[type]) -> tuple[type, ...]:
+    """``tables`` and the built-in gates' own, which the core always reads (a bare
+    ``load()`` as a test's, or a host without the built-in gates' plugin)."""
+    names = {table_name(cls) for cls in tables}
+    return (*tables, *(cls for cls in GATE_TABLES if table_name(cls) not in names))
+
+
+def keys_of(tables: tuple[type, ...] | list[type]) -> dict[tuple[str, str], str]:
+    """(table, field) -> its flag's, variable's and ``-o``'s key (``options.option_keys``),
+    the core's settings and the built-in gates' options keeping their own names."""
+    return option_keys(tables, FIELDS, core=GATE_TABLES)
 
 
 def toml_line(text: str, key: str, section: str | None = None) -> int | None:
@@ -205,16 +233,20 @@ def _apply_sections(values: dict[str, Any], origins: dict[str, str], data: dict[
         raise UsageError(f"{where(path, text, 'options')}: [options] is no longer read",
                          hint="each plugin reads its own table: e.g. `op` in [llamacpp], `top` "
                               "in [triton], `provider` in [agents] (`kernelopt run --help`)")
-    unknown = [k for k in run if k not in FIELDS or k in ("candidate_gates", "final_gates")]
+    unknown = [k for k in run if (k not in FIELDS and k not in TABLE_OF)
+               or k in ("candidate_gates", "final_gates")]
     if unknown:  # every one at once: a file with two typos is fixed in one go
         owners = {k: next((t for t, names in plugin_keys.items() if k in names), None)
                   for k in unknown}
         hints = [f"`{k}` belongs in [{owner}]" for k, owner in owners.items() if owner]
         if not all(owners.values()):
-            hints.append(f"known keys: {', '.join(k for k in FIELDS if not k.endswith('_gates'))}")
+            hints.append("known keys: " + ", ".join(
+                k for k in (*FIELDS, *TABLE_OF) if not k.endswith('_gates')))
         raise UsageError("; ".join(f"{where(path, text, k)}: unknown key `{k}` in [run]"
                                    for k in unknown), hint="; ".join(hints))
     for key, value in run.items():
+        if key in TABLE_OF:  # a built-in gate's option: read into its table (_moved_run_keys)
+            continue
         values[key] = _coerce(key, value, where(path, text, key))
         origins[key] = str(path)
     for key, value in gates.items():
@@ -230,6 +262,33 @@ def _apply_sections(values: dict[str, Any], origins: dict[str, str], data: dict[
             )
         values[f"{key}_gates"] = tuple(value)
         origins[f"{key}_gates"] = str(path)
+
+
+def _moved_run_keys(data: dict[str, Any], path: Path,
+                    notes: list[str]) -> dict[str, Any]:
+    """``data`` with ``[run]``'s keys of a built-in gate's option read as its own table's
+    (``[run] final_rounds`` as ``[confirm] final_rounds``; the table's own key wins), and a
+    note for each naming the table it belongs in now."""
+    run = data.get("run", {})
+    moved = [k for k in run if k in TABLE_OF]
+    if not moved:
+        return data
+    data = {**data}
+    for key in moved:
+        table = table_name(TABLE_OF[key])
+        own = data.get(table, {})
+        data[table] = {key: run[key], **own} if isinstance(own, dict) else own
+        notes.append(f"{path}: `{key}` in [run] is read, but it belongs in [{table}] now "
+                     f"(the {table} gate's option): move it there")
+    return data
+
+
+def _where(path: Path, text: str, key: str, section: str | None = None) -> str:
+    """``where``, and a built-in gate's option still given in ``[run]`` found there."""
+    line = toml_line(text, key, section)
+    if line is None and section is not None and key in TABLE_OF:
+        line = toml_line(text, key, "run")
+    return f"{path}:{line}" if line else str(path)
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -258,6 +317,8 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
     """Merge every source; ``flags`` holds only options the user actually gave; ``tables``:
     the plugins' option classes (``kernelopt_option_tables``)."""
     cwd = cwd or Path.cwd()
+    tables = with_gate_tables(tables)
+    notes: list[str] = []
     values: dict[str, Any] = {}
     origins: dict[str, str] = {name: "default" for name in FIELDS}
     dotenv = read_dotenv(cwd / ".env")
@@ -268,7 +329,7 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
         if path is not None and path.is_file():
             data, text = read_toml(path)
             _apply_sections(values, origins, data, path, text, plugin_keys)
-            sources.append((path, data, text))
+            sources.append((path, _moved_run_keys(data, path, notes), text))
     for name in FIELDS:
         env_name = f"KERNELOPT_{name.upper()}"
         raw = env(env_name)
@@ -278,7 +339,7 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
     if os.environ.get("KERNELOPT_HOME") and flags.get("state_root") is None:
         values["state_root"] = Path(os.environ["KERNELOPT_HOME"])
         origins["state_root"] = "env KERNELOPT_HOME"
-    keys = option_keys(tables, FIELDS)
+    keys = keys_of(tables)
     declared = {*keys.values(), *(f"{table}.{name}" for table, name in keys)}
     pairs: dict[str, tuple[Any, str]] = {}  # plugin options from -o, then flags (later wins)
     for pair in flags.get("option") or ():
@@ -300,9 +361,9 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
             continue
         values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
         origins[name] = "flag"
-    objects, table_origins = read_tables(list(tables), sources, env, pairs, where, keys)
+    objects, table_origins = read_tables(list(tables), sources, env, pairs, _where, keys)
     settings = Settings.make(**values, origins={**origins, **table_origins}, dotenv=dotenv,
-                             tables=objects)
+                             tables=objects, notes=notes)
     if not settings.state_root.is_absolute():
         settings.state_root = (cwd / settings.state_root).resolve()
     _validate(settings)
@@ -310,25 +371,19 @@ def load(project_toml: Path | None, flags: dict[str, Any], cwd: Path | None = No
 
 
 def _validate(settings: Settings) -> None:
+    """The core's own settings; the built-in gates' options are checked by their tables'
+    validators (gates/options.py) as they are read."""
     s = SimpleNamespace(**settings.flat())  # by flat name, as the messages say them
     checks = [
         (s.iterations >= 1, "iterations", "at least 1"),
         (s.patience >= 1, "patience", "at least 1"),
         (s.plans >= 1, "plans", "at least 1"),
         (s.beam >= 1, "beam", "at least 1"),
-        (s.gamma >= 1.0, "gamma", "at least 1.0 (1.03 = a 3 % margin)"),
-        (s.screen_runs >= 1, "screen_runs", "at least 1"),
-        (s.final_rounds >= 2, "final_rounds", "at least 2"),
-        (s.worker_rounds >= 2, "worker_rounds", "at least 2"),
-        (s.kappa >= 1.0, "kappa", "at least 1.0"),
-        (s.peak_gbps is None or s.peak_gbps > 0, "peak_gbps", "positive"),
-        (s.checksum_rtol >= 0, "checksum_rtol", "non-negative"),
         (bool(s.seeds), "seeds", "a non-empty list of integers"),
         (s.target_speedup is None or s.target_speedup > 1.0, "target_speedup", "above 1.0"),
         (s.budget_minutes is None or s.budget_minutes > 0, "budget_minutes", "positive"),
         (s.budget_gpu_seconds is None or s.budget_gpu_seconds > 0, "budget_gpu_seconds",
          "positive"),
-        (s.min_noise_pct >= 1.0, "min_noise_pct", "at least 1 (DESIGN §5.3: never below 1 %)"),
         (len(set(s.seeds)) == len(s.seeds), "seeds", "distinct (a repeated seed checks nothing new)"),
         *[(getattr(s, name) > 0, name, "positive (seconds)") for name in
           ("build_timeout_s", "test_timeout_s", "bench_timeout_s")],

@@ -247,6 +247,7 @@ CONTRACT = {
     "kernelopt_core.hookspecs", "kernelopt_core.capabilities", "kernelopt_core.target",
     "kernelopt_core.errors",
     "kernelopt_core.settings", "kernelopt_core.options", "kernelopt_core.gates.base",
+    "kernelopt_core.gates.options",
     "kernelopt_core.planners.base", "kernelopt_core.budget",
     "kernelopt_core.search", "kernelopt_core.journal", "kernelopt_core.events",
     "kernelopt_core.events.base", "kernelopt_core.events.run", "kernelopt_core.events.timed",

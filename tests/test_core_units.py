@@ -10,6 +10,7 @@ import pytest
 
 from kernelopt_core import knobs
 from kernelopt_core.errors import UsageError
+from kernelopt_core.gates.options import ConfirmOptions, RooflineOptions, ScreenOptions, ShapeOptions
 from kernelopt_core.search import BeamSearch, Node
 from kernelopt_core.settings import FIELDS, Settings, load
 from kernelopt_core.target import Knob, Target
@@ -67,11 +68,15 @@ def test_settings_precedence_and_origins(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("KERNELOPT_CONFIG", str(tmp_path / "none.toml"))
     (tmp_path / ".env").write_text("KERNELOPT_BEAM=2\nKERNELOPT_PATIENCE=9\n")
     s = load(toml, {"gamma": 1.1}, cwd=tmp_path)
-    assert (s.search.iterations, s.search.patience, s.gates.gamma, s.search.beam) == (5, 4, 1.1, 2)
+    assert (s.search.iterations, s.search.patience, s.section(ConfirmOptions).gamma,
+            s.search.beam) == (5, 4, 1.1, 2)
     assert s.origins["iterations"] == str(toml)
     assert s.origins["patience"] == "env KERNELOPT_PATIENCE"  # the real environment wins
-    assert s.origins["gamma"] == "flag"
-    with pytest.raises(UsageError, match="`gamma` = 0.9"):
+    assert s.origins["confirm.gamma"] == "option --gamma"
+    # gamma in [run]: read into [confirm], a note saying where it belongs now
+    assert load(toml, {}, cwd=tmp_path).section(ConfirmOptions).gamma == 1.05
+    assert any("`gamma` in [run]" in n and "[confirm]" in n for n in s.notes)
+    with pytest.raises(UsageError, match=r"option --gamma: \[confirm\] `gamma` = 0.9: must be at least 1"):
         load(None, {"gamma": 0.9}, cwd=tmp_path)
 
 
@@ -80,18 +85,21 @@ def test_settings_keep_only_the_cores_own_fields_grouped_under_flat_names(tmp_pa
     ([run] keys, flags, KERNELOPT_*), which Settings.make takes and flat() gives back; the
     built-in planners' options are their own tables ([tuner], [replay]), read like a plugin's."""
     assert len(attrs.fields(Settings)) <= 15
-    assert {"iterations", "final_rounds", "kappa", "candidate_gates",
-            "bench_timeout_s", "seeds", "state_root"} <= set(FIELDS)
+    assert {"iterations", "candidate_gates", "bench_timeout_s", "seeds", "state_root"} <= set(FIELDS)
     assert not {"screen_top", "screen_evaluations", "screen_gpu_seconds",
-                "screen_config_timeout_s", "candidates"} & set(FIELDS)
+                "screen_config_timeout_s", "candidates", "final_rounds", "kappa"} & set(FIELDS)
     s = Settings.make(state_root=tmp_path, seeds=(1,), screen_runs=1, iterations=2,
                       build_timeout_s=9.0)
-    assert (s.gates.screen_runs, s.search.iterations, s.timeouts.build_timeout_s, s.seeds) \
-        == (1, 2, 9.0, (1,))
-    flat = s.flat()
-    assert set(flat) == set(FIELDS) and flat["screen_runs"] == 1 and flat["gamma"] == 1.03
+    assert (s.section(ScreenOptions).screen_runs, s.search.iterations,
+            s.timeouts.build_timeout_s, s.seeds) == (1, 2, 9.0, (1,))
+    flat = s.flat()  # the built-in gates' options too, by their flat names (the run header)
+    assert set(flat) == {*FIELDS, "final_rounds", "kappa", "gamma", "screen_runs", "worker_rounds",
+                         "min_noise_pct", "peak_gbps", "checksum_rtol"}
+    assert flat["screen_runs"] == 1 and flat["gamma"] == 1.03
     assert Settings.make(**flat) == Settings(state_root=tmp_path, **{
-        g: getattr(s, g) for g in ("search", "gates", "timeouts")}, seeds=(1,))
+        g: getattr(s, g) for g in ("search", "gates", "timeouts")}, seeds=(1,), tables={
+        t: s.section(cls) for t, cls in (("screen", ScreenOptions), ("confirm", ConfirmOptions),
+                                         ("shape", ShapeOptions), ("roofline", RooflineOptions))})
 
 
 def test_the_built_in_planners_options_are_their_own_tables(tmp_path: Path,

@@ -15,6 +15,7 @@ from kernelopt_tests_support import events
 from kernelopt_core import hookspecs
 from kernelopt_core.cli import cli
 from kernelopt_core.errors import UsageError
+from kernelopt_core.gates.options import ConfirmOptions
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.loop import Loop
 from kernelopt_core.options import option, option_table
@@ -410,7 +411,8 @@ def test_kernelopt_option_tables(chunk_project, monkeypatch) -> None:
     class Recording(ScriptedBackend):
         def discover(self, path, settings):
             seen.append((settings.section(ChunkyOptions), dict(settings.origins)))
-            gammas.append((settings.gates.gamma, settings.section(ClashingOptions).gamma))
+            gammas.append((settings.section(ConfirmOptions).gamma,
+                           settings.section(ClashingOptions).gamma))
             raise UsageError("stop here")
 
     class Plugin:

@@ -14,6 +14,7 @@ import click
 from kernelopt_core import __version__, discovery, entry, ui, ui_watch
 from kernelopt_core.commands.common import host_of, show_model_check
 from kernelopt_core.errors import EXIT_INTERNAL
+from kernelopt_core.gates.options import ConfirmOptions
 from kernelopt_core.run_flags import run_options
 from kernelopt_core.selftest import run_selftest
 from kernelopt_core.target import Target
@@ -62,6 +63,8 @@ def resolve(ctx: click.Context, path: Path, flags: dict[str, Any]) -> tuple[Any,
     """PATH and flags → (plugin host, backend, the one target, settings)."""
     host, backend, targets, settings = resolve_all(ctx, path, flags)
     target = discovery.choose_target(targets, None, path)
+    for line in settings.notes:  # e.g. a gate's option still in [run]
+        ui.note(f"note: {line}")
     ui.note(f"kernelopt {__version__}: {target.name} ({backend.name} backend) at {target.root}")
     return host, backend, target, settings
 
@@ -75,6 +78,8 @@ def execute(ctx: click.Context, path: Path, flags: dict[str, Any],
     for info in resolved.host.plugin_infos():  # a plugin left out must not go unnoticed
         if info.error:
             ui.note(f"{info.label} is not loaded: {info.error} (`kernelopt plugins`)")
+    for line in resolved.settings.notes:  # e.g. a gate's option still in [run]
+        ui.note(f"note: {line}")
     for preface in dict.fromkeys(t.preface for t in targets if t.preface):
         ui.echo(preface.rstrip("\n"))
     shown: list[Any] = []  # the running target's view
@@ -150,7 +155,7 @@ def gate_selftest(ctx: click.Context, path: Path, trials: int, planted_speedup: 
         rows.append([f"planted {planted_speedup:g}×", trials, f"{result['detections']} detected",
                      f"{result['naive']['detections']} detected",
                      f"{result['measured_planted_ratio']:.4f}"])
-    ui.table(rows, ["decision", "trials", f"kernelopt (γ={settings.gates.gamma:g}, "
+    ui.table(rows, ["decision", "trials", f"kernelopt (γ={settings.section(ConfirmOptions).gamma:g}, "
                     f"{result['protocol']['rounds']} rounds)", "naive (1 vs 1, γ=1.03)",
                     "median ratio"])
     ui.echo(f"{result['seconds_per_decision']:.2f} s per decision; JSON: "

@@ -2,7 +2,8 @@
 
 Candidate phase (default order): ``policy`` → ``build`` → ``correctness`` → ``screen``.
 Final phase (default order): ``confirm`` → ``shape`` → ``roofline`` → ``engine``.
-Order and membership come from ``[gates]`` in config (docs/gates.md).
+Order and membership come from ``[gates]`` in config (docs/gates.md); how screen, confirm,
+shape and roofline measure, from their own option tables (gates/options.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from kernelopt_core import evidence
 from kernelopt_core.gates.base import FALLBACK, GateContext, GateResult
 from kernelopt_core.gates.engine import EngineGate
+from kernelopt_core.gates.options import GATE_TABLES
 from kernelopt_core.gates.perf import ConfirmGate, RooflineGate, ScreenGate, ShapeGate
 from kernelopt_core.gates.policy import PolicyGate
 from kernelopt_core.hookspecs import hookimpl
@@ -103,3 +105,8 @@ class CorrectnessGate:
 def kernelopt_register_gates() -> list[object]:
     return [PolicyGate(), BuildGate(), CorrectnessGate(), ScreenGate(), ConfirmGate(),
             ShapeGate(), RooflineGate(), EngineGate()]
+
+
+@hookimpl
+def kernelopt_option_tables() -> list[type]:
+    return list(GATE_TABLES)  # [screen], [confirm], [shape], [roofline]

@@ -24,6 +24,7 @@ import statistics
 from typing import Any
 
 from kernelopt_core.gates.base import FALLBACK, MATCHED, GateContext, GateResult
+from kernelopt_core.gates.options import ConfirmOptions
 from kernelopt_core.measure.parsers import json_objects, json_time_lines
 from kernelopt_core.measure.stats import median
 from kernelopt_core.target import Tree
@@ -158,7 +159,7 @@ class EngineGate:
     def _decide(self, ctx: GateContext, base_times: list[float], cand_times: list[float],
                 detail: str, extra: dict[str, Any]) -> GateResult:
         b, c = median(base_times), median(cand_times)
-        floor = ctx.settings.gates.min_noise_pct / 100.0
+        floor = ctx.settings.section(ConfirmOptions).min_noise_pct / 100.0
         paired = len(base_times) >= PAIR_MIN_ROUNDS and len(cand_times) == len(base_times)
         if paired:
             # many interleaved rounds in one process (engine_pair): each round's candidate/

@@ -11,6 +11,7 @@ import attrs
 from kernelopt_core import events
 from kernelopt_core.errors import BenchFailed
 from kernelopt_core.gates.base import FALLBACK, MATCHED, Confirmed, GateContext, GateResult
+from kernelopt_core.gates.options import ConfirmOptions, RooflineOptions, ScreenOptions, ShapeOptions
 from kernelopt_core.measure.device import device_info
 from kernelopt_core.measure.parsers import BenchReading
 from kernelopt_core.measure.stats import (
@@ -39,7 +40,7 @@ class ScreenGate:
         base: list[float] = []
         cand: list[float] = []
         try:
-            for i in range(ctx.settings.gates.screen_runs):
+            for i in range(ctx.settings.section(ScreenOptions).screen_runs):
                 order = [("b", ctx.baseline_tree), ("c", ctx.candidate_tree)]
                 for role, tree in order if i % 2 == 0 else reversed(order):
                     ms = ctx.runner.bench(tree, log, f"screen:{ctx.candidate}").time_ms
@@ -49,7 +50,7 @@ class ScreenGate:
         b, c = median(base), median(cand)
         speedup = b / c
         metrics = {"baseline_ms": base, "candidate_ms": cand, "speedup": speedup}
-        gamma = ctx.settings.gates.gamma
+        gamma = ctx.settings.section(ConfirmOptions).gamma
         if c < b / gamma:
             return GateResult(self.name, True, f"{speedup:.3f}× (> γ={gamma:g})", metrics)
         return GateResult(self.name, False, f"{speedup:.3f}× is not above γ={gamma:g}", metrics)
@@ -152,8 +153,8 @@ class ConfirmGate:
             taken = bracketed_rounds(ctx, ctx.candidate_tree, rounds, "confirm")
         except BenchFailed as exc:
             return GateResult(self.name, False, str(exc), failed_verdict=FALLBACK)
-        stats = confirm_stats(taken.base, taken.cand, taken.aa, ctx.settings.gates.gamma,
-                              ctx.settings.gates.min_noise_pct)
+        options = ctx.settings.section(ConfirmOptions)
+        stats = confirm_stats(taken.base, taken.cand, taken.aa, options.gamma, options.min_noise_pct)
         metrics = {
             "baseline_ms": taken.base, "candidate_ms": taken.cand, "aa_ratios": taken.aa,
             "ratios": list(stats.ratios), "wins": stats.wins, "rounds": stats.rounds,
@@ -236,7 +237,7 @@ class ShapeGate:
                               "reports no checksum and the backend has no shape check",
                               failed_verdict=MATCHED)
         reference = median(base)
-        rtol = ctx.settings.gates.checksum_rtol
+        rtol = ctx.settings.section(ShapeOptions).checksum_rtol
         scale = max(abs(reference), 1e-30)
         if not math.isfinite(reference) or any(abs(b - reference) > rtol * scale for b in base):
             return GateResult(self.name, False, f"the baseline's own checksums disagree "
@@ -306,14 +307,16 @@ class RooflineGate:
         if not nbytes:
             return GateResult(self.name, True, "skipped: no byte count (declare `bytes`)",
                               skipped=True)
-        override = ctx.settings.gates.peak_gbps or ctx.target.peak_gbps
+        options = ctx.settings.section(RooflineOptions)
+        kappa = options.kappa
+        override = options.peak_gbps or ctx.target.peak_gbps
         device = device_info(ctx.settings.state_root, ctx.target.device, override)
         candidate_ms = median(confirm.candidate_ms)
         achieved = nbytes / (candidate_ms / 1e3) / 1e9
         metrics = {"bytes": nbytes, "bytes_source": source, "achieved_gbps": achieved,
                    "peak_gbps": device.peak_gbps, "peak_method": device.method,
                    "device": device.name, "cache_bytes": device.cache_bytes,
-                   "kappa": ctx.settings.gates.kappa, "peak_spread_pct": device.spread_pct,
+                   "kappa": kappa, "peak_spread_pct": device.spread_pct,
                    **({"bytes_note": note} if note else {})}
         if device.peak_gbps is None:
             return GateResult(self.name, True, f"skipped: peak bandwidth unknown "
@@ -331,7 +334,7 @@ class RooflineGate:
                 f"the {device.cache_bytes / 2**20:.0f} MiB cache, so DRAM bandwidth does not "
                 "bound it; no other bound applied", metrics, skipped=True)
         peak: float = device.peak_gbps
-        bound = ctx.settings.gates.kappa * peak
+        bound = kappa * peak
         if achieved > bound and not override and not ctx.shared.get("peak_remeasured"):
             # before calling a candidate implausible, the peak itself is measured again (once
             # per candidate's final gates): one taken on a busy machine can be low. Never
@@ -346,7 +349,7 @@ class RooflineGate:
                     f"the peak bandwidth, measured again before a rejection, is "
                     f"{higher:.1f} GB/s, not {peak:.1f}")))
                 device, peak = again, higher
-                bound = ctx.settings.gates.kappa * higher
+                bound = kappa * higher
                 metrics.update(peak_gbps=higher, fraction=achieved / higher,
                                peak_spread_pct=device.spread_pct, peak_remeasured=True)
         spread = f" (spread ±{device.spread_pct / 2:.1f} %)" if device.spread_pct is not None else ""
@@ -358,14 +361,14 @@ class RooflineGate:
             # the unmodified baseline cannot move that much that fast: the byte count is wrong
             # (llama.cpp's kB/run for some ROPE cases implies ~7 TB/s), so it bounds nothing
             why = (f"the byte count is wrong: the unmodified baseline would move {nbytes} bytes "
-                   f"({source}) at {baseline_gbps:.1f} GB/s, above κ={ctx.settings.gates.kappa:g} × "
+                   f"({source}) at {baseline_gbps:.1f} GB/s, above κ={kappa:g} × "
                    f"the {device.peak_gbps:.1f} GB/s peak; fix the declared bytes")
             ctx.runner.journal.record(events.GateWarning(gate=self.name, message=why))
             return GateResult(self.name, True, f"skipped: {why}; no bound applied",
                               {**metrics, "baseline_gbps": baseline_gbps}, skipped=True)
         if achieved > bound:
             return GateResult(self.name, False, f"physically implausible: {text} exceeds "
-                              f"κ={ctx.settings.gates.kappa:g} × peak; the candidate must be doing "
+                              f"κ={kappa:g} × peak; the candidate must be doing "
                               "less work or fooling the timer — unless a number compared here "
                               f"is wrong: {self._evidence(ctx, device, nbytes, source)}",
                               metrics, failed_verdict=FALLBACK)

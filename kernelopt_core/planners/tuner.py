@@ -28,6 +28,7 @@ from typing import Any
 from kernelopt_core import events
 from kernelopt_core import knobs as knob_edit
 from kernelopt_core.errors import BenchFailed, UsageError
+from kernelopt_core.gates.options import ConfirmOptions
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.planners.base import Outcome, PlanContext, Proposal, TunerFrontier
 from kernelopt_core.planners.joint import JointSearch, threads_fit
@@ -191,7 +192,7 @@ class Tuner:
         effect: dict[str, float] = {}
         for knob, _a, sa, _b, sb in pairs:
             effect[knob] = max(effect.get(knob, 0.0), abs(math.log(sa / sb)))
-        margin = math.log(ctx.settings.gates.gamma)
+        margin = math.log(ctx.settings.section(ConfirmOptions).gamma)
 
         def rank(r: KnobRange) -> tuple[int, float]:
             if r.name not in effect:
