@@ -80,6 +80,7 @@ from kernelopt_core.gates.base import (
 )
 from kernelopt_core.gates.engine import OUT_ENV as ENGINE_OUT_ENV
 from kernelopt_core.gates.engine import REFERENCE_ENV as ENGINE_REFERENCE_ENV
+from kernelopt_core.gates.options import ConfirmOptions, RooflineOptions, ScreenOptions, ShapeOptions
 from kernelopt_core.hookspecs import Backend, DocHit, Executor, Gate, LLMProvider, Planner, Profiler, hookimpl
 from kernelopt_core.knobs import (
     anchored_pattern,
@@ -134,8 +135,9 @@ __all__ = [
     # what a backend describes
     "Target", "Tree", "Command", "Knob", "BenchSpec", "Settings", "SearchSettings",
     "GateSettings", "Timeouts",
-    # a plugin's own typed options (kernelopt_option_tables)
-    "option", "option_table",
+    # a plugin's own typed options (kernelopt_option_tables); the built-in gates' tables, read
+    # with settings.section(ConfirmOptions).gamma by a gate that holds to the same margin
+    "option", "option_table", "ScreenOptions", "ConfirmOptions", "ShapeOptions", "RooflineOptions",
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
     "PlanContext", "Proposal", "Outcome", "Profile", "TunerFrontier", "Screened", "Node", "Budget",

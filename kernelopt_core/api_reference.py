@@ -22,7 +22,8 @@ from kernelopt_core import api
 
 # what the reference holds, in the order an author meets it
 RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "SearchSettings",
-           "GateSettings", "Timeouts", "GateContext",
+           "GateSettings", "Timeouts", "ScreenOptions", "ConfirmOptions", "ShapeOptions",
+           "RooflineOptions", "GateContext",
            "GateResult", "Confirmed", "BenchReading", "BenchLine", "PlanContext", "Budget",
            "Proposal", "Outcome", "Profile", "TunerFrontier", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
