@@ -105,18 +105,24 @@ def option_keys(tables: Sequence[type], taken: Collection[str],
         shared = name not in taken and all(same_option(f, owners[0][1]) for _t, f in owners)
         for table, _field in owners:
             keys[(table, name)] = name if shared or table in own else _namespaced(table, name)
-    while True:  # ends: each pass lengthens the clashing keys, distinct tables apart
+    for attempt in range(len(keys) + 2):  # each pass lengthens the clashing keys
         plain = {key for (_table, name), key in keys.items() if key == name}
         count = collections.Counter(keys.values())
         clashing = [(table, name) for (table, name), key in keys.items() if key != name and (
             key in taken or key in plain or count[key] > 1)]
         if not clashing:
             return keys
-        for table, name in clashing:
-            keys[(table, name)] = _namespaced(table, keys[(table, name)])
+        last = attempt == len(keys)  # tables whose names differ only in punctuation ([t-t],
+        for table, name in clashing:  # [t_t]) never part by cleaned names: spell it out
+            keys[(table, name)] = (_namespaced(table, name, exact=True) if last
+                                   else _namespaced(table, keys[(table, name)]))
+    raise ValueError("option tables whose names clash: "
+                     + ", ".join(sorted({f"[{t}]" for (t, n), k in keys.items() if k != n})))
 
 
-def _namespaced(table: str, key: str) -> str:
+def _namespaced(table: str, key: str, exact: bool = False) -> str:
+    if exact:
+        table = re.sub(r"\W", lambda m: f"_{ord(m.group()):x}_", table)
     return re.sub(r"\W", "_", f"{table}_{key}")
 
 

@@ -62,6 +62,10 @@ class GateSettings:
     candidate_gates: tuple[str, ...] = DEFAULT_CANDIDATE_GATES  # [gates] candidate
     final_gates: tuple[str, ...] = DEFAULT_FINAL_GATES  # [gates] final
 
+    def __getattr__(self, name: str) -> Any:  # a gate written before issue 56: say where
+        raise AttributeError(f"settings.gates.{name} moved (issue 56): settings.section("
+                             f"ConfirmOptions).{name}, or Screen/Shape/RooflineOptions (api)")
+
 
 @attrs.define
 class Timeouts:
@@ -266,9 +270,8 @@ def _apply_sections(values: dict[str, Any], origins: dict[str, str], data: dict[
 
 def _moved_run_keys(data: dict[str, Any], path: Path,
                     notes: list[str]) -> dict[str, Any]:
-    """``data`` with ``[run]``'s keys of a built-in gate's option read as its own table's
-    (``[run] final_rounds`` as ``[confirm] final_rounds``; the table's own key wins), and a
-    note for each naming the table it belongs in now."""
+    """``data`` with ``[run]``'s keys of a built-in gate's option read as its table's (``[run]
+    final_rounds`` as ``[confirm]``'s, which wins), a note each naming the table."""
     run = data.get("run", {})
     moved = [k for k in run if k in TABLE_OF]
     if not moved:
@@ -278,8 +281,9 @@ def _moved_run_keys(data: dict[str, Any], path: Path,
         table = table_name(TABLE_OF[key])
         own = data.get(table, {})
         data[table] = {key: run[key], **own} if isinstance(own, dict) else own
-        notes.append(f"{path}: `{key}` in [run] is read, but it belongs in [{table}] now "
-                     f"(the {table} gate's option): move it there")
+        ignored = isinstance(own, dict) and key in own  # [table]'s own key wins
+        notes.append(f"{path}: `{key}` in [run] is " + ("ignored: [{t}] sets it" if ignored
+                     else "read, but it belongs in [{t}] now").format(t=table) + " (a gate's)")
     return data
 
 

@@ -269,3 +269,22 @@ def test_a_proposal_names_each_knob_short_and_its_kernel_once() -> None:
     assert short_name("softmax_kernel") == "softmax_kernel"
     # Inductor's kernels of one model differ in their ending index: their short forms too
     assert short_name(long[:-1] + "1") != short_name(long)
+
+
+def test_a_gate_option_left_in_run_is_read_with_a_note_or_said_ignored(tmp_path: Path) -> None:
+    """Issue 56 moved the gates' options to their own tables: `[run] final_rounds` still
+    works, with a note naming [confirm]; where [confirm] sets it too, [confirm] wins and the
+    note says the [run] one is ignored."""
+    from kernelopt_core.gates.options import ConfirmOptions
+    from kernelopt_core.settings import load
+
+    toml = tmp_path / "kernelopt.toml"
+    toml.write_text("[run]\nfinal_rounds = 3\n")
+    moved = load(toml, {}, cwd=tmp_path)
+    assert moved.section(ConfirmOptions).final_rounds == 3
+    assert moved.notes == [f"{toml}: `final_rounds` in [run] is read, but it belongs in [confirm] "
+                           "now (a gate's)"]
+    toml.write_text("[run]\nfinal_rounds = 3\n\n[confirm]\nfinal_rounds = 5\n")
+    both = load(toml, {}, cwd=tmp_path)
+    assert both.section(ConfirmOptions).final_rounds == 5
+    assert both.notes == [f"{toml}: `final_rounds` in [run] is ignored: [confirm] sets it (a gate's)"]

@@ -689,3 +689,25 @@ def test_a_namespaced_option_key_never_lands_on_a_taken_one() -> None:
     assert keys == {("t", "x"): "t_t_t_x", ("u", "t_t_x"): "t_t_x"}
     assert option_keys([U, T], {"x", "t_x"}) == keys
     assert option_keys([T], {"x", "t_x"}) == {("t", "x"): "t_t_x"}
+
+
+def test_tables_whose_names_differ_only_in_punctuation_still_get_apart_keys() -> None:
+    """[t-t] and [t_t] clean to the same prefix: the keys part by spelling the punctuation
+    out, in either order, and the search ends (it once looped forever)."""
+    import attrs
+
+    from kernelopt_core.options import option, option_keys, option_table
+
+    @option_table("t-t")
+    @attrs.frozen
+    class Dashed:
+        x: int = option(1, "a count")
+
+    @option_table("t_t")
+    @attrs.frozen
+    class Underscored:
+        x: str = option("s", "a word")
+
+    keys = option_keys([Dashed, Underscored], set())
+    assert keys == option_keys([Underscored, Dashed], set())
+    assert keys == {("t-t", "x"): "t_2d_t_x", ("t_t", "x"): "t_t_x"}

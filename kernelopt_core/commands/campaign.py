@@ -70,6 +70,8 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
         run_ctx = run_command.make_context("run", [str(path), *rooted], parent=ctx)
         flags = {k: v for k, v in run_ctx.params.items() if k != "path"}
         _host, path_backend, targets, settings = shell(ctx).resolve_all(run_ctx, path, flags)
+        for line in settings.notes:  # e.g. a gate's option still in [run]
+            ui.note(f"note: {line}")
         found.append((str(path.resolve()), targets))
         checks.append((path_backend, settings.model_check))
         first = first or settings

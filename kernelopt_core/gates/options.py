@@ -51,7 +51,7 @@ class ConfirmOptions:
     worker_rounds: int = option(20, "Confirmation rounds when the bench is served by persistent "
                                     "workers.", validator=at_least(2))
     min_noise_pct: float = option(1.0, "The noise floor (%) of confirm and engine, never lower.",
-                                  validator=at_least(1.0, " (DESIGN §5.3: never below 1 %)"))
+                                  validator=at_least(1.0, " (a noise floor is never below 1 %)"))
 
 
 @option_table("shape")

@@ -3,7 +3,7 @@ and what it learns of each (Outcome)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, ItemsView, Iterator, KeysView, ValuesView
 from typing import Any
 
 import attrs
@@ -36,8 +36,10 @@ class Screened:
 
 
 class _ByKey:
-    """A record a planner once read as a dict (before issue 56): ``record.get("accepted")`` and
-    ``record["speedup"]`` still answer, from its fields; read the fields instead."""
+    """A record a planner once read as a dict (before issue 56): ``record.get("accepted")``,
+    ``record["speedup"]``, ``"speedup" in record``, ``dict(record)``, ``keys()``/``items()``,
+    iteration, ``len`` and truth (empty: false) still answer, from its fields, read-only; read
+    the fields instead."""
 
     def _keys(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -47,6 +49,27 @@ class _ByKey:
 
     def __getitem__(self, key: str) -> Any:
         return self._keys()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def __bool__(self) -> bool:
+        return bool(self._keys())
+
+    def keys(self) -> KeysView[str]:
+        return self._keys().keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._keys().items()
+
+    def values(self) -> ValuesView[Any]:
+        return self._keys().values()
 
 
 @attrs.frozen

@@ -176,12 +176,17 @@ def discover(path: Path, settings: Settings) -> list[Target]:
     if route.kind == "none":
         raise UsageError(f"{route.op} has no kernel file kernelopt edits ({route.note})",
                          hint=f"ops with editable kernels: {', '.join(known)}")
+    if options.phase and not timing.gguf_model(options.nodes):
+        raise UsageError(f"--phase {options.phase} picks the batch of a GGUF model given as "
+                         "--nodes, or the phase --top ranks by; here there is neither",
+                         hint="add --nodes MODEL.gguf, or drop --phase (a recorded nodes file "
+                              "is the batch it was recorded at)")
     node = timing.model_node(route, options.nodes, phase=options.phase or "prefill")
     return [op_target(root, settings, options, route, node, options.e2e_model)]
 
 def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: Any,
                node: Any, e2e_model: str | None, share: float | None = None,
-               model: str | None = None) -> Target:
+               model: str | None = None, phase: str | None = None) -> Target:
     from kernelopt_llamacpp import harness, tbo, timing, tuning
 
     try:  # read once: timing, the harness's patch, whether the tool takes -j, the case list
@@ -223,7 +228,7 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
     shape = pinned["case"] if pinned else (
         tbo.case_name(route.op, case) if case else
         f"{route.op} at the model's node {tbo.match_text(match)} ({node.name if node else '?'}"
-        f"{_from_header(options)}; pinned at the first bench)" if match else
+        f"{_from_header(options, phase)}; pinned at the first bench)" if match else
         f"{route.op}: the largest-us/run case of `test-backend-ops perf -o {route.op}` "
         "(ties within 5 %: the first by name; pinned at the first bench)")
     context = tuple(f for f in ("ggml/src/ggml-cuda/common.cuh",) if (root / f).is_file())
@@ -240,12 +245,12 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         data=data,
     )
 
-def _from_header(options: LlamaCppOptions) -> str:
+def _from_header(options: LlamaCppOptions, phase: str | None = None) -> str:
     """Where a node read from a GGUF's header came from: its file and batch."""
     from kernelopt_llamacpp import timing
 
     model = timing.gguf_model(options.nodes)
-    phase = options.phase or "prefill"
+    phase = phase or options.phase or "prefill"
     return f" of {Path(model).name}'s {phase} graph, read from its header" if model else ""
 
 
@@ -275,7 +280,13 @@ def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
         raise UsageError(f"the profiled model {model} is gone",
                          hint=f"profile the model again: kernelopt profile {root} --backend "
                               "llamacpp --engine ...")
-    found = timing.read_nodes(options.nodes, options.phase or "prefill") if options.nodes else None
+    # a GGUF's graph of each phase: an op is timed at its node of the phase it spends most in
+    # (MUL_MAT: decode's GEMV), or of --phase; a recorded nodes file is one graph
+    gguf = timing.gguf_model(options.nodes)
+    graphs = {phase: timing.read_nodes(gguf, phase) for phase in ("prefill", "decode")
+              } if gguf else {}
+    found = graphs.get(options.phase or "prefill") if graphs else (
+        timing.read_nodes(options.nodes) if options.nodes else None)
     if options.phase and options.phase not in profile.phases:
         raise UsageError(f"--phase {options.phase}: the profile {profile.run_id} has no such "
                          f"phase (it has {', '.join(profile.phases)})",
@@ -285,18 +296,27 @@ def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
     except OSError:
         test_source = b""
 
+    ranking = top_ops.ranked_ops(profile, Sources(root), top_ops.model_ops(found), options.phase)
+
+    def phase_of(op: str) -> str | None:
+        row = next((r for r in ranking if r.op == op), None)
+        known = {p: share for p, share in (row.phases if row else {}).items() if p in graphs}
+        return None if not graphs else options.phase or (
+            max(known, key=lambda p: known[p]) if known else "prefill")
+
+    def node_of(route: Any) -> Any:
+        phase = phase_of(route.op)
+        return timing.model_node(route, options.nodes, graphs[phase] if phase else found)
+
     def timable(route: Any) -> None:
-        timing.timed_cases(route, test_source, None,
-                           timing.model_node(route, options.nodes, found), model)
+        timing.timed_cases(route, test_source, None, node_of(route), model)
         if settings.planner in (None, "tuner") and not tuning.scan(
                 {f: (root / f).read_bytes() for f in route.files}, route.op, route.function):
             # the tuner's run would refuse it (no knobs): an LLM planner, named, edits it
             raise UsageError("no knob in its files for the built-in tuner; --planner agents "
                              "(an LLM) can edit it")
 
-    rows = top_ops.choose(top_ops.ranked_ops(profile, Sources(root), top_ops.model_ops(found),
-                                             options.phase),
-                          table, options.top, timable)
+    rows = top_ops.choose(ranking, table, options.top, timable)
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
     top_ops.write(settings.state_root / "llamacpp" / f"{digest}-top.json", profile, rows,
                   str(Path(options.nodes).expanduser().resolve()) if options.nodes else None,
@@ -308,10 +328,8 @@ def top_targets(root: Path, settings: Settings, options: LlamaCppOptions,
                          hint=top_ops.preface(rows, profile, options.top, options.phase))
     preface = top_ops.preface(rows, profile, options.top, options.phase)
     # no engine gate per op: the model check runs the whole model once, every winner in
-    return [attrs.evolve(op_target(root, settings, options, table[r.op],
-                                         timing.model_node(table[r.op], options.nodes,
-                                                           found),
-                                         None, r.share, model), preface=preface)
+    return [attrs.evolve(op_target(root, settings, options, table[r.op], node_of(table[r.op]),
+                                   None, r.share, model, phase_of(r.op)), preface=preface)
             for r in chosen]
 
 def model_target(root: Path, settings: Settings, options: LlamaCppOptions) -> Target:

@@ -182,3 +182,23 @@ def test_the_model_checks_trees_builds_and_rates(tmp_path: Path) -> None:
     assert mode["prefill_samples"] == 3 and mode["decode_samples"] == 3
     assert mode["decode_spread_pct"] == pytest.approx(100 * (1300.19 - 1290.34) / 1291.11,
                                                       abs=0.01)
+
+
+def test_with_the_gguf_as_nodes_each_op_is_timed_in_the_phase_it_spends_most_in(
+        tree: Path, tmp_path: Path) -> None:
+    """--top with --nodes MODEL.gguf and no --phase: MUL_MAT, most of the decode's time, is
+    timed at its decode node (the GEMV its knob reaches), not at a prefill GEMM; --phase
+    without a GGUF or --top is refused."""
+    pytest.importorskip("gguf")
+    from kernelopt_llamacpp.gguf_model import write_model
+
+    model = write_model(tmp_path / "m.gguf", None, n_vocab=300, n_head=4, f16=True)
+    state = tmp_path / "state"
+    _profile(state, tree, model)
+    targets = LlamaCppBackend().discover(tree, settings_with(
+        state, e2e_model=str(model), top=3, nodes=str(model), origins={"llamacpp.top": "flag"}))
+    by_name = {t.name: t for t in targets}
+    assert "MUL_MAT" in by_name and "m.gguf's decode graph" in by_name["MUL_MAT"].shape
+    assert "n=1" in by_name["MUL_MAT"].data.match  # one token: the decode's product
+    with pytest.raises(UsageError, match="--phase decode picks the batch"):
+        LlamaCppBackend().discover(tree, settings_with(state, op="SOFT_MAX", phase="decode"))
