@@ -3,6 +3,7 @@ and what it learns of each (Outcome)."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, ItemsView, Iterator, KeysView, ValuesView
 from typing import Any
 
@@ -35,14 +36,15 @@ class Screened:
     error: str = ""
 
 
-class _ByKey:
+class _ByKey(abc.ABC):
     """A record a planner once read as a dict (before issue 56): ``record.get("accepted")``,
     ``record["speedup"]``, ``"speedup" in record``, ``dict(record)``, ``keys()``/``items()``,
     iteration, ``len`` and truth (empty: false) still answer, from its fields, read-only; read
     the fields instead."""
 
+    @abc.abstractmethod
     def _keys(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The record as the dict planners once read (each record says which keys)."""
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._keys().get(key, default)
