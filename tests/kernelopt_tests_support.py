@@ -92,3 +92,13 @@ def counted_cpu_example(dest: Path) -> Path:
     toml.write_text(text.replace(
         real, f'bench = "{sys.executable} -S {{repo}}/counted_bench.py {{repo}} {{build}} {{work}}"'))
     return dest
+
+
+def install_plugin(site: Path, dist: str, module: str, body: str) -> None:
+    """An installed distribution as importlib.metadata reads one (dist-info and module) in
+    ``site``, its module registered under the ``kernelopt`` entry-point group."""
+    info = site / f"{dist.replace('-', '_')}-0.3.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.3\n")
+    (info / "entry_points.txt").write_text(f"[kernelopt]\n{module} = {module}\n")
+    (site / f"{module}.py").write_text(body)

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from kernelopt_tests_support import kernelopt
+from kernelopt_tests_support import install_plugin, kernelopt
 
 from kernelopt_core.api import Command, Knob, Target, Tree, UsageError, run
 from kernelopt_core.errors import PluginError
@@ -57,18 +57,10 @@ def kernelopt_register_backends():
 '''
 
 
-def _install(site: Path, dist: str, module: str, body: str) -> None:
-    info = site / f"{dist.replace('-', '_')}-0.3.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.3\n")
-    (info / "entry_points.txt").write_text(f"[kernelopt]\n{module} = {module}\n")
-    (site / f"{module}.py").write_text(body)
-
-
 @pytest.fixture
 def wrong(tmp_path: Path) -> tuple[Path, Path]:
     site = tmp_path / "site"
-    _install(site, "kernelopt-wrong", "wrong_plugin", WRONG)
+    install_plugin(site, "kernelopt-wrong", "wrong_plugin", WRONG)
     project = tmp_path / "project"
     project.mkdir()
     (project / "wrong.txt").write_text("1\n")
@@ -102,7 +94,7 @@ def test_a_backend_breaking_its_contract_is_exit_3_naming_its_package(
 
 def test_a_plugin_that_fails_to_load_under_strict_mode_is_exit_3(tmp_path: Path) -> None:
     site = tmp_path / "site"
-    _install(site, "kernelopt-broken", "broken_plugin", "raise ImportError('no such thing')\n")
+    install_plugin(site, "kernelopt-broken", "broken_plugin", "raise ImportError('no such thing')\n")
     env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
            "KERNELOPT_STRICT_PLUGINS": "1"}
     proc = kernelopt("plugins", cwd=tmp_path, env=env)
@@ -158,7 +150,7 @@ def test_a_run_names_the_plugins_that_failed_to_load(tmp_path: Path) -> None:
     from kernelopt_tests_support import REPO
 
     site = tmp_path / "site"
-    _install(site, "kernelopt-broken", "broken_plugin", "raise ImportError('no such thing')\n")
+    install_plugin(site, "kernelopt-broken", "broken_plugin", "raise ImportError('no such thing')\n")
     project = Path(shutil.copytree(REPO / "examples" / "cmake-cpu", tmp_path / "project"))
     env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     proc = kernelopt("run", str(project), "--state-root", str(tmp_path / "s"), "--iterations", "1",
@@ -171,7 +163,7 @@ def test_a_run_names_the_plugins_that_failed_to_load(tmp_path: Path) -> None:
 
 def test_a_descriptor_naming_a_backend_that_failed_to_load_says_so(tmp_path: Path) -> None:
     site = tmp_path / "site"
-    _install(site, "kernelopt-broken", "broken_plugin", "raise ImportError('no such thing')\n")
+    install_plugin(site, "kernelopt-broken", "broken_plugin", "raise ImportError('no such thing')\n")
     project = tmp_path / "project"
     project.mkdir()
     (project / "kernelopt.toml").write_text('backend = "broken_plugin"\n')

@@ -11,7 +11,14 @@ import json
 import os
 from pathlib import Path
 
-from kernelopt_tests_support import counted_cpu_example, events, kernelopt, last_run, summary
+from kernelopt_tests_support import (
+    counted_cpu_example,
+    events,
+    install_plugin,
+    kernelopt,
+    last_run,
+    summary,
+)
 
 RAISER = '''"""kernelopt-raiser: a candidate gate that raises on every call, with its own table,
 and a profiler whose wrap raises."""
@@ -147,22 +154,13 @@ def kernelopt_register_backends():
 '''
 
 
-def _install(site: Path, dist: str, module: str, body: str) -> None:
-    """An installed distribution as importlib.metadata reads one: dist-info and module."""
-    info = site / f"{dist.replace('-', '_')}-0.3.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.3\n")
-    (info / "entry_points.txt").write_text(f"[kernelopt]\n{module} = {module}\n")
-    (site / f"{module}.py").write_text(body)
-
-
 def _env(site: Path) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
 
 def test_a_malformed_plugin_is_failed_at_registration_and_runs_go_on(tmp_path: Path) -> None:
     site = tmp_path / "site"
-    _install(site, "kernelopt-malformed", "malformed_plugin", MALFORMED)
+    install_plugin(site, "kernelopt-malformed", "malformed_plugin", MALFORMED)
     listed = kernelopt("plugins", cwd=tmp_path, env=_env(site))
     out = listed.stdout + listed.stderr
     assert listed.returncode == 1, out  # like `pip check`: a CI notices
@@ -193,7 +191,7 @@ def test_a_gate_that_raises_fails_each_candidate_there_and_the_run_ends_with_a_v
     the plugin's package and version; the verdict is reached (fallback, exit 1), not exit 4.
     Its profiler's fault drops the profile with a warning naming it; the run goes on."""
     site = tmp_path / "site"
-    _install(site, "kernelopt-raiser", "raiser_plugin", RAISER)
+    install_plugin(site, "kernelopt-raiser", "raiser_plugin", RAISER)
     project = counted_cpu_example(tmp_path / "project")
     toml = project / "kernelopt.toml"
     toml.write_text(toml.read_text() + '\n[agents]\nretries = 5\n\n[raiser]\nmessage = '
@@ -229,7 +227,7 @@ def test_a_backend_that_raises_in_the_baselines_build_stops_the_run_naming_it(
         tmp_path: Path) -> None:
     """Exit 3 and the plugin's package and version, not 4 and "a bug in kernelopt"."""
     site = tmp_path / "site"
-    _install(site, "kernelopt-flaky", "flaky_plugin", FLAKY)
+    install_plugin(site, "kernelopt-flaky", "flaky_plugin", FLAKY)
     project = tmp_path / "project"
     project.mkdir()
     (project / "flaky.txt").write_text("1\n")
