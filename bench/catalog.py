@@ -99,9 +99,14 @@ SUITES = (
           "heaviest node (env OP, BUDGET)", "bench/h200_llamacpp_op.sh", uses=(LLAMACPP_TREE,)),
     Suite("llamacpp-campaign", "kernelopt over a llama.cpp model as its user runs it: the "
           "profile (ncu, engine, e2e), a campaign of the top ops and the model check, "
-          "coverage.json (env TOP, BUDGET, NODES; STEP=time times each top op, no search)",
+          "coverage.json (env TOP, BUDGET, NODES, CAMPAIGN_ARGS; STEP=time times each top op, "
+          "no search)",
           "bench/h200_llamacpp_campaign.sh",
           uses=(LLAMACPP_TREE, "bench/llamacpp_time_ops.py", TARBALL)),
+    Suite("llamacpp-fresh", "an op's run on a fresh machine as a new user types it (no nodes, "
+          "no profile): console lines stamped with seconds, the time to the first candidate and "
+          "the verdict, the baseline build's .ninja_log (env OP, BUDGET)",
+          "bench/h200_llamacpp_fresh.sh", uses=(LLAMACPP_TREE,)),
     Suite("llamacpp-perfcases", "perf cases written from test-backend-ops' own test structs, "
           "compiled into the real tool and run in perf and test mode on the CPU backend",
           "bench/cpu_llamacpp_perfcases.sh", device="CPU", uses=(LLAMACPP_SRC,)),

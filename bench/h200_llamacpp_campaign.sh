@@ -15,7 +15,7 @@
 # runs resumed, then the model check.
 # STEP=time: instead of the campaign, bench/llamacpp_time_ops.py times each of the top TOP (10)
 # ops at its node (no search), for coverage.json.
-# Env: TOP (2), BUDGET (campaign wall minutes, 5), NODES (the model's llama-eval-callback output;
+# Env: TOP (2), BUDGET (campaign wall minutes, 5), CAMPAIGN_ARGS (more flags, e.g. --phase decode), NODES (the model's llama-eval-callback output;
 #      default: the H200 recording of the same 7B-wide model, tests/fixtures/h200-llama-model)
 set -uo pipefail
 source bench/h200_llamacpp_tree.sh
@@ -91,7 +91,8 @@ if [ "${STEP:-campaign}" = time ]; then
   say "time ops: exit $?"
 else
   kernelopt campaign "$REPO" --backend llamacpp --e2e --top "${TOP:-2}" --nodes "$NODES" \
-    --budget-minutes "${BUDGET:-5}" --state-root "$S" --name "${NAME:-llama}" > "$OUT/campaign.log" 2>&1
+    --budget-minutes "${BUDGET:-5}" --state-root "$S" --name "${NAME:-llama}" ${CAMPAIGN_ARGS:-} \
+    > "$OUT/campaign.log" 2>&1
   say "campaign: exit $?"
 fi
 python3 -m kernelopt_llamacpp.coverage --state-root "$S" --repo "$REPO" --campaign "${NAME:-llama}" \
