@@ -45,8 +45,12 @@ _GIVE_OP = "to optimize an op, give --op (the ops by share: kernelopt profile --
 CORES_PER_RUN = 4  # one test-backend-ops run kept 3.4-3.8 cores busy, whatever its -j (H200)
 
 
-def cmake_args(arch: str, engine: bool, flash_attn: bool) -> list[str]:
-    """The configure arguments of every build of a tree: an op's runs, the model check's."""
+SLIM_SCRIPT = Path(__file__).with_name("slim_build.cmake")
+
+
+def cmake_args(arch: str, engine: bool, flash_attn: bool, slim: tuple[str, ...] = ()) -> list[str]:
+    """The configure arguments of every build of a tree: an op's runs, the model check's.
+    ``slim``: the template-instance families left out of ggml-cuda (OpData.slim)."""
     args = [
         "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
         "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
@@ -59,6 +63,14 @@ def cmake_args(arch: str, engine: bool, flash_attn: bool) -> list[str]:
         # other op needs them; the engine gate runs the model with flash attention off too,
         # so that attention goes through SOFT_MAX (the op being optimized), not fattn
         args.append("-DGGML_CUDA_FA=OFF")
+    # both ways spelled out: a build folder configured slim once must not stay slim
+    if slim:  # the instances' calls stay undefined, bound lazily: the tool links and loads
+        args += [f"-DCMAKE_PROJECT_ggml_INCLUDE={SLIM_SCRIPT}",
+                 f"-DKERNELOPT_SLIM_EXCLUDE={'|'.join(slim)}",
+                 "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined"]
+    else:
+        args += ["-UCMAKE_PROJECT_ggml_INCLUDE", "-UKERNELOPT_SLIM_EXCLUDE",
+                 "-DCMAKE_EXE_LINKER_FLAGS="]
     return args
 
 
@@ -83,7 +95,8 @@ class LlamaCppBackend:
                                     f"run llama.cpp's model: {problem}",
                                     hint="install what is missing, then rerun")
         engine = data.e2e_model is not None
-        args = cmake_args(data.cuda_arch, engine, target.name == "FLASH_ATTN_EXT")
+        args = cmake_args(data.cuda_arch, engine, target.name == "FLASH_ATTN_EXT",
+                          data.slim if isinstance(data, OpData) else ())
         # configured again when the arguments change (e.g. the engine gate turned on)
         tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: its engine tools only
         commands = cmake_commands(tree.src, tree.src, tree.build, args,

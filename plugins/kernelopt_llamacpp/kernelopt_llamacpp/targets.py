@@ -68,6 +68,7 @@ class OpData:
     match: tuple[str, ...] | None = None
     written: tuple[str, ...] = ()  # the perf cases the harness adds (perfcases.write), C++
     model: str | None = None  # --top K: the profiled model, run whole by the model check
+    slim: tuple[str, ...] = ()  # template-instance families left out of its build (slim_families)
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -224,6 +225,7 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
         cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
         match=match, written=extra_perf, model=model,
+        slim=() if options.full_build or e2e_model else slim_families(route.op, route.files),
     )
     shape = pinned["case"] if pinned else (
         tbo.case_name(route.op, case) if case else
@@ -244,6 +246,22 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         time_share=share,
         data=data,
     )
+
+# ggml-cuda's template instances by family: most of a clean build's compile time, and only
+# the kernels of mul_mat_q (mmq.cu), mul_mat_f (mmf.cu) and flash attention (fattn*.cu) call them
+INSTANCE_FAMILIES = ("mmq", "mmf", "fattn")
+REACHES_INSTANCES = frozenset({"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT"})
+
+
+def slim_families(op: str, files: tuple[str, ...]) -> tuple[str, ...]:
+    """The instance families an op's build leaves out: every one, unless the op is a matrix
+    multiplication or attention (which dispatch into them) or one of its files is of the
+    family."""
+    if op in REACHES_INSTANCES:
+        return ()
+    names = [Path(f).name for f in files]
+    return tuple(f for f in INSTANCE_FAMILIES if not any(n.startswith(f) for n in names))
+
 
 def _from_header(options: LlamaCppOptions, phase: str | None = None) -> str:
     """Where a node read from a GGUF's header came from: its file and batch."""

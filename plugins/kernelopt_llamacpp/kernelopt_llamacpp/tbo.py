@@ -127,6 +127,8 @@ def pin_case(tool: str, op: str, backend: str, pin_path: Path, wanted: str | Non
     """Choose the case (module docstring), record whether the test set covers it, save it.
     With the harness every perf case can be tested: the heaviest is chosen, then tested."""
     code, out = _run([tool, "perf", "-o", op, "-b", backend, *params_filter(match)])
+    if code != 0 and (left_out := left_out_problem(out)):
+        raise SystemExit(_say(left_out, 1))
     cases = parse_perf(out)
     if match and not wanted and not choose(cases, op, None, match=match):
         # a tool without -p, or one whose params print in another order: the whole list
@@ -313,9 +315,24 @@ def _count_problem(outputs: list[str], r: TestResults) -> str | None:
 
 
 ERROR_LINE = re.compile(r"^error: .+$", re.MULTILINE)  # the CUDA ledger's words, for one
+UNDEFINED = re.compile(r"symbol lookup error: .*?undefined symbol: (\S+)")
+
+
+def left_out_problem(output: str) -> str | None:
+    """The loader stopped the tool at a call into code its build left out: an op's slim build
+    (backend.cmake_args) reached a template instance after all."""
+    found = UNDEFINED.search(output)
+    if found is None:
+        return None
+    return (f"test-backend-ops called code its build left out (the loader: undefined symbol "
+            f"{found.group(1)}); an op's build leaves out ggml-cuda's template instances of "
+            "mul_mat_q, mul_mat_f and flash attention unless the op is a matrix multiplication "
+            "or attention: rerun with --full-build ([llamacpp] full_build = true)")
 
 
 def _check_problem(a: argparse.Namespace, code: int, output: str, r: TestResults) -> str | None:
+    if code != 0 and (left_out := left_out_problem(output)):
+        return left_out
     if r.failed:
         return f"{len(r.failed)} case(s) FAIL, e.g. {r.failed[0]}"
     if not r.ok:
@@ -335,6 +352,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     sys.stdout.write(out)
     timed = [c for c in parse_perf(out) if c.name == pin["case"]]
     if len(timed) != 1:
+        if code != 0 and (left_out := left_out_problem(out)):
+            return _say(left_out, 1)
         return _say(f"the pinned case {pin['case']} printed {len(timed)} perf lines, not one "
                     f"(exit {code})", 1)
     print(bench_line(timed[0]))
