@@ -29,7 +29,7 @@ from kernelopt_core.errors import (
 from kernelopt_core.evaluate import Evaluator
 from kernelopt_core.final import FinalPhase
 from kernelopt_core.hookspecs import Backend, Gate
-from kernelopt_core.planners.base import PlanContext, Profile, Proposal
+from kernelopt_core.planners.base import PlanContext, Proposal
 from kernelopt_core.plugins import PluginHost
 from kernelopt_core.profiling.bench import Profiling
 from kernelopt_core.resume import Resumed, check_run_id, run_lock
@@ -178,12 +178,8 @@ class Loop:
                                          self.run_dir / "profile", "baseline")
         root = Node("baseline", {}, dict(baseline_knobs))
         search = BeamSearch(root, width=settings.search.beam)
-        ctx = PlanContext(target, settings, files, baseline.knobs, baseline_knobs, journal,
-                          self.run_id, Profile(baseline.profile), baseline_ms=baseline.ms,
-                          screen=screener(context.runner, workspace.baseline_tree, baseline.knobs,
-                                          self.run_dir / "screen"),
-                          budget=context.budget)
-        ctx.tried.add(tuple(sorted(baseline_knobs.items())))
+        ctx = context.plan_context(screener(context.runner, workspace.baseline_tree,
+                                            baseline.knobs, self.run_dir / "screen"))
         context.budget.start_search()
         journal.record(events.SearchStart(before_s=round(context.budget.wall_seconds(), 3)))
         self._search(planner, ctx, search, candidate_gates, baseline.ms)

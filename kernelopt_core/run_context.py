@@ -18,6 +18,7 @@ from kernelopt_core.budget import Budget, Earlier
 from kernelopt_core.gates.base import GateContext, GateResult
 from kernelopt_core.hookspecs import Backend
 from kernelopt_core.journal import Journal
+from kernelopt_core.planners.base import PlanContext, Profile, Screened
 from kernelopt_core.runner import Runner
 from kernelopt_core.settings import Settings
 from kernelopt_core.target import Knob, Target
@@ -92,6 +93,19 @@ class RunContext:
             skipped=result.skipped, reason=result.reason, metrics=result.metrics,
             failed_verdict=None if result.passed or not final else result.failed_verdict,
         ))
+
+    def plan_context(self, screen: Callable[[list[dict[str, str]]], list[Screened]] | None
+                     ) -> PlanContext:
+        """What a planner sees: a view of this session once its baseline is learned (the
+        snapshot, the probed knobs and their values, the profile and the screen time, the
+        journal and the budget), with ``screen``, the bulk screening of knob configurations,
+        where the backend has a worker. The baseline's own configuration counts as tried."""
+        ctx = PlanContext(self.target, self.settings, self.workspace.files, self.baseline.knobs,
+                          dict(self.baseline.knob_values), self.journal, self.run_id,
+                          Profile(self.baseline.profile), baseline_ms=self.baseline.ms,
+                          screen=screen, budget=self.budget)
+        ctx.tried.add(tuple(sorted(self.baseline.knob_values.items())))
+        return ctx
 
     def gate_context(self, cid: str, edits: dict[str, bytes], log_dir: Path,
                      baseline_ms: float | None) -> GateContext:

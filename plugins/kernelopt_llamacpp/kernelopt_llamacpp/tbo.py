@@ -53,6 +53,7 @@ from kernelopt_llamacpp.tbo_output import (  # the tool's output, read
     bench_line,
     case_name,
     choose,
+    left_out_problem,
     match_text,
     parse_perf,
     parse_test,
@@ -315,21 +316,6 @@ def _count_problem(outputs: list[str], r: TestResults) -> str | None:
 
 
 ERROR_LINE = re.compile(r"^error: .+$", re.MULTILINE)  # the CUDA ledger's words, for one
-UNDEFINED = re.compile(r"symbol lookup error: .*?undefined symbol: (\S+)")
-
-
-def left_out_problem(output: str) -> str | None:
-    """The loader stopped the tool at a call into code its build left out: an op's slim build
-    (backend.cmake_args) reached a template instance after all."""
-    found = UNDEFINED.search(output)
-    if found is None:
-        return None
-    return (f"test-backend-ops called code its build left out (the loader: undefined symbol "
-            f"{found.group(1)}); an op's build leaves out ggml-cuda's template instances of "
-            "mul_mat_q, mul_mat_f and flash attention unless the op is a matrix multiplication "
-            "or attention: rerun with --full-build ([llamacpp] full_build = true)")
-
-
 def _check_problem(a: argparse.Namespace, code: int, output: str, r: TestResults) -> str | None:
     if code != 0 and (left_out := left_out_problem(output)):
         return left_out

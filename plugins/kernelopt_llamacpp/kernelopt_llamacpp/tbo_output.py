@@ -117,3 +117,18 @@ def bench_line(timed: PerfCase) -> str:
     """The one line the core reads (``BenchSpec(format="json")``): the pinned case's time, the
     case itself as the shape timed, and the bytes it moves (for the roofline gate)."""
     return BenchLine(timed.us / 1e3, timed.name, timed.kb * 1024 if timed.kb else None).to_json()
+
+
+UNDEFINED = re.compile(r"symbol lookup error: .*?undefined symbol: (\S+)")
+
+
+def left_out_problem(output: str) -> str | None:
+    """The loader stopped the tool at a call into code its build left out: an op's slim build
+    (backend.cmake_args) reached a template instance after all."""
+    found = UNDEFINED.search(output)
+    if found is None:
+        return None
+    return (f"test-backend-ops called code its build left out (the loader: undefined symbol "
+            f"{found.group(1)}); an op's build leaves out ggml-cuda's template instances of "
+            "mul_mat_q, mul_mat_f and flash attention unless the op is a matrix multiplication "
+            "or attention: rerun with --full-build ([llamacpp] full_build = true)")

@@ -12,10 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from kernelopt_llamacpp.backend import SLIM_SCRIPT, cmake_args
 from kernelopt_llamacpp.targets import slim_families
-from kernelopt_llamacpp.tbo import left_out_problem
+from kernelopt_llamacpp.tbo_output import left_out_problem
 
 needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None,
                                  reason="needs cmake and a C++ compiler")
