@@ -4,12 +4,15 @@ kernelopt_core.profiling."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from kernelopt_core import events, evidence, process, warm_build
+from kernelopt_core import events, evidence, history, process, warm_build
+from kernelopt_core import journal as journal_mod
 from kernelopt_core.errors import BenchFailed, UsageError
 from kernelopt_core.gates.options import ScreenOptions
 from kernelopt_core.run_context import RunContext
+from kernelopt_core.target import Target
 
 
 def measure(context: RunContext, log_dir: Path,
@@ -23,12 +26,40 @@ def measure(context: RunContext, log_dir: Path,
     return ms
 
 
+EARLIER_RUNS_READ = 20  # the newest runs searched for the target's last baseline build
+
+
+def earlier_build(state_root: Path, target: Target, run_id: str) -> tuple[str, float] | None:
+    """The newest earlier run of the same target (backend, name, root) whose baseline built:
+    its id and that build's seconds."""
+    for run_dir in reversed(history.runs(state_root)[-EARLIER_RUNS_READ:]):
+        if run_dir.name == run_id:
+            continue
+        records = journal_mod.read(run_dir / "journal.jsonl")
+        header = events.first(records, events.Run)
+        if header is None or header.target.get("backend") != target.backend or \
+                header.target.get("name") != target.name or \
+                header.target.get("root") != str(target.root):
+            continue
+        built = next((e for e in events.of(records, events.Built) if e.tree == "baseline"), None)
+        if built is not None:
+            return run_dir.name, built.seconds
+    return None
+
+
 def _measure(context: RunContext, log_dir: Path, recorded: events.Baseline | None) -> float | None:
     runner, journal, workspace, stage = (context.runner, context.journal, context.workspace,
                                          context.stage)
     tree = workspace.baseline_tree
-    stage("baseline build")
+    earlier = earlier_build(context.settings.state_root, context.target, context.run_id)
+    stage("baseline build", **({"earlier_run": earlier[0], "earlier_seconds": earlier[1]}
+                               if earlier else {}))
+    started = time.monotonic()
     result = runner.build(tree, log_dir / "build.log")
+    if result is not None:  # a target with build commands: what each step took
+        journal.record(events.Built(
+            tree="baseline", seconds=round(time.monotonic() - started, 3),
+            steps=[{"label": label, "seconds": round(s, 3)} for label, s in runner.build_steps]))
     if result is not None and not result.ok:
         raise UsageError(
             f"the baseline does not build: {result.describe()}\n{result.tail()}",

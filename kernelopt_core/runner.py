@@ -40,6 +40,8 @@ class Runner:
     interpreted: bool = False  # some bench reading came from an interpreter (e.g. Triton's)
     spent: Spent = attrs.field(factory=Spent)  # GPU-lock and child seconds, the pool's included
     pool: Pool = attrs.field(init=False, repr=False, eq=False)  # its owner is this runner
+    # the last build's steps: each command's label (else its program) and wall seconds
+    build_steps: list[tuple[str, float]] = attrs.field(factory=list, init=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         self.pool = Pool(self)
@@ -96,8 +98,10 @@ class Runner:
         """Run the build commands in order; the first failing result, or the last one."""
         tree.build.mkdir(parents=True, exist_ok=True)
         result = None
+        self.build_steps = []
         for command in returned(self.backend, "build", self.backend.build(self.target, tree)):
             result = self.spawn(self._with_timeout(command, self.settings.timeouts.build_timeout_s), log)
+            self.build_steps.append((command.label or Path(command.argv[0]).name, result.seconds))
             if not result.ok:
                 return result
         return result

@@ -23,6 +23,7 @@ from kernelopt_core.events.base import KINDS, E, Event, optional
 from kernelopt_core.events.run import (
     Baseline,
     Best,
+    Built,
     Candidate,
     CandidateResult,
     CheckEvidence,
@@ -70,7 +71,7 @@ from kernelopt_core.events.timed import (
 
 __all__ = [
     "KINDS", "Event", "optional", "build", "parse", "of", "first", "last", "Baseline", "Bench",
-    "Best", "Campaign", "CampaignResumed", "Candidate", "CandidateResult", "CheckEvidence",
+    "Best", "Built", "Campaign", "CampaignResumed", "Candidate", "CandidateResult", "CheckEvidence",
     "CompiledAhead", "Config", "ConfirmRound", "Duplicate", "End", "Experience", "Gate",
     "GateWarning", "Interrupted", "Job", "KnobProbe", "Knobs", "LLMCall", "ModelCheck",
     "PlannerError", "Profile", "ResumeDiverged", "Resumed", "Run", "RunError", "Screening",

@@ -85,6 +85,17 @@ class Stage(Event, kind="stage"):
     profiler: str | None = optional()
     tree: str | None = optional()
     program: str | None = optional()
+    # the baseline build's stage: the same target's last baseline build in an earlier run
+    earlier_run: str | None = optional()
+    earlier_seconds: float | None = optional()
+
+
+@attrs.frozen(kw_only=True)
+class Built(Event, kind="built"):
+    """A tree's build: its wall seconds and each step's (the backend's command labels)."""
+    tree: str
+    seconds: float
+    steps: list[dict[str, Any]]  # [{"label": "configure", "seconds": 3.2}, ...]
 
 
 @attrs.frozen(kw_only=True)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import attrs
+
 from kernelopt_core.api import (
     Command,
     PrerequisiteError,
@@ -101,6 +103,11 @@ class LlamaCppBackend:
         tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: its engine tools only
         commands = cmake_commands(tree.src, tree.src, tree.build, args,
                                   targets=[*tools, *(ENGINE_TOOLS if engine else ())])
+        if isinstance(data, OpData) and data.slim:  # said on the console with the step's time
+            left_out = ", ".join(data.slim)
+            commands = [attrs.evolve(c, label=f"build without ggml-cuda's {left_out} template "
+                                               "instances") if c.label == "build" else c
+                        for c in commands]
         # an op's check runs with the kit's device-memory ledger (docs/faults.md): built once
         ledger = cuda_ledger_build(tree) if isinstance(data, OpData) else None
         commands[:0] = [ledger] if ledger is not None else []
