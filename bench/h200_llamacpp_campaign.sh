@@ -15,7 +15,7 @@
 # runs resumed, then the model check.
 # STEP=time: instead of the campaign, bench/llamacpp_time_ops.py times each of the top TOP (10)
 # ops at its node (no search), for coverage.json.
-# Env: TOP (2), BUDGET (campaign wall minutes, 5), CAMPAIGN_ARGS (more flags, e.g. --phase decode), NODES (the model's llama-eval-callback output;
+# Env: TOP (2), BUDGET (campaign wall minutes, 5), CAMPAIGN_LIMIT (seconds, then cut), CAMPAIGN_ARGS (more flags, e.g. --phase decode), NODES (the model's llama-eval-callback output;
 #      default: the H200 recording of the same 7B-wide model, tests/fixtures/h200-llama-model)
 set -uo pipefail
 source bench/h200_llamacpp_tree.sh
@@ -48,7 +48,8 @@ from kernelopt_core.api import ncu_kernels
 from kernelopt_core.journal import Journal
 from kernelopt_core.session import new_run_id, write_header
 from kernelopt_core.settings import Settings
-from kernelopt_llamacpp.plugin import LlamaCppBackend, LlamaCppOptions
+from kernelopt_llamacpp.backend import LlamaCppBackend
+from kernelopt_llamacpp.options import LlamaCppOptions
 repo, state = Path(sys.argv[1]), Path(sys.argv[2])
 settings = Settings(state_root=state, tables={"llamacpp": LlamaCppOptions(e2e=True)})
 [whole] = LlamaCppBackend().discover(repo, settings)
@@ -59,7 +60,7 @@ for phase in ("prefill", "decode"):
     text = gzip.decompress(Path(f"plugins/kernelopt_llamacpp/tests/fixtures/h200-llama-model/ncu-{phase}.csv.gz").read_bytes()).decode()
     journal.write("profile", profiler="ncu", tree="baseline", program="engine", phase=phase,
                   metrics={"kernels": [k.to_json() for k in ncu_kernels(text)]})
-journal.write("end", exit_code=0)
+journal.write("end", exit_code=0, gpu_seconds=0.0)
 print(run_id, whole.shape)
 PY
   say "profile from the recording: exit $?"
@@ -90,6 +91,9 @@ if [ "${STEP:-campaign}" = time ]; then
     --top "${TOP:-10}" --first "${FIRST:-}" --out "$OUT" > "$OUT/time-ops.log" 2>&1
   say "time ops: exit $?"
 else
+  # CAMPAIGN_LIMIT: seconds the campaign may take, so that coverage.json and the state (the
+  # jobs' logs under campaigns/NAME/logs) still come back inside the call's own limit
+  timeout --signal=INT --kill-after=20 "${CAMPAIGN_LIMIT:-36000}" \
   kernelopt campaign "$REPO" --backend llamacpp --e2e --top "${TOP:-2}" --nodes "$NODES" \
     --budget-minutes "${BUDGET:-5}" --state-root "$S" --name "${NAME:-llama}" ${CAMPAIGN_ARGS:-} \
     > "$OUT/campaign.log" 2>&1

@@ -52,7 +52,7 @@ SLIM_SCRIPT = Path(__file__).with_name("slim_build.cmake")
 
 def cmake_args(arch: str, engine: bool, flash_attn: bool, slim: tuple[str, ...] = ()) -> list[str]:
     """The configure arguments of every build of a tree: an op's runs, the model check's.
-    ``slim``: the template-instance families left out of ggml-cuda (OpData.slim)."""
+    ``slim``: globs under ggml-cuda that its build leaves out (OpData.slim)."""
     args = [
         "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
         "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
@@ -68,12 +68,19 @@ def cmake_args(arch: str, engine: bool, flash_attn: bool, slim: tuple[str, ...] 
     # both ways spelled out: a build folder configured slim once must not stay slim
     if slim:  # the instances' calls stay undefined, bound lazily: the tool links and loads
         args += [f"-DCMAKE_PROJECT_ggml_INCLUDE={SLIM_SCRIPT}",
-                 f"-DKERNELOPT_SLIM_EXCLUDE={'|'.join(slim)}",
+                 f"-DKERNELOPT_SLIM_EXCLUDE={slim_regex(slim)}",
                  "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined"]
     else:
         args += ["-UCMAKE_PROJECT_ggml_INCLUDE", "-UKERNELOPT_SLIM_EXCLUDE",
                  "-DCMAKE_EXE_LINKER_FLAGS="]
     return args
+
+
+def slim_regex(globs: tuple[str, ...]) -> str:
+    """The CMake regex alternation of ``globs`` (``template-instances/mmq*``, ``mmvq``): paths
+    under ggml-cuda without their ``.cu`` (letters, digits, ``-_/`` and ``*``: literal in a
+    regex but for the ``*``)."""
+    return "|".join(g.replace("*", "[^/]*") for g in globs)
 
 
 class LlamaCppBackend:
@@ -104,9 +111,12 @@ class LlamaCppBackend:
         commands = cmake_commands(tree.src, tree.src, tree.build, args,
                                   targets=[*tools, *(ENGINE_TOOLS if engine else ())])
         if isinstance(data, OpData) and data.slim:  # said on the console with the step's time
-            left_out = ", ".join(data.slim)
-            commands = [attrs.evolve(c, label=f"build without ggml-cuda's {left_out} template "
-                                               "instances") if c.label == "build" else c
+            files = [f"{g}.cu" for g in data.slim if "/" not in g]
+            families = [g.split("/")[1].rstrip("*") for g in data.slim if "/" in g]
+            left_out = ", ".join(files) + (f"; the {', '.join(families)} template instances"
+                                           if families else "")
+            commands = [attrs.evolve(c, label=f"build without the ggml-cuda files the op never "
+                                               f"calls ({left_out})") if c.label == "build" else c
                         for c in commands]
         # an op's check runs with the kit's device-memory ledger (docs/faults.md): built once
         ledger = cuda_ledger_build(tree) if isinstance(data, OpData) else None

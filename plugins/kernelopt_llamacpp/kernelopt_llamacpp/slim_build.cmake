@@ -1,11 +1,12 @@
 # kernelopt-llamacpp's slim build of an op (backend.cmake_args; docs/llamacpp.md): ggml-cuda
-# without the template-instance files of the families in KERNELOPT_SLIM_EXCLUDE (a regex
-# alternation: mmq|mmf|fattn), which only mul_mat_q, mul_mat_f and flash attention call.
+# without the .cu files KERNELOPT_SLIM_EXCLUDE names (a regex alternation of paths under
+# ggml-cuda, no .cu: template-instances/mmq[^/]*|mmvq), which only matrix multiplications and
+# attention call.
 # Included as CMAKE_PROJECT_ggml_INCLUDE, right after ggml's project(); the sources are
 # filtered when ggml's directory is done, when the ggml-cuda target exists.
 # The calls into a left-out instance stay undefined in libggml-cuda.so, bound lazily: an op
 # that never reaches them runs as in a full build; one that does stops with the loader's
-# "symbol lookup error" (tbo.py names it and says to rerun with --full-build).
+# "symbol lookup error" (tbo_output.py names it and says to rerun with --full-build).
 if (NOT KERNELOPT_SLIM_DEFERRED)
   set(KERNELOPT_SLIM_DEFERRED ON)
   function(kernelopt_slim_sources)
@@ -14,11 +15,11 @@ if (NOT KERNELOPT_SLIM_DEFERRED)
     endif()
     get_target_property(sources ggml-cuda SOURCES)
     list(LENGTH sources before)
-    list(FILTER sources EXCLUDE REGEX "/template-instances/(${KERNELOPT_SLIM_EXCLUDE})[^/]*\\.cu$")
+    list(FILTER sources EXCLUDE REGEX "/ggml-cuda/(${KERNELOPT_SLIM_EXCLUDE})\\.cu$")
     list(LENGTH sources after)
     set_property(TARGET ggml-cuda PROPERTY SOURCES ${sources})
     math(EXPR left_out "${before} - ${after}")
-    message(STATUS "kernelopt slim build: ${left_out} template-instance files of ggml-cuda left out (${KERNELOPT_SLIM_EXCLUDE})")
+    message(STATUS "kernelopt slim build: ${left_out} files of ggml-cuda left out (${KERNELOPT_SLIM_EXCLUDE})")
   endfunction()
   cmake_language(DEFER DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" CALL kernelopt_slim_sources)
 endif()

@@ -5,6 +5,7 @@ prerequisites (nvcc, a GPU, cmake) checked before anything runs."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import shutil
@@ -68,7 +69,7 @@ class OpData:
     match: tuple[str, ...] | None = None
     written: tuple[str, ...] = ()  # the perf cases the harness adds (perfcases.write), C++
     model: str | None = None  # --top K: the profiled model, run whole by the model check
-    slim: tuple[str, ...] = ()  # template-instance families left out of its build (slim_families)
+    slim: tuple[str, ...] = ()  # what its build leaves out of ggml-cuda (slim_sources)
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -225,7 +226,7 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
         cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
         match=match, written=extra_perf, model=model,
-        slim=() if options.full_build or e2e_model else slim_families(route.op, route.files),
+        slim=() if options.full_build or e2e_model else slim_sources(route.op, route.files),
     )
     shape = pinned["case"] if pinned else (
         tbo.case_name(route.op, case) if case else
@@ -247,20 +248,24 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         data=data,
     )
 
-# ggml-cuda's template instances by family: most of a clean build's compile time, and only
-# the kernels of mul_mat_q (mmq.cu), mul_mat_f (mmf.cu) and flash attention (fattn*.cu) call them
-INSTANCE_FAMILIES = ("mmq", "mmf", "fattn")
+# What an op's slim build leaves out of ggml-cuda (globs under ggml/src/ggml-cuda/): the matrix
+# multiplications' translation units and the template instances of mul_mat_q, mul_mat_f and flash
+# attention. They are most of a clean build (H100, 2026-12-06: mmvq.cu 72 s, mmvf.cu 58 s, each
+# mmq instance tens of seconds) and only matrix multiplications and attention call them: the
+# dispatcher (ggml-cuda.cu) reaches them through MUL_MAT/MUL_MAT_ID nodes only, by direct calls.
+SLIM_LEFT_OUT = ("template-instances/mmq*", "template-instances/mmf*", "template-instances/fattn*",
+                 "mmq", "mmf", "mmvq", "mmvf", "mmid")
 REACHES_INSTANCES = frozenset({"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT"})
 
 
-def slim_families(op: str, files: tuple[str, ...]) -> tuple[str, ...]:
-    """The instance families an op's build leaves out: every one, unless the op is a matrix
-    multiplication or attention (which dispatch into them) or one of its files is of the
-    family."""
+def slim_sources(op: str, files: tuple[str, ...]) -> tuple[str, ...]:
+    """What an op's build leaves out (SLIM_LEFT_OUT): nothing for a matrix multiplication or
+    attention, else everything but what the op's own files are, or belong to."""
     if op in REACHES_INSTANCES:
         return ()
-    names = [Path(f).name for f in files]
-    return tuple(f for f in INSTANCE_FAMILIES if not any(n.startswith(f) for n in names))
+    own = {Path(f).stem for f in files}
+    return tuple(glob for glob in SLIM_LEFT_OUT
+                 if not any(fnmatch.fnmatchcase(name, Path(glob).name) for name in own))
 
 
 def _from_header(options: LlamaCppOptions, phase: str | None = None) -> str:
