@@ -6,6 +6,9 @@
 # command started (norm.log): the time to the first candidate and to the verdict, build
 # included. The baseline build's .ninja_log (each object's compile seconds) and the run's
 # journal, report and summary come back in norm-state.tar.gz.
+# PHASE=decode|prefill: the op timed at a 7B-wide random model's node of that phase, read from
+# the GGUF's header (--nodes MODEL.gguf --phase PHASE; the model is written first, by the
+# product's generator, and not counted in the run's seconds): e.g. OP=MUL_MAT PHASE=decode.
 # The state root is the campaign script's, so bench/h200_llamacpp_campaign.sh called next on
 # the same warm machine reuses this baseline build.
 set -uo pipefail
@@ -24,16 +27,23 @@ t0 = float(sys.argv[1])
 for line in sys.stdin:
     sys.stdout.write(f"[{time.time() - t0:7.1f}s] {line}")' "$1"
 }
+nodes=()
+if [ -n "${PHASE:-}" ]; then
+  model=$S/llamacpp/random-llama-4096x4-f16.gguf; mkdir -p "$S/llamacpp"
+  [ -f "$model" ] || python3 -m kernelopt_llamacpp.gguf_model --vocab "$REPO/models/ggml-vocab-llama-spm.gguf" \
+    --n-embd 4096 --n-ff 11008 --n-head 32 --n-layer 4 --f16 --out "$model" > "$OUT/model.log" 2>&1
+  nodes=(--nodes "$model" --phase "$PHASE")
+fi
 t0=$(date +%s.%N)
 kernelopt run-llamacpp --op "${OP:-NORM}" --repo "$REPO" --budget-minutes "${BUDGET:-2}" \
-  --state-root "$S" 2>&1 | stamp "$t0" > "$OUT/norm.log"
+  "${nodes[@]}" --state-root "$S" 2>&1 | stamp "$t0" > "$OUT/norm.log"
 echo "run-llamacpp --op ${OP:-NORM}: exit ${PIPESTATUS[0]}, $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" \
   | tee -a "$OUT/norm.log"
 tail -12 "$OUT/norm.log"
 [ -n "$cc" ] && mv "$cc.aside" "$cc"
 logs=$(find "$S" -name .ninja_log -path '*base-build*' 2>/dev/null)
 tar -C "$S" --exclude='*.gguf' --exclude=base-src --exclude=cand-src --exclude='*.o' \
-  --exclude='*.so' --exclude='bin' -czf "$OUT/norm-state.tar.gz" runs \
+  --exclude='*.so' --exclude='bin' -czf "$OUT/norm-state.tar.gz" runs llamacpp \
   $(for l in $logs; do realpath --relative-to="$S" "$l"; done) 2>/dev/null
 for l in $logs; do  # the ten slowest objects of the baseline build
   echo "== $l"; awk 'NR > 1 { printf "%7.1f %s\n", ($2 - $1) / 1000, $4 }' "$l" | sort -rn | head -10
