@@ -105,7 +105,8 @@ SUITES = (
           uses=(LLAMACPP_TREE, "bench/llamacpp_time_ops.py", TARBALL)),
     Suite("llamacpp-fresh", "an op's run on a fresh machine as a new user types it (no nodes, "
           "no profile): console lines stamped with seconds, the time to the first candidate and "
-          "the verdict, the baseline build's .ninja_log (env OP, BUDGET; PHASE: at a GGUF model's node of that phase)",
+          "the verdict, the baseline build's .ninja_log (env OP, BUDGET; PHASE: at a GGUF "
+          "model's node of that phase)",
           "bench/h200_llamacpp_fresh.sh", uses=(LLAMACPP_TREE,)),
     Suite("llamacpp-perfcases", "perf cases written from test-backend-ops' own test structs, "
           "compiled into the real tool and run in perf and test mode on the CPU backend",
