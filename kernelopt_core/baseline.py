@@ -30,18 +30,18 @@ EARLIER_RUNS_READ = 20  # the newest runs searched for the target's last baselin
 
 
 def earlier_build(state_root: Path, target: Target, run_id: str) -> tuple[str, float] | None:
-    """The newest earlier run of the same target (backend, name, root) whose baseline built:
-    its id and that build's seconds."""
+    """The newest other run of the same target (backend, name, root) whose baseline built: its
+    id and that build's seconds (clean or incremental, as it happened). Only the headers of
+    other targets' runs are read."""
     for run_dir in reversed(history.runs(state_root)[-EARLIER_RUNS_READ:]):
-        if run_dir.name == run_id:
+        path = run_dir / "journal.jsonl"
+        header = journal_mod.header(path) if run_dir.name != run_id else None
+        if header is None or (header.target.get("backend"), header.target.get("name"),
+                              header.target.get("root")) != (target.backend, target.name,
+                                                             str(target.root)):
             continue
-        records = journal_mod.read(run_dir / "journal.jsonl")
-        header = events.first(records, events.Run)
-        if header is None or header.target.get("backend") != target.backend or \
-                header.target.get("name") != target.name or \
-                header.target.get("root") != str(target.root):
-            continue
-        built = next((e for e in events.of(records, events.Built) if e.tree == "baseline"), None)
+        built = next((e for e in events.of(journal_mod.read(path), events.Built)
+                      if e.tree == "baseline" and e.ok is not False), None)
         if built is not None:
             return run_dir.name, built.seconds
     return None
@@ -58,7 +58,7 @@ def _measure(context: RunContext, log_dir: Path, recorded: events.Baseline | Non
     result = runner.build(tree, log_dir / "build.log")
     if result is not None:  # a target with build commands: what each step took
         journal.record(events.Built(
-            tree="baseline", seconds=round(time.monotonic() - started, 3),
+            tree="baseline", ok=result.ok, seconds=round(time.monotonic() - started, 3),
             steps=[{"label": label, "seconds": round(s, 3)} for label, s in runner.build_steps]))
     if result is not None and not result.ok:
         raise UsageError(

@@ -78,14 +78,14 @@ class Progress:
                 self._line(f"planner: {e.planner} ({e.planner_reason})")
                 self._line(f"gates: {' → '.join(e.candidate_gates)}, then "
                            f"{' → '.join(e.final_gates)}")
-            case events.Stage(stage="baseline build") as e:  # said in a log too: it can be long
-                last = (f"its last build, in run {e.earlier_run}, took {e.earlier_seconds:.0f} s"
-                        if e.earlier_seconds is not None else "no earlier build of it here")
-                self._line(f"[baseline build] building the unmodified target ({last})")
+            case events.Stage(stage="baseline build", earlier_seconds=float() | int() as s) as e:
+                # said in a log too: a build can be long, and the last one says how long
+                self._line(f"[baseline build] building the unmodified target (its last build, "
+                           f"in run {e.earlier_run}, took {s:.0f} s)")
             case events.Stage() as e:
                 self.candidate = e.candidate or self.candidate
                 self._line(f"[{e.stage}] {self.candidate}  best {self.best:.3f}×", final=False)
-            case events.Built(tree="baseline") as e:
+            case events.Built(tree="baseline") as e if e.ok is not False:
                 steps = ", ".join(f"{s['label']} {s['seconds']:.1f} s" for s in e.steps)
                 self._line(f"baseline built in {e.seconds:.1f} s ({steps})")
             case events.Baseline(ms=float() | int() as ms, samples=samples):

@@ -92,10 +92,12 @@ class Stage(Event, kind="stage"):
 
 @attrs.frozen(kw_only=True)
 class Built(Event, kind="built"):
-    """A tree's build: its wall seconds and each step's (the backend's command labels)."""
+    """A tree's build: whether it built, its wall seconds and each step's (the backend's
+    command labels)."""
     tree: str
     seconds: float
     steps: list[dict[str, Any]]  # [{"label": "configure", "seconds": 3.2}, ...]
+    ok: bool | None = optional()  # the first journals with this kind (one: it built) lack it
 
 
 @attrs.frozen(kw_only=True)

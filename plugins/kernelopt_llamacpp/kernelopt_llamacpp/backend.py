@@ -30,7 +30,7 @@ from kernelopt_core.api import (
     cuda_ledger_watch,
     read_pin,
 )
-from kernelopt_llamacpp import targets
+from kernelopt_llamacpp import slim, targets
 from kernelopt_llamacpp.targets import (
     GENERATED_TOKENS,
     PROMPT_TOKENS,
@@ -47,12 +47,10 @@ _GIVE_OP = "to optimize an op, give --op (the ops by share: kernelopt profile --
 CORES_PER_RUN = 4  # one test-backend-ops run kept 3.4-3.8 cores busy, whatever its -j (H200)
 
 
-SLIM_SCRIPT = Path(__file__).with_name("slim_build.cmake")
-
-
-def cmake_args(arch: str, engine: bool, flash_attn: bool, slim: tuple[str, ...] = ()) -> list[str]:
+def cmake_args(arch: str, engine: bool, flash_attn: bool,
+               slim_globs: tuple[str, ...] = ()) -> list[str]:
     """The configure arguments of every build of a tree: an op's runs, the model check's.
-    ``slim``: globs under ggml-cuda that its build leaves out (OpData.slim)."""
+    ``slim_globs``: what its build leaves out of ggml-cuda (OpData.slim, slim.py)."""
     args = [
         "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
         "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
@@ -65,22 +63,7 @@ def cmake_args(arch: str, engine: bool, flash_attn: bool, slim: tuple[str, ...] 
         # other op needs them; the engine gate runs the model with flash attention off too,
         # so that attention goes through SOFT_MAX (the op being optimized), not fattn
         args.append("-DGGML_CUDA_FA=OFF")
-    # both ways spelled out: a build folder configured slim once must not stay slim
-    if slim:  # the instances' calls stay undefined, bound lazily: the tool links and loads
-        args += [f"-DCMAKE_PROJECT_ggml_INCLUDE={SLIM_SCRIPT}",
-                 f"-DKERNELOPT_SLIM_EXCLUDE={slim_regex(slim)}",
-                 "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined"]
-    else:
-        args += ["-UCMAKE_PROJECT_ggml_INCLUDE", "-UKERNELOPT_SLIM_EXCLUDE",
-                 "-DCMAKE_EXE_LINKER_FLAGS="]
-    return args
-
-
-def slim_regex(globs: tuple[str, ...]) -> str:
-    """The CMake regex alternation of ``globs`` (``template-instances/mmq*``, ``mmvq``): paths
-    under ggml-cuda without their ``.cu`` (letters, digits, ``-_/`` and ``*``: literal in a
-    regex but for the ``*``)."""
-    return "|".join(g.replace("*", "[^/]*") for g in globs)
+    return args + slim.args(slim_globs) if slim_globs else args
 
 
 class LlamaCppBackend:
@@ -111,12 +94,7 @@ class LlamaCppBackend:
         commands = cmake_commands(tree.src, tree.src, tree.build, args,
                                   targets=[*tools, *(ENGINE_TOOLS if engine else ())])
         if isinstance(data, OpData) and data.slim:  # said on the console with the step's time
-            files = [f"{g}.cu" for g in data.slim if "/" not in g]
-            families = [g.split("/")[1].rstrip("*") for g in data.slim if "/" in g]
-            left_out = ", ".join(files) + (f"; the {', '.join(families)} template instances"
-                                           if families else "")
-            commands = [attrs.evolve(c, label=f"build without the ggml-cuda files the op never "
-                                               f"calls ({left_out})") if c.label == "build" else c
+            commands = [attrs.evolve(c, label=slim.label(data.slim)) if c.label == "build" else c
                         for c in commands]
         # an op's check runs with the kit's device-memory ledger (docs/faults.md): built once
         ledger = cuda_ledger_build(tree) if isinstance(data, OpData) else None

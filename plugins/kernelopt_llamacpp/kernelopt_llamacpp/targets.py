@@ -5,7 +5,6 @@ prerequisites (nvcc, a GPU, cmake) checked before anything runs."""
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
 import shutil
@@ -69,7 +68,7 @@ class OpData:
     match: tuple[str, ...] | None = None
     written: tuple[str, ...] = ()  # the perf cases the harness adds (perfcases.write), C++
     model: str | None = None  # --top K: the profiled model, run whole by the model check
-    slim: tuple[str, ...] = ()  # what its build leaves out of ggml-cuda (slim_sources)
+    slim: tuple[str, ...] = ()  # what its build leaves out of ggml-cuda (slim.sources)
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -189,7 +188,7 @@ def discover(path: Path, settings: Settings) -> list[Target]:
 def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: Any,
                node: Any, e2e_model: str | None, share: float | None = None,
                model: str | None = None, phase: str | None = None) -> Target:
-    from kernelopt_llamacpp import harness, tbo, timing, tuning
+    from kernelopt_llamacpp import harness, slim, tbo, timing, tuning
 
     try:  # read once: timing, the harness's patch, whether the tool takes -j, the case list
         test_source = (root / harness.FILE).read_bytes()
@@ -226,7 +225,7 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
         cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
         match=match, written=extra_perf, model=model,
-        slim=() if options.full_build or e2e_model else slim_sources(route.op, route.files),
+        slim=() if options.full_build or e2e_model else slim.sources(route.op, route.files),
     )
     shape = pinned["case"] if pinned else (
         tbo.case_name(route.op, case) if case else
@@ -247,26 +246,6 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         time_share=share,
         data=data,
     )
-
-# What an op's slim build leaves out of ggml-cuda (globs under ggml/src/ggml-cuda/): the matrix
-# multiplications' translation units and the template instances of mul_mat_q, mul_mat_f and flash
-# attention. They are most of a clean build (H100, 2026-12-06: mmvq.cu 72 s, mmvf.cu 58 s, each
-# mmq instance tens of seconds) and only matrix multiplications and attention call them: the
-# dispatcher (ggml-cuda.cu) reaches them through MUL_MAT/MUL_MAT_ID nodes only, by direct calls.
-SLIM_LEFT_OUT = ("template-instances/mmq*", "template-instances/mmf*", "template-instances/fattn*",
-                 "mmq", "mmf", "mmvq", "mmvf", "mmid")
-REACHES_INSTANCES = frozenset({"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT"})
-
-
-def slim_sources(op: str, files: tuple[str, ...]) -> tuple[str, ...]:
-    """What an op's build leaves out (SLIM_LEFT_OUT): nothing for a matrix multiplication or
-    attention, else everything but what the op's own files are, or belong to."""
-    if op in REACHES_INSTANCES:
-        return ()
-    own = {Path(f).stem for f in files}
-    return tuple(glob for glob in SLIM_LEFT_OUT
-                 if not any(fnmatch.fnmatchcase(name, Path(glob).name) for name in own))
-
 
 def _from_header(options: LlamaCppOptions, phase: str | None = None) -> str:
     """Where a node read from a GGUF's header came from: its file and batch."""

@@ -316,6 +316,8 @@ def _count_problem(outputs: list[str], r: TestResults) -> str | None:
 
 
 ERROR_LINE = re.compile(r"^error: .+$", re.MULTILINE)  # the CUDA ledger's words, for one
+
+
 def _check_problem(a: argparse.Namespace, code: int, output: str, r: TestResults) -> str | None:
     if code != 0 and (left_out := left_out_problem(output)):
         return left_out

@@ -124,11 +124,13 @@ UNDEFINED = re.compile(r"symbol lookup error: .*?undefined symbol: (\S+)")
 
 def left_out_problem(output: str) -> str | None:
     """The loader stopped the tool at a call into code its build left out: an op's slim build
-    (backend.cmake_args) reached a template instance after all."""
+    (slim.py) reached a left-out file after all, or the loader binds at load (LD_BIND_NOW)."""
     found = UNDEFINED.search(output)
     if found is None:
         return None
     return (f"test-backend-ops called code its build left out (the loader: undefined symbol "
-            f"{found.group(1)}); an op's build leaves out ggml-cuda's template instances of "
-            "mul_mat_q, mul_mat_f and flash attention unless the op is a matrix multiplication "
-            "or attention: rerun with --full-build ([llamacpp] full_build = true)")
+            f"{found.group(1)}): an op's build leaves out ggml-cuda's matrix multiplications "
+            "(mmq/mmf/mmvq/mmvf/mmid.cu and the mmq, mmf and fattn template instances) unless "
+            "the op is MUL_MAT, MUL_MAT_ID or FLASH_ATTN_EXT, and binds calls into them only "
+            "when made (LD_BIND_NOW set in the environment binds them all at load: unset it); "
+            "rerun with --full-build ([llamacpp] full_build = true)")

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import attrs
 import pytest
+from kernelopt_llamacpp import slim as targets_slim
 from kernelopt_llamacpp import targets
 from kernelopt_llamacpp.backend import LlamaCppBackend
+from kernelopt_llamacpp.slim import label
 from llamacpp_fixture import copy_fixture, settings_with
 
 from kernelopt_core.errors import PrerequisiteError, UsageError
@@ -99,6 +101,7 @@ def test_configure_once_then_incremental(repo: Path, tmp_path: Path, monkeypatch
     # SOFT_MAX's build is slim, and its build step says so on the console
     slim = ("build without the ggml-cuda files the op never calls (mmq.cu, mmf.cu, mmvq.cu, "
             "mmvf.cu, mmid.cu; the mmq, mmf, fattn template instances)")
+    assert slim == label(targets_slim.LEFT_OUT)
     assert [c.label for c in first] == ["configure", slim]
     configure = first[0].argv
     for flag in ("-DGGML_CUDA=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=ON",

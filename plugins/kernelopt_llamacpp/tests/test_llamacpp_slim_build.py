@@ -13,33 +13,37 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernelopt_llamacpp.backend import SLIM_SCRIPT, cmake_args
-from kernelopt_llamacpp.targets import SLIM_LEFT_OUT, slim_sources
+from kernelopt_llamacpp import slim
+from kernelopt_llamacpp.backend import cmake_args
 from kernelopt_llamacpp.tbo_output import left_out_problem
+
+from kernelopt_core.api import cmake_commands
 
 needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None,
                                  reason="needs cmake and a C++ compiler")
 
 
 def test_an_op_other_than_matmul_or_attention_leaves_all_of_them_out() -> None:
-    assert slim_sources("NORM", ("ggml/src/ggml-cuda/norm.cu",)) == SLIM_LEFT_OUT
-    assert "mmvq" in SLIM_LEFT_OUT and "template-instances/mmq*" in SLIM_LEFT_OUT
+    assert slim.sources("NORM", ("ggml/src/ggml-cuda/norm.cu",)) == slim.LEFT_OUT
     for op in ("MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT"):
-        assert slim_sources(op, ("ggml/src/ggml-cuda/mmq.cu",)) == ()
+        assert slim.sources(op, ("ggml/src/ggml-cuda/mmq.cu",)) == ()
     # an op computed in one of those files keeps it and its instances
-    kept = slim_sources("X", ("ggml/src/ggml-cuda/mmf.cu", "ggml/src/ggml-cuda/mmf.cuh"))
+    kept = slim.sources("X", ("ggml/src/ggml-cuda/mmf.cu", "ggml/src/ggml-cuda/mmf.cuh"))
     assert "mmf" not in kept and "template-instances/mmf*" not in kept and "mmq" in kept
 
 
-def test_a_full_build_undoes_a_slim_configure_of_the_same_folder() -> None:
-    slim = cmake_args("90", False, False, ("template-instances/mmq*", "mmvq"))
-    assert f"-DCMAKE_PROJECT_ggml_INCLUDE={SLIM_SCRIPT}" in slim
-    assert "-DKERNELOPT_SLIM_EXCLUDE=template-instances/mmq[^/]*|mmvq" in slim
-    assert "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined" in slim
+def test_the_slim_arguments_keep_the_users_ldflags_and_a_full_build_has_none(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LDFLAGS", "-L/opt/x/lib")
+    args = cmake_args("90", False, False, ("template-instances/mmq*", "mmvq"))
+    assert f"-DCMAKE_PROJECT_ggml_INCLUDE={slim.SCRIPT}" in args
+    assert "-DKERNELOPT_SLIM_EXCLUDE=template-instances/mmq[^/]*|mmvq" in args
+    assert ("-DCMAKE_EXE_LINKER_FLAGS=-L/opt/x/lib -Wl,-z,lazy -Wl,--allow-shlib-undefined"
+            in args)
+    assert "-DCMAKE_SHARED_LINKER_FLAGS=-L/opt/x/lib -Wl,-z,lazy" in args
     full = cmake_args("90", True, False)
-    assert "-UCMAKE_PROJECT_ggml_INCLUDE" in full and "-UKERNELOPT_SLIM_EXCLUDE" in full
-    assert "-DCMAKE_EXE_LINKER_FLAGS=" in full
-    assert SLIM_SCRIPT.is_file()  # shipped with the package (package-data)
+    assert not [a for a in full if "SLIM" in a or "LINKER_FLAGS" in a or "PROJECT_ggml" in a]
+    assert slim.SCRIPT.is_file()  # shipped with the package (package-data)
 
 
 def _project(root: Path) -> None:
@@ -72,20 +76,25 @@ def _project(root: Path) -> None:
         "  std::printf(\"%d\\n\", mm ? mul_mat(2) : norm(21)); }\n")
 
 
-def _build(root: Path, build: Path, args: list[str]) -> Path:
-    args = [a for a in args if a.startswith(("-DCMAKE_PROJECT", "-DKERNELOPT", "-U",
-                                            "-DCMAKE_EXE_LINKER"))]
-    subprocess.run(["cmake", "-S", str(root), "-B", str(build), *args], check=True,
-                   capture_output=True)
-    subprocess.run(["cmake", "--build", str(build), "-j", "2"], check=True, capture_output=True)
-    return build / "test-backend-ops"
+def _build(root: Path, build: Path, args: list[str]) -> tuple[Path, str]:
+    """Configure (when the arguments changed: a fresh cache, as in every kernelopt build) and
+    build, through the core's own cmake_commands; the tool and what configure said."""
+    keep = ("-DCMAKE_PROJECT", "-DKERNELOPT", "-DCMAKE_EXE_LINKER", "-DCMAKE_SHARED_LINKER")
+    said = ""
+    for command in cmake_commands(root, root, build, [a for a in args if a.startswith(keep)],
+                                  targets=["test-backend-ops"], jobs=2):
+        done = subprocess.run(command.argv, cwd=command.cwd, check=True, capture_output=True,
+                              text=True)
+        said += done.stdout + done.stderr
+    return build / "test-backend-ops", said
 
 
 @needs_cmake
 def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path) -> None:
     root, build = tmp_path / "llama.cpp", tmp_path / "base-build"
     _project(root)
-    tool = _build(root, build, cmake_args("90", False, False, slim_sources("NORM", ())))
+    tool, said = _build(root, build, cmake_args("90", False, False, slim.sources("NORM", ())))
+    assert "kernelopt slim build: 3 files of ggml-cuda left out" in said
     objects = {p.name for p in build.rglob("*.o")}
     assert objects >= {"norm.cu.o", "ggml-cuda.cu.o"}
     assert not objects & {"mmq.cu.o", "mmvq.cu.o", "mmq-instance-q4_0.cu.o"}  # never compiled
@@ -95,7 +104,8 @@ def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path)
     problem = left_out_problem(stopped.stdout + stopped.stderr)
     assert problem is not None and "mmq" in problem and "--full-build" in problem
 
-    # the same folder configured for a full build (MUL_MAT's run after NORM's) is whole again
-    tool = _build(root, build, cmake_args("90", False, False))
+    # the same folder built full (MUL_MAT's run after NORM's) is configured afresh: whole again
+    tool, said = _build(root, build, cmake_args("90", False, False))
+    assert "kernelopt slim build" not in said
     assert any("instance" in p.name for p in build.rglob("*.o"))
     assert subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True).stdout == "42\n"
