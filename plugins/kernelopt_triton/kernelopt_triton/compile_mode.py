@@ -90,3 +90,35 @@ def label(kwargs: dict[str, Any]) -> str:
     if not kwargs:
         return "default"
     return str(kwargs["mode"]) if set(kwargs) == {"mode"} else "custom"
+
+
+def parse_setting(text: str) -> dict[str, Any]:
+    """``KEY=VALUE[,KEY=VALUE]`` → Inductor settings by name; a value is a Python literal
+    (True, 2, "EXHAUSTIVE") or else a bare string (``max_autotune_gemm_search_space=EXHAUSTIVE``)."""
+    import ast
+
+    settings: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip() or not raw.strip():
+            raise CompileError(f"setting {item!r}: give KEY=VALUE, e.g. "
+                               "triton.persistent_reductions=False")
+        try:
+            value = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError):
+            value = raw.strip()
+        settings[key.strip()] = value
+    if not settings:
+        raise CompileError(f"setting {text!r}: give KEY=VALUE, e.g. coordinate_descent_search_radius=2")
+    return settings
+
+
+def with_settings(kwargs: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """The same compile with these Inductor settings on top (the mode's own settings stay:
+    Inductor applies a mode, then the options)."""
+    return {**kwargs, "options": {**(kwargs.get("options") or {}), **settings}}
+
+
+def setting_label(settings: dict[str, Any]) -> str:
+    """``+key=value`` per setting: the name a compile with settings on top carries."""
+    return "".join(f"+{k}={v}" for k, v in settings.items())

@@ -40,7 +40,10 @@ from kernelopt_triton.compile_mode import (
     compile_kwargs,
     describe,
     label,
+    parse_setting,
+    setting_label,
     uses_cudagraphs,
+    with_settings,
 )
 from kernelopt_triton.engine import (
     ENGINE_SEED,
@@ -70,7 +73,8 @@ def parse_swaps(items: list[str], what: str = "--swap") -> dict[str, Path]:
 
 def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ...], device: str,
                   rounds: int, windows: int, cache_dir: str, compile_mode: str | None = None,
-                  captured: dict[str, Path] | None = None) -> dict[str, Any]:
+                  captured: dict[str, Path] | None = None,
+                  settings: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
     from kernelopt_triton.engine_switch import (
         CapturedCode,
         KernelSwitch,
@@ -89,9 +93,13 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
     calls: dict[str, Any] = {}
     compile_s: dict[str, float] = {}
     outputs: dict[str, list[Any]] = {}
+    failed: dict[str, str] = {}  # a setting's compile that failed: said, not timed
     compiles: dict[str, dict[str, Any]] = {
         m: ({} if m == "default" else {"mode": m}) for m in modes if m in COMPILE_MODES}
     compiles.setdefault(baseline, own)  # the model's own compile is always timed
+    variants = {baseline + setting_label(extra): extra for extra in settings}
+    for name, extra in variants.items():  # the own compile with Inductor settings on top
+        compiles[name] = with_settings(own, extra)
     winners = "kernelopt" in modes and bool(swaps)
     # without CUDA graphs the winners are switched into the baseline's own compile (the rest
     # of the model the same code); under CUDA graphs they are compiled in, a compile apart
@@ -121,9 +129,16 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                 compiling.switch = switched = switch(("inductor", "kernelopt"))
                 switched.select("inductor")
             t0 = time.perf_counter()
-            compiled = compile_apart(torch, eager, kwargs, mode)  # its own backend, same weights
-            for _ in range(3):  # CUDA graph trees record on a later call than the first
-                outputs[mode] = flatten_outputs(compiled(*args))
+            try:
+                compiled = compile_apart(torch, eager, kwargs, mode)  # own backend, same weights
+                for _ in range(3):  # CUDA graph trees record on a later call than the first
+                    outputs[mode] = flatten_outputs(compiled(*args))
+            except Exception as exc:  # noqa: BLE001 - a setting this torch refuses or fails on
+                if mode not in variants:
+                    raise
+                failed[mode] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
+                outputs.pop(mode, None)
+                continue
             compile_s[mode] = time.perf_counter() - t0
             if mode == "kernelopt" and not compiling.seen:
                 raise RuntimeError(f"the winners' compile: {NOT_COMPILED_AGAIN}")
@@ -137,7 +152,8 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                 selects = {mode: functools.partial(switched.select, "inductor"),
                            "kernelopt": functools.partial(switched.select, "kernelopt")}
         identity = switched.identity() if switched is not None else None
-        labels = ["eager", *compiles] + (["kernelopt"] if shared else [])
+        labels = ["eager", *(m for m in compiles if m not in failed)] + (
+            ["kernelopt"] if shared else [])
         times = interleaved(torch, {m: calls[m] for m in labels},
                             lambda m: selects.get(m, lambda: None)(), cuda, rounds, windows,
                             each_window=True)
@@ -148,12 +164,17 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                               "modes": {}}
     if identity:
         result["identity"] = identity
+    for mode, why in failed.items():
+        result["modes"][mode] = {"settings": variants[mode], "failed": why}
     for mode in labels:
         ok, detail = compare(outputs[mode], outputs["eager"], tol["atol"], tol["rtol"])
         result["modes"][mode] = {
             "ms": statistics.median(times[mode]), "windows": len(times[mode]),
             "spread_pct": _spread(times[mode]), "match_eager": ok, "match": ok, "detail": detail,
             **({"compile_s": round(compile_s[mode], 2)} if mode in compile_s else {})}
+        if mode in variants:
+            result["modes"][mode].update(settings=variants[mode],
+                                         **paired(times[baseline], times[mode]))
     result["kernelopt_model"] = 1
     result["baseline"] = baseline
     result["kernelopt"] = "kernelopt" if "kernelopt" in result["modes"] else baseline
@@ -163,6 +184,17 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
             key = "kernelopt_vs_" + versus.replace("-", "_")
             result[key] = result["modes"][versus]["ms"] / ours
     return result
+
+
+def paired(baseline: list[float], other: list[float]) -> dict[str, Any]:
+    """The baseline's time over the other's, window by window (the two took turns, so each
+    pair saw the same clocks): the median ratio (> 1: the other is faster) and its band, half
+    the ratios' interquartile range in % of the median, as the engine gate reads its rounds."""
+    ratios = [b / o for b, o in zip(baseline, other, strict=True)]
+    median = statistics.median(ratios)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [median, median, median]
+    return {"vs_baseline": round(median, 4), "vs_baseline_band_pct":
+            round(50.0 * (q[2] - q[0]) / median, 2), "pairs": len(ratios)}
 
 
 def _spread(values: list[float]) -> float:
@@ -181,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the model's own compile mode, in place of its file's COMPILE")
     parser.add_argument("--capture-source", action="append", default=[],
                         help="NAME=FILE: the capture's source of a swapped kernel (repeatable)")
+    parser.add_argument("--setting", action="append", default=[],
+                        help="KEY=VALUE[,KEY=VALUE]: the model's own compile with these Inductor "
+                        "settings on top, timed as a mode of its own (repeatable)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--windows", type=int, default=3)
@@ -192,12 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := set(modes) - set(MODES):
         raise SystemExit(f"--modes: unknown {sorted(unknown)}; choose from {', '.join(MODES)}")
     try:
+        settings = tuple(parse_setting(text) for text in ns.setting)
         with tempfile.TemporaryDirectory(prefix="kernelopt-compare-") as fresh:
             result = compare_modes(
                 ns.model_file, parse_swaps(ns.swap), modes, ns.device, ns.rounds, ns.windows,
                 str(ns.cache_dir) if ns.cache_dir else fresh, ns.compile_mode,
-                parse_swaps(ns.capture_source, "--capture-source"))
-    except CompileError as exc:  # the model file's COMPILE
+                parse_swaps(ns.capture_source, "--capture-source"), settings)
+    except CompileError as exc:  # the model file's COMPILE, a --setting
         print(f"kernelopt-triton model_compare: {ns.model_file}: {exc}", file=sys.stderr)
         return 2
     text = json.dumps(result, indent=1)
