@@ -27,7 +27,7 @@ for model in ${models//,/ }; do
   timeout "${LIMIT:-290}" python3 -m kernelopt_triton.model_compare "$model" --modes eager \
     --compile-mode "$mode" "${args[@]}" --rounds "${ROUNDS:-10}" --windows 3 \
     --cache-dir "/tmp/settings-cache-$m" --out "$OUT/$m-$mode-settings.json" > "$OUT/$m-$mode.log" 2>&1
-  say "$m: exit $?"
+  say "$m: exit $?"; grep "^model_compare:" "$OUT/$m-$mode.log"
   python3 - "$OUT/$m-$mode-settings.json" <<'P' || tail -5 "$OUT/$m-$mode.log"
 import json, sys
 r = json.load(open(sys.argv[1])); base = r["baseline"]

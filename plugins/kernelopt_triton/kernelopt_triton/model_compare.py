@@ -137,9 +137,12 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                 if mode not in variants:
                     raise
                 failed[mode] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
+                print(f"model_compare: {mode} failed: {failed[mode]}", file=sys.stderr, flush=True)
                 outputs.pop(mode, None)
                 continue
             compile_s[mode] = time.perf_counter() - t0
+            print(f"model_compare: {mode} compiled and ran in {compile_s[mode]:.1f} s",
+                  file=sys.stderr, flush=True)  # a cut run still says how far it came
             if mode == "kernelopt" and not compiling.seen:
                 raise RuntimeError(f"the winners' compile: {NOT_COMPILED_AGAIN}")
             if compiling.switch is not None and compiling.switch.missing():
