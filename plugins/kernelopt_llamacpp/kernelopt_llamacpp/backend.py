@@ -48,9 +48,10 @@ CORES_PER_RUN = 4  # one test-backend-ops run kept 3.4-3.8 cores busy, whatever 
 
 
 def cmake_args(arch: str, engine: bool, flash_attn: bool,
-               slim_globs: tuple[str, ...] = ()) -> list[str]:
+               slim_globs: tuple[str, ...] | None = None) -> list[str]:
     """The configure arguments of every build of a tree: an op's runs, the model check's.
-    ``slim_globs``: what its build leaves out of ggml-cuda (OpData.slim, slim.py)."""
+    ``slim_globs``: what its build leaves out of ggml-cuda (OpData.slim, slim.py); None: a
+    full build (the model's, --full-build)."""
     args = [
         "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
         "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no network features
@@ -63,7 +64,7 @@ def cmake_args(arch: str, engine: bool, flash_attn: bool,
         # other op needs them; the engine gate runs the model with flash attention off too,
         # so that attention goes through SOFT_MAX (the op being optimized), not fattn
         args.append("-DGGML_CUDA_FA=OFF")
-    return args + slim.args(slim_globs) if slim_globs else args
+    return args + slim.args(slim_globs) if slim_globs is not None else args
 
 
 class LlamaCppBackend:
@@ -88,12 +89,12 @@ class LlamaCppBackend:
                                     hint="install what is missing, then rerun")
         engine = data.e2e_model is not None
         args = cmake_args(data.cuda_arch, engine, target.name == "FLASH_ATTN_EXT",
-                          data.slim if isinstance(data, OpData) else ())
+                          data.slim if isinstance(data, OpData) else None)
         # configured again when the arguments change (e.g. the engine gate turned on)
         tools = [] if isinstance(data, ModelData) else [TOOL]  # a model: its engine tools only
         commands = cmake_commands(tree.src, tree.src, tree.build, args,
                                   targets=[*tools, *(ENGINE_TOOLS if engine else ())])
-        if isinstance(data, OpData) and data.slim:  # said on the console with the step's time
+        if isinstance(data, OpData) and data.slim is not None:  # said on the console with the step's time
             commands = [attrs.evolve(c, label=slim.label(data.slim)) if c.label == "build" else c
                         for c in commands]
         # an op's check runs with the kit's device-memory ledger (docs/faults.md): built once

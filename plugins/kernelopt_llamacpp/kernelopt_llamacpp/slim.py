@@ -1,5 +1,6 @@
 """An op's slim build (docs/llamacpp.md): ggml-cuda without the files only matrix
-multiplications and attention call, so a fresh machine reaches its first candidate sooner.
+multiplications and attention call, and test-backend-ops without libllama and llama-common
+(it needs ggml alone), so a fresh machine reaches its first candidate sooner.
 
 backend.cmake_args adds ``slim_args`` to an op's configure; slim_build.cmake, included right
 after ggml's ``project()``, drops the files from the ggml-cuda target; tbo_output names the
@@ -46,17 +47,22 @@ def args(globs: tuple[str, ...]) -> list[str]:
     linked ``-z lazy`` (a toolchain that binds at load would stop every op), the user's LDFLAGS
     kept. A full build passes none of these: a change of arguments configures afresh
     (cmake_support.needs_configure), so nothing of a slim configure stays."""
+    include = [f"-DCMAKE_PROJECT_ggml_INCLUDE={SCRIPT}", f"-DKERNELOPT_SLIM_EXCLUDE={regex(globs)}"]
+    if not globs:  # a matrix multiplication's: the tool's lean link only, nothing undefined
+        return include
     ldflags = os.environ.get("LDFLAGS", "").strip()
     lazy = f"{ldflags} -Wl,-z,lazy".strip()
-    return [f"-DCMAKE_PROJECT_ggml_INCLUDE={SCRIPT}", f"-DKERNELOPT_SLIM_EXCLUDE={regex(globs)}",
-            f"-DCMAKE_EXE_LINKER_FLAGS={lazy} -Wl,--allow-shlib-undefined",
+    return [*include, f"-DCMAKE_EXE_LINKER_FLAGS={lazy} -Wl,--allow-shlib-undefined",
             f"-DCMAKE_SHARED_LINKER_FLAGS={lazy}"]
 
 
 def label(globs: tuple[str, ...]) -> str:
     """The build step's words on the console."""
+    lean = "test-backend-ops without libllama and llama-common"
+    if not globs:
+        return f"build with {lean}"
     files = [f"{g}.cu" for g in globs if "/" not in g]
     families = [g.split("/")[1].rstrip("*") for g in globs if "/" in g]
     left_out = ", ".join(files) + (f"; the {', '.join(families)} template instances"
                                    if families else "")
-    return f"build without the ggml-cuda files the op never calls ({left_out})"
+    return f"build without the ggml-cuda files the op never calls ({left_out}), {lean}"

@@ -1,7 +1,10 @@
 # kernelopt-llamacpp's slim build of an op (backend.cmake_args; docs/llamacpp.md): ggml-cuda
 # without the .cu files KERNELOPT_SLIM_EXCLUDE names (a regex alternation of paths under
 # ggml-cuda, no .cu: template-instances/mmq[^/]*|mmvq), which only matrix multiplications and
-# attention call.
+# attention call; empty: none left out. And test-backend-ops linked to ggml alone: llama.cpp's
+# tests link libllama and llama-common (its own TODO TAG_TESTS_LLAMA_LINK says the tool does not
+# need them; it includes ggml's headers only), which with cpp-httplib were 450 of a fresh op
+# build's 1126 compile-seconds on an H100 (bench/results/2026-12-06-h100-llamacpp-slim).
 # Included as CMAKE_PROJECT_ggml_INCLUDE, right after ggml's project(); the sources are
 # filtered when ggml's directory is done, when the ggml-cuda target exists.
 # The calls into a left-out instance stay undefined in libggml-cuda.so, bound lazily: an op
@@ -10,6 +13,9 @@
 if (NOT KERNELOPT_SLIM_DEFERRED)
   set(KERNELOPT_SLIM_DEFERRED ON)
   function(kernelopt_slim_sources)
+    if ("${KERNELOPT_SLIM_EXCLUDE}" STREQUAL "")  # a matrix multiplication's: all of ggml-cuda
+      return()
+    endif()
     if (NOT TARGET ggml-cuda)
       message(WARNING "kernelopt slim build: no ggml-cuda target: nothing left out")
       return()
@@ -27,4 +33,28 @@ if (NOT KERNELOPT_SLIM_DEFERRED)
     endif()
   endfunction()
   cmake_language(DEFER DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" CALL kernelopt_slim_sources)
+
+  function(kernelopt_slim_tool_link)  # at the end of the top directory: the tests exist
+    if (NOT TARGET test-backend-ops)
+      return()
+    endif()
+    get_target_property(libs test-backend-ops LINK_LIBRARIES)
+    set(dropped)
+    foreach (lib llama llama-common common)
+      if (lib IN_LIST libs)
+        list(REMOVE_ITEM libs ${lib})
+        list(APPEND dropped ${lib})
+      endif()
+    endforeach()
+    if (NOT dropped)
+      return()
+    endif()
+    if (NOT ggml IN_LIST libs)
+      list(APPEND libs ggml)
+    endif()
+    set_property(TARGET test-backend-ops PROPERTY LINK_LIBRARIES ${libs})
+    string(REPLACE ";" ", " dropped "${dropped}")
+    message(STATUS "kernelopt slim build: test-backend-ops linked without ${dropped} (ggml alone)")
+  endfunction()
+  cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL kernelopt_slim_tool_link)
 endif()

@@ -68,7 +68,7 @@ class OpData:
     match: tuple[str, ...] | None = None
     written: tuple[str, ...] = ()  # the perf cases the harness adds (perfcases.write), C++
     model: str | None = None  # --top K: the profiled model, run whole by the model check
-    slim: tuple[str, ...] = ()  # what its build leaves out of ggml-cuda (slim.sources)
+    slim: tuple[str, ...] | None = None  # what its build leaves out (slim.sources); None: all
 
 
 def fixture_marker(root: Path) -> dict[str, Any] | None:
@@ -225,7 +225,7 @@ def op_target(root: Path, settings: Settings, options: LlamaCppOptions, route: A
         test_jobs=_test_jobs() if _has_test_jobs(test_source) else 1,
         cases=_cases_file(settings.state_root / "llamacpp", digest, route.op, test_source),
         match=match, written=extra_perf, model=model,
-        slim=() if options.full_build or e2e_model else slim.sources(route.op, route.files),
+        slim=None if options.full_build or e2e_model else slim.sources(route.op, route.files),
     )
     shape = pinned["case"] if pinned else (
         tbo.case_name(route.op, case) if case else

@@ -100,7 +100,8 @@ def test_configure_once_then_incremental(repo: Path, tmp_path: Path, monkeypatch
     first = backend.build(target, tree)
     # SOFT_MAX's build is slim, and its build step says so on the console
     slim = ("build without the ggml-cuda files the op never calls (mmq.cu, mmf.cu, mmvq.cu, "
-            "mmvf.cu, mmid.cu; the mmq, mmf, fattn template instances)")
+            "mmvf.cu, mmid.cu; the mmq, mmf, fattn template instances), test-backend-ops without "
+            "libllama and llama-common")
     assert slim == label(targets_slim.LEFT_OUT)
     assert [c.label for c in first] == ["configure", slim]
     configure = first[0].argv

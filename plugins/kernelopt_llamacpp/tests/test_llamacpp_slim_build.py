@@ -1,5 +1,6 @@
 """An op's slim build: ggml-cuda without the matrix-multiplication files and template instances
-the op never calls.
+the op never calls, and test-backend-ops linked to ggml alone (not libllama and llama-common,
+which llama.cpp's tests link and the tool never calls).
 
 The CMake script runs in a real configure of a project laid out as llama.cpp lays out ggml
 (project ggml, a ggml-cuda shared library globbing template-instances/), built by the real
@@ -43,6 +44,10 @@ def test_the_slim_arguments_keep_the_users_ldflags_and_a_full_build_has_none(
     assert "-DCMAKE_SHARED_LINKER_FLAGS=-L/opt/x/lib -Wl,-z,lazy" in args
     full = cmake_args("90", True, False)
     assert not [a for a in full if "SLIM" in a or "LINKER_FLAGS" in a or "PROJECT_ggml" in a]
+    # a matrix multiplication's: the script for the tool's link, nothing undefined to allow
+    matmul = cmake_args("90", False, False, ())
+    assert f"-DCMAKE_PROJECT_ggml_INCLUDE={slim.SCRIPT}" in matmul
+    assert "-DKERNELOPT_SLIM_EXCLUDE=" in matmul and not [a for a in matmul if "LINKER" in a]
     assert slim.SCRIPT.is_file()  # shipped with the package (package-data)
 
 
@@ -51,10 +56,21 @@ def _project(root: Path) -> None:
     (cuda / "template-instances").mkdir(parents=True)
     (root / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.19)\nproject(llama.cpp CXX)\n"
-        "add_subdirectory(ggml)\nadd_executable(test-backend-ops tool.cpp)\n"
-        "target_link_libraries(test-backend-ops ggml-cuda)\n")
+        "add_subdirectory(ggml)\nadd_library(llama SHARED llama.cpp)\n"
+        "add_library(llama-common STATIC common.cpp)\n"
+        "target_link_libraries(llama-common PUBLIC llama)\nadd_subdirectory(tests)\n")
+    # as llama.cpp's tests/CMakeLists.txt links every test (TAG_TESTS_LLAMA_LINK)
+    (root / "tests").mkdir()
+    (root / "tests" / "CMakeLists.txt").write_text(
+        "add_executable(test-backend-ops ../tool.cpp)\n"
+        "target_link_libraries(test-backend-ops PRIVATE llama llama-common ggml)\n"
+        "set_target_properties(test-backend-ops PROPERTIES RUNTIME_OUTPUT_DIRECTORY "
+        "${CMAKE_BINARY_DIR})\n")
+    (root / "llama.cpp").write_text("int llama_init() { return 1; }\n")
+    (root / "common.cpp").write_text("int llama_init();\nint common_init() { return llama_init(); }\n")
     (root / "ggml" / "CMakeLists.txt").write_text(
-        "project(ggml CXX)\nadd_subdirectory(src/ggml-cuda)\n")
+        "project(ggml CXX)\nadd_subdirectory(src/ggml-cuda)\nadd_library(ggml INTERFACE)\n"
+        "target_link_libraries(ggml INTERFACE ggml-cuda)\n")
     (cuda / "CMakeLists.txt").write_text(
         'file(GLOB SOURCES "*.cu")\nfile(GLOB I "template-instances/mmq*.cu")\n'
         "list(APPEND SOURCES ${I})\nset_source_files_properties(${SOURCES} PROPERTIES "
@@ -95,9 +111,11 @@ def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path)
     _project(root)
     tool, said = _build(root, build, cmake_args("90", False, False, slim.sources("NORM", ())))
     assert "kernelopt slim build: 3 files of ggml-cuda left out" in said
+    assert "test-backend-ops linked without llama, llama-common (ggml alone)" in said
     objects = {p.name for p in build.rglob("*.o")}
     assert objects >= {"norm.cu.o", "ggml-cuda.cu.o"}
     assert not objects & {"mmq.cu.o", "mmvq.cu.o", "mmq-instance-q4_0.cu.o"}  # never compiled
+    assert not objects & {"llama.cpp.o", "common.cpp.o"}  # nor what the tool never calls
     assert subprocess.run([tool, "NORM"], capture_output=True, text=True).stdout == "42\n"
     stopped = subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True)
     assert stopped.returncode == 127
@@ -107,5 +125,13 @@ def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path)
     # the same folder built full (MUL_MAT's run after NORM's) is configured afresh: whole again
     tool, said = _build(root, build, cmake_args("90", False, False))
     assert "kernelopt slim build" not in said
-    assert any("instance" in p.name for p in build.rglob("*.o"))
+    objects = {p.name for p in build.rglob("*.o")}
+    assert "mmq-instance-q4_0.cu.o" in objects and "llama.cpp.o" in objects  # linked as given
+    assert subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True).stdout == "42\n"
+
+    # MUL_MAT's own run: all of ggml-cuda, the tool still without libllama
+    tool, said = _build(root, tmp_path / "matmul-build", cmake_args("90", False, False, ()))
+    assert "files of ggml-cuda left out" not in said and "linked without llama" in said
+    objects = {p.name for p in (tmp_path / "matmul-build").rglob("*.o")}
+    assert "mmq-instance-q4_0.cu.o" in objects and "llama.cpp.o" not in objects
     assert subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True).stdout == "42\n"

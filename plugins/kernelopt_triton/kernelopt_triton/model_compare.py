@@ -133,7 +133,7 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                 compiled = compile_apart(torch, eager, kwargs, mode)  # own backend, same weights
                 for _ in range(3):  # CUDA graph trees record on a later call than the first
                     outputs[mode] = flatten_outputs(compiled(*args))
-            except Exception as exc:  # noqa: BLE001 - a setting this torch refuses or fails on
+            except Exception as exc:  # a setting this torch refuses, or fails to compile with
                 if mode not in variants:
                     raise
                 failed[mode] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"

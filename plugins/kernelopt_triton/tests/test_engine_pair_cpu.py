@@ -282,3 +282,50 @@ def test_a_graph_break_with_twin_kernels_under_cuda_graph_modes(tmp_path: Path) 
     assert result["identity"] == "by code, same names"
     assert all(m["match_eager"] for m in result["modes"].values())
     assert result["modes"]["kernelopt"]["ms"] > 1.3 * result["modes"]["reduce-overhead"]["ms"]
+
+
+@pytest.mark.slow
+def test_a_compile_with_inductor_settings_on_top_is_a_mode_of_its_own(tmp_path: Path) -> None:
+    """Issue 53: model_compare --setting compiles the model's own compile again with Inductor
+    settings on top, checks its outputs and times it beside its own compile (paired ratio and
+    band); a setting Inductor refuses is listed as failed with its error, the rest still timed."""
+    model = tmp_path / "gate.py"
+    model.write_text(MODEL)
+    proc = _child(["kernelopt_triton.model_compare", str(model), "--device", "cpu", "--modes",
+                   "eager", "--setting", "triton.persistent_reductions=False",
+                   "--setting", "no_such_inductor_setting=1", "--rounds", "2", "--windows", "2"],
+                  tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    modes = result["modes"]
+    assert result["baseline"] == "default"
+    assert "model_compare: default+triton.persistent_reductions=False compiled and ran in" in (
+        proc.stderr)
+    setting = modes["default+triton.persistent_reductions=False"]
+    assert setting["settings"] == {"triton.persistent_reductions": False}
+    assert setting["match_eager"] and setting["pairs"] == 4
+    assert setting["vs_baseline"] > 0 and setting["vs_baseline_band_pct"] >= 0
+    refused = modes["default+no_such_inductor_setting=1"]
+    assert "ms" not in refused and "no_such_inductor_setting" in refused["failed"]
+
+
+def test_a_setting_is_key_equals_a_python_literal_or_a_bare_string() -> None:
+    from kernelopt_triton.compile_mode import (
+        CompileError,
+        parse_setting,
+        setting_label,
+        with_settings,
+    )
+
+    assert parse_setting("triton.persistent_reductions=False, coordinate_descent_search_radius=2"
+                         ) == {"triton.persistent_reductions": False,
+                               "coordinate_descent_search_radius": 2}
+    assert parse_setting("max_autotune_gemm_search_space=EXHAUSTIVE") == {
+        "max_autotune_gemm_search_space": "EXHAUSTIVE"}
+    for bad in ("", "freezing", "=1", "freezing="):
+        with pytest.raises(CompileError, match="KEY=VALUE"):
+            parse_setting(bad)
+    # on top of a mode: the mode stays (Inductor applies it, then the options)
+    assert with_settings({"mode": "max-autotune"}, {"freezing": True}) == {
+        "mode": "max-autotune", "options": {"freezing": True}}
+    assert setting_label({"freezing": True, "a.b": 2}) == "+freezing=True+a.b=2"
