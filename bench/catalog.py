@@ -70,6 +70,10 @@ SUITES = (
           "every mode (campaign MODEL MODE [TOP])", "bench/h200_modes.sh",
           uses=(SITE, "bench/models/convnext.py", "bench/models/qwen2.py",
                 "bench/models/twin_graphs.py")),
+    Suite("settings", "Inductor settings on top of a model's compile mode (issue 53): each a "
+          "compile of its own beside the mode in one process, outputs matched, paired ratios "
+          "(model_compare --setting) (ARGS: MODE MODEL[,MODEL...] [KEY=VALUE ...])",
+          "bench/h200_settings.sh", uses=(SITE, "bench/models/qwen2.py")),
     Suite("modes-probe", "kernel names between processes and benchmark_kernel settings, and a "
           "model in every torch.compile mode in one process (ARGS: MODEL ...)",
           "bench/h200_modes_probe.sh",
