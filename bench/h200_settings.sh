@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 53, the compile's own alternatives: a model in its user's compile MODE, and the same
 # compile with each Inductor setting on top, in one process (model_compare --setting): outputs
-# against eager, each compile's median and spread, and its paired ratio to the mode, window by
-# window.
+# against eager, each compile's median and spread, and its paired ratio to the mode, round by
+# round.
 #   OUT=DIR [LIMIT=290] [ROUNDS=10] bash bench/h200_settings.sh MODE MODEL[,MODEL...] [SETTING ...]
 # SETTING: KEY=VALUE[,KEY=VALUE] (Inductor's config names); none given: the list below.
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
@@ -31,9 +31,9 @@ for model in ${models//,/ }; do
   python3 - "$OUT/$m-$mode-settings.json" <<'P' || tail -5 "$OUT/$m-$mode.log"
 import json, sys
 r = json.load(open(sys.argv[1])); base = r["baseline"]
+for name, m in r.get("failed_settings", {}).items():
+    print(f"  {name}: FAILED {m['failed'][:200]}")
 for name, m in r["modes"].items():
-    if "failed" in m:
-        print(f"  {name}: FAILED {m['failed'][:200]}"); continue
     extra = f" vs {base} {m['vs_baseline']:.4f} ±{m['vs_baseline_band_pct']}%" if "vs_baseline" in m else ""
     print(f"  {name}: {m['ms']:.4f} ms ±{m['spread_pct']}% match={m['match']} compile={m.get('compile_s')}s{extra}")
 P

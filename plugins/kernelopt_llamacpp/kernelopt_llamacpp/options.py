@@ -36,8 +36,9 @@ class LlamaCppOptions:
                               "other than MUL_MAT, MUL_MAT_ID and FLASH_ATTN_EXT is built "
                               "without the matrix multiplications' files and the template "
                               "instances of mul_mat_q, mul_mat_f and flash attention, which it "
-                              "never calls (NORM's clean build: 99.9 s on an H100); the "
-                              "engine gate always builds all.")
+                              "never calls (NORM's clean build: 99.9 s on an H100), and every "
+                              "op's test-backend-ops links ggml alone (not libllama and "
+                              "llama-common); the engine gate always builds all.")
     # the same type and default as kernelopt-triton's [triton] top: one --top sets both
     top: int = option(1, "A llama.cpp tree with --e2e or --e2e-model and no --op: optimize its "
                       "K ops with the largest share of GPU time.",

@@ -2,9 +2,10 @@
 # without the .cu files KERNELOPT_SLIM_EXCLUDE names (a regex alternation of paths under
 # ggml-cuda, no .cu: template-instances/mmq[^/]*|mmvq), which only matrix multiplications and
 # attention call; empty: none left out. And test-backend-ops linked to ggml alone: llama.cpp's
-# tests link libllama and llama-common (its own TODO TAG_TESTS_LLAMA_LINK says the tool does not
-# need them; it includes ggml's headers only), which with cpp-httplib were 450 of a fresh op
-# build's 1126 compile-seconds on an H100 (bench/results/2026-12-06-h100-llamacpp-slim).
+# llama_build() links every test to libllama and llama-common (its TODO TAG_TESTS_LLAMA_LINK:
+# the tool does not need libllama; it includes ggml's headers only), which with cpp-httplib
+# were 450 of a fresh op build's 1126 compile-seconds on an H100
+# (bench/results/2026-12-06-h100-llamacpp-slim).
 # Included as CMAKE_PROJECT_ggml_INCLUDE, right after ggml's project(); the sources are
 # filtered when ggml's directory is done, when the ggml-cuda target exists.
 # The calls into a left-out instance stay undefined in libggml-cuda.so, bound lazily: an op
@@ -52,6 +53,13 @@ if (NOT KERNELOPT_SLIM_DEFERRED)
     if (NOT ggml IN_LIST libs)
       list(APPEND libs ggml)
     endif()
+    # what llama-common gave the tool and ggml keeps private: C++17 (string_view) and threads
+    # (std::thread, std::async); a recent GCC and glibc need neither, older ones both
+    find_package(Threads)  # its flag, not its target: a target made here is not seen by tests/
+    if (CMAKE_THREAD_LIBS_INIT)
+      list(APPEND libs ${CMAKE_THREAD_LIBS_INIT})
+    endif()
+    set_property(TARGET test-backend-ops APPEND PROPERTY COMPILE_FEATURES cxx_std_17)
     set_property(TARGET test-backend-ops PROPERTY LINK_LIBRARIES ${libs})
     string(REPLACE ";" ", " dropped "${dropped}")
     message(STATUS "kernelopt slim build: test-backend-ops linked without ${dropped} (ggml alone)")

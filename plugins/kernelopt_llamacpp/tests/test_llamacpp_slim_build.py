@@ -57,13 +57,14 @@ def _project(root: Path) -> None:
     (root / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.19)\nproject(llama.cpp CXX)\n"
         "add_subdirectory(ggml)\nadd_library(llama SHARED llama.cpp)\n"
+        "target_link_libraries(llama PUBLIC ggml)\n"
         "add_library(llama-common STATIC common.cpp)\n"
         "target_link_libraries(llama-common PUBLIC llama)\nadd_subdirectory(tests)\n")
-    # as llama.cpp's tests/CMakeLists.txt links every test (TAG_TESTS_LLAMA_LINK)
+    # as llama.cpp's tests/CMakeLists.txt (llama_build) links every test (TAG_TESTS_LLAMA_LINK)
     (root / "tests").mkdir()
     (root / "tests" / "CMakeLists.txt").write_text(
         "add_executable(test-backend-ops ../tool.cpp)\n"
-        "target_link_libraries(test-backend-ops PRIVATE llama llama-common ggml)\n"
+        "target_link_libraries(test-backend-ops PRIVATE llama llama-common)\n"
         "set_target_properties(test-backend-ops PROPERTIES RUNTIME_OUTPUT_DIRECTORY "
         "${CMAKE_BINARY_DIR})\n")
     (root / "llama.cpp").write_text("int llama_init() { return 1; }\n")

@@ -105,8 +105,11 @@ def parse_setting(text: str) -> dict[str, Any]:
                                "triton.persistent_reductions=False")
         try:
             value = ast.literal_eval(raw.strip())
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, TypeError):
             value = raw.strip()
+        if not isinstance(value, (bool, int, float, str, type(None))):
+            raise CompileError(f"setting {item!r}: a value is True/False, a number, a string or "
+                               "None")
         settings[key.strip()] = value
     if not settings:
         raise CompileError(f"setting {text!r}: give KEY=VALUE, e.g. coordinate_descent_search_radius=2")

@@ -3,7 +3,7 @@
     python -m kernelopt_triton.model_compare MODEL_FILE [--swap NAME=FILE ...] [--out result.json]
         [--modes eager,default,max-autotune-no-cudagraphs,max-autotune,kernelopt]
         [--compile-mode MODE] [--capture-source NAME=FILE ...] [--rounds 10] [--windows 3]
-        [--cache-dir DIR]
+        [--setting KEY=VALUE[,KEY=VALUE] ...] [--cache-dir DIR]
 
 In ONE process, the same model and inputs in every mode asked: eager; torch.compile default,
 mode="max-autotune-no-cudagraphs" and mode="max-autotune" (GEMM/conv template autotuning, CUDA
@@ -100,6 +100,9 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
     variants = {baseline + setting_label(extra): extra for extra in settings}
     for name, extra in variants.items():  # the own compile with Inductor settings on top
         compiles[name] = with_settings(own, extra)
+        refused = inductor_refuses(torch, compiles[name])  # before any compile is paid for
+        if refused:
+            raise CompileError(f"--setting {setting_label(extra)[1:]}: {refused}")
     winners = "kernelopt" in modes and bool(swaps)
     # without CUDA graphs the winners are switched into the baseline's own compile (the rest
     # of the model the same code); under CUDA graphs they are compiled in, a compile apart
@@ -133,10 +136,11 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                 compiled = compile_apart(torch, eager, kwargs, mode)  # own backend, same weights
                 for _ in range(3):  # CUDA graph trees record on a later call than the first
                     outputs[mode] = flatten_outputs(compiled(*args))
-            except Exception as exc:  # a setting this torch refuses, or fails to compile with
+            except Exception as exc:  # a setting Inductor fails to compile the model with
                 if mode not in variants:
                     raise
-                failed[mode] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
+                cause = getattr(exc, "inner_exception", None) or exc  # Dynamo wraps the error
+                failed[mode] = f"{type(cause).__name__}: {' '.join(str(cause).split())[:500]}"
                 print(f"model_compare: {mode} failed: {failed[mode]}", file=sys.stderr, flush=True)
                 outputs.pop(mode, None)
                 continue
@@ -167,8 +171,9 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                               "modes": {}}
     if identity:
         result["identity"] = identity
-    for mode, why in failed.items():
-        result["modes"][mode] = {"settings": variants[mode], "failed": why}
+    if failed:  # not modes: every mode has a time (the model check's line, model_check.py)
+        result["failed_settings"] = {mode: {"settings": variants[mode], "failed": why}
+                                     for mode, why in failed.items()}
     for mode in labels:
         ok, detail = compare(outputs[mode], outputs["eager"], tol["atol"], tol["rtol"])
         result["modes"][mode] = {
@@ -177,7 +182,7 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
             **({"compile_s": round(compile_s[mode], 2)} if mode in compile_s else {})}
         if mode in variants:
             result["modes"][mode].update(settings=variants[mode],
-                                         **paired(times[baseline], times[mode]))
+                                         **paired(times[baseline], times[mode], windows))
     result["kernelopt_model"] = 1
     result["baseline"] = baseline
     result["kernelopt"] = "kernelopt" if "kernelopt" in result["modes"] else baseline
@@ -189,15 +194,26 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
     return result
 
 
-def paired(baseline: list[float], other: list[float]) -> dict[str, Any]:
-    """The baseline's time over the other's, window by window (the two took turns, so each
-    pair saw the same clocks): the median ratio (> 1: the other is faster) and its band, half
-    the ratios' interquartile range in % of the median, as the engine gate reads its rounds."""
-    ratios = [b / o for b, o in zip(baseline, other, strict=True)]
-    median = statistics.median(ratios)
-    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [median, median, median]
-    return {"vs_baseline": round(median, 4), "vs_baseline_band_pct":
-            round(50.0 * (q[2] - q[0]) / median, 2), "pairs": len(ratios)}
+def paired(baseline: list[float], other: list[float], windows: int) -> dict[str, Any]:
+    """The baseline's time over the other's, round by round (each round's median window; the
+    two took turns within the round, so drift cancels): the median ratio (> 1: the other is
+    faster) and its band, half the ratios' interquartile range in % of the median, as the
+    engine gate reads its rounds."""
+    ratios = [statistics.median(baseline[i:i + windows]) / statistics.median(other[i:i + windows])
+              for i in range(0, len(baseline), windows)]
+    return {"vs_baseline": round(statistics.median(ratios), 4),
+            "vs_baseline_band_pct": round(_spread(ratios) / 2, 2), "pairs": len(ratios)}
+
+
+def inductor_refuses(torch: Any, kwargs: dict[str, Any]) -> str | None:
+    """Why Inductor refuses these keywords (an unknown setting, a value of the wrong type),
+    from the backend torch.compile would make of them; None when it takes them."""
+    try:
+        torch._TorchCompileInductorWrapper(kwargs.get("mode"), kwargs.get("options"),
+                                           kwargs.get("dynamic"))
+    except (RuntimeError, TypeError, ValueError) as exc:
+        return str(exc).split(", known options are")[0]
+    return None
 
 
 def _spread(values: list[float]) -> float:
