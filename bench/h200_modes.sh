@@ -22,9 +22,7 @@ source bench/h200_site.sh
 export KERNELOPT_HOME=${KERNELOPT_HOME:-/tmp/kstate-modes}
 t0=$(date +%s)
 say() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse HEAD 2>/dev/null
-  python3 -c 'import torch, triton, transformers, timm; print("torch", torch.__version__, "triton", triton.__version__, "transformers", transformers.__version__, "timm", timm.__version__)'
-} > "$OUT/device.txt" 2>&1
+model_device_txt "$OUT/device.txt"
 part=$1; model=$2; m=$(basename "$model" .py)
 case "$part" in
   identity)

@@ -11,9 +11,7 @@ OUT=${OUT:-bench/results/settings}; mkdir -p "$OUT"
 source bench/h200_site.sh
 t0=$(date +%s)
 say() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse HEAD 2>/dev/null
-  python3 -c 'import torch, triton, transformers, timm; print("torch", torch.__version__, "triton", triton.__version__, "transformers", transformers.__version__, "timm", timm.__version__)'
-} > "$OUT/device.txt" 2>&1
+model_device_txt "$OUT/device.txt"
 mode=$1; models=$2; shift 2
 settings=("$@")
 [ ${#settings[@]} -gt 0 ] || settings=(

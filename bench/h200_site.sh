@@ -12,3 +12,8 @@ save_run() {  # save_run NAME: copy the last run's artifacts ($KERNELOPT_HOME/ru
   cp "$run"/{summary.json,report.md,report.diff,journal.jsonl} "$OUT/$1/" 2>/dev/null || true
 }
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+model_device_txt() {  # model_device_txt FILE: the GPU, driver, checkout and the model stack's versions
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse HEAD 2>/dev/null
+    python3 -c 'import torch, triton, transformers, timm; print("torch", torch.__version__, "triton", triton.__version__, "transformers", transformers.__version__, "timm", timm.__version__)'
+  } > "$1" 2>&1
+}

@@ -190,6 +190,12 @@ NOT_COMPILED_AGAIN = (
     "in this mode: the default or max-autotune-no-cudagraphs mode times them in one compile")
 
 
+def inductor_backend(torch: Any, kwargs: dict[str, Any]) -> Any:
+    """The Inductor backend torch.compile makes of these keywords (it checks their settings)."""
+    return torch._TorchCompileInductorWrapper(kwargs.get("mode"), kwargs.get("options"),
+                                              kwargs.get("dynamic"))
+
+
 def compile_apart(torch: Any, model: Any, kwargs: dict[str, Any], tag: str) -> Any:
     """torch.compile of ``model`` as a compile of its own. Dynamo caches compiled graphs on the
     code objects it traces (the model's forward, and each frame after a graph break) and takes
@@ -208,8 +214,7 @@ def compile_apart(torch: Any, model: Any, kwargs: dict[str, Any], tag: str) -> A
     # one compile per mode and version, each a cache entry on the same code objects
     limit = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
     setattr(dynamo_config, limit, max(int(getattr(dynamo_config, limit)), 64))
-    backend = torch._TorchCompileInductorWrapper(kwargs.get("mode"), kwargs.get("options"),
-                                                 kwargs.get("dynamic"))
+    backend = inductor_backend(torch, kwargs)
     backend.apply_options({"trace.debug_dir": os.path.join(
         tempfile.gettempdir(), f"kernelopt-{tag}-{os.getpid()}-{next(_COMPILES)}")})
     return torch.compile(model, backend=backend, dynamic=kwargs.get("dynamic"),

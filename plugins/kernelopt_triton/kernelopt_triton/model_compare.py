@@ -51,6 +51,7 @@ from kernelopt_triton.engine import (
     compare,
     compile_apart,
     flatten_outputs,
+    inductor_backend,
     interleaved,
     prepare_process,
     swap_kernel_source,
@@ -209,8 +210,7 @@ def inductor_refuses(torch: Any, kwargs: dict[str, Any]) -> str | None:
     """Why Inductor refuses these keywords (an unknown setting, a value of the wrong type),
     from the backend torch.compile would make of them; None when it takes them."""
     try:
-        torch._TorchCompileInductorWrapper(kwargs.get("mode"), kwargs.get("options"),
-                                           kwargs.get("dynamic"))
+        inductor_backend(torch, kwargs)
     except (RuntimeError, TypeError, ValueError) as exc:
         return str(exc).split(", known options are")[0]
     return None
