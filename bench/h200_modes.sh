@@ -12,6 +12,9 @@
 #   bash bench/h200_modes.sh template MODEL MODE   the capture `kernelopt run` makes in MODE, then
 #        `kernelopt run MODEL --kernel T --compile-mode MODE` for its largest GEMM template T
 #        (the tuner on the template's tiles, the gates, the engine, the model check)
+#   bash bench/h200_modes.sh modes MODEL [MODE]   the compile modes alone, no kernel tuned: one
+#        model_compare process (MODE, default reduce-overhead, as the model's own compile,
+#        against eager, default and max-autotune; MODES= to change that list), LIMIT= seconds (290)
 #   bash bench/h200_modes.sh campaign MODEL MODE [TOP]   `kernelopt campaign MODEL --top TOP
 #        --compile-mode MODE` (1), its folder and its model check (model_compare.json)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
@@ -74,6 +77,20 @@ case "$part" in
     say "$k run: exit $?"; tail -25 "$OUT/$m-$mode-template-run.log" | cut -c1-400
     save_run "$m-$mode-template-run"
     cp "$cap"/targets/"$k"*.py "$OUT/$m-$mode-templates/" 2>/dev/null ;;
+  modes)
+    mode=${3:-reduce-overhead}
+    timeout "${LIMIT:-290}" python3 -m kernelopt_triton.model_compare "$model" --compile-mode "$mode" \
+      --modes "${MODES:-eager,default,max-autotune}" --rounds "${ROUNDS:-10}" --windows 3 \
+      --cache-dir "/tmp/modes-cache-$m" --out "$OUT/$m-modes.json" > "$OUT/$m-modes.log" 2>&1
+    say "$m modes: exit $?"; grep "^model_compare:" "$OUT/$m-modes.log"
+    python3 - "$OUT/$m-modes.json" <<'P' || tail -5 "$OUT/$m-modes.log"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for name, m in r["modes"].items():
+    own = f" own/this {m['vs_baseline']:.4f} ±{m['vs_baseline_band_pct']}%" if "vs_baseline" in m else " (own)"
+    print(f"  {name}: {m['ms']:.4f} ms ±{m['spread_pct']}% match={m['match']} compile={m.get('compile_s')}s{own}")
+P
+    ;;
   campaign)
     mode=$3; name=$m-$mode-$(date +%H%M%S)
     timeout --signal=INT --kill-after=15 "${RUN_LIMIT:-480}" kernelopt campaign "$model" \

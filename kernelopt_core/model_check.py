@@ -7,8 +7,10 @@ name to a directory holding that target's editable files as its winner has them 
 that ended ``optimized``). The command runs the program in one process every way it knows and
 prints one JSON line ``{"kernelopt_model": 1, "modes": {LABEL: {"ms": float, "spread_pct":
 float, "match": bool, "windows": int, ...}, ...}, "baseline": LABEL, "kernelopt": LABEL}``:
-``baseline`` is the mode kernelopt's winners replace kernels of, ``kernelopt`` the same mode
-with them (equal labels when there is no winner), or ``{"kernelopt_model": 1, "error": str}``.
+``baseline`` is the mode kernelopt's winners replace kernels of, ``kernelopt`` what kernelopt
+returns: the same mode with them (equal labels when there is no winner) or another mode the
+same process measured faster (``"choice": {"why": str}`` says why), or
+``{"kernelopt_model": 1, "error": str}``.
 
 The result is journaled in every run it covers (event ``model_check``), so each run's
 summary.json, report.md and report.html show it; a campaign journals it too. It is
@@ -140,6 +142,8 @@ def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: P
                       measured_speedup=base / ours,
                       versus={label: m["ms"] / ours for label, m in modes.items()},
                       **{k: v for k, v in line.items() if k in ("device", "detail", "note")})
+        if isinstance(line.get("choice"), dict) and line["choice"].get("why"):
+            record["choice"] = str(line["choice"]["why"])
     for item in finished:
         run_journal = journal.Journal(item.run_dir / "journal.jsonl")
         try:

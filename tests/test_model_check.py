@@ -144,6 +144,33 @@ def test_a_failing_model_check_is_reported_and_changes_no_verdict(optimized_run,
     assert "Not measured" in (run_dir / "report.md").read_text()
 
 
+def test_another_mode_measured_faster_is_what_kernelopt_returns_and_says_why(
+        optimized_run, tmp_path: Path) -> None:
+    """Issue 53: the backend's line names another mode as kernelopt's (the same process measured
+    it faster than the winners' compile): the record, summary.json, report.md and the console
+    line say which and why, and the speedups are against it."""
+    shared, state, _ = optimized_run
+    run_dir = tmp_path / "runs" / shared.name
+    shutil.copytree(shared, run_dir)
+    target = ModelBackend().discover(write_chunk_project(tmp_path / "p"), Settings())[0]
+    why = "graphs ran 1.250x as fast as kernelopt (±0.5 %, 10 paired rounds, outputs matched eager)"
+    line = {"kernelopt_model": 1, "baseline": "default", "kernelopt": "graphs",
+            "choice": {"kept": "graphs", "why": why},
+            "modes": {m: {"ms": ms, "spread_pct": 0.5, "match": True, "windows": 30}
+                      for m, ms in (("default", 2.0), ("kernelopt", 1.9), ("graphs", 1.52))}}
+    program = ModelBackend(f"import json; print(json.dumps({line!r}))")
+    record = model_check.run(program, [model_check.Finished(target, run_dir)], state,
+                             tmp_path / "check")
+    assert record is not None and record["kernelopt"] == "graphs" and record["choice"] == why
+    assert record["measured_speedup"] == pytest.approx(2.0 / 1.52)
+    model = json.loads((run_dir / "summary.json").read_text())["model"]
+    assert model["choice"] == why and model["versus"]["kernelopt"] == pytest.approx(1.9 / 1.52)
+    markdown = (run_dir / "report.md").read_text()
+    assert f"kernelopt returns graphs: {why}." in markdown and "| graphs (kernelopt) |" in markdown
+    from kernelopt_core.model_view import verdict_line
+    assert f"(graphs: {why})" in verdict_line(record)
+
+
 def test_no_model_check_flag_and_backends_without_one(tmp_path: Path) -> None:
     project = write_chunk_project(tmp_path / "project")
     saved = cli_module.cli.host

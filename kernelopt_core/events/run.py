@@ -258,6 +258,7 @@ class ModelCheck(Event, kind="model_check"):
     device: Any = optional()
     detail: Any = optional()
     note: Any = optional()
+    choice: str | None = optional()  # why kernelopt returns another mode than the baseline's
 
 
 @attrs.frozen(kw_only=True)

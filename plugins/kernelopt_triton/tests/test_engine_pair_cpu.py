@@ -212,13 +212,19 @@ def test_the_model_table_starts_from_the_users_compile(captured, tmp_path: Path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     modes = result["modes"]
-    assert list(modes) == ["eager", "default", "max-autotune-no-cudagraphs", "max-autotune",
-                           "reduce-overhead", "kernelopt"]
-    assert result["baseline"] == "reduce-overhead" and result["kernelopt"] == "kernelopt"
+    assert list(modes) == ["eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs",
+                           "max-autotune", "kernelopt"]
+    assert result["baseline"] == "reduce-overhead"
     assert all(m["match_eager"] for m in modes.values()), modes
     assert modes["kernelopt"]["ms"] > 2 * modes["reduce-overhead"]["ms"]  # the winner ran
+    # a winner that makes the model slower is not returned: the fastest compile measured is
+    chosen = result["kernelopt"]
+    assert chosen != "kernelopt" and chosen != "eager", result["choice"]
+    assert modes[chosen]["ms"] == min(m["ms"] for k, m in modes.items() if k != "eager")
+    assert result["choice"]["over"] == "kernelopt" and chosen in result["choice"]["why"]
     assert result["kernelopt_vs_max_autotune"] == pytest.approx(
-        modes["max-autotune"]["ms"] / modes["kernelopt"]["ms"])
+        modes["max-autotune"]["ms"] / modes[chosen]["ms"])
+    assert modes["kernelopt"]["vs_baseline"] < 0.5  # paired with the model's own compile
     assert result["identity"].startswith("by code: triton_poi_fused_moved_3 (named ")
 
 
@@ -339,3 +345,25 @@ def test_a_setting_is_key_equals_a_python_literal_or_a_bare_string() -> None:
     assert with_settings({"mode": "max-autotune"}, {"freezing": True}) == {
         "mode": "max-autotune", "options": {"freezing": True}}
     assert setting_label({"freezing": True, "a.b": 2}) == "+freezing=True+a.b=2"
+
+
+def test_kernelopt_returns_the_fastest_compile_measured_beyond_its_band() -> None:
+    """Issue 53: the model's own compile with its winners stays what kernelopt returns unless
+    another compile of the same process ran faster beyond the band of their paired rounds,
+    with outputs that matched; then that one, and the line says why."""
+    from kernelopt_triton.model_compare import fastest
+
+    def ratio(r: float, band: float) -> dict:
+        return {"vs_baseline": r, "vs_baseline_band_pct": band, "pairs": 10}
+
+    modes = {"max-autotune": {"match": True}, "reduce-overhead": {"match": True},
+             "default": {"match": False}}
+    inside = {"max-autotune": ratio(1.02, 2.5), "reduce-overhead": ratio(0.97, 1.0)}
+    kept, why = fastest("kernelopt", inside, modes)
+    assert kept == "kernelopt" and "closest: max-autotune 1.020x, band ±2.5 %" in why["why"]
+    beyond = {**inside, "reduce-overhead": ratio(1.05, 1.0), "default": ratio(1.40, 0.5)}
+    kept, why = fastest("kernelopt", beyond, modes)  # default mismatched: never returned
+    assert kept == "reduce-overhead" and why["over"] == "kernelopt"
+    assert why["why"] == ("reduce-overhead ran 1.050x as fast as kernelopt (±1.0 %, 10 paired "
+                          "rounds, outputs matched eager)")
+    assert fastest("max-autotune", {}, modes)[0] == "max-autotune"
