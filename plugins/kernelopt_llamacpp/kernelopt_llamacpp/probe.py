@@ -15,11 +15,11 @@ tbo.dispatch_profile), a variant that changes none of those kernels (reach.py: c
 ``CUDA_CPY_BLOCK_SIZE`` where the pinned case launches ``cpy_scalar_transpose``) is rejected
 first, without compiling, with an error that names what it changes and what the case launches.
 
-Each translation unit is first compiled unedited, the same way: if that fails (a header the
-machine lacks, a command this rewrite cannot redirect) the probe exits 1 and judges nothing,
-so the core keeps every value. The compiles run at once, one per CPU, as the jobs of one
-ninja child (no threads: a child started from several threads at once is not safe with the
-core's process start-up); without ninja on PATH, one after another.
+Each translation unit is also compiled unedited, the same way, in the same batch as the
+values: if that fails (a header the machine lacks, a command this rewrite cannot redirect) the
+probe exits 1 and judges nothing, so the core keeps every value. The compiles run at once, one
+per CPU, as the jobs of one ninja child (no threads: a child started from several threads at
+once is not safe with the core's process start-up); without ninja on PATH, one after another.
 """
 
 from __future__ import annotations
@@ -177,14 +177,16 @@ def probe(build: Path, src: Path, probe_dir: Path, tus: list[str],
             shutil.copy2(src / tu, copy)
         return entries[(src / tu).resolve()], copy, root / (tu + ".o")
 
-    # the unedited files first: a failure here is the machine's, not a value's
-    control = _compile_all({tu: job(probe_dir / "v0", tu) for tu in tus}, probe_dir / "jobs-v0")
-    for tu, (ok, error) in control.items():
+    # the unedited files beside the values, in the same batch (one compile's wall, not two):
+    # if one of them fails, the failure is the machine's, not a value's, and nothing is judged
+    compiled = _compile_all({**{f"v0\t{tu}": job(probe_dir / "v0", tu) for tu in tus},
+                             **{f"{v['id']}\t{tu}": job(probe_dir / v["id"], tu)
+                                for v in variants for tu in tus}}, probe_dir / "jobs")
+    for tu in tus:
+        ok, error = compiled[f"v0\t{tu}"]
         if not ok:
             raise SystemExit(f"probe: the unedited {tu} does not compile this way, so no value "
                              f"is judged: {error}")
-    compiled = _compile_all({f"{v['id']}\t{tu}": job(probe_dir / v["id"], tu)
-                             for v in variants for tu in tus}, probe_dir / "jobs")
     results: dict[str, dict[str, Any]] = dict(rejected)
     for variant in variants:
         got = {tu: compiled[f"{variant['id']}\t{tu}"] for tu in tus}
