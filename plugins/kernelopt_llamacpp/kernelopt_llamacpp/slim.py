@@ -22,15 +22,20 @@ SCRIPT = Path(__file__).with_name("slim_build.cmake")
 LEFT_OUT = ("template-instances/mmq*", "template-instances/mmf*", "template-instances/fattn*",
             "mmq", "mmf", "mmvq", "mmvf", "mmid")
 REACHES_LEFT_OUT = frozenset({"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT"})
+# A matrix multiplication's build still leaves out attention's template instances: only
+# FLASH_ATTN_EXT reaches them (fattn.cu, kept, calls them); they were 388 of MUL_MAT's 2486
+# compile-seconds on an H200 (bench/results/2026-12-06-h200-llamacpp-lean).
+MATMUL_LEFT_OUT = ("template-instances/fattn*",)
 
 
 def sources(op: str, files: tuple[str, ...]) -> tuple[str, ...]:
-    """What an op's build leaves out (LEFT_OUT): nothing for a matrix multiplication or
-    attention, else everything but what the op's own files are, or belong to."""
-    if op in REACHES_LEFT_OUT:
+    """What an op's build leaves out (LEFT_OUT): nothing for attention, attention's instances
+    for a matrix multiplication, else everything; never what the op's own files are, or
+    belong to."""
+    if op == "FLASH_ATTN_EXT":
         return ()
     own = {Path(f).stem for f in files}
-    return tuple(glob for glob in LEFT_OUT
+    return tuple(glob for glob in (MATMUL_LEFT_OUT if op in REACHES_LEFT_OUT else LEFT_OUT)
                  if not any(fnmatch.fnmatchcase(name, Path(glob).name) for name in own))
 
 
@@ -63,6 +68,6 @@ def label(globs: tuple[str, ...]) -> str:
         return f"build with {lean}"
     files = [f"{g}.cu" for g in globs if "/" not in g]
     families = [g.split("/")[1].rstrip("*") for g in globs if "/" in g]
-    left_out = ", ".join(files) + (f"; the {', '.join(families)} template instances"
-                                   if families else "")
+    left_out = "; ".join(filter(None, (", ".join(files), f"the {', '.join(families)} template "
+                                       "instances" if families else "")))
     return f"build without the ggml-cuda files the op never calls ({left_out}), {lean}"

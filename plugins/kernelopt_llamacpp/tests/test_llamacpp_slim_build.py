@@ -26,8 +26,12 @@ needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("
 
 def test_an_op_other_than_matmul_or_attention_leaves_all_of_them_out() -> None:
     assert slim.sources("NORM", ("ggml/src/ggml-cuda/norm.cu",)) == slim.LEFT_OUT
-    for op in ("MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT"):
-        assert slim.sources(op, ("ggml/src/ggml-cuda/mmq.cu",)) == ()
+    for op in ("MUL_MAT", "MUL_MAT_ID"):  # attention's instances only
+        assert slim.sources(op, ("ggml/src/ggml-cuda/mmq.cu",)) == ("template-instances/fattn*",)
+    assert slim.label(slim.sources("MUL_MAT", ())) == (
+        "build without the ggml-cuda files the op never calls (the fattn template instances), "
+        "test-backend-ops without libllama and llama-common")
+    assert slim.sources("FLASH_ATTN_EXT", ("ggml/src/ggml-cuda/fattn.cu",)) == ()
     # an op computed in one of those files keeps it and its instances
     kept = slim.sources("X", ("ggml/src/ggml-cuda/mmf.cu", "ggml/src/ggml-cuda/mmf.cuh"))
     assert "mmf" not in kept and "template-instances/mmf*" not in kept and "mmq" in kept
@@ -73,7 +77,7 @@ def _project(root: Path) -> None:
         "project(ggml CXX)\nadd_subdirectory(src/ggml-cuda)\nadd_library(ggml INTERFACE)\n"
         "target_link_libraries(ggml INTERFACE ggml-cuda)\n")
     (cuda / "CMakeLists.txt").write_text(
-        'file(GLOB SOURCES "*.cu")\nfile(GLOB I "template-instances/mmq*.cu")\n'
+        'file(GLOB SOURCES "*.cu")\nfile(GLOB I "template-instances/*.cu")\n'
         "list(APPEND SOURCES ${I})\nset_source_files_properties(${SOURCES} PROPERTIES "
         "LANGUAGE CXX)\nadd_library(ggml-cuda SHARED ${SOURCES})\n"
         "target_compile_options(ggml-cuda PRIVATE -x c++)\n")
@@ -81,7 +85,12 @@ def _project(root: Path) -> None:
     # instance) for a matrix multiplication only: a slim build leaves those three out
     (cuda / "norm.cu").write_text("int norm(int x) { return 2 * x; }\n")
     (cuda / "ggml-cuda.cu").write_text(
-        "int mmvq(int x);\nint mmq(int x);\nint mul_mat(int x) { return x > 1 ? mmq(x) : mmvq(x); }\n")
+        "int mmvq(int x);\nint mmq(int x);\nint mul_mat(int x) { return x > 1 ? mmq(x) : mmvq(x); }\n"
+        "int fattn(int x);\nint flash_attn_ext(int x) { return fattn(x); }\n")
+    # attention: fattn.cu calls its template instance (FLASH_ATTN_EXT alone reaches it)
+    (cuda / "fattn.cu").write_text("int fattn_case(int x);\nint fattn(int x) { return fattn_case(x); }\n")
+    (cuda / "template-instances" / "fattn-tile-instance-dkq64.cu").write_text(
+        "int fattn_case(int x) { return x; }\n")
     (cuda / "mmvq.cu").write_text("int mmvq(int x) { return x + 41; }\n")
     (cuda / "mmq.cu").write_text("int mmq_case(int x);\nint mmq(int x) { return mmq_case(x); }\n")
     (cuda / "template-instances" / "mmq-instance-q4_0.cu").write_text(
@@ -111,7 +120,7 @@ def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path)
     root, build = tmp_path / "llama.cpp", tmp_path / "base-build"
     _project(root)
     tool, said = _build(root, build, cmake_args("90", False, False, slim.sources("NORM", ())))
-    assert "kernelopt slim build: 3 files of ggml-cuda left out" in said
+    assert "kernelopt slim build: 4 files of ggml-cuda left out" in said
     assert "test-backend-ops linked without llama, llama-common (ggml alone)" in said
     objects = {p.name for p in build.rglob("*.o")}
     assert objects >= {"norm.cu.o", "ggml-cuda.cu.o"}
@@ -130,9 +139,12 @@ def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path)
     assert "mmq-instance-q4_0.cu.o" in objects and "llama.cpp.o" in objects  # linked as given
     assert subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True).stdout == "42\n"
 
-    # MUL_MAT's own run: all of ggml-cuda, the tool still without libllama
-    tool, said = _build(root, tmp_path / "matmul-build", cmake_args("90", False, False, ()))
-    assert "files of ggml-cuda left out" not in said and "linked without llama" in said
+    # MUL_MAT's own run: all of ggml-cuda but attention's instances, the tool without libllama
+    tool, said = _build(root, tmp_path / "matmul-build",
+                        cmake_args("90", False, False, slim.sources("MUL_MAT", ())))
+    assert "kernelopt slim build: 1 files of ggml-cuda left out" in said
+    assert "linked without llama" in said
     objects = {p.name for p in (tmp_path / "matmul-build").rglob("*.o")}
     assert "mmq-instance-q4_0.cu.o" in objects and "llama.cpp.o" not in objects
+    assert "fattn-tile-instance-dkq64.cu.o" not in objects and "fattn.cu.o" in objects
     assert subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True).stdout == "42\n"
