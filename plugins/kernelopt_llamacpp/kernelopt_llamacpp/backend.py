@@ -31,6 +31,7 @@ from kernelopt_core.api import (
     read_pin,
 )
 from kernelopt_llamacpp import slim, targets
+from kernelopt_llamacpp.dispatch_knobs import cap_names
 from kernelopt_llamacpp.targets import (
     GENERATED_TOKENS,
     PROMPT_TOKENS,
@@ -152,6 +153,9 @@ class LlamaCppBackend:
         argv = [sys.executable, "-m", "kernelopt_llamacpp.probe", "--build", str(tree.build),
                 "--src", str(tree.src), "--dir", str(probe_dir), "--pin", str(data.pin)]
         argv += [arg for tu in tus for arg in ("--tu", tu)]
+        # a selection cap's values are its switch's cases, each compiled in every build: only
+        # the reach check judges them (mmvf.cu is a 56 s compile: 87 s of probe for nothing)
+        argv += [arg for name in cap_names(tree.src, tus) for arg in ("--compiles", name)]
         return Command(tuple(argv), tree.src, label="compile probe")
 
     def _tbo(self, target: Target, tree: Tree, mode: str, *extra: str) -> Command:

@@ -12,12 +12,15 @@ expression the launcher picks it from.
   op's GEMV launches with on large rows (every such row picks the largest block the cap allows).
 
 Which kernel each value reaches is the reach check's (reach.py) and, on the GPU, the dispatch
-profile's; a value whose instance the pinned case never runs is dropped there.
+profile's; a value whose instance the pinned case never runs is dropped there. Every value
+compiles (each case is compiled in every build), so the compile probe judges a cap by reach
+alone (cap_names, probe.py's ``--compiles``).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from kernelopt_core.api import Knob
 
@@ -61,3 +64,15 @@ def selection_caps(path: str, text: str) -> list[Knob]:
             values = tuple(sorted({*values, str(value)}, key=int))
         knobs.append(Knob(name, path, values, pattern, maximum=cases[-1]))
     return knobs
+
+
+def cap_names(src: Path, files: list[str]) -> list[str]:
+    """The selection caps' names in ``files`` (relative to ``src``): knobs whose every value
+    compiles in every build (the switch compiles each case), so the compile probe skips them."""
+    names = []
+    for rel in files:
+        path = src / rel
+        if path.is_file():
+            names += [k.name for k in selection_caps(rel, path.read_text(encoding="utf-8",
+                                                                          errors="replace"))]
+    return names

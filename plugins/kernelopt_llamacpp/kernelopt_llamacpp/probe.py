@@ -14,6 +14,8 @@ With ``--pin`` (the pinned case, whose ``dispatched`` kernels ncu read when the 
 tbo.dispatch_profile), a variant that changes none of those kernels (reach.py: cpy.cu's
 ``CUDA_CPY_BLOCK_SIZE`` where the pinned case launches ``cpy_scalar_transpose``) is rejected
 first, without compiling, with an error that names what it changes and what the case launches.
+A knob given with ``--compiles`` (a selection cap: its values are its switch's cases, each
+compiled in every build, dispatch_knobs.py) is judged by that reach check alone, never compiled.
 
 Each translation unit is also compiled unedited, the same way, in the same batch as the
 values: if that fails (a header the machine lacks, a command this rewrite cannot redirect) the
@@ -158,12 +160,18 @@ def unreached(src: Path, probe_dir: Path, variants: list[dict[str, Any]], pin: P
 
 
 def probe(build: Path, src: Path, probe_dir: Path, tus: list[str],
-          pin: Path | None = None) -> dict[str, Any]:
+          pin: Path | None = None, compiles: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """``compiles``: knobs whose every value compiles in every build (a selection cap's switch
+    cases, dispatch_knobs.py): judged by the reach check alone, never compiled."""
     database = json.loads((build / "compile_commands.json").read_text())
     entries = {Path(e["directory"], e["file"]).resolve(): e for e in database}
     variants = json.loads((probe_dir / "variants.json").read_text())
     rejected = unreached(src, probe_dir, variants, pin, tus)
-    variants = [v for v in variants if v["id"] not in rejected]
+    known = {v["id"]: {"ok": True} for v in variants
+             if v["id"] not in rejected and v["knob"] in compiles}
+    variants = [v for v in variants if v["id"] not in rejected and v["id"] not in known]
+    if not variants:
+        return {**rejected, **known}
     missing = [tu for tu in tus if (src / tu).resolve() not in entries]
     if missing:
         raise SystemExit(f"probe: no compile command for {', '.join(missing)} in "
@@ -187,7 +195,7 @@ def probe(build: Path, src: Path, probe_dir: Path, tus: list[str],
         if not ok:
             raise SystemExit(f"probe: the unedited {tu} does not compile this way, so no value "
                              f"is judged: {error}")
-    results: dict[str, dict[str, Any]] = dict(rejected)
+    results: dict[str, dict[str, Any]] = {**rejected, **known}
     for variant in variants:
         got = {tu: compiled[f"{variant['id']}\t{tu}"] for tu in tus}
         failed = [(tu, error) for tu, (ok, error) in got.items() if ok is False]
@@ -206,9 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--tu", action="append", default=[], help="an op .cu, relative to --src")
     parser.add_argument("--pin", type=Path, help="the pin file: its `dispatched` kernels")
+    parser.add_argument("--compiles", action="append", default=[],
+                        help="a knob whose every value compiles (reach check only; repeatable)")
     a = parser.parse_args(argv)
     try:
-        results = probe(a.build, a.src, a.dir, a.tu, a.pin)
+        results = probe(a.build, a.src, a.dir, a.tu, a.pin, frozenset(a.compiles))
     except Unredirectable as exc:
         raise SystemExit(f"probe: {exc}: cannot compile a value without touching the build") \
             from exc

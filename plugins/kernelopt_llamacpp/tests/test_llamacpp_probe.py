@@ -93,6 +93,39 @@ def test_a_compile_that_did_not_finish_judges_nothing(tmp_path: Path) -> None:
     assert alone["gone"][0] is None
 
 
+def test_a_selection_caps_values_are_judged_without_compiling(tmp_path: Path) -> None:
+    """Issue 54: a selection cap's values are its switch's cases, each compiled in every build
+    (mmvf.cu's cap took an 87 s probe on the H200): with --compiles the probe compiles none of
+    them, not even the unedited file; another knob's values are still compiled."""
+    import json
+
+    from kernelopt_llamacpp.probe import probe
+
+    if shutil.which("cc") is None:
+        pytest.skip("needs cc")
+    src, build, probe_dir = tmp_path / "src", tmp_path / "build", tmp_path / "probe"
+    for d in (src, build, probe_dir / "v1", probe_dir / "v2"):
+        d.mkdir(parents=True)
+    (src / "mmvf.cu").write_text("int cap = 256;\n")
+    (build / "compile_commands.json").write_text(json.dumps([{
+        "directory": str(build), "file": str(src / "mmvf.cu"),
+        "arguments": ["cc", "-x", "c", "-c", str(src / "mmvf.cu"), "-o", "x.o"]}]))
+    (probe_dir / "v1" / "mmvf.cu").write_text("int cap = 128;\n")
+    (probe_dir / "v2" / "mmvf.cu").write_text("int cap = 128; int block = ;\n")
+    (probe_dir / "variants.json").write_text(json.dumps([
+        {"id": "v1", "knob": "max_block_size", "value": "128", "files": ["mmvf.cu"]},
+        {"id": "v2", "knob": "other", "value": "7", "files": ["mmvf.cu"]}]))
+    capped = probe(build, src, probe_dir, ["mmvf.cu"], compiles=frozenset({"max_block_size"}))
+    assert capped["v1"] == {"ok": True} and capped["v2"]["ok"] is False
+    (probe_dir / "variants.json").write_text(json.dumps([
+        {"id": "v1", "knob": "max_block_size", "value": "128", "files": ["mmvf.cu"]}]))
+    (src / "mmvf.cu").write_text("this does not compile\n")  # so nothing may have compiled
+    shutil.rmtree(probe_dir / "jobs")
+    assert probe(build, src, probe_dir, ["mmvf.cu"],
+                 compiles=frozenset({"max_block_size"})) == {"v1": {"ok": True}}
+    assert not (probe_dir / "jobs").exists()
+
+
 @pytest.mark.slow
 def test_a_define_pinned_with_its_clamp_is_searched_as_one_knob(tmp_path: Path) -> None:
     """llama.cpp's softmax.cu pattern on the fixture: the block size asserted equal to 64 and
