@@ -38,6 +38,20 @@ from kernelopt_triton.options import TritonOptions
 
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
 CAPTURE_TIMEOUT_S = 1800.0
+RACE_FILE = "race.json"  # the capture's race of compile modes (InductorBackend._race)
+
+
+def raced_mode(race: dict[str, Any]) -> tuple[str | None, str]:
+    """The compile mode a race (model_compare's line, default against reduce-overhead) chose
+    for the runs: None for the default; and the words that say which and why."""
+    chosen = race.get("kernelopt")
+    why = str((race.get("choice") or {}).get("why", ""))
+    modes = race.get("modes") or {}
+    times = ", ".join(f"{m} {modes[m]['ms']:.4f} ms" for m in ("default", "reduce-overhead")
+                      if m in modes)
+    if chosen == "reduce-overhead":
+        return chosen, f"reduce-overhead, the faster measured ({times}): {why}"
+    return None, f"the default compile ({times}): {why}" if why else "the default compile"
 
 
 def _is_model_file(path: Path) -> bool:
@@ -78,6 +92,11 @@ class InductorBackend(TritonBackend):
                 self._child(("capture", str(model), "--out", str(capture_dir),
                              *(("--compile-mode", mode) if mode else ())), capture_dir, "capture")
         record = inductor.load_record(capture_dir)
+        if mode is None and not (record.get("compile") or {}).get("kwargs") \
+                and str(record.get("device", "")).startswith("cuda"):
+            mode, raced = self._race(model, capture_dir, settings)  # nothing said: the faster
+        else:
+            raced = ""
         name = options.kernel
         try:
             chosen = inductor.select_kernels(record, top, name)
@@ -95,6 +114,7 @@ class InductorBackend(TritonBackend):
         compiled = (record.get("compile") or {}).get("kwargs", {})
         preface = (f"{model.name}, compiled as {describe(compiled)}: Triton kernels by share of "
                    f"GPU time ({ranking})\n" + ranking.read_text()) if ranking.is_file() else ""
+        preface = (f"compile mode: {raced}\n" if raced else "") + preface
         preface += "".join(f"skipped {k}: {why}\n" for k, why in skipped.items())
         if not name:  # the top K that stand alone (generate skips the others, in rank order)
             chosen = [k for k in record["kernels"] if k["name"] not in skipped
@@ -102,10 +122,26 @@ class InductorBackend(TritonBackend):
         return [attrs.evolve(self._model_target(targets_dir / f"{k['name']}.py", model, k, mode),
                              preface=preface) for k in chosen if k["name"] not in skipped]
 
-    def _child(self, args: tuple[str, ...], capture_dir: Path, step: str) -> None:
+    def _race(self, model: Path, capture_dir: Path, settings: Settings) -> tuple[str | None, str]:
+        """A model whose user names no compile: the default compile against reduce-overhead
+        (the same kernels under CUDA graphs), in one process on the capture's cache
+        (model_compare, once per capture: race.json); the mode the runs then compile, None for
+        the default, and why. max-autotune is not raced: its autotuning costs minutes (the
+        model check times it)."""
+        race = capture_dir / RACE_FILE
+        with gpu_lock(settings.state_root):
+            if not race.is_file():
+                self._child(("--compile-mode", "default", "--modes", "eager,reduce-overhead",
+                             "--rounds", "6", "--windows", "3", "--cache-dir",
+                             str(capture_dir / "cache"), "--out", str(race), str(model)),
+                            capture_dir, "race", module="kernelopt_triton.model_compare")
+        return raced_mode(json.loads(race.read_text()))
+
+    def _child(self, args: tuple[str, ...], capture_dir: Path, step: str,
+               module: str = "kernelopt_triton.inductor") -> None:
         """One inductor step in a child (the caller holds the GPU lock for GPU steps)."""
         capture_dir.mkdir(parents=True, exist_ok=True)
-        command = Command((sys.executable, "-m", "kernelopt_triton.inductor", *args), capture_dir,
+        command = Command((sys.executable, "-m", module, *args), capture_dir,
                           timeout_s=CAPTURE_TIMEOUT_S, label=step)
         log = capture_dir / f"{step}.log"
         result = run_process(command, log)

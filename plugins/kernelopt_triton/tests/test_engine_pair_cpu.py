@@ -367,3 +367,26 @@ def test_kernelopt_returns_the_fastest_compile_measured_beyond_its_band() -> Non
     assert why["why"] == ("reduce-overhead ran 1.050x as fast as kernelopt (±1.0 %, 10 paired "
                           "rounds, outputs matched eager)")
     assert fastest("max-autotune", {}, modes)[0] == "max-autotune"
+
+
+def test_the_capture_race_is_the_default_compile_against_reduce_overhead(tmp_path: Path) -> None:
+    """Issue 53: the race a model with no compile named gets (models.InductorBackend._race),
+    with its arguments: one process, the default compile as the model's own, reduce-overhead
+    beside it, and a choice between them that says why (on the CPU there are no CUDA graphs:
+    which one wins is the clock's, so only the shape of the answer is checked)."""
+    from kernelopt_triton.models import raced_mode
+
+    model = tmp_path / "gate.py"
+    model.write_text(MODEL)
+    race = tmp_path / "race.json"
+    proc = _child(["kernelopt_triton.model_compare", "--compile-mode", "default", "--modes",
+                   "eager,reduce-overhead", "--rounds", "2", "--windows", "2", "--device", "cpu",
+                   "--out", str(race), str(model)], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = json.loads(race.read_text())
+    assert line["baseline"] == "default" and list(line["modes"]) == [
+        "eager", "reduce-overhead", "default"]
+    assert line["kernelopt"] in ("default", "reduce-overhead") and line["choice"]["why"]
+    mode, words = raced_mode(line)
+    assert mode == (None if line["kernelopt"] == "default" else "reduce-overhead")
+    assert line["choice"]["why"] in words

@@ -47,3 +47,25 @@ def test_a_bad_top_is_a_usage_error_before_anything_runs(tmp_path: Path) -> None
         assert result.returncode == 2, (args, result.stderr)
         assert "`top`" in result.stderr and "Traceback" not in result.stderr
         assert ("must be >= 1" in result.stderr) == (args[0] == "--top"), result.stderr
+
+
+def test_a_model_with_no_compile_named_runs_in_the_mode_its_race_chose() -> None:
+    """Issue 53: nothing names the compile: the capture races the default compile against
+    reduce-overhead (model_compare's line in race.json); the runs compile the one chosen, and
+    the console's first line says which and why."""
+    from kernelopt_triton.models import raced_mode
+
+    def race(chosen: str, why: str) -> dict:
+        return {"kernelopt_model": 1, "baseline": "default", "kernelopt": chosen,
+                "choice": {"kept": chosen, "why": why},
+                "modes": {"eager": {"ms": 9.0}, "default": {"ms": 2.1},
+                          "reduce-overhead": {"ms": 1.2}}}
+
+    faster = "reduce-overhead ran 1.750x as fast as default (±0.8 %, 6 paired rounds, outputs matched eager)"
+    assert raced_mode(race("reduce-overhead", faster)) == (
+        "reduce-overhead", "reduce-overhead, the faster measured (default 2.1000 ms, "
+        f"reduce-overhead 1.2000 ms): {faster}")
+    within = "no other compile measured faster than default beyond its band (closest: ...)"
+    mode, words = raced_mode(race("default", within))
+    assert mode is None and words.startswith("the default compile (default 2.1000 ms") \
+        and words.endswith(within)
