@@ -66,8 +66,9 @@ SUITES = (
     Suite("modes", "a model as its user compiles it (issue 53): the engine finding the captured "
           "kernel by its code (identity MODEL [TOP]), the swap under CUDA graphs, A/A and a "
           "slowed candidate (swapcheck MODEL MODE [TOP]), a model's largest GEMM template tuned "
-          "(template MODEL MODE), a campaign on top of a compile mode and its model check in "
-          "every mode (campaign MODEL MODE [TOP])", "bench/h200_modes.sh",
+          "(template MODEL MODE), a campaign on top of a compile mode (MODE race: none named, "
+          "the capture's race) and its model check in every mode (campaign MODEL MODE [TOP]), "
+          "the compile modes alone in one process (modes MODEL [MODE])", "bench/h200_modes.sh",
           uses=(SITE, "bench/models/convnext.py", "bench/models/qwen2.py",
                 "bench/models/twin_graphs.py")),
     Suite("settings", "Inductor settings on top of a model's compile mode (issue 53): each a "

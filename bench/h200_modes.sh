@@ -16,7 +16,8 @@
 #        model_compare process (MODE, default reduce-overhead, as the model's own compile,
 #        against eager, default and max-autotune; MODES= to change that list), LIMIT= seconds (290)
 #   bash bench/h200_modes.sh campaign MODEL MODE [TOP]   `kernelopt campaign MODEL --top TOP
-#        --compile-mode MODE` (1), its folder and its model check (model_compare.json)
+#        --compile-mode MODE` (1), its folder and its model check (model_compare.json); MODE
+#        race: no --compile-mode, the capture races default against reduce-overhead (race.json)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
 # Results go to $OUT (default bench/results/modes); progress lines start with "==".
 set -uo pipefail
@@ -93,8 +94,9 @@ P
     ;;
   campaign)
     mode=$3; name=$m-$mode-$(date +%H%M%S)
+    given=(--compile-mode "$mode"); [ "$mode" = race ] && given=()
     timeout --signal=INT --kill-after=15 "${RUN_LIMIT:-480}" kernelopt campaign "$model" \
-      --top "${4:-1}" --compile-mode "$mode" --name "$name" ${RUN_ARGS:-} > "$OUT/$m-campaign.log" 2>&1
+      --top "${4:-1}" "${given[@]}" --name "$name" ${RUN_ARGS:-} > "$OUT/$m-campaign.log" 2>&1
     say "$m campaign ($mode): exit $?"; tail -30 "$OUT/$m-campaign.log"
     cp -r "$KERNELOPT_HOME/campaigns/$name" "$OUT/$m-campaign" 2>/dev/null
     for run in "$KERNELOPT_HOME"/runs/"$name"-*; do  # this campaign's runs only
@@ -102,5 +104,7 @@ P
       cp "$run"/{summary.json,report.md,journal.jsonl} "$OUT/$m-runs/$(basename "$run")/" 2>/dev/null
     done
     cp "$KERNELOPT_HOME/campaigns/$name"/model-*/model_compare.json "$OUT/$m-model_compare.json" 2>/dev/null
-    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$mode/kernels.json" "$OUT/$m-kernels.json" 2>/dev/null ;;
+    folder=$mode; [ "$mode" = race ] && folder=file
+    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/kernels.json" "$OUT/$m-kernels.json" 2>/dev/null
+    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/race.json" "$OUT/$m-race.json" 2>/dev/null ;;
 esac
