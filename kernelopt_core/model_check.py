@@ -9,7 +9,8 @@ prints one JSON line ``{"kernelopt_model": 1, "modes": {LABEL: {"ms": float, "sp
 float, "match": bool, "windows": int, ...}, ...}, "baseline": LABEL, "kernelopt": LABEL}``:
 ``baseline`` is the mode kernelopt's winners replace kernels of, ``kernelopt`` what kernelopt
 returns: the same mode with them (equal labels when there is no winner) or another mode the
-same process measured faster (``"choice": {"why": str}`` says why), or
+same process measured faster, or that mode without them (``"choice": {"over": LABEL, "why":
+str}`` says what it replaced and why), or
 ``{"kernelopt_model": 1, "error": str}``.
 
 The result is journaled in every run it covers (event ``model_check``), so each run's
@@ -142,8 +143,9 @@ def run(backend: Any, finished: Sequence[Finished], state_root: Path, out_dir: P
                       measured_speedup=base / ours,
                       versus={label: m["ms"] / ours for label, m in modes.items()},
                       **{k: v for k, v in line.items() if k in ("device", "detail", "note")})
-        if isinstance(line.get("choice"), dict) and line["choice"].get("why"):
-            record["choice"] = str(line["choice"]["why"])
+        choice = line.get("choice")
+        if isinstance(choice, dict) and choice.get("over") and choice.get("why"):
+            record["choice"] = str(choice["why"])  # another compile than the winners' returned
     for item in finished:
         run_journal = journal.Journal(item.run_dir / "journal.jsonl")
         try:

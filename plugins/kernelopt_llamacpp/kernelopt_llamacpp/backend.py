@@ -61,9 +61,9 @@ def cmake_args(arch: str, engine: bool, flash_attn: bool,
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",  # the compile probe's commands (probe.py)
     ]
     if not flash_attn:
-        # the flash-attention template instances are most of a clean ggml-cuda build and no
-        # other op needs them; the engine gate runs the model with flash attention off too,
-        # so that attention goes through SOFT_MAX (the op being optimized), not fattn
+        # the engine gate runs the model with flash attention off, so that attention goes
+        # through SOFT_MAX (the op being optimized), not fattn; the flag no longer leaves the
+        # fattn template instances out of the build (the slim build does: slim.py)
         args.append("-DGGML_CUDA_FA=OFF")
     return args + slim.args(slim_globs) if slim_globs is not None else args
 

@@ -21,10 +21,11 @@ SCRIPT = Path(__file__).with_name("slim_build.cmake")
 # build on an H100 (bench/results/2026-12-06-h100-llamacpp-fresh).
 LEFT_OUT = ("template-instances/mmq*", "template-instances/mmf*", "template-instances/fattn*",
             "mmq", "mmf", "mmvq", "mmvf", "mmid")
-REACHES_LEFT_OUT = frozenset({"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT"})
+MATMULS = frozenset({"MUL_MAT", "MUL_MAT_ID"})
+ATTENTION = "FLASH_ATTN_EXT"  # reaches everything LEFT_OUT: its build leaves out nothing
 # A matrix multiplication's build still leaves out attention's template instances: only
-# FLASH_ATTN_EXT reaches them (fattn.cu, kept, calls them); they were 388 of MUL_MAT's 2486
-# compile-seconds on an H200 (bench/results/2026-12-06-h200-llamacpp-lean).
+# FLASH_ATTN_EXT reaches them (fattn.cu, kept, calls them); they were 37 files, 377 of MUL_MAT's
+# 2486 compile-seconds on an H200 (bench/results/2026-12-06-h200-llamacpp-lean).
 MATMUL_LEFT_OUT = ("template-instances/fattn*",)
 
 
@@ -32,10 +33,10 @@ def sources(op: str, files: tuple[str, ...]) -> tuple[str, ...]:
     """What an op's build leaves out (LEFT_OUT): nothing for attention, attention's instances
     for a matrix multiplication, else everything; never what the op's own files are, or
     belong to."""
-    if op == "FLASH_ATTN_EXT":
+    if op == ATTENTION:
         return ()
     own = {Path(f).stem for f in files}
-    return tuple(glob for glob in (MATMUL_LEFT_OUT if op in REACHES_LEFT_OUT else LEFT_OUT)
+    return tuple(glob for glob in (MATMUL_LEFT_OUT if op in MATMULS else LEFT_OUT)
                  if not any(fnmatch.fnmatchcase(name, Path(glob).name) for name in own))
 
 

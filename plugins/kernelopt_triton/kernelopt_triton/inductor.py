@@ -275,7 +275,9 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
         "torch": torch.__version__, "triton": _triton_version(), "steps": steps,
         "compile_s": round(compile_s, 3), "device_us_per_step": total / steps, "kernels": kernels,
         "compile": {"kwargs": kwargs, "label": label(kwargs), "cuda_graphs": uses_cudagraphs(kwargs),
-                    "profiled": without_cudagraphs(kwargs)},
+                    "profiled": without_cudagraphs(kwargs),
+                    # the user said how (COMPILE or --compile-mode): no race of modes (models.py)
+                    "named": mode is not None or getattr(module, "COMPILE", None) is not None},
         "others": sorted(({"name": r.name, "time_us": r.device_us / steps} for r in rows
                           if r.name not in by_name),  # rows hold no annotations (_device_events)
                          key=lambda o: -o["time_us"])[:20],  # type: ignore[operator]

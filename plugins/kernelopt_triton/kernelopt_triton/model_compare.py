@@ -198,32 +198,53 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         tuned, {m: paired(times[tuned], times[m], windows) for m in rivals}, result["modes"])
     ours = result["modes"][result["kernelopt"]]["ms"]
     for versus in ("default", "max-autotune", "max-autotune-no-cudagraphs"):
-        if versus in result["modes"]:  # what kernelopt returns: the baseline without winners
+        if versus in result["modes"]:  # against what kernelopt returns (fastest())
             key = "kernelopt_vs_" + versus.replace("-", "_")
             result[key] = result["modes"][versus]["ms"] / ours
     return result
 
 
+MIN_PAIRS = 3  # fewer paired rounds have no band to speak of: the compile asked for stays
+
+
 def fastest(tuned: str, rivals: dict[str, dict[str, Any]],
             modes: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """What kernelopt returns: the model's own compile with its winners (``tuned``), unless
-    another compile measured in the same process ran faster beyond its paired band with
-    outputs that matched eager; then the fastest such compile, and why. ``rivals``: each other
-    compile's paired ratio to ``tuned`` (paired(): > 1, the rival is faster)."""
-    beyond = {m: r for m, r in rivals.items() if modes[m]["match"]
+    another compile measured in the same process, over at least MIN_PAIRS paired rounds, ran
+    faster beyond its band with outputs that matched eager; then the fastest such compile. If
+    ``tuned``'s own outputs did not match, the fastest compile whose outputs did. ``rivals``:
+    each other compile's paired ratio to ``tuned`` (paired(): > 1, the rival is faster).
+    The choice's ``over`` is set only when another compile is returned; ``why`` always."""
+    matched = {m: r for m, r in rivals.items() if modes[m]["match"]}
+    if not modes[tuned]["match"] and matched:
+        best = max(matched, key=lambda m: matched[m]["vs_baseline"])
+        return best, {"kept": best, "over": tuned, **_ratio(matched[best]),
+                      "why": f"{tuned}'s outputs did not match eager; {best}'s did (the fastest "
+                             f"such compile, {matched[best]['vs_baseline']:.3f}x as fast)"}
+    beyond = {m: r for m, r in matched.items() if r["pairs"] >= MIN_PAIRS
               and r["vs_baseline"] * (1 - r["vs_baseline_band_pct"] / 100) > 1}
     if not beyond:
         closest = max(rivals, key=lambda m: rivals[m]["vs_baseline"], default=None)
-        why = (f"no other compile measured faster than {tuned} beyond its band"
-               + (f" (closest: {closest} {rivals[closest]['vs_baseline']:.3f}x, band "
-                  f"±{rivals[closest]['vs_baseline_band_pct']} %)" if closest else ""))
+        why = f"no other compile measured faster than {tuned} beyond its band"
+        if closest is not None:
+            why += (f" (closest: {closest} {rivals[closest]['vs_baseline']:.3f}x, band "
+                    f"±{rivals[closest]['vs_baseline_band_pct']} %, "
+                    f"{rivals[closest]['pairs']} paired rounds"
+                    + ("; its outputs did not match eager" if closest not in matched else "")
+                    + ")")
         return tuned, {"kept": tuned, "why": why}
     best = max(beyond, key=lambda m: beyond[m]["vs_baseline"])
     ratio = beyond[best]
-    return best, {"kept": best, "over": tuned, **ratio,
+    return best, {"kept": best, "over": tuned, **_ratio(ratio),
                   "why": f"{best} ran {ratio['vs_baseline']:.3f}x as fast as {tuned} "
                          f"(±{ratio['vs_baseline_band_pct']} %, {ratio['pairs']} paired rounds, "
                          "outputs matched eager)"}
+
+
+def _ratio(paired_ratio: dict[str, Any]) -> dict[str, Any]:
+    """A paired ratio as the choice carries it: to the compile it replaced, not the baseline."""
+    return {"ratio": paired_ratio["vs_baseline"], "band_pct": paired_ratio["vs_baseline_band_pct"],
+            "pairs": paired_ratio["pairs"]}
 
 
 def paired(baseline: list[float], other: list[float], windows: int) -> dict[str, Any]:

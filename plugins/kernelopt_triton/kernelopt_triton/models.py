@@ -41,9 +41,19 @@ CAPTURE_TIMEOUT_S = 1800.0
 RACE_FILE = "race.json"  # the capture's race of compile modes (InductorBackend._race)
 
 
+def race_argv(model: Path, capture_dir: Path) -> tuple[str, ...]:
+    """model_compare's arguments for the capture's race: the default compile as the model's
+    own, reduce-overhead beside it, 6 paired rounds on the capture's cache."""
+    return ("--compile-mode", "default", "--modes", "eager,reduce-overhead", "--rounds", "6",
+            "--windows", "3", "--cache-dir", str(capture_dir / "cache"),
+            "--out", str(capture_dir / RACE_FILE), str(model))
+
+
 def raced_mode(race: dict[str, Any]) -> tuple[str | None, str]:
     """The compile mode a race (model_compare's line, default against reduce-overhead) chose
     for the runs: None for the default; and the words that say which and why."""
+    if race.get("error"):
+        return None, f"the default compile: the race against reduce-overhead failed: {race['error']}"
     chosen = race.get("kernelopt")
     why = str((race.get("choice") or {}).get("why", ""))
     modes = race.get("modes") or {}
@@ -92,8 +102,9 @@ class InductorBackend(TritonBackend):
                 self._child(("capture", str(model), "--out", str(capture_dir),
                              *(("--compile-mode", mode) if mode else ())), capture_dir, "capture")
         record = inductor.load_record(capture_dir)
-        if mode is None and not (record.get("compile") or {}).get("kwargs") \
-                and str(record.get("device", "")).startswith("cuda"):
+        compile_record = record.get("compile") or {}
+        named = compile_record.get("named", bool(compile_record.get("kwargs")))  # older records
+        if mode is None and not named and str(record.get("device", "")).startswith("cuda"):
             mode, raced = self._race(model, capture_dir, settings)  # nothing said: the faster
         else:
             raced = ""
@@ -111,7 +122,7 @@ class InductorBackend(TritonBackend):
         skipped = json.loads(skipped_file.read_text()) if skipped_file.is_file() else {}
         self._own_repository(targets_dir)
         ranking = capture_dir / "ranking.txt"
-        compiled = (record.get("compile") or {}).get("kwargs", {})
+        compiled = {"mode": mode} if raced and mode else compile_record.get("kwargs", {})
         preface = (f"{model.name}, compiled as {describe(compiled)}: Triton kernels by share of "
                    f"GPU time ({ranking})\n" + ranking.read_text()) if ranking.is_file() else ""
         preface = (f"compile mode: {raced}\n" if raced else "") + preface
@@ -131,10 +142,16 @@ class InductorBackend(TritonBackend):
         race = capture_dir / RACE_FILE
         with gpu_lock(settings.state_root):
             if not race.is_file():
-                self._child(("--compile-mode", "default", "--modes", "eager,reduce-overhead",
-                             "--rounds", "6", "--windows", "3", "--cache-dir",
-                             str(capture_dir / "cache"), "--out", str(race), str(model)),
-                            capture_dir, "race", module="kernelopt_triton.model_compare")
+                try:
+                    self._child(race_argv(model, capture_dir), capture_dir, "race",
+                                module="kernelopt_triton.model_compare")
+                except (RuntimeError, UsageError, PrerequisiteError) as exc:
+                    # the default compile works (the capture ran it): the race is an extra,
+                    # so its failure is said and kept (not run again), and the default stays
+                    first = str(exc).splitlines()[0][:300]
+                    race.write_text(json.dumps({"kernelopt_model": 1, "error": (
+                        f"{first} (the whole log is {capture_dir / 'race.log'}); "
+                        "--compile-mode default skips the race")}) + "\n")
         return raced_mode(json.loads(race.read_text()))
 
     def _child(self, args: tuple[str, ...], capture_dir: Path, step: str,

@@ -69,3 +69,34 @@ def test_a_model_with_no_compile_named_runs_in_the_mode_its_race_chose() -> None
     mode, words = raced_mode(race("default", within))
     assert mode is None and words.startswith("the default compile (default 2.1000 ms") \
         and words.endswith(within)
+    # a race that failed (said once, in race.json): the default compile, and why
+    failed = {"kernelopt_model": 1, "error": "the model's race step failed: … (the whole log is "
+              "C/race.log); --compile-mode default skips the race"}
+    mode, words = raced_mode(failed)
+    assert mode is None and words == ("the default compile: the race against reduce-overhead "
+                                      f"failed: {failed['error']}")
+
+
+def test_a_race_that_fails_keeps_the_default_compile_and_says_so_once(tmp_path: Path) -> None:
+    """The race is an extra on top of a capture that ran: its child failing (here: no CUDA on
+    this machine) leaves the default compile, says why with the log and the flag that skips
+    it, and is not run again (race.json keeps the failure)."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("the race's child fails here only for want of CUDA")
+    from kernelopt_triton.models import RACE_FILE
+
+    from kernelopt_core.api import Settings
+
+    model = tmp_path / "gate.py"
+    model.write_text("import torch\n\ndef model():\n    return torch.nn.Identity()\n\n"
+                     "def inputs(seed, device):\n    return (torch.ones(4, device=device),)\n")
+    capture_dir = tmp_path / "capture"
+    settings = Settings(state_root=tmp_path / "state")
+    mode, words = InductorBackend()._race(model, capture_dir, settings)
+    assert mode is None and words.startswith(
+        "the default compile: the race against reduce-overhead failed: the model's race step")
+    assert f"(the whole log is {capture_dir / 'race.log'}); --compile-mode default skips" in words
+    (capture_dir / "race.log").unlink()  # a second discover reads race.json, runs nothing
+    assert InductorBackend()._race(model, capture_dir, settings) == (mode, words)
+    assert not (capture_dir / "race.log").exists() and (capture_dir / RACE_FILE).is_file()
