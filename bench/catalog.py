@@ -153,6 +153,8 @@ TOOLS = (
     Tool("bench/retake_replay.py", "the confirm retake rule replayed on logged planted "
          "decisions (no GPU)"),
     Tool("bench/models_summary.py", "summary.json of a models results folder"),
+    Tool("bench/modes_table.py", "issue 53's model table (every mode, what kernelopt returns, "
+         "its ratio to max-autotune) and a summary.json per model from modes campaign folders"),
     Tool("bench/faults_summary.py", "the fault corpus's results from real runs' journals "
          "(fingerprint, summarize; tests/test_fault_corpus.py too)"),
 )

@@ -1,0 +1,86 @@
+"""Issue 53's model table from `bench/h200_modes.sh campaign MODEL MODE` folders: one summary
+per model and the table across them.
+
+    python3 bench/modes_table.py DIR [DIR ...] [--out DIR]
+
+Reads, in each DIR, every ``<model>-model_compare.json`` (the campaign's model check: one
+process, every mode), ``<model>-race.json`` (the capture's race, where it ran) and
+``<model>-runs/<run>/summary.json`` (each kernel's verdict, its engine gate's reason). Prints a
+markdown table (each mode's median ms ± spread, what kernelopt returns and its ratio to
+max-autotune) and, with ``--out``, writes ``<model>-summary.json`` there. Nothing is measured
+here: every number is copied from those files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+MODES = ("eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+
+
+def model_summary(folder: Path, model: str) -> dict[str, Any]:
+    """One model's summary from a campaign folder of h200_modes.sh."""
+    check = json.loads((folder / f"{model}-model_compare.json").read_text())
+    modes = check["modes"]
+    ours = check["kernelopt"]
+    race = folder / f"{model}-race.json"
+    runs = []
+    for summary in sorted((folder / f"{model}-runs").glob("*/summary.json")):
+        run = json.loads(summary.read_text())
+        runs.append({"run": summary.parent.name, "kernel": (run.get("target") or {}).get("name"),
+                     "status": run.get("status"), "speedup": run.get("speedup"),
+                     "verdict": run.get("report_line"), "engine": run.get("engine")})
+    return {
+        "model": check.get("model"), "device": check.get("device"), "torch": check.get("torch"),
+        "compile": check.get("compile"), "baseline": check.get("baseline"), "kernelopt": ours,
+        "choice": check.get("choice"),
+        "model_ms": {m: modes[m]["ms"] for m in modes},
+        "spread_pct": {m: modes[m].get("spread_pct") for m in modes},
+        "match": {m: modes[m].get("match") for m in modes},
+        "kernelopt_vs_max_autotune": (modes["max-autotune"]["ms"] / modes[ours]["ms"]
+                                      if "max-autotune" in modes else None),
+        "race": json.loads(race.read_text()).get("choice") if race.is_file() else None,
+        "runs": runs,
+    }
+
+
+def table(summaries: dict[str, dict[str, Any]]) -> str:
+    head = ["model", *MODES, "kernelopt", "kernelopt vs max-autotune"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, s in summaries.items():
+        cells = [f"{s['model_ms'][m]:.4f} ±{s['spread_pct'][m]:.1f} %" if m in s["model_ms"]
+                 else "—" for m in MODES]
+        ratio = s["kernelopt_vs_max_autotune"]
+        lines.append("| " + " | ".join([name, *cells, f"{s['kernelopt']} "
+                                        f"({s['model_ms'][s['kernelopt']]:.4f})",
+                                        f"{ratio:.3f}×" if ratio else "—"]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 bench/modes_table.py")
+    parser.add_argument("dirs", type=Path, nargs="+")
+    parser.add_argument("--out", type=Path)
+    ns = parser.parse_args(argv)
+    summaries: dict[str, dict[str, Any]] = {}
+    for folder in ns.dirs:
+        for check in sorted(folder.glob("*-model_compare.json")):
+            model = check.name.removesuffix("-model_compare.json")
+            summaries[model] = model_summary(folder, model)
+    if not summaries:
+        print(f"no *-model_compare.json under {', '.join(map(str, ns.dirs))}", file=sys.stderr)
+        return 2
+    if ns.out:
+        ns.out.mkdir(parents=True, exist_ok=True)
+        for model, summary in summaries.items():
+            (ns.out / f"{model}-summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(table(summaries))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
