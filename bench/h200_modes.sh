@@ -84,14 +84,7 @@ case "$part" in
       --modes "${MODES:-eager,default,max-autotune}" --rounds "${ROUNDS:-10}" --windows 3 \
       --cache-dir "/tmp/modes-cache-$m" --out "$OUT/$m-modes.json" > "$OUT/$m-modes.log" 2>&1
     say "$m modes: exit $?"; grep "^model_compare:" "$OUT/$m-modes.log"
-    python3 - "$OUT/$m-modes.json" <<'P' || tail -5 "$OUT/$m-modes.log"
-import json, sys
-r = json.load(open(sys.argv[1]))
-for name, m in r["modes"].items():
-    own = f" own/this {m['vs_baseline']:.4f} ±{m['vs_baseline_band_pct']}%" if "vs_baseline" in m else " (own)"
-    print(f"  {name}: {m['ms']:.4f} ms ±{m['spread_pct']}% match={m['match']} compile={m.get('compile_s')}s{own}")
-P
-    ;;
+    show_modes "$OUT/$m-modes.json" || tail -5 "$OUT/$m-modes.log" ;;
   campaign)
     mode=$3; name=$m-$mode-$(date +%H%M%S)
     given=(--compile-mode "$mode"); [ "$mode" = race ] && given=()

@@ -26,13 +26,5 @@ for model in ${models//,/ }; do
     --compile-mode "$mode" "${args[@]}" --rounds "${ROUNDS:-10}" --windows 3 \
     --cache-dir "/tmp/settings-cache-$m" --out "$OUT/$m-$mode-settings.json" > "$OUT/$m-$mode.log" 2>&1
   say "$m: exit $?"; grep "^model_compare:" "$OUT/$m-$mode.log"
-  python3 - "$OUT/$m-$mode-settings.json" <<'P' || tail -5 "$OUT/$m-$mode.log"
-import json, sys
-r = json.load(open(sys.argv[1])); base = r["baseline"]
-for name, m in r.get("failed_settings", {}).items():
-    print(f"  {name}: FAILED {m['failed'][:200]}")
-for name, m in r["modes"].items():
-    extra = f" vs {base} {m['vs_baseline']:.4f} ±{m['vs_baseline_band_pct']}%" if "vs_baseline" in m else ""
-    print(f"  {name}: {m['ms']:.4f} ms ±{m['spread_pct']}% match={m['match']} compile={m.get('compile_s')}s{extra}")
-P
+  show_modes "$OUT/$m-$mode-settings.json" || tail -5 "$OUT/$m-$mode.log"
 done

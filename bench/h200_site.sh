@@ -17,3 +17,15 @@ model_device_txt() {  # model_device_txt FILE: the GPU, driver, checkout and the
     python3 -c 'import torch, triton, transformers, timm; print("torch", torch.__version__, "triton", triton.__version__, "transformers", transformers.__version__, "timm", timm.__version__)'
   } > "$1" 2>&1
 }
+show_modes() {  # show_modes FILE: a model_compare line, a mode a line (its failed settings first)
+  python3 - "$1" <<'P'
+import json, sys
+r = json.load(open(sys.argv[1])); base = r["baseline"]
+for name, m in r.get("failed_settings", {}).items():
+    print(f"  {name}: FAILED {m['failed'][:200]}")
+for name, m in r["modes"].items():
+    extra = f" vs {base} {m['vs_baseline']:.4f} ±{m['vs_baseline_band_pct']}%" if "vs_baseline" in m else ""
+    print(f"  {name}: {m['ms']:.4f} ms ±{m['spread_pct']}% match={m['match']} compile={m.get('compile_s')}s{extra}")
+print(f"  kernelopt: {r['kernelopt']} ({r.get('choice', {}).get('why', '')})")
+P
+}

@@ -155,7 +155,7 @@ def test_another_mode_measured_faster_is_what_kernelopt_returns_and_says_why(
     target = ModelBackend().discover(write_chunk_project(tmp_path / "p"), Settings())[0]
     why = "graphs ran 1.250x as fast as kernelopt (±0.5 %, 10 paired rounds, outputs matched eager)"
     line = {"kernelopt_model": 1, "baseline": "default", "kernelopt": "graphs",
-            "choice": {"kept": "graphs", "over": "kernelopt", "why": why},
+            "choice": {"over": "kernelopt", "why": why},
             "modes": {m: {"ms": ms, "spread_pct": 0.5, "match": True, "windows": 30}
                       for m, ms in (("default", 2.0), ("kernelopt", 1.9), ("graphs", 1.52))}}
     program = ModelBackend(f"import json; print(json.dumps({line!r}))")

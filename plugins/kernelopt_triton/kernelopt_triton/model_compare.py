@@ -218,7 +218,7 @@ def fastest(tuned: str, rivals: dict[str, dict[str, Any]],
     matched = {m: r for m, r in rivals.items() if modes[m]["match"]}
     if not modes[tuned]["match"] and matched:
         best = max(matched, key=lambda m: matched[m]["vs_baseline"])
-        return best, {"kept": best, "over": tuned, **_ratio(matched[best]),
+        return best, {"over": tuned, **_ratio(matched[best]),
                       "why": f"{tuned}'s outputs did not match eager; {best}'s did (the fastest "
                              f"such compile, {matched[best]['vs_baseline']:.3f}x as fast)"}
     beyond = {m: r for m, r in matched.items() if r["pairs"] >= MIN_PAIRS
@@ -232,10 +232,10 @@ def fastest(tuned: str, rivals: dict[str, dict[str, Any]],
                     f"{rivals[closest]['pairs']} paired rounds"
                     + ("; its outputs did not match eager" if closest not in matched else "")
                     + ")")
-        return tuned, {"kept": tuned, "why": why}
+        return tuned, {"why": why}
     best = max(beyond, key=lambda m: beyond[m]["vs_baseline"])
     ratio = beyond[best]
-    return best, {"kept": best, "over": tuned, **_ratio(ratio),
+    return best, {"over": tuned, **_ratio(ratio),
                   "why": f"{best} ran {ratio['vs_baseline']:.3f}x as fast as {tuned} "
                          f"(±{ratio['vs_baseline_band_pct']} %, {ratio['pairs']} paired rounds, "
                          "outputs matched eager)"}

@@ -57,7 +57,7 @@ def test_a_model_with_no_compile_named_runs_in_the_mode_its_race_chose() -> None
 
     def race(chosen: str, why: str) -> dict:
         return {"kernelopt_model": 1, "baseline": "default", "kernelopt": chosen,
-                "choice": {"kept": chosen, "why": why},
+                "choice": {"why": why, **({"over": "default"} if chosen != "default" else {})},
                 "modes": {"eager": {"ms": 9.0}, "default": {"ms": 2.1},
                           "reduce-overhead": {"ms": 1.2}}}
 
