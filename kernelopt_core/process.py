@@ -81,6 +81,15 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     signal_group(proc, signal.SIGKILL)
 
 
+def _killed_gone(pgid: int) -> None:
+    """After SIGKILL to the group: wait (a few seconds at most) until none of it is alive, so a
+    command that returns killed has nothing left running (a loaded machine delivers the kill
+    late: a test saw the killed process still listed right after)."""
+    deadline = time.perf_counter() + KILLED_GONE_S
+    while group_members(pgid) and time.perf_counter() < deadline:
+        time.sleep(0.02)
+
+
 def group_members(pgid: int) -> list[int]:
     """Live processes (zombies aside) of the group ``pgid``, from /proc (Linux; elsewhere
     none known)."""
@@ -194,6 +203,7 @@ def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP,
             timed_out = True
             kill_group(proc)
             proc.wait()
+            _killed_gone(proc.pid)
         except BaseException:  # KeyboardInterrupt: take the whole group down with us
             kill_group(proc)
             proc.wait()
@@ -202,6 +212,7 @@ def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP,
         left_running = own_group and not timed_out and _outlived(proc.pid)
         if left_running:  # nothing the code under test started outlives it
             kill_group(proc)
+            _killed_gone(proc.pid)
         out.seek(0)
         err.seek(0)
         result = ProcessResult(
@@ -217,6 +228,7 @@ def run(command: Command, log_path: Path | None = None, cap: int = OUTPUT_CAP,
     return result
 
 
+KILLED_GONE_S = 5.0  # a killed group's members are gone by then even on a loaded machine
 LEFT_GRACE_S = 2.0  # a child winding down after its parent (a pool's worker) may take this long
 
 
