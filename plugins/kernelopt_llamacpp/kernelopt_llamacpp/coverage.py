@@ -50,7 +50,27 @@ def run_facts(run: Path) -> dict[str, Any]:
             "noise_pct": summary.get("noise_pct"), "rounds_won": summary.get("rounds_won"),
             "candidates": summary.get("candidates"),
             "candidate_cycle_s": round(statistics.median(cycles), 1) if cycles else None,
-            "wall_s": summary.get("wall_seconds"), "report_line": summary.get("report_line")}
+            "wall_s": summary.get("wall_seconds"), "report_line": summary.get("report_line"),
+            "roofline": roofline_facts(summary)}
+
+
+def roofline_facts(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The op's bytes over its baseline's and final time against the run's measured peak: how
+    far from its roofline the op was before the search and after (None: no bytes or peak)."""
+    roof = summary.get("roofline") or {}
+    nbytes, peak = roof.get("bytes"), roof.get("peak_gbps")
+    if not nbytes or not peak:
+        return None
+
+    def rate(ms: float | None) -> float | None:
+        return round(nbytes / (ms * 1e-3) / 1e9, 1) if ms else None
+
+    before, after = rate(summary.get("baseline_ms")), rate(summary.get("final_ms"))
+    return {"bytes": nbytes, "peak_gbps": peak, "baseline_gbps": before, "final_gbps": after,
+            "baseline_of_peak": round(before / peak, 3) if before else None,
+            "final_of_peak": round(after / peak, 3) if after else None,
+            # a working set that fits in L2 is not held to the DRAM roofline (gates.md)
+            "cache_resident": roof.get("cache_resident")}
 
 
 def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: str | None,
