@@ -42,7 +42,8 @@ FUNCTIONS = ("run", "benches_work", "option", "option_table", "run_process", "ru
              "source_texts", "launch_bounds_knobs", "unroll_knobs", "find_nvcc", "nvcc_version",
              "cuda_kernel_names", "cuda_ledger_build", "cuda_ledger_watch",
              "cuda_gpus", "gpu_arch", "listed_gpus", "visible_gpus", "read_pin", "write_pin",
-             "ncu_kernels", "last_profile", "check_llm_provider", "read_toml", "toml_line",
+             "sign_test_p", "ncu_kernels", "last_profile", "check_llm_provider", "read_toml",
+             "toml_line",
              "read_dotenv", "echo", "note")
 _FIELD = re.compile(r"^    (\w+): ([^=#]+?)(?:\s*=\s*(.*?))?\s*(?:#\s*(.*))?$")
 

@@ -121,9 +121,18 @@ def confirm_stats(
     wins = sum(r > 1.0 for r in ratios)
     eps = noise_pct(aa_ratios, floor_pct)
     threshold = 1.0 + max(eps / 100.0, gamma - 1.0)
-    # the one-sided sign test, P(X >= wins) for X ~ Binomial(n, 1/2): scipy.special's survival
-    # function, as scipy.stats.binomtest computes it (to 3e-15), without scipy.stats' ~1 s import
+    return ConfirmStats(ratios, wins, len(ratios), median(ratios), eps, threshold,
+                        sign_test_p(wins, len(ratios)))
+
+
+def sign_test_p(wins: int, rounds: int) -> float:
+    """The one-sided sign test: the chance that one of two equally fast programs wins at least
+    ``wins`` of ``rounds`` paired rounds, P(X >= wins) for X ~ Binomial(rounds, 1/2). A side
+    whose p is at most SIGN_ALPHA is faster by the rounds, whatever the size of the gain."""
+    if rounds <= 0 or wins <= 0:
+        return 1.0
+    # scipy.special's survival function, as scipy.stats.binomtest computes it (to 3e-15),
+    # without scipy.stats' ~1 s import
     from scipy.special import bdtrc
 
-    p = float(bdtrc(wins - 1, len(ratios), 0.5)) if ratios and wins else 1.0
-    return ConfirmStats(ratios, wins, len(ratios), median(ratios), eps, threshold, float(p))
+    return float(bdtrc(wins - 1, rounds, 0.5))

@@ -21,7 +21,8 @@ a mode's time is the median of its rounds × windows windows, with its interquar
 Prints one JSON object (also written to ``--out``), marked ``"kernelopt_model": 1`` with
 ``baseline`` (the model's own compile) and ``kernelopt``: what kernelopt returns, the model's own
 compile with the winners (the baseline when there is none), or another compile of the table
-that ran faster than it beyond the band of their paired rounds, with outputs that matched
+that ran faster than it by their paired rounds (beyond their band, or won by the sign test),
+with outputs that matched
 (``choice`` says which and why: fastest()); every compile's ``vs_baseline`` is its paired ratio
 to the model's own. The model check's line (kernelopt_core.model_check).
 """
@@ -38,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelopt_core.api import SIGN_ALPHA, sign_test_p
 from kernelopt_triton.compile_mode import MODES as COMPILE_MODES
 from kernelopt_triton.compile_mode import (
     CompileError,
@@ -207,29 +209,40 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
 MIN_PAIRS = 3  # fewer paired rounds have no band to speak of: the compile asked for stays
 
 
+def faster_by_rounds(paired_ratio: dict[str, Any]) -> bool:
+    """A rival compile measured faster: over at least MIN_PAIRS paired rounds, its median ratio
+    clears its band, or it won so many rounds that two equally fast compiles would do so with a
+    chance of at most SIGN_ALPHA (the confirm gate's sign test: a host-bound own compile's wide
+    band does not hide a rival that won every round)."""
+    if paired_ratio["pairs"] < MIN_PAIRS or paired_ratio["vs_baseline"] <= 1:
+        return False
+    beyond_band = paired_ratio["vs_baseline"] * (1 - paired_ratio["vs_baseline_band_pct"] / 100) > 1
+    won = paired_ratio.get("won")  # absent from lines written before the rounds were counted
+    by_sign = won is not None and sign_test_p(won, paired_ratio["pairs"]) <= SIGN_ALPHA
+    return beyond_band or by_sign
+
+
 def fastest(tuned: str, rivals: dict[str, dict[str, Any]],
             modes: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """What kernelopt returns: the model's own compile with its winners (``tuned``), unless
-    another compile measured in the same process, over at least MIN_PAIRS paired rounds, ran
-    faster beyond its band with outputs that matched eager; then the fastest such compile. If
-    ``tuned``'s own outputs did not match, the fastest compile whose outputs did. ``rivals``:
-    each other compile's paired ratio to ``tuned`` (paired(): > 1, the rival is faster).
-    The choice's ``over`` is set only when another compile is returned; ``why`` always."""
+    another compile measured in the same process ran faster by its rounds (faster_by_rounds())
+    with outputs that matched eager; then the fastest such compile. If ``tuned``'s own outputs
+    did not match, the fastest compile whose outputs did. ``rivals``: each other compile's
+    paired ratio to ``tuned`` (paired(): > 1, the rival is faster). The choice's ``over`` is set
+    only when another compile is returned; ``why`` always."""
     matched = {m: r for m, r in rivals.items() if modes[m]["match"]}
     if not modes[tuned]["match"] and matched:
         best = max(matched, key=lambda m: matched[m]["vs_baseline"])
         return best, {"over": tuned, **_ratio(matched[best]),
                       "why": f"{tuned}'s outputs did not match eager; {best}'s did (the fastest "
                              f"such compile, {matched[best]['vs_baseline']:.3f}x as fast)"}
-    beyond = {m: r for m, r in matched.items() if r["pairs"] >= MIN_PAIRS
-              and r["vs_baseline"] * (1 - r["vs_baseline_band_pct"] / 100) > 1}
+    beyond = {m: r for m, r in matched.items() if faster_by_rounds(r)}
     if not beyond:
         closest = max(rivals, key=lambda m: rivals[m]["vs_baseline"], default=None)
-        why = f"no other compile measured faster than {tuned} beyond its band"
+        why = f"no other compile measured faster than {tuned} by its rounds"
         if closest is not None:
             why += (f" (closest: {closest} {rivals[closest]['vs_baseline']:.3f}x, band "
-                    f"±{rivals[closest]['vs_baseline_band_pct']} %, "
-                    f"{rivals[closest]['pairs']} paired rounds"
+                    f"±{rivals[closest]['vs_baseline_band_pct']} %, " + _rounds(rivals[closest])
                     + ("; its outputs did not match eager" if closest not in matched else "")
                     + ")")
         return tuned, {"why": why}
@@ -237,25 +250,35 @@ def fastest(tuned: str, rivals: dict[str, dict[str, Any]],
     ratio = beyond[best]
     return best, {"over": tuned, **_ratio(ratio),
                   "why": f"{best} ran {ratio['vs_baseline']:.3f}x as fast as {tuned} "
-                         f"(±{ratio['vs_baseline_band_pct']} %, {ratio['pairs']} paired rounds, "
+                         f"(±{ratio['vs_baseline_band_pct']} %, {_rounds(ratio)}, "
                          "outputs matched eager)"}
+
+
+def _rounds(paired_ratio: dict[str, Any]) -> str:
+    won = paired_ratio.get("won")
+    if won is None:
+        return f"{paired_ratio['pairs']} paired rounds"
+    p = sign_test_p(won, paired_ratio["pairs"])
+    return f"won {won} of {paired_ratio['pairs']} paired rounds, sign test p={p:.2g}"
 
 
 def _ratio(paired_ratio: dict[str, Any]) -> dict[str, Any]:
     """A paired ratio as the choice carries it: to the compile it replaced, not the baseline."""
     return {"ratio": paired_ratio["vs_baseline"], "band_pct": paired_ratio["vs_baseline_band_pct"],
-            "pairs": paired_ratio["pairs"]}
+            "pairs": paired_ratio["pairs"], **({"won": paired_ratio["won"]}
+                                               if "won" in paired_ratio else {})}
 
 
 def paired(baseline: list[float], other: list[float], windows: int) -> dict[str, Any]:
     """The baseline's time over the other's, round by round (each round's median window; the
     two took turns within the round, so drift cancels): the median ratio (> 1: the other is
-    faster) and its band, half the ratios' interquartile range in % of the median, as the
-    engine gate reads its rounds."""
+    faster), its band, half the ratios' interquartile range in % of the median, as the engine
+    gate reads its rounds, and the rounds the other won (ratio > 1)."""
     ratios = [statistics.median(baseline[i:i + windows]) / statistics.median(other[i:i + windows])
               for i in range(0, len(baseline), windows)]
     return {"vs_baseline": round(statistics.median(ratios), 4),
-            "vs_baseline_band_pct": round(_spread(ratios) / 2, 2), "pairs": len(ratios)}
+            "vs_baseline_band_pct": round(_spread(ratios) / 2, 2), "pairs": len(ratios),
+            "won": sum(r > 1 for r in ratios), "round_ratios": [round(r, 4) for r in ratios]}
 
 
 def inductor_refuses(torch: Any, kwargs: dict[str, Any]) -> str | None:

@@ -61,11 +61,11 @@ def test_a_model_with_no_compile_named_runs_in_the_mode_its_race_chose() -> None
                 "modes": {"eager": {"ms": 9.0}, "default": {"ms": 2.1},
                           "reduce-overhead": {"ms": 1.2}}}
 
-    faster = "reduce-overhead ran 1.750x as fast as default (±0.8 %, 6 paired rounds, outputs matched eager)"
+    faster = "reduce-overhead ran 1.750x as fast as default (±0.8 %, 8 paired rounds, outputs matched eager)"
     assert raced_mode(race("reduce-overhead", faster)) == (
         "reduce-overhead", "reduce-overhead, the faster measured (default 2.1000 ms, "
         f"reduce-overhead 1.2000 ms): {faster}")
-    within = "no other compile measured faster than default beyond its band (closest: ...)"
+    within = "no other compile measured faster than default by its rounds (closest: ...)"
     mode, words = raced_mode(race("default", within))
     assert mode is None and words.startswith("the default compile (default 2.1000 ms") \
         and words.endswith(within)
