@@ -91,6 +91,23 @@ def test_the_failing_line_is_the_tests_own_most_specific_words() -> None:
     assert failing_line("") == "" and failing_line("just exited\n") == "just exited"
 
 
+def test_the_failing_case_far_from_the_end_of_a_long_test_log_without_colour_codes() -> None:
+    """test-backend-ops (an H100's MUL_MAT run, 2026-12-07) prints its one failing case among
+    thousands, 170 kB before the end, in colour; the summary lines after it say only "FAIL".
+    The reason names the case, without the codes."""
+    import gzip
+    from pathlib import Path
+
+    from kernelopt_core.gates.builtin import FAILURE_SCAN, failing_line
+
+    log = gzip.decompress((Path(__file__).parent / "fixtures" / "failing-lines"
+                           / "h100-mul-mat-test.log.gz").read_bytes()).decode()
+    assert len(log) - log.index("ERR = 0.000609867") > 64 * 1024 and len(log) <= FAILURE_SCAN
+    assert failing_line(log[-FAILURE_SCAN:]) == (
+        "[MUL_MAT] ERR = 0.000609867 > 0.000500000   MUL_MAT(type_a=q4_1,type_b=f32,m=16,n=1,"
+        "k=256,bs=[1,1],nr=[1,2],per=[0,1,2,3],k_v=0,o=1,src_overlap=0,m_v=0,pad=0): FAIL")
+
+
 def test_the_profile_table_and_a_journal_of_the_old_profile_format() -> None:
     from pathlib import Path
 

@@ -17,6 +17,8 @@ from kernelopt_core.gates.options import GATE_TABLES
 from kernelopt_core.gates.perf import ConfirmGate, RooflineGate, ScreenGate, ShapeGate
 from kernelopt_core.gates.policy import PolicyGate
 from kernelopt_core.hookspecs import hookimpl
+from kernelopt_core.measure.parsers import ANSI
+from kernelopt_core.process import OUTPUT_CAP
 
 
 class BuildGate:
@@ -52,14 +54,17 @@ BANNER = re.compile(r"^[=_-]{3,}.*[=_-]{3,}$")
 # a frame of a glibc backtrace (ggml_abort prints one): `lib.so(symbol+0x1f)[0x7f..]`; a
 # symbol such as ggml_cuda_error is the printer's name, not what failed
 BACKTRACE_FRAME = re.compile(r"^\S*\([^()\s]*\+0x[0-9a-f]+\)\s*\[0x[0-9a-f]+\]$")
-FAILURE_SCAN = 64 * 1024  # characters of a failed test's output searched for its words
+# characters of a failed test's output searched for its words: all it keeps of its two streams
+# (test-backend-ops prints its one failing case among thousands, 170 kB before the end)
+FAILURE_SCAN = 2 * OUTPUT_CAP
 
 
 def failing_line(log: str) -> str:
     """The line of the test's output that says what failed: the first of the most specific
     kind present, else the last line that speaks of an error or failure, else the last line."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()
-             and not BANNER.match(line.strip()) and not BACKTRACE_FRAME.match(line.strip())]
+    plain = (ANSI.sub("", line).strip() for line in log.splitlines())  # no colour codes
+    lines = [line for line in plain if line
+             and not BANNER.match(line) and not BACKTRACE_FRAME.match(line)]
     for pattern in RANKED_FAILURES:
         hit = next((line for line in lines if pattern.search(line)
                     and (pattern is not DEVICE_FAULT or ERRORISH.search(line))), None)
