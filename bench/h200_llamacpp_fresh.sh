@@ -3,9 +3,10 @@
 #   OUT=DIR bash bench/h200_llamacpp_fresh.sh
 # `kernelopt run-llamacpp --op ${OP:-NORM} --budget-minutes ${BUDGET:-2}` as a new user types it
 # (no nodes, no profile, no ccache), every console line stamped with the seconds since the
-# command started (norm.log): the time to the first candidate and to the verdict, build
+# command started (op.log): the time to the first candidate and to the verdict, build
 # included. The baseline build's .ninja_log (each object's compile seconds) and the run's
-# journal, report and summary come back in norm-state.tar.gz.
+# journal, report and summary come back in op-state.tar.gz. (Results before 2026-12-07 name
+# the two norm.log and norm-state.tar.gz whatever the op.)
 # PHASE=decode|prefill: the op timed at a 7B-wide random model's node of that phase, read from
 # the GGUF's header (--nodes MODEL.gguf --phase PHASE; the model is written first, by the
 # product's generator, and not counted in the run's seconds): e.g. OP=MUL_MAT PHASE=decode.
@@ -38,13 +39,13 @@ if [ -n "${PHASE:-}" ]; then
 fi
 t0=$(date +%s.%N)
 kernelopt run-llamacpp --op "${OP:-NORM}" --repo "$REPO" --budget-minutes "${BUDGET:-2}" \
-  "${nodes[@]}" --state-root "$S" 2>&1 | stamp "$t0" > "$OUT/norm.log"
+  "${nodes[@]}" --state-root "$S" 2>&1 | stamp "$t0" > "$OUT/op.log"
 echo "run-llamacpp --op ${OP:-NORM}: exit ${PIPESTATUS[0]}, $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" \
-  | tee -a "$OUT/norm.log"
-tail -12 "$OUT/norm.log"  # norm.log whatever the OP (the name the first results carry)
+  | tee -a "$OUT/op.log"
+tail -12 "$OUT/op.log"
 logs=$(find "$S" -name .ninja_log -path '*base-build*' 2>/dev/null)
 tar -C "$S" --exclude='*.gguf' --exclude=base-src --exclude=cand-src --exclude='*.o' \
-  --exclude='*.so' --exclude='bin' -czf "$OUT/norm-state.tar.gz" runs llamacpp \
+  --exclude='*.so' --exclude='bin' -czf "$OUT/op-state.tar.gz" runs llamacpp \
   $(for l in $logs; do realpath --relative-to="$S" "$l"; done) 2>/dev/null
 for l in $logs; do  # the ten slowest objects of the baseline build
   echo "== $l"; awk 'NR > 1 { printf "%7.1f %s\n", ($2 - $1) / 1000, $4 }' "$l" | sort -rn | head -10

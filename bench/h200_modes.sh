@@ -16,7 +16,8 @@
 #        model_compare process (MODE, default reduce-overhead, as the model's own compile,
 #        against eager, default and max-autotune; MODES= to change that list), LIMIT= seconds (290)
 #   bash bench/h200_modes.sh campaign MODEL MODE [TOP]   `kernelopt campaign MODEL --top TOP
-#        --compile-mode MODE` (1), its folder and its model check (model_compare.json); MODE
+#        --compile-mode MODE` (1), its folder and runs (MODEL-campaign.tar.gz) and its model
+#        check (model_compare.json); MODE
 #        race: no --compile-mode, the capture races default against reduce-overhead (race.json)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
 # Results go to $OUT (default bench/results/modes); progress lines start with "==".
@@ -91,11 +92,10 @@ case "$part" in
     timeout --signal=INT --kill-after=15 "${RUN_LIMIT:-480}" kernelopt campaign "$model" \
       --top "${4:-1}" "${given[@]}" --name "$name" ${RUN_ARGS:-} > "$OUT/$m-campaign.log" 2>&1
     say "$m campaign ($mode): exit $?"; tail -30 "$OUT/$m-campaign.log"
-    cp -r "$KERNELOPT_HOME/campaigns/$name" "$OUT/$m-campaign" 2>/dev/null
-    for run in "$KERNELOPT_HOME"/runs/"$name"-*; do  # this campaign's runs only
-      mkdir -p "$OUT/$m-runs/$(basename "$run")"
-      cp "$run"/{summary.json,report.md,journal.jsonl} "$OUT/$m-runs/$(basename "$run")/" 2>/dev/null
-    done
+    # the campaign's ledger and its runs' summary, report and journal in one file (a call
+    # brings back 8 files, none deeper than two folders under $OUT)
+    ( cd "$KERNELOPT_HOME" && tar -czf "$OUT/$m-campaign.tar.gz" "campaigns/$name" \
+        $(for run in runs/"$name"-*; do printf '%s ' "$run"/{summary.json,report.md,journal.jsonl}; done) ) 2>/dev/null
     cp "$KERNELOPT_HOME/campaigns/$name"/model-*/model_compare.json "$OUT/$m-model_compare.json" 2>/dev/null
     folder=$mode; [ "$mode" = race ] && folder=file
     cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/kernels.json" "$OUT/$m-kernels.json" 2>/dev/null

@@ -5,7 +5,8 @@ per model and the table across them.
 
 Reads, in each DIR, every ``<model>-model_compare.json`` (the campaign's model check: one
 process, every mode), ``<model>-race.json`` (the capture's race, where it ran) and
-``<model>-runs/<run>/summary.json`` (each kernel's verdict, its engine gate's reason). Prints a
+``<model>-runs/<run>/summary.json`` or the same inside ``<model>-campaign.tar.gz`` (each
+kernel's verdict, its engine gate's reason). Prints a
 markdown table (each mode's median ms ± spread, what kernelopt returns and its ratio to
 max-autotune) and, with ``--out``, writes ``<model>-summary.json`` there. Nothing is measured
 here: every number is copied from those files.
@@ -16,10 +17,28 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
 MODES = ("eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+
+
+def run_summaries(folder: Path, model: str) -> list[tuple[str, dict[str, Any]]]:
+    """Each run's summary.json, by run name: from ``<model>-runs/<run>/`` or, where the call
+    packed them, ``<model>-campaign.tar.gz`` (``runs/<run>/summary.json``)."""
+    found = {p.parent.name: json.loads(p.read_text())
+             for p in (folder / f"{model}-runs").glob("*/summary.json")}
+    packed = folder / f"{model}-campaign.tar.gz"
+    if not found and packed.is_file():
+        with tarfile.open(packed) as tar:
+            for member in tar.getmembers():
+                parts = Path(member.name).parts
+                if len(parts) == 3 and parts[0] == "runs" and parts[2] == "summary.json":
+                    data = tar.extractfile(member)
+                    if data is not None:
+                        found[parts[1]] = json.loads(data.read())
+    return sorted(found.items())
 
 
 def model_summary(folder: Path, model: str) -> dict[str, Any]:
@@ -29,9 +48,8 @@ def model_summary(folder: Path, model: str) -> dict[str, Any]:
     ours = check["kernelopt"]
     race = folder / f"{model}-race.json"
     runs = []
-    for summary in sorted((folder / f"{model}-runs").glob("*/summary.json")):
-        run = json.loads(summary.read_text())
-        runs.append({"run": summary.parent.name, "kernel": (run.get("target") or {}).get("name"),
+    for name, run in run_summaries(folder, model):
+        runs.append({"run": name, "kernel": (run.get("target") or {}).get("name"),
                      "status": run.get("status"), "speedup": run.get("speedup"),
                      "verdict": run.get("report_line"), "engine": run.get("engine")})
     return {

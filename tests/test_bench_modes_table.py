@@ -33,3 +33,27 @@ def test_the_table_and_summaries_copy_the_model_checks_numbers(tmp_path: Path,
     assert summary["kernelopt_vs_max_autotune"] == pytest.approx(4.520240068435669 / 4.201795196533203)
     assert summary["runs"][0]["status"] == "optimized" and summary["race"] is None
     assert modes_table.main([str(tmp_path / "out")]) == 2  # no model check there
+
+
+def test_runs_packed_by_the_call_are_read_from_the_campaigns_tarball(tmp_path: Path) -> None:
+    """A device call brings back 8 files, none deeper than two folders: h200_modes.sh packs the
+    campaign's runs into MODEL-campaign.tar.gz, and the table reads them from there."""
+    import tarfile
+
+    folder = tmp_path / "res"
+    shutil.copytree(FIXTURE, folder)
+    state = tmp_path / "state"
+    for name, status in (("c-01", "optimized"), ("c-02", "fallback")):
+        (state / "runs" / name).mkdir(parents=True)
+        (state / "runs" / name / "summary.json").write_text(json.dumps(
+            {"target": {"name": f"k-{name}"}, "status": status, "report_line": status}))
+        (state / "runs" / name / "report.md").write_text("# report\n")
+    (state / "campaigns" / "c").mkdir(parents=True)
+    (state / "campaigns" / "c" / "summary.json").write_text("{}")
+    with tarfile.open(folder / "convnext-campaign.tar.gz", "w:gz") as tar:
+        for path in ("campaigns/c", "runs/c-01/summary.json", "runs/c-01/report.md",
+                     "runs/c-02/summary.json"):
+            tar.add(state / path, arcname=path)
+    summary = modes_table.model_summary(folder, "convnext")
+    assert [(r["run"], r["kernel"], r["status"]) for r in summary["runs"]] == [
+        ("c-01", "k-c-01", "optimized"), ("c-02", "k-c-02", "fallback")]
