@@ -9,6 +9,7 @@ import re
 import attrs
 
 from kernelopt_core.api import ANSI, BenchLine
+from kernelopt_llamacpp.case_bytes import case_bytes
 
 CASE_LINE = re.compile(r"^\s*(?P<op>[A-Z0-9_]+)\((?P<params>.*)\):\s+(?P<rest>.*?)\s*$")
 PERF_REST = re.compile(r"^(?P<runs>\d+) runs -\s+(?P<us>[0-9.]+) us/run -\s+(?P<size>.*)$")
@@ -115,8 +116,10 @@ def choose(cases: list[PerfCase], op: str, wanted: str | None = None,
 
 def bench_line(timed: PerfCase) -> str:
     """The one line the core reads (``BenchSpec(format="json")``): the pinned case's time, the
-    case itself as the shape timed, and the bytes it moves (for the roofline gate)."""
-    return BenchLine(timed.us / 1e3, timed.name, timed.kb * 1024 if timed.kb else None).to_json()
+    case itself as the shape timed, and the bytes it moves (for the roofline gate): the tool's
+    kB/run, else, where it prints FLOPs (MUL_MAT), the least its operands and output take."""
+    nbytes = timed.kb * 1024 if timed.kb else case_bytes(timed.op, timed.params)
+    return BenchLine(timed.us / 1e3, timed.name, nbytes).to_json()
 
 
 UNDEFINED = re.compile(r"symbol lookup error: .*?undefined symbol: (\S+)")

@@ -365,3 +365,31 @@ def test_a_tool_that_fails_after_every_case_passed_says_why(tmp_path: Path, caps
     quiet.chmod(0o755)
     assert tbo.main(["check", "--tool", str(quiet), "--op", "SOFT_MAX"]) == 1
     assert capsys.readouterr().err.strip().endswith("test-backend-ops exited 1")
+
+
+def test_a_matrix_multiplication_line_carries_the_least_bytes_its_case_moves() -> None:
+    """test-backend-ops prints MFLOP/run for MUL_MAT, not kB/run: the bench line's bytes are
+    then the case's operands and output, once each (an H100's line of 2026-12-07, the decode
+    output projection: 262.1 MB of f16 weights in 87.09 µs, 3.01 TB/s)."""
+    from kernelopt_llamacpp.case_bytes import case_bytes, row_bytes
+    from kernelopt_llamacpp.tbo_output import bench_line, parse_perf
+
+    line = ("  MUL_MAT(type_a=f16,type_b=f32,m=32000,n=1,k=4096,bs=[1,1],nr=[1,1],per=[0,1,2,3],"
+            "k_v=0,o=1,src_overlap=0,m_v=0,pad=0):               11842 runs -    87.09 us/run - "
+            "262.14 MFLOP/run - \x1b[1;34m  3.01 TFLOPS\x1b[0m\n")
+    (case,) = parse_perf(line)
+    assert case.kb is None
+    printed = json.loads(bench_line(case))
+    assert printed["bytes"] == 4096 * 2 * 32000 + 4096 * 4 + 32000 * 4 == 262288384
+    assert printed["time_ms"] == pytest.approx(0.08709)
+    # batches: a is k×m×bs, b and the output repeat it nr times
+    batched = "type_a=f32,type_b=f32,m=16,n=8,k=256,bs=[2,3],nr=[2,1],per=[0,1,2,3]"
+    assert case_bytes("MUL_MAT", batched) == 256 * 4 * 16 * 6 + 256 * 4 * 8 * 12 + 4 * 16 * 8 * 12
+    # the quantized types by gguf's table (q4_0: 18 bytes a block of 32); a row that is no
+    # whole number of blocks, an unknown type or another op: not known
+    pytest.importorskip("gguf")
+    assert row_bytes("q4_0", 4096) == 4096 // 32 * 18 and row_bytes("q4_K", 4096) == 16 * 144
+    assert row_bytes("q4_0", 100) is None and row_bytes("no_such", 32) is None
+    assert case_bytes("MUL_MAT", "type_a=q4_0,type_b=f32,m=4096,n=1,k=4096,bs=[1,1],nr=[1,1]") \
+        == 4096 * 2304 + 4096 * 4 + 4096 * 4
+    assert case_bytes("SOFT_MAX", "type=f32,ne=[4096,4096,5,1]") is None
