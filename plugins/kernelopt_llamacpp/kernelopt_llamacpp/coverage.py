@@ -3,8 +3,9 @@
 op among the top editable ops of the selection ``--top K`` wrote (top_ops.py): its share, whether
 and on which case it is timed (or why not, from the source), the kernels the model ran for it
 and those its pinned case dispatches, each knob offered with the kernels it reaches (reach.py),
-and, for the ops a run optimized, the candidates built, the verdict, the speedup and the median
-candidate cycle (journal: a candidate's proposal to its result)."""
+the pinned case's bytes over its time (``pinned_rate``), and, for the ops a run optimized, the
+candidates built, the verdict, the speedup, the median candidate cycle (journal: a candidate's
+proposal to its result) and its roofline before and after against the run's measured peak."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_core.api import Knob, UsageError
+from kernelopt_llamacpp.case_bytes import case_bytes
 from kernelopt_llamacpp.reach import Reach, dispatched_instance
 
 
@@ -94,6 +96,7 @@ def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: s
     pin_path = state / "llamacpp" / f"{digest}-{row['op']}.pin.json"
     pin = json.loads(pin_path.read_text()) if pin_path.is_file() else {}
     entry["pinned_case"] = pin.get("case")
+    entry["pinned_rate"] = pinned_rate(row["op"], pin)
     entry["dispatched"] = [k.get("function") for k in pin.get("dispatched") or []]
     # whether the timed case runs a kernel the model ran for this op (None: not pinned yet)
     entry["dispatches_model_kernel"] = bool(set(entry["dispatched"]) & set(row["kernels"])) \
@@ -113,6 +116,18 @@ def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: s
     if row["op"] in runs:
         entry.update(run_facts(runs[row["op"]]))
     return entry
+
+
+def pinned_rate(op: str, pin: dict[str, Any]) -> dict[str, Any] | None:
+    """The pinned case's bytes over its time when pinned (the baseline's, before any search):
+    the tool's kB/run, else the least its operands and output move (case_bytes.py)."""
+    us, params = pin.get("us"), pin.get("params")
+    if not us or params is None:
+        return None
+    nbytes = pin["kb"] * 1024 if pin.get("kb") else case_bytes(op, str(params))
+    if not nbytes:
+        return None
+    return {"bytes": nbytes, "us": us, "gbps": round(nbytes / (us * 1e-6) / 1e9, 1)}
 
 
 def campaign_runs(state: Path, name: str | None) -> dict[str, Path]:

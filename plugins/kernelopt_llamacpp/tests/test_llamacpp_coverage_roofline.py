@@ -34,3 +34,16 @@ def test_no_roofline_without_bytes_or_peak() -> None:
     assert coverage.roofline_facts({"baseline_ms": 1.0}) is None
     no_final = coverage.roofline_facts({**NORM, "final_ms": None})
     assert no_final is not None and no_final["final_gbps"] is None
+
+
+def test_the_pinned_cases_rate_before_any_search() -> None:
+    """The pin of the H100's MUL_MAT decode run (2026-12-07): test-backend-ops printed no
+    kB/run for it, so the bytes are the case's least (case_bytes.py): 262.3 MB in 87.19 µs."""
+    pin = {"op": "MUL_MAT", "params": "type_a=f16,type_b=f32,m=32000,n=1,k=4096,bs=[1,1],nr=[1,1],"
+           "per=[0,1,2,3],k_v=0,o=1,src_overlap=0,m_v=0,pad=0", "us": 87.19, "kb": None}
+    assert coverage.pinned_rate("MUL_MAT", pin) == {"bytes": 262288384, "us": 87.19,
+                                                    "gbps": 3008.2}
+    # the tool's own kB/run where it prints one; nothing where the case was never timed
+    assert coverage.pinned_rate("NORM", {"params": "type=f32", "us": 5.995, "kb": 16384}) == {
+        "bytes": 16777216, "us": 5.995, "gbps": 2798.5}
+    assert coverage.pinned_rate("NORM", {}) is None
