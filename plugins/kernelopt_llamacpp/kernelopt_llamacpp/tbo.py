@@ -63,17 +63,21 @@ from kernelopt_llamacpp.tbo_output import (  # the tool's output, read
 EXIT_CANNOT_TIME = 3
 TOOL_TIMEOUT_S = 3600.0
 HARNESS_ENV = "KERNELOPT_TBO_PERF_IN_TEST"  # harness.ENV (the wrapper imports nothing else)
+SEED_ENV = "KERNELOPT_TBO_SEED"  # harness.SEED_ENV: a run's inputs, the same in every build
 TOOL_OUTPUT_CAP = 256 << 20  # test -o MUL_MAT prints thousands of case lines
 
 
 # --------------------------------------------------------------------------- the wrapper
 
 
-def _run(argv: list[str], harness: bool = False) -> tuple[int, str]:
+def _run(argv: list[str], harness: bool = False, seed: int | None = None) -> tuple[int, str]:
     # The backend's own Command bounds the whole wrapper; this bound only stops a hung tool.
     # every case line matters (the test set, a FAIL): keep the whole output, not the core's cap
     # ``harness``: test mode also holds the perf cases (harness.py), for the pinned one
+    # ``seed``: the inputs a harnessed tool draws (harness.py; an unharnessed one ignores it)
     env = {HARNESS_ENV: "1"} if harness else {}
+    if seed is not None:
+        env[SEED_ENV] = str(seed)
     result = run_process(Command(tuple(argv), Path.cwd(), env=env, timeout_s=TOOL_TIMEOUT_S),
                          cap=TOOL_OUTPUT_CAP, under_test=True)
     output = result.stdout + result.stderr
@@ -220,7 +224,8 @@ def cmd_check(a: argparse.Namespace) -> int:
     # -j: the tool's own parallel test workers (one backend each; results printed whole under
     # its output lock), where the tree's test-backend-ops has them (OpData.test_jobs)
     jobs = ["-j", str(a.jobs)] if a.jobs > 1 else []
-    # --runs N: N independent runs (the core's seeds; each draws fresh inputs) at once. One run
+    # --runs N: N independent runs (the core's seeds; each draws fresh inputs, run n seed n's
+    # where the harness seeds them: harness.py) at once. One run
     # keeps only 3.4-3.8 of an H200 machine's 16 cores busy whatever its -j, so three ROPE runs at
     # once took 17.3 s, against 41-46 s one after another (bench/results/2026-12-02-h200-llamacpp).
     # --shards S: each run split over S processes by the test set's case list (--cases, written
@@ -228,9 +233,11 @@ def cmd_check(a: argparse.Namespace) -> int:
     # The threads only start and wait: each spawn goes through the core's run_process.
     listed = read_cases(Path(a.cases)) if a.cases else None
     filters = shard_filters(listed, a.shards) if listed else [a.op]
-    argvs = [[a.tool, "test", "-o", f, "-b", a.backend, *jobs] for _ in range(a.runs) for f in filters]
+    # run n draws seed n's inputs: the same in the baseline's build and every candidate's
+    argvs = [([a.tool, "test", "-o", f, "-b", a.backend, *jobs], n)
+             for n in range(1, a.runs + 1) for f in filters]
     with ThreadPoolExecutor(max_workers=len(argvs)) as pool:
-        outs = list(pool.map(_run, argvs))
+        outs = list(pool.map(lambda job: _run(job[0], seed=job[1]), argvs))
     per_run = [outs[n * len(filters):(n + 1) * len(filters)] for n in range(a.runs)]
     results = []
     for n, parts in enumerate(per_run, 1):
@@ -258,10 +265,20 @@ def cmd_check(a: argparse.Namespace) -> int:
     oks = sorted({len(r.ok) for r in results})
     count = f"{oks[0]}" if len(oks) == 1 else f"{oks[0]}-{oks[-1]}"
     each = f", in each of {a.runs} runs with fresh inputs" if a.runs > 1 else ""
+    if a.runs > 1 and _seeds_inputs(Path.cwd()):
+        each = f", in each of {a.runs} runs, run n on seed n's inputs (the same in every build)"
     split = f", each split over {len(filters)} processes" if len(filters) > 1 else ""
     print(f"kernelopt-llamacpp: {count} {a.op} cases OK on {a.backend}{each}{split} "
           "(NMSE vs the CPU backend)")
     return 0
+
+
+def _seeds_inputs(tree: Path) -> bool:
+    """Whether the tree's test-backend-ops.cpp reads SEED_ENV (harness.py patched it)."""
+    try:
+        return SEED_ENV in (tree / "tests" / "test-backend-ops.cpp").read_text(errors="replace")
+    except OSError:
+        return False
 
 
 MAX_FILTER = 100_000  # characters in one -o argument; Linux refuses one over 128 KiB

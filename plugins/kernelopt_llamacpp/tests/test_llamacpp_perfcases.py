@@ -82,9 +82,12 @@ def test_the_harness_adds_the_generated_case_to_the_real_tools_perf_set(source: 
     start = patched.index("make_test_cases_perf() {")
     body = patched[start:patched.index("\n}\n", start)]
     assert body.count(case) == 1 and body.rindex(case) < body.rindex("return test_cases;")
-    # nothing else changed: removing the two additions gives the tool's source back
+    # nothing else changed: three marked additions (the test-mode selection, the case, the
+    # seeded inputs' function), and without the case the rest is the harness alone
     added = [line for line in patched.splitlines() if "kernelopt-llamacpp's harness" in line]
-    assert len(added) == 2
+    assert len(added) == 3
+    assert patched.replace(f"    test_cases.emplace_back({case});  // kernelopt-llamacpp's harness\n",
+                           "") == harness.patched(source)
 
 
 def _tree_with_real_tool(tmp_path: Path, marker: bool) -> Path:
@@ -117,9 +120,9 @@ def test_an_op_without_perf_cases_is_timed_on_the_written_case(tmp_path: Path) -
     written = "new test_rms_norm(GGML_TYPE_F32, {4096, 512, 1, 1}, false, 1e-6f, false)"
     assert f"test_cases.emplace_back({written});" in tool and target.data.harness
     [softmax] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "state", op="SOFT_MAX"))
-    # only the test-mode addition (one marked line), no perf case added
-    assert softmax.harness[harness.FILE].decode().count("kernelopt-llamacpp's harness") == 1
-    assert tool.count("kernelopt-llamacpp's harness") == 2
+    # only the test-mode addition and the seeded inputs (two marked lines), no perf case added
+    assert softmax.harness[harness.FILE].decode().count("kernelopt-llamacpp's harness") == 2
+    assert tool.count("kernelopt-llamacpp's harness") == 3
     # --case names the case to time: nothing is written
     [named] = LlamaCppBackend().discover(repo, settings_with(tmp_path / "state", op="RMS_NORM",
                                                              case="type=f32,ne=[64,5,4,3]"))
