@@ -146,10 +146,18 @@ def test_the_model_four_ways_with_the_winner_swapped_in(captured, tmp_path: Path
                    "eager,max-autotune,default,kernelopt", "--swap", f"{name}={winner}",
                    "--rounds", "1", "--windows", "2"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    modes = json.loads(proc.stdout.strip().splitlines()[-1])["modes"]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    modes = result["modes"]
     assert set(modes) == {"eager", "max-autotune", "default", "kernelopt"}
     assert all(m["match_eager"] for m in modes.values()), modes
     assert modes["kernelopt"]["ms"] > 2 * modes["default"]["ms"]  # the winner really ran
+    # faster than kernelopt by its median, one round is no band: timed again, once, the same
+    # rounds, against kernelopt alone (issue 53: a wide band is looked at twice, no more)
+    assert result["extended"]["modes"][0] == "kernelopt" and "default" in result["extended"]["modes"]
+    assert result["extended"]["rounds"] == 1 and modes["default"]["windows"] == 4
+    assert modes["eager"]["windows"] == 2 and modes["kernelopt"]["windows"] == 4
+    # paired over the rounds both were timed (2); fewer than 3 pairs decide nothing: kept
+    assert result["kernelopt"] == "kernelopt" and "of 2 paired rounds" in result["choice"]["why"]
 
 
 def _renamed(captured: tuple[Path, Path, str], tmp_path: Path, new: str
@@ -411,6 +419,15 @@ def test_a_rival_that_won_every_round_is_faster_whatever_the_own_compiles_band()
         assert f"won {won} of {pairs} paired rounds, sign test p=0.0" in why["why"]
     assert fastest("default", {"max-autotune": {**rounds(8, 8), "vs_baseline_band_pct": 9.0}},
                    modes)[0] == "max-autotune"
+    # faster by its median, not by its rounds: timed again (undecided); decided either way: not
+    from kernelopt_triton.model_compare import undecided_rival
+
+    assert undecided_rival({**rounds(9, 10), "vs_baseline_band_pct": 14.39})
+    assert not undecided_rival(noisy) and not undecided_rival(
+        {"vs_baseline": 0.98, "vs_baseline_band_pct": 0.5, "pairs": 10, "won": 3})
+    # a rival timed again has more rounds than the own compile's other rivals: paired over the
+    # rounds both were timed
+    assert paired([2.0] * 6, [1.0] * 12, 3)["pairs"] == 2
     # a rival slower by its median never wins by rounds (it cannot have won most of them)
     slower = {"vs_baseline": 0.98, "vs_baseline_band_pct": 0.5, "pairs": 10, "won": 10}
     assert fastest("default", {"max-autotune": slower}, modes)[0] == "default"
