@@ -8,7 +8,7 @@
 #include <cstdio>
 
 static std::vector<uint8_t> values(ggml_backend_t backend, ggml_type type, int64_t n0, int64_t n1, int64_t warm) {
-    ggml_init_params params = {ggml_tensor_overhead() * 4, nullptr, true};
+    ggml_init_params params = {ggml_tensor_overhead() * 8, nullptr, true};
     ggml_context * ctx = ggml_init(params);
     ggml_tensor * first = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, warm);
     ggml_set_name(first, "first");
@@ -17,6 +17,15 @@ static std::vector<uint8_t> values(ggml_backend_t backend, ggml_type type, int64
     ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
     init_tensor_uniform(first);  // a process's first tensor, of another size
     init_tensor_uniform(t);
+    ggml_tensor * twin = ggml_new_tensor_2d(ctx, type, n0, n1);  // unnamed, the same shape as t
+    ggml_set_name(twin, "a");
+    ggml_backend_buffer_t buf2 = ggml_backend_alloc_ctx_tensors(ctx, backend);
+    init_tensor_uniform(twin);
+    std::vector<uint8_t> a(ggml_nbytes(t)), b(ggml_nbytes(twin));
+    ggml_backend_tensor_get(t, a.data(), 0, a.size());
+    ggml_backend_tensor_get(twin, b.data(), 0, b.size());
+    printf("same name and shape, another place: %s\n", a == b ? "SAME VALUES" : "other values");
+    ggml_backend_buffer_free(buf2);
     std::vector<uint8_t> out(ggml_nbytes(t));
     ggml_backend_tensor_get(t, out.data(), 0, out.size());
     ggml_backend_buffer_free(buf);

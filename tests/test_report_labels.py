@@ -89,11 +89,17 @@ def test_the_failing_line_is_the_tests_own_most_specific_words() -> None:
     assert failing_line("transpose_test: FAIL seed=1 shape=1x1\n") == \
         "transpose_test: FAIL seed=1 shape=1x1"
     assert failing_line("") == "" and failing_line("just exited\n") == "just exited"
+    # a passing test or case whose name says mismatch/FAIL is never the failure (a review found
+    # one ranked above the FAILED line once the whole output was searched)
+    passes = ("tests/test_a.py::test_dtype_mismatch_raises PASSED [ 50%]\n"
+              "  MUL_MAT(type_a=f16,fail_fast=1): OK\n" * 3)
+    assert failing_line(passes + "FAILED tests/test_a.py::test_sum - assert 3 == 4\n") == \
+        "FAILED tests/test_a.py::test_sum - assert 3 == 4"
 
 
 def test_the_failing_case_far_from_the_end_of_a_long_test_log_without_colour_codes() -> None:
     """test-backend-ops (an H100's MUL_MAT run, 2026-12-07) prints its one failing case among
-    thousands, 170 kB before the end, in colour; the summary lines after it say only "FAIL".
+    thousands, 93 kB before the end, in colour; the summary lines after it say only "FAIL".
     The reason names the case, without the codes."""
     import gzip
     from pathlib import Path

@@ -50,12 +50,15 @@ RANKED_FAILURES = (DEVICE_FAULT, re.compile(r"\b(CUDA|HIP) error: \S"),  # the r
                    re.compile(r"^\w+(Error|Exception)\b.*:"), re.compile(r"MISMATCH|mismatch"),
                    re.compile(r"^FAILED \S+::"), re.compile(r"\bFAIL(ED)?\b"))
 WEAK_FAILURE = re.compile(r"error|fail|assert|wrong", re.I)
+# a line that reports a pass (`test_dtype_mismatch PASSED`, a case's `: OK`): never the failure,
+# whatever words its name holds
+PASSED = re.compile(r"(\bPASSED|:\s*OK)\s*(\[\s*\d+%\])?$")
 BANNER = re.compile(r"^[=_-]{3,}.*[=_-]{3,}$")
 # a frame of a glibc backtrace (ggml_abort prints one): `lib.so(symbol+0x1f)[0x7f..]`; a
 # symbol such as ggml_cuda_error is the printer's name, not what failed
 BACKTRACE_FRAME = re.compile(r"^\S*\([^()\s]*\+0x[0-9a-f]+\)\s*\[0x[0-9a-f]+\]$")
 # characters of a failed test's output searched for its words: all it keeps of its two streams
-# (test-backend-ops prints its one failing case among thousands, 170 kB before the end)
+# (test-backend-ops printed its one failing case among thousands 93 kB before its end)
 FAILURE_SCAN = 2 * OUTPUT_CAP
 
 
@@ -66,7 +69,7 @@ def failing_line(log: str) -> str:
     lines = [line for line in plain if line
              and not BANNER.match(line) and not BACKTRACE_FRAME.match(line)]
     for pattern in RANKED_FAILURES:
-        hit = next((line for line in lines if pattern.search(line)
+        hit = next((line for line in lines if pattern.search(line) and not PASSED.search(line)
                     and (pattern is not DEVICE_FAULT or ERRORISH.search(line))), None)
         if hit:
             return hit[:500]

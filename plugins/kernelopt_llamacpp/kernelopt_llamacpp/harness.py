@@ -14,12 +14,14 @@ at a 7B-class prompt's 4096 × 512, f32) are appended to ``make_test_cases_perf(
 
 Seeded inputs: upstream draws every tensor's values from ``std::random_device``, so no two runs
 see the same inputs, and a case whose error sits near its tolerance fails now and then on any
-build (an H100's MUL_MAT q4_1 case, ERR 0.00061 > 0.0005, once in nine runs of two builds that
+build (an H100's MUL_MAT q4_1 case, ERR 0.00061 > 0.0005, once in nine runs of three builds that
 never reach its kernel). With ``KERNELOPT_TBO_SEED`` set, init_tensor_uniform's values are a
-function of that seed, the tensor's name, type and shape and the chunk (the chunks then follow
-the tensor's own size, not the first tensor's a process initialized): the baseline and every
-candidate are checked on the same inputs for a seed (tbo check gives run n seed n). Without the
-variable, or in a version whose init_tensor_uniform reads differently, the draws stay upstream's."""
+function of that seed, the tensor's name, type, shape and offset in its buffer (unnamed operands
+of one shape differ) and the chunk (the chunks then follow the tensor's own size, not the first
+tensor's a process initialized): the baseline and every candidate are checked on the same
+uniform inputs for a seed (tbo check gives run n seed n). The tool's other draws (attention
+masks, index tensors, ``rand()``) stay random. Without the variable, or in a version whose
+init_tensor_uniform reads differently, the draws come from ``std::random_device`` as upstream's."""
 
 from __future__ import annotations
 
@@ -58,7 +60,8 @@ _INIT = re.compile(r"^static void init_tensor_uniform\(ggml_tensor \* tensor\b",
 _DRAW = "thread_local std::default_random_engine gen(std::random_device{}());"
 _STATIC_THREADS = "static const size_t n_threads"
 _SEED_FUNCTION = f"""// kernelopt-llamacpp's harness: with {SEED_ENV} set, a tensor's values are a
-// function of the seed, its name, type and shape and the chunk (the same inputs in every build)
+// function of the seed, its name, type, shape and place in its buffer and the chunk (the same
+// inputs in every build)
 static unsigned kernelopt_tbo_seed(const ggml_tensor * tensor, size_t start) {{
     const char * seed = getenv("{SEED_ENV}");
     if (seed == nullptr) {{
@@ -73,6 +76,10 @@ static unsigned kernelopt_tbo_seed(const ggml_tensor * tensor, size_t start) {{
         mix((uint64_t) tensor->ne[i]);
     }}
     mix((uint64_t) tensor->type);
+    if (tensor->buffer != nullptr && tensor->data != nullptr) {{  // unnamed operands of one shape
+        mix((uint64_t) ((const char *) tensor->data
+                        - (const char *) ggml_backend_buffer_get_base(tensor->buffer)));
+    }}
     mix((uint64_t) start);
     return (unsigned) (h ^ (h >> 32));
 }}

@@ -38,7 +38,6 @@ be timed: ``bench`` says so and exits 3.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -48,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_core.api import Command, ncu_kernels, read_pin, run_process, write_pin
+from kernelopt_llamacpp.tbo_cases import read_cases, shard_filters, write_cases
 from kernelopt_llamacpp.tbo_output import (  # the tool's output, read
     TestResults,
     bench_line,
@@ -266,7 +266,7 @@ def cmd_check(a: argparse.Namespace) -> int:
     count = f"{oks[0]}" if len(oks) == 1 else f"{oks[0]}-{oks[-1]}"
     each = f", in each of {a.runs} runs with fresh inputs" if a.runs > 1 else ""
     if a.runs > 1 and _seeds_inputs(Path.cwd()):
-        each = f", in each of {a.runs} runs, run n on seed n's inputs (the same in every build)"
+        each = f", in each of {a.runs} runs, run n on seed n's uniform inputs (the same in every build)"
     split = f", each split over {len(filters)} processes" if len(filters) > 1 else ""
     print(f"kernelopt-llamacpp: {count} {a.op} cases OK on {a.backend}{each}{split} "
           "(NMSE vs the CPU backend)")
@@ -279,39 +279,6 @@ def _seeds_inputs(tree: Path) -> bool:
         return SEED_ENV in (tree / "tests" / "test-backend-ops.cpp").read_text(errors="replace")
     except OSError:
         return False
-
-
-MAX_FILTER = 100_000  # characters in one -o argument; Linux refuses one over 128 KiB
-
-
-def read_cases(path: Path) -> list[str] | None:
-    try:
-        cases = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    usable = isinstance(cases, list) and cases and all(isinstance(c, str) for c in cases)
-    return cases if usable else None
-
-
-def write_cases(path: Path, names: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".part")  # a reader never sees half a list
-    partial.write_text(json.dumps(list(dict.fromkeys(names)), indent=0))
-    partial.replace(path)
-
-
-def shard_filters(cases: list[str], shards: int) -> list[str]:
-    """``-o`` arguments that split the test set over ``shards`` processes: full case strings,
-    comma-separated (the tool matches each exactly and skips the commas inside parentheses).
-    The op alone, one process, when a case's params hold parentheses (they would break that
-    split) or a filter would be too long for one argument."""
-    whole = [cases[0].split("(", 1)[0]]
-    shards = min(shards, len(cases))
-    if shards < 2 or any(c.count("(") != 1 or c.count(")") != 1 or not c.endswith(")")
-                         for c in cases):
-        return whole
-    filters = [",".join(cases[i::shards]) for i in range(shards)]
-    return filters if max(map(len, filters)) <= MAX_FILTER else whole
 
 
 SUMMARY = re.compile(r"^\s*(\d+)/(\d+) tests passed", re.MULTILINE)

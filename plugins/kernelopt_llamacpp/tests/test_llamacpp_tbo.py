@@ -401,8 +401,8 @@ def test_the_harness_seeds_the_real_tools_inputs(monkeypatch, tmp_path: Path, ca
     cannot reach its kernel). The harness seeds init_tensor_uniform from KERNELOPT_TBO_SEED (the
     real tool's source: one draw replaced, the chunk count no longer static, the seed function
     before it) and `tbo check --runs N` gives run n seed n, so baseline and candidates are
-    checked on the same inputs. (Built against ggml and run on this CPU: the same seed gave the
-    same f16 and q4_1 bytes in every process, whatever tensor it initialized first;
+    checked on the same uniform inputs. (Built against ggml and run on this CPU: the same seed and
+    layout gave the same f16 and q4_1 bytes in every process, a twin tensor other values;
     bench/results/2026-12-07-cpu-llamacpp-seeded-inputs.)"""
     import gzip
 
@@ -439,5 +439,5 @@ def test_the_harness_seeds_the_real_tools_inputs(monkeypatch, tmp_path: Path, ca
     monkeypatch.chdir(tmp_path)
     assert tbo.main(["check", "--tool", str(tool), "--op", "ROPE", "--runs", "3"]) == 0
     assert sorted(p.name for p in seen.iterdir()) == ["1", "2", "3"]
-    assert "in each of 3 runs, run n on seed n's inputs (the same in every build)" \
+    assert "in each of 3 runs, run n on seed n's uniform inputs (the same in every build)" \
         in capsys.readouterr().out

@@ -175,9 +175,12 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         tuned = "kernelopt" if "kernelopt" in labels else baseline
         matched = {m for m in labels if compare(outputs[m], outputs["eager"], tol["atol"],
                                                  tol["rtol"])[0]}
+        # timed again only where the rounds could then decide (MIN_PAIRS) and the own
+        # compile's outputs matched (else fastest() takes the fastest matching one anyway)
         undecided = [m for m in labels if m not in ("eager", tuned) and m in matched
+                     and tuned in matched and 2 * rounds >= MIN_PAIRS
                      and undecided_rival(paired(times[tuned], times[m], windows))]
-        if undecided:  # once: as many rounds again, the own compile against those rivals alone
+        if undecided:  # once: as many rounds again, the own compile and those rivals only
             more = interleaved(torch, {m: calls[m] for m in (tuned, *undecided)},
                                lambda m: selects.get(m, lambda: None)(), cuda, rounds, windows,
                                each_window=True)

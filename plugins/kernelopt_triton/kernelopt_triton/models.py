@@ -43,8 +43,8 @@ RACE_FILE = "race.json"  # the capture's race of compile modes (InductorBackend.
 
 def race_argv(model: Path, capture_dir: Path) -> tuple[str, ...]:
     """model_compare's arguments for the capture's race: the default compile as the model's
-    own, reduce-overhead beside it, 8 paired rounds on the capture's cache (8 of 8 won is the
-    fewest the sign test at SIGN_ALPHA reads as faster: fastest())."""
+    own, reduce-overhead beside it, 8 paired rounds on the capture's cache (the sign test at
+    SIGN_ALPHA reads 7 of 7 as faster, not 6 of 6; with 8, every round: fastest())."""
     return ("--compile-mode", "default", "--modes", "eager,reduce-overhead", "--rounds", "8",
             "--windows", "3", "--cache-dir", str(capture_dir / "cache"),
             "--out", str(capture_dir / RACE_FILE), str(model))
