@@ -116,6 +116,11 @@ SUITES = (
     Suite("llamacpp-perfcases", "perf cases written from test-backend-ops' own test structs, "
           "compiled into the real tool and run in perf and test mode on the CPU backend",
           "bench/cpu_llamacpp_perfcases.sh", device="CPU", uses=(LLAMACPP_SRC,)),
+    Suite("llamacpp-seed-check", "the harness's seeded test inputs against the real ggml on the "
+          "CPU: the same seed and layout give the same bytes in every process, a twin tensor "
+          "others (bench/llamacpp_seedcheck.cpp)",
+          "bench/llamacpp_seed_check.sh", device="CPU",
+          uses=(TARBALL, "bench/llamacpp_seedcheck.cpp")),
     Suite("rope-testjobs", "ROPE's correctness check, whole and split over processes, and "
           "test-backend-ops at several -j", "bench/h200_rope_testjobs.sh", uses=(SITE,)),
     Suite("llamacpp-real", "kernelopt-llamacpp's child programs against real llama.cpp tools on "
