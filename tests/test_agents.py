@@ -30,9 +30,11 @@ def planner_steps() -> list[dict]:
 
 def run_agents(project: Path, server: ScriptedLLMServer, *extra: str,
                env: dict[str, str] | None = None):
+    # one screen run a tree: the chunk project's clock is counted, so one reading is the verdict
+    # three would give; the agents' calls are the subject
     return kernelopt("run", str(project), "--planner", "agents", "--provider", "openai",
                      "--base-url", server.url, "--model", "gpt-4.1-mini", "--iterations", "1",
-                     "--final-rounds", "3", *extra, cwd=project.parent,
+                     "--final-rounds", "3", "--screen-runs", "1", *extra, cwd=project.parent,
                      env={"OPENAI_API_KEY": KEY, "KERNELOPT_LLM_BACKOFF_S": "0.05", **(env or {})})
 
 

@@ -81,9 +81,11 @@ class RawServer:
 def test_a_foreign_server_drives_the_cpu_example_to_optimized(tmp_path: Path) -> None:
     server = RawServer()
     example = counted_cpu_example(tmp_path / "cmake-cpu")  # the verdict rides on the HTTP path, not the load
+    # the HTTP path is the subject: one candidate and the shortest confirmation of its win
     result = kernelopt("run", str(example), "--planner", "agents", "--provider", "vllm",
                        "--base-url", f"http://127.0.0.1:{server.port}/v1", "--model", "any",
-                       "--iterations", "1", cwd=tmp_path)
+                       "--iterations", "1", "--final-rounds", "2", "--screen-runs", "1",
+                       "--seeds", "1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     s = summary(last_run(tmp_path / ".kernelopt"))
     assert s["status"] == "optimized" and s["planner"] == "agents" and s["speedup"] > 1.3

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 from kernelopt_tests_support import REPO, kernelopt
 
+# The whole-loop runs below are on the chunk project, whose clock is counted: one screen run a
+# tree and one seed reach the verdict three would. What each test checks is around the run.
+SHORT = ("--final-rounds", "2", "--screen-runs", "1", "--seeds", "1")
+
 
 def test_setup_lists_prerequisites_with_what_to_do(tmp_path: Path) -> None:
     result = kernelopt("setup", cwd=tmp_path)
@@ -125,7 +129,7 @@ def test_several_targets_run_in_turn_each_its_own_run(chunk_project: Path, tmp_p
     fast = tmp_path / "fast.py"
     fast.write_text((chunk_project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 256\n"))
     result = kernelopt("run", str(chunk_project), "--candidate", f"kernel.py={fast}",
-                       "--final-rounds", "2", cwd=chunk_project.parent)
+                       *SHORT, cwd=chunk_project.parent)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "[1/2]" in result.stderr and "[2/2]" in result.stderr
     runs = sorted((chunk_project.parent / ".kernelopt" / "runs").iterdir())
@@ -137,7 +141,7 @@ def test_several_targets_run_in_turn_each_its_own_run(chunk_project: Path, tmp_p
     assert [x["status"] for x in summaries] == ["optimized", "optimized"]
     assert "chunk-sum-2" in result.stdout and "report line" in result.stdout
     one = kernelopt("run", str(chunk_project), "--target", "chunk-sum-2", "--candidate",
-                    f"kernel.py={fast}", "--final-rounds", "2", cwd=chunk_project.parent)
+                    f"kernel.py={fast}", *SHORT, cwd=chunk_project.parent)
     assert one.returncode == 0 and "[1/2]" not in one.stderr
 
 
@@ -151,7 +155,7 @@ def test_interpreter_timings_never_claim_a_speedup(chunk_project: Path, tmp_path
     fast = tmp_path / "fast.py"
     fast.write_text((chunk_project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 256\n"))
     result = kernelopt("run", str(chunk_project), "--candidate", f"kernel.py={fast}",
-                       "--final-rounds", "2", cwd=chunk_project.parent)
+                       *SHORT, cwd=chunk_project.parent)
     assert result.returncode == 1, result.stderr[-3000:]
     summary = json.loads(next((chunk_project.parent / ".kernelopt" / "runs").glob("*/summary.json"))
                          .read_text())
@@ -160,7 +164,8 @@ def test_interpreter_timings_never_claim_a_speedup(chunk_project: Path, tmp_path
     assert summary["final_ms"] == summary["baseline_ms"]
     # without the confirm gate too: whatever gates run, interpreter times claim nothing
     result = kernelopt("run", str(chunk_project), "--candidate", f"kernel.py={fast}",
-                       "--final-gates", "shape", cwd=chunk_project.parent)
+                       "--final-gates", "shape", "--screen-runs", "1", "--seeds", "1",
+                       cwd=chunk_project.parent)
     assert result.returncode == 1 and "unverified" in result.stdout, result.stderr[-3000:]
 
 
@@ -179,7 +184,7 @@ def test_on_a_terminal_the_verdict_starts_a_line_of_its_own(chunk_project: Path,
     main, child = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "KERNELOPT_HOME"}
     proc = subprocess.Popen([sys.executable, "-m", "kernelopt_core.cli", "run", str(chunk_project),
-                             "--candidate", f"kernel.py={fast}", "--final-rounds", "2"],
+                             "--candidate", f"kernel.py={fast}", *SHORT],
                             cwd=chunk_project.parent, stdout=child, stderr=child, env=env)
     os.close(child)
     import select
@@ -220,7 +225,7 @@ def test_a_run_waiting_for_the_workspace_says_who_holds_it(chunk_project: Path,
 
     fast = tmp_path / "fast.py"
     fast.write_text((chunk_project / "kernel.py").read_text().replace("CHUNK = 1\n", "CHUNK = 256\n"))
-    flags = ("--candidate", f"kernel.py={fast}", "--final-rounds", "2")
+    flags = ("--candidate", f"kernel.py={fast}", *SHORT)
     assert kernelopt("run", str(chunk_project), *flags, cwd=chunk_project.parent).returncode == 0
     [workspace] = [p.parent for p in (chunk_project.parent / ".kernelopt" / "work").rglob(
         "workspace.lock")]
@@ -270,7 +275,7 @@ def test_a_file_or_subdirectory_of_a_project_runs_that_projects_target(tmp_path:
     move("kernel.py", "src/kernel.py")
     (project / "src" / "other.c").write_text("int other;\n")
     flags = ("--iterations", "1", "--final-rounds", "2", "--final-gates", "confirm",
-             "--seeds", "1")
+             "--seeds", "1", "--screen-runs", "1")
     for given in (project / "src" / "kernel.py", project / "src"):
         result = kernelopt("run", str(given), *flags, cwd=tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]

@@ -86,6 +86,10 @@ class Plugin:
 FLAGS = ("--backend", "modelled", "--iterations", "4", "--final-rounds", "3", "--seeds", "1",
          "--final-gates", "confirm,shape")
 
+# one worker for the module under pytest-xdist: optimized_run (a whole run, ~7 s on the 2-core
+# machine) is then made once, not once in each worker that draws one of its tests
+pytestmark = pytest.mark.xdist_group("model-check")
+
 
 @pytest.fixture(scope="module")
 def optimized_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:

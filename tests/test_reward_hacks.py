@@ -38,6 +38,14 @@ def example(tmp_path_factory) -> Path:
     return root
 
 
+# The search around each cheat: three confirm rounds, one screen run a tree (baseline and
+# candidate). The screen only has to let through the cheats a final gate must catch: each of
+# them reads microseconds where the honest transpose reads ~100 ms (it skips the timed work, or
+# its clock runs 1000x slow), which one run shows as surely as three. The cheats caught during
+# the search never reach the screen; the forged time line fails its first bench.
+SEARCH = ("--final-rounds", "3", "--screen-runs", "1")
+
+
 def run_dir_of(state: Path) -> Path:
     return sorted((state / "runs").iterdir())[-1]
 
@@ -58,7 +66,7 @@ def test_hacks_caught_during_the_search(example: Path) -> None:
     """Hacks a candidate gate must reject, replayed together in one run."""
     hacks = [p for p in HACKS if expectation(p)[1] in DETERMINISTIC_GATES]
     state = example / "state-search"
-    args = ["run", str(example / "example"), "--state-root", str(state), "--final-rounds", "3"]
+    args = ["run", str(example / "example"), "--state-root", str(state), *SEARCH]
     for hack in hacks:
         args += ["--candidate", f"kernel.cpp={hack}"]
     result = kernelopt(*args, cwd=example)
@@ -85,7 +93,7 @@ def test_hacks_caught_by_a_final_gate(example: Path, hack: Path) -> None:
     _kind, expect = expectation(hack)
     state = example / f"state-{hack.stem}"
     result = kernelopt("run", str(example / "example"), "--state-root", str(state),
-                       "--final-rounds", "3", "--candidate", f"kernel.cpp={hack}", cwd=example)
+                       *SEARCH, "--candidate", f"kernel.cpp={hack}", cwd=example)
     run_dir = run_dir_of(state)
     assert result.returncode == 1, result.stderr[-3000:]
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -102,7 +110,7 @@ def test_timer_tamper_is_caught_by_the_roofline_when_policy_is_off(example: Path
     the transpose 'move' its bytes faster than the machine's measured memory peak."""
     state = example / "state-roofline"
     result = kernelopt("run", str(example / "example"), "--state-root", str(state),
-                       "--final-rounds", "3", "--gates", "build,correctness,screen",
+                       *SEARCH, "--gates", "build,correctness,screen",
                        "--candidate", f"kernel.cpp={CORPUS / 'timer_tamper.cpp'}", cwd=example)
     run_dir = run_dir_of(state)
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -119,7 +127,7 @@ def test_forged_time_line_fails_the_candidates_bench_when_policy_is_off(example:
     (the parser wants exactly one); the candidate's bench fails and the screen rejects it."""
     state = example / "state-forged"
     result = kernelopt("run", str(example / "example"), "--state-root", str(state),
-                       "--final-rounds", "3", "--gates", "build,correctness,screen",
+                       *SEARCH, "--gates", "build,correctness,screen",
                        "--candidate", f"kernel.cpp={CORPUS / 'forged_time_line.cpp'}", cwd=example)
     run_dir = run_dir_of(state)
     assert result.returncode == 1, result.stderr[-3000:]
