@@ -19,9 +19,10 @@
 #        --compile-mode MODE` (1), its folder and runs (MODEL-campaign.tar.gz) and its model
 #        check (model_compare.json); MODE
 #        race: no --compile-mode, the capture races default against reduce-overhead (race.json).
-#        NAME= names the campaign (default MODEL-MODE-HHMMSS): the same NAME in a later call on
-#        the same warm machine resumes it (finished runs kept, then the model check), for a
-#        model whose campaign and model check do not fit one call (ConvNeXt's cold max-autotune)
+#        CAMPAIGN_NAME= names the campaign (default MODEL-MODE-HHMMSS): a later call on the same
+#        warm machine with the same CAMPAIGN_NAME, MODEL, MODE and TOP resumes it (finished runs
+#        kept, a cut one resumed, then the model check again), for a model whose campaign and
+#        model check do not fit one call (ConvNeXt's cold max-autotune)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
 # Results go to $OUT (default bench/results/modes); progress lines start with "==".
 set -uo pipefail
@@ -90,7 +91,7 @@ case "$part" in
     say "$m modes: exit $?"; grep "^model_compare:" "$OUT/$m-modes.log"
     show_modes "$OUT/$m-modes.json" || tail -5 "$OUT/$m-modes.log" ;;
   campaign)
-    mode=$3; name=${NAME:-$m-$mode-$(date +%H%M%S)}
+    mode=$3; name=${CAMPAIGN_NAME:-$m-$mode-$(date +%H%M%S)}
     given=(--compile-mode "$mode"); [ "$mode" = race ] && given=()
     timeout --signal=INT --kill-after=15 "${RUN_LIMIT:-480}" kernelopt campaign "$model" \
       --top "${4:-1}" "${given[@]}" --name "$name" ${RUN_ARGS:-} > "$OUT/$m-campaign.log" 2>&1

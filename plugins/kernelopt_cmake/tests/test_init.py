@@ -141,7 +141,7 @@ def test_a_bench_that_prints_a_human_line_gets_a_regex_descriptor(project: Path)
                  'bench_unit = "us"'):
         assert line in written, written
     # the bench's own line and clock are the subject, not the verdict: one seed and one screen
-    # run a tree, the least search that still reads that line for the baseline and a candidate
+    # run a tree, the least search that still reads that line for the baseline
     run = kernelopt("run", ".", "--iterations", "1", "--final-rounds", "2", "--screen-runs", "1",
                     "--seeds", "1", cwd=project)
     assert run.returncode in (0, 1), run.stderr[-2000:]
