@@ -148,3 +148,33 @@ def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path)
     assert "mmq-instance-q4_0.cu.o" in objects and "llama.cpp.o" not in objects
     assert "fattn-tile-instance-dkq64.cu.o" not in objects and "fattn.cu.o" in objects
     assert subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True).stdout == "42\n"
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None,
+                    reason="needs cmake and ninja")
+def test_the_tools_own_object_is_the_first_step_ninja_runs(tmp_path: Path) -> None:
+    """Ninja runs first the ready step with the longest chain of steps to the end; the tool's
+    object has the shortest (object, link), so it was compiled last, after every ggml object.
+    The script's stamps put it first; without the script (a full build) it stays last."""
+    root = tmp_path / "llama.cpp"
+    _project(root)
+
+    def order(build: Path, args: list[str]) -> tuple[str, list[str]]:
+        """What configure said, and the objects in the order ninja would compile them."""
+        keep = ("-DCMAKE_PROJECT", "-DKERNELOPT", "-DCMAKE_EXE_LINKER", "-DCMAKE_SHARED_LINKER")
+        [configure, _] = cmake_commands(root, root, build, [a for a in args if a.startswith(keep)],
+                                        targets=["test-backend-ops"], jobs=1, generator="Ninja")
+        said = subprocess.run(configure.argv, cwd=configure.cwd, check=True, capture_output=True,
+                              text=True)
+        dry = subprocess.run(["ninja", "-n", "-j1", "test-backend-ops"], cwd=build, check=True,
+                             capture_output=True, text=True).stdout
+        return said.stdout, [line.rsplit("/", 1)[-1] for line in dry.splitlines()
+                             if "Building" in line]
+
+    said, slim_order = order(tmp_path / "slim",
+                             cmake_args("90", False, False, slim.sources("NORM", ())))
+    assert "kernelopt slim build: test-backend-ops.cpp compiled first" in said
+    assert slim_order == ["tool.cpp.o", "fattn.cu.o", "ggml-cuda.cu.o", "norm.cu.o"], slim_order
+    said, full_order = order(tmp_path / "full", cmake_args("90", True, False))
+    assert "compiled first" not in said
+    assert full_order[-1] == "tool.cpp.o", full_order
