@@ -66,21 +66,33 @@ if (NOT KERNELOPT_SLIM_DEFERRED)
   endfunction()
   cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL kernelopt_slim_tool_link)
 
-  # The tool's own object first. Ninja runs the ready step whose chain to the end is longest
-  # (its critical path, counted in steps: ninja's EdgeWeightHeuristic weighs every step 1), so
-  # test-backend-ops.cpp.o (2 steps: the object, the link) started only once every ggml object
-  # (8 steps: object, library, its symlink, ... the tool) had started: at 27.8 s of a fresh
-  # NORM build, which it then ended at 58.5 s (its 30.7 s compile the build's last; H200,
-  # bench/results/2026-12-06-h200-llamacpp-lean), and at 133.5 s of 169.4 s for MUL_MAT's on an
-  # H100. A chain of 12 stamps between the object and the tool's link (LINK_DEPENDS) makes its
-  # chain the longest: it starts at once, beside the longest ggml objects. Nothing else changes:
-  # the stamps are empty files, made in a fraction of a second after the object.
+  # The tool's own object first. Ninja 1.12 and later run the ready step whose chain of steps to
+  # the end is longest (every step weighs 1: ninja's EdgeWeightHeuristic), so
+  # test-backend-ops.cpp.o (object, link: 2 steps) started only once every ggml object (up to 8
+  # steps: object, library, its symlink, ..., the tool; 13 from ggml-base with the engine gate's
+  # llama-bench and llama-completion) had started: at 27.8 s of a fresh NORM build, which its
+  # 30.7 s compile then ended at 58.5 s (H200, bench/results/2026-12-06-h200-llamacpp-lean), and
+  # at 133.5 s of 169.4 s for MUL_MAT's on an H100. A chain of 24 stamps between the object and
+  # the tool's link (LINK_DEPENDS) makes its chain the longest, so ninja starts it first. The
+  # stamps are empty files, made in milliseconds after the object; a candidate's relocated build
+  # (kernelopt_core/warm_build.py) makes them again and relinks the tool, which its changed
+  # libggml-cuda relinks anyway. Ninja only (a Makefile build has no rule for a stamp another
+  # target makes, and make has no such priority); KERNELOPT_TOOL_FIRST=OFF leaves it out.
   function(kernelopt_slim_tool_first)
-    if (NOT TARGET test-backend-ops)
+    if (NOT TARGET test-backend-ops OR NOT CMAKE_GENERATOR STREQUAL "Ninja"
+        OR (DEFINED KERNELOPT_TOOL_FIRST AND NOT KERNELOPT_TOOL_FIRST))
+      return()
+    endif()
+    execute_process(COMMAND "${CMAKE_MAKE_PROGRAM}" --version OUTPUT_VARIABLE ninja_version
+                    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    string(REGEX MATCH "^[0-9]+\\.[0-9]+" ninja_version "${ninja_version}")
+    if (NOT ninja_version OR ninja_version VERSION_LESS 1.12)  # runs ready steps in file order
+      message(STATUS "kernelopt slim build: ninja ${ninja_version} schedules in file order: "
+                     "test-backend-ops.cpp is compiled when its turn comes")
       return()
     endif()
     set(previous "$<TARGET_OBJECTS:test-backend-ops>")
-    foreach (step RANGE 1 12)
+    foreach (step RANGE 1 24)
       set(stamp "${CMAKE_BINARY_DIR}/kernelopt-first/${step}.stamp")
       add_custom_command(OUTPUT "${stamp}" COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}"
                          DEPENDS "${previous}" VERBATIM)

@@ -150,19 +150,40 @@ def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path)
     assert subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True).stdout == "42\n"
 
 
-@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None,
-                    reason="needs cmake and ninja")
+
+def _ninja_version() -> tuple[int, ...]:
+    found = shutil.which("ninja")
+    if found is None:
+        return ()
+    said = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
+    return tuple(int(part) for part in said.split(".")[:2] if part.isdigit())
+
+
+@needs_cmake
+@pytest.mark.skipif(_ninja_version() < (1, 12),
+                    reason="needs ninja 1.12 or later (earlier ones run ready steps in file order)")
 def test_the_tools_own_object_is_the_first_step_ninja_runs(tmp_path: Path) -> None:
     """Ninja runs first the ready step with the longest chain of steps to the end; the tool's
-    object has the shortest (object, link), so it was compiled last, after every ggml object.
-    The script's stamps put it first; without the script (a full build) it stays last."""
+    object has the shortest (object, link), so it was compiled after every ggml object. The
+    script's stamps put it first; the same slim build without them (KERNELOPT_TOOL_FIRST=OFF)
+    leaves it last; a Makefile build (no stamps) still builds."""
     root = tmp_path / "llama.cpp"
     _project(root)
+    # ggml-cuda on a versioned ggml-base, as ggml's libraries are: longer chains (object,
+    # library, symlink, ...) than the tool's
+    (root / "ggml" / "base.cpp").write_text("int base(int x) { return x; }\n")
+    (root / "ggml" / "CMakeLists.txt").write_text(
+        "project(ggml CXX)\nadd_library(ggml-base SHARED base.cpp)\n"
+        "set_target_properties(ggml-base PROPERTIES VERSION 0.1.0 SOVERSION 0)\n"
+        "add_subdirectory(src/ggml-cuda)\ntarget_link_libraries(ggml-cuda PUBLIC ggml-base)\n"
+        "add_library(ggml INTERFACE)\ntarget_link_libraries(ggml INTERFACE ggml-cuda)\n")
+    slim_args = [a for a in cmake_args("90", False, False, slim.sources("NORM", ()))
+                 if a.startswith(("-DCMAKE_PROJECT", "-DKERNELOPT", "-DCMAKE_EXE_LINKER",
+                                  "-DCMAKE_SHARED_LINKER"))]
 
-    def order(build: Path, args: list[str]) -> tuple[str, list[str]]:
+    def order(build: Path, *extra: str) -> tuple[str, list[str]]:
         """What configure said, and the objects in the order ninja would compile them."""
-        keep = ("-DCMAKE_PROJECT", "-DKERNELOPT", "-DCMAKE_EXE_LINKER", "-DCMAKE_SHARED_LINKER")
-        [configure, _] = cmake_commands(root, root, build, [a for a in args if a.startswith(keep)],
+        [configure, _] = cmake_commands(root, root, build, [*slim_args, *extra],
                                         targets=["test-backend-ops"], jobs=1, generator="Ninja")
         said = subprocess.run(configure.argv, cwd=configure.cwd, check=True, capture_output=True,
                               text=True)
@@ -171,10 +192,18 @@ def test_the_tools_own_object_is_the_first_step_ninja_runs(tmp_path: Path) -> No
         return said.stdout, [line.rsplit("/", 1)[-1] for line in dry.splitlines()
                              if "Building" in line]
 
-    said, slim_order = order(tmp_path / "slim",
-                             cmake_args("90", False, False, slim.sources("NORM", ())))
+    said, first = order(tmp_path / "slim")
     assert "kernelopt slim build: test-backend-ops.cpp compiled first" in said
-    assert slim_order == ["tool.cpp.o", "fattn.cu.o", "ggml-cuda.cu.o", "norm.cu.o"], slim_order
-    said, full_order = order(tmp_path / "full", cmake_args("90", True, False))
+    assert first[0] == "tool.cpp.o" and len(first) == 5, first  # + base, fattn, ggml-cuda, norm
+    said, control = order(tmp_path / "control", "-DKERNELOPT_TOOL_FIRST=OFF")
     assert "compiled first" not in said
-    assert full_order[-1] == "tool.cpp.o", full_order
+    assert control[-1] == "tool.cpp.o" and sorted(control) == sorted(first), control
+    # a Makefile build: no stamps (another target's output has no rule there), and it builds
+    made = tmp_path / "make"
+    for command in cmake_commands(root, root, made, slim_args, targets=["test-backend-ops"],
+                                  jobs=2, generator="Unix Makefiles"):
+        done = subprocess.run(command.argv, cwd=command.cwd, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "compiled first" not in done.stdout
+    assert subprocess.run([made / "test-backend-ops", "NORM"], capture_output=True,
+                          text=True).stdout == "42\n"
