@@ -3,9 +3,13 @@
 op among the top editable ops of the selection ``--top K`` wrote (top_ops.py): its share, whether
 and on which case it is timed (or why not, from the source), the kernels the model ran for it
 and those its pinned case dispatches, each knob offered with the kernels it reaches (reach.py),
-the pinned case's bytes over its time (``pinned_rate``), and, for the ops a run optimized, the
-candidates built, the verdict, the speedup, the median candidate cycle (journal: a candidate's
-proposal to its result) and its roofline before and after against the run's measured peak."""
+the pinned case's bytes over its time (``pinned_rate``) and where that stands against the
+machine's measured memory peak (``bound``), and, for the ops a run optimized, the candidates
+built, the verdict, the speedup, the median candidate cycle (journal: a candidate's proposal to
+its result) and its roofline before and after against the run's measured peak. ``account``
+sums the listed ops' shares by bound: how much of the model's time is in ops already at their
+memory roofline, bound by their launch, or below their roofline (what a search could still
+gain)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_core.api import Knob, UsageError
-from kernelopt_llamacpp.case_bytes import case_bytes
+from kernelopt_llamacpp.case_bytes import case_bytes, params_of
 from kernelopt_llamacpp.reach import Reach, dispatched_instance
 
 
@@ -76,7 +80,8 @@ def roofline_facts(summary: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: str | None,
-             runs: dict[str, Path], table: dict[str, Any], model: str | None = None) -> dict[str, Any]:
+             runs: dict[str, Path], table: dict[str, Any], model: str | None = None,
+             peak_gbps: float | None = None) -> dict[str, Any]:
     from kernelopt_llamacpp import harness, timing, tuning
 
     route = table[row["op"]]
@@ -97,6 +102,7 @@ def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: s
     pin = json.loads(pin_path.read_text()) if pin_path.is_file() else {}
     entry["pinned_case"] = pin.get("case")
     entry["pinned_rate"] = pinned_rate(row["op"], pin)
+    entry["bound"] = bound(row["op"], pin, entry["pinned_rate"], peak_gbps)
     entry["dispatched"] = [k.get("function") for k in pin.get("dispatched") or []]
     # whether the timed case runs a kernel the model ran for this op (None: not pinned yet)
     entry["dispatches_model_kernel"] = bool(set(entry["dispatched"]) & set(row["kernels"])) \
@@ -130,6 +136,78 @@ def pinned_rate(op: str, pin: dict[str, Any]) -> dict[str, Any] | None:
     return {"bytes": nbytes, "us": us, "gbps": round(nbytes / (us * 1e-6) / 1e9, 1)}
 
 
+# A case is at its memory roofline from 80 % of the measured peak (a device-to-device copy's rate:
+# what a kernel that reads and writes its bytes once can reach); launch-bound where its bytes
+# would move in under 2 µs at that peak: a kernel launch and its first loads take about as long
+# (a decode step's small ops), so its time says nothing of its bandwidth; not memory-bound where
+# it does more than 10 FLOPs a byte (a matrix multiplication of many columns: its bound is
+# arithmetic, which is not measured here).
+AT_ROOFLINE, LAUNCH_US, MEMORY_FLOP_PER_BYTE = 0.8, 2.0, 10.0
+BOUNDS = ("at its memory roofline", "launch-bound", "not memory-bound",
+          "below its memory roofline")
+
+
+def case_flops(op: str, params: str) -> int | None:
+    """A MUL_MAT case's multiply-adds × 2 (test_mul_mat: m×n×k per matrix, bs·nr matrices)."""
+    if op != "MUL_MAT":
+        return None
+    p = params_of(params)
+    try:
+        m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
+        bs = [int(v) for v in p.get("bs", "[1,1]").strip("[]").split(",")]
+        nr = [int(v) for v in p.get("nr", "[1,1]").strip("[]").split(",")]
+    except (KeyError, ValueError):
+        return None
+    return 2 * m * n * k * bs[0] * bs[1] * nr[0] * nr[1]
+
+
+def bound(op: str, pin: dict[str, Any], rate: dict[str, Any] | None,
+          peak_gbps: float | None) -> dict[str, Any] | None:
+    """The pinned case against the measured memory peak: the fraction it reaches, the time its
+    bytes take at that peak (``floor_us``), the most a search could gain on bandwidth
+    (``headroom``, 1 / fraction) and which of BOUNDS holds; None without a rate or a peak."""
+    if not rate or not peak_gbps:
+        return None
+    of_peak = rate["gbps"] / peak_gbps
+    floor_us = rate["bytes"] / (peak_gbps * 1e9) * 1e6
+    flops = case_flops(op, str(pin.get("params", "")))
+    per_byte = flops / rate["bytes"] if flops else None
+    if per_byte is not None and per_byte > MEMORY_FLOP_PER_BYTE:
+        word = BOUNDS[2]
+    elif of_peak >= AT_ROOFLINE:
+        word = BOUNDS[0]
+    elif floor_us < LAUNCH_US:
+        word = BOUNDS[1]
+    else:
+        word = BOUNDS[3]
+    return {"peak_gbps": round(peak_gbps, 1), "of_peak": round(of_peak, 3),
+            "floor_us": round(floor_us, 3), "headroom": round(1 / of_peak, 2) if of_peak else None,
+            "flop_per_byte": round(per_byte, 1) if per_byte is not None else None, "bound": word}
+
+
+def measured_peak(state: Path) -> float | None:
+    """The memory peak the newest run in the state root measured (its roofline gate's, on this
+    machine), or None."""
+    for summary in sorted((state / "runs").glob("*/summary.json"), reverse=True) \
+            if (state / "runs").is_dir() else []:
+        try:
+            peak = (json.loads(summary.read_text()).get("roofline") or {}).get("peak_gbps")
+        except (OSError, ValueError):
+            continue
+        if peak:
+            return float(peak)
+    return None
+
+
+def account(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The listed ops' shares summed by bound (``unknown``: no pinned rate or peak)."""
+    shares: dict[str, float] = {}
+    for entry in entries:
+        word = (entry.get("bound") or {}).get("bound", "unknown")
+        shares[word] = round(shares.get(word, 0.0) + entry["share"], 5)
+    return {"share_by_bound": shares, "listed_share": round(sum(e["share"] for e in entries), 5)}
+
+
 def campaign_runs(state: Path, name: str | None) -> dict[str, Path]:
     """Target name -> its run folder: the campaign's, else each op's newest run."""
     runs: dict[str, Path] = {}
@@ -155,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", required=True, type=Path)
     parser.add_argument("--campaign")
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--peak-gbps", type=float,
+                        help="the machine's memory peak in GB/s (default: the newest run's "
+                        "measured one in the state root)")
     a = parser.parse_args(argv)
     root = a.repo.resolve()
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
@@ -168,9 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     editable = [r for r in selection["ops"] if r["op"] in table
                 and table[r["op"]].kind in ("kernel", "mixed")][:a.top]
     runs = campaign_runs(a.state_root, a.campaign)
+    peak = a.peak_gbps or measured_peak(a.state_root)
+    entries = [op_entry(r, root, a.state_root, digest, selection["nodes"], runs, table,
+                        selection.get("model"), peak) for r in editable]
     print(json.dumps({"profile": selection["profile"], "nodes": selection["nodes"],
-                      "ops": [op_entry(r, root, a.state_root, digest, selection["nodes"], runs,
-                                       table, selection.get("model")) for r in editable]},
+                      "peak_gbps": peak, "account": account(entries), "ops": entries},
                      indent=1))
     return 0
 
