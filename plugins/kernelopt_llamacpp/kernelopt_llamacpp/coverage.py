@@ -188,8 +188,9 @@ def bound(op: str, pin: dict[str, Any], rate: dict[str, Any] | None,
 def measured_peak(state: Path) -> float | None:
     """The memory peak the newest run in the state root measured (its roofline gate's, on this
     machine), or None."""
-    for summary in sorted((state / "runs").glob("*/summary.json"), reverse=True) \
-            if (state / "runs").is_dir() else []:
+    found = list((state / "runs").glob("*/summary.json")) if (state / "runs").is_dir() else []
+    # newest written first: a campaign's runs are named by job, not by time
+    for summary in sorted(found, key=lambda path: path.stat().st_mtime, reverse=True):
         try:
             peak = (json.loads(summary.read_text()).get("roofline") or {}).get("peak_gbps")
         except (OSError, ValueError):

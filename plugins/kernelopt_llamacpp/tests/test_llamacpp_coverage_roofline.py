@@ -4,6 +4,7 @@ search (issue 54's account of decode ops already at their roofline)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from kernelopt_llamacpp import coverage
@@ -84,11 +85,14 @@ def test_each_ops_bound_against_the_measured_peak() -> None:
 
 def test_the_peak_is_the_newest_runs_and_the_account_sums_shares(tmp_path: Path) -> None:
     assert coverage.measured_peak(tmp_path) is None
-    for name, peak in (("20261207T000000Z-a", 2990.0), ("20261207T010000Z-b", None),
-                       ("20261207T020000Z-c", 3001.5)):
+    # by the time each was written (a campaign's runs are named by job): the newest with a peak
+    for when, (name, peak) in enumerate((("llama-02", 2990.0), ("llama-03", 3001.5),
+                                         ("llama-01", None))):
         (tmp_path / "runs" / name).mkdir(parents=True)
-        (tmp_path / "runs" / name / "summary.json").write_text(
+        summary = tmp_path / "runs" / name / "summary.json"
+        summary.write_text(
             json.dumps({"roofline": {"peak_gbps": peak}} if peak else {"status": "fallback"}))
+        os.utime(summary, (1_800_000_000 + when, 1_800_000_000 + when))
     assert coverage.measured_peak(tmp_path) == 3001.5
     entries = [{"share": 0.627, "bound": {"bound": "at its memory roofline"}},
                {"share": 0.05, "bound": {"bound": "launch-bound"}},
