@@ -94,6 +94,7 @@ from kernelopt_core.knobs import (
 from kernelopt_core.knobs import apply as apply_knobs
 from kernelopt_core.llm_check import check_llm_provider
 from kernelopt_core.lock import gpu_lock
+from kernelopt_core.measure.device import DeviceInfo, cached_device
 from kernelopt_core.measure.parsers import ANSI, BenchLine, BenchReading
 from kernelopt_core.measure.stats import SIGN_ALPHA, sign_test_p
 from kernelopt_core.options import option, option_table
@@ -142,7 +143,8 @@ __all__ = [
     # gates and planners
     "GateContext", "GateServices", "GateResult", "Confirmed", "MATCHED", "FALLBACK", "UNVERIFIED",
     "PlanContext", "Proposal", "Outcome", "Profile", "TunerFrontier", "Screened", "Node", "Budget",
-    "BenchReading", "BenchLine", "EventLog", "sign_test_p", "SIGN_ALPHA",
+    "BenchReading", "BenchLine", "EventLog", "sign_test_p", "SIGN_ALPHA", "cached_device",
+    "DeviceInfo",
     "ENGINE_OUT_ENV", "ENGINE_REFERENCE_ENV",
     "KernelProfile", "MetricColumn", "ncu_kernels", "RecordedProfile", "last_profile",
     # errors and exit codes

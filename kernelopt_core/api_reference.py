@@ -27,7 +27,8 @@ RECORDS = ("Target", "Knob", "BenchSpec", "Tree", "Command", "Settings", "Search
            "GateResult", "Confirmed", "BenchReading", "BenchLine", "PlanContext", "Budget",
            "Proposal", "Outcome", "Profile", "TunerFrontier", "Node",
            "Screened", "KernelProfile", "MetricColumn", "RecordedProfile", "LLMProvider",
-           "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult")
+           "DocHit", "Job", "JobResult", "ProcessResult", "Nvcc", "CudaGpu", "RunResult",
+           "DeviceInfo")
 PROTOCOLS = ("Backend", "ChecksShape", "ChecksSeeds", "BenchesWork", "PairsEngine",
              "ComparesModel", "SplitsPhases", "LabelsKernels", "ProbesCompile",
              "ServesBenchWorker", "DefinesKernels", "Gate", "RequiresGates", "ClaimsSpeedup",
@@ -42,7 +43,7 @@ FUNCTIONS = ("run", "benches_work", "option", "option_table", "run_process", "ru
              "source_texts", "launch_bounds_knobs", "unroll_knobs", "find_nvcc", "nvcc_version",
              "cuda_kernel_names", "cuda_ledger_build", "cuda_ledger_watch",
              "cuda_gpus", "gpu_arch", "listed_gpus", "visible_gpus", "read_pin", "write_pin",
-             "sign_test_p", "ncu_kernels", "last_profile", "check_llm_provider", "read_toml",
+             "sign_test_p", "cached_device", "ncu_kernels", "last_profile", "check_llm_provider", "read_toml",
              "toml_line",
              "read_dotenv", "echo", "note")
 _FIELD = re.compile(r"^    (\w+): ([^=#]+?)(?:\s*=\s*(.*?))?\s*(?:#\s*(.*))?$")

@@ -162,6 +162,24 @@ def device_cache_dir(state_root: Path) -> Path:
     return Path(shared) if shared else state_root / "device"
 
 
+def cached_device(state_root: Path, kind: str = "cuda") -> DeviceInfo | None:
+    """The facts ``device_info`` measured for this machine's ``kind`` device and kept in the
+    state root's device cache (``KERNELOPT_DEVICE_CACHE`` if set), without measuring anything:
+    None where none is kept. A report reads it to set a case against the peak a roofline gate
+    used on this same machine (the cache is keyed by host and device)."""
+    key = device_key(kind)
+    cache = device_cache_dir(state_root) / f"{key}.json"
+    try:
+        data = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        return None
+    if not data.get("peak_gbps"):
+        return None
+    return DeviceInfo(data.get("name", kind), float(data["peak_gbps"]),
+                      int(data.get("cache_bytes", 0) or 0), data.get("method", "?"), key,
+                      data.get("spread_pct"), data.get("measured_at"), str(cache))
+
+
 def device_info(state_root: Path, kind: str, override_gbps: float | None = None,
                 remeasure: bool = False, only_higher: bool = False) -> DeviceInfo:
     """The device's peak bandwidth, measured once and cached (``remeasure``: measure now;

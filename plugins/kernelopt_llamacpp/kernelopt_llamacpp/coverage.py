@@ -4,12 +4,12 @@ op among the top editable ops of the selection ``--top K`` wrote (top_ops.py): i
 and on which case it is timed (or why not, from the source), the kernels the model ran for it
 and those its pinned case dispatches, each knob offered with the kernels it reaches (reach.py),
 the pinned case's bytes over its time (``pinned_rate``) and where that stands against the
-machine's measured memory peak (``bound``), and, for the ops a run optimized, the candidates
+memory peak the roofline gate measured on this machine (``bound``, ``cached_device``), and, for the ops a run optimized, the candidates
 built, the verdict, the speedup, the median candidate cycle (journal: a candidate's proposal to
 its result) and its roofline before and after against the run's measured peak. ``account``
-sums the listed ops' shares by bound: how much of the model's time is in ops already at their
-memory roofline, bound by their launch, or below their roofline (what a search could still
-gain)."""
+sums the listed ops' shares by bound where the pinned case is the model's node: how much of the
+model's time is in ops already at their memory roofline, bound by their launch, or below their
+roofline (what a search could still gain)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelopt_core.api import Knob, UsageError
+from kernelopt_core.api import DeviceInfo, Knob, UsageError, cached_device
 from kernelopt_llamacpp.case_bytes import case_bytes, params_of
 from kernelopt_llamacpp.reach import Reach, dispatched_instance
 
@@ -81,7 +81,7 @@ def roofline_facts(summary: dict[str, Any]) -> dict[str, Any] | None:
 
 def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: str | None,
              runs: dict[str, Path], table: dict[str, Any], model: str | None = None,
-             peak_gbps: float | None = None) -> dict[str, Any]:
+             device: DeviceInfo | None = None) -> dict[str, Any]:
     from kernelopt_llamacpp import harness, timing, tuning
 
     route = table[row["op"]]
@@ -102,7 +102,7 @@ def op_entry(row: dict[str, Any], root: Path, state: Path, digest: str, nodes: s
     pin = json.loads(pin_path.read_text()) if pin_path.is_file() else {}
     entry["pinned_case"] = pin.get("case")
     entry["pinned_rate"] = pinned_rate(row["op"], pin)
-    entry["bound"] = bound(row["op"], pin, entry["pinned_rate"], peak_gbps)
+    entry["bound"] = bound(row["op"], pin, entry["pinned_rate"], device)
     entry["dispatched"] = [k.get("function") for k in pin.get("dispatched") or []]
     # whether the timed case runs a kernel the model ran for this op (None: not pinned yet)
     entry["dispatches_model_kernel"] = bool(set(entry["dispatched"]) & set(row["kernels"])) \
@@ -136,19 +136,24 @@ def pinned_rate(op: str, pin: dict[str, Any]) -> dict[str, Any] | None:
     return {"bytes": nbytes, "us": us, "gbps": round(nbytes / (us * 1e-6) / 1e9, 1)}
 
 
-# A case is at its memory roofline from 80 % of the measured peak (a device-to-device copy's rate:
-# what a kernel that reads and writes its bytes once can reach); launch-bound where its bytes
-# would move in under 2 µs at that peak: a kernel launch and its first loads take about as long
-# (a decode step's small ops), so its time says nothing of its bandwidth; not memory-bound where
-# it does more than 10 FLOPs a byte (a matrix multiplication of many columns: its bound is
-# arithmetic, which is not measured here).
-AT_ROOFLINE, LAUNCH_US, MEMORY_FLOP_PER_BYTE = 0.8, 2.0, 10.0
-BOUNDS = ("at its memory roofline", "launch-bound", "not memory-bound",
+# Where a pinned case stands, in this order (thresholds are estimates, said in docs/llamacpp.md):
+# launch-bound where it runs in under 5 µs and its bytes would take under half that at the peak
+# (the smallest kernels take a few µs back to back: its time is the launch and the kernel's
+# latency, not bandwidth; a decode step's small ops); cache-resident where its bytes fit the
+# device's cache (test-backend-ops perf runs the node again on the same tensors, so the DRAM
+# roofline does not apply: the roofline gate's rule); at its memory roofline from 80 % of the
+# measured peak (a device-to-device copy's rate); compute-heavy where it does more than 100
+# FLOPs a byte (a matrix multiplication of many columns: near a tensor core's ridge point, so
+# its bound may be arithmetic, not measured here); else below its memory roofline.
+LAUNCH_US, AT_ROOFLINE, COMPUTE_FLOP_PER_BYTE = 5.0, 0.8, 100.0
+BOUNDS = ("launch-bound", "cache-resident", "at its memory roofline", "compute-heavy",
           "below its memory roofline")
+NOT_THE_NODE = "unknown: the pinned case is not the model's node"
 
 
 def case_flops(op: str, params: str) -> int | None:
-    """A MUL_MAT case's multiply-adds × 2 (test_mul_mat: m×n×k per matrix, bs·nr matrices)."""
+    """A MUL_MAT case's FLOPs as test-backend-ops counts them (test_mul_mat::op_flops:
+    2·m·n·k per matrix, bs·nr matrices)."""
     if op != "MUL_MAT":
         return None
     p = params_of(params)
@@ -162,51 +167,53 @@ def case_flops(op: str, params: str) -> int | None:
 
 
 def bound(op: str, pin: dict[str, Any], rate: dict[str, Any] | None,
-          peak_gbps: float | None) -> dict[str, Any] | None:
-    """The pinned case against the measured memory peak: the fraction it reaches, the time its
-    bytes take at that peak (``floor_us``), the most a search could gain on bandwidth
-    (``headroom``, 1 / fraction) and which of BOUNDS holds; None without a rate or a peak."""
-    if not rate or not peak_gbps:
+          device: DeviceInfo | None) -> dict[str, Any] | None:
+    """The pinned case against the device's measured memory peak: the fraction it reaches,
+    the time its bytes take at that peak (``floor_us``), the most a search could gain on
+    bandwidth (``headroom``, 1 / fraction), which of BOUNDS holds, and how the case was
+    pinned (``pinned_by``); None without a rate or a peak."""
+    if not rate or device is None or not device.peak_gbps:
         return None
-    of_peak = rate["gbps"] / peak_gbps
-    floor_us = rate["bytes"] / (peak_gbps * 1e9) * 1e6
+    peak = device.peak_gbps
+    of_peak = rate["gbps"] / peak
+    floor_us = rate["bytes"] / (peak * 1e9) * 1e6
     flops = case_flops(op, str(pin.get("params", "")))
     per_byte = flops / rate["bytes"] if flops else None
-    if per_byte is not None and per_byte > MEMORY_FLOP_PER_BYTE:
-        word = BOUNDS[2]
-    elif of_peak >= AT_ROOFLINE:
+    if rate["us"] < LAUNCH_US and floor_us < rate["us"] / 2:
         word = BOUNDS[0]
-    elif floor_us < LAUNCH_US:
+    elif device.cache_bytes and rate["bytes"] < device.cache_bytes:
         word = BOUNDS[1]
-    else:
+    elif of_peak >= AT_ROOFLINE:
+        word = BOUNDS[2]
+    elif per_byte is not None and per_byte > COMPUTE_FLOP_PER_BYTE:
         word = BOUNDS[3]
-    return {"peak_gbps": round(peak_gbps, 1), "of_peak": round(of_peak, 3),
-            "floor_us": round(floor_us, 3), "headroom": round(1 / of_peak, 2) if of_peak else None,
-            "flop_per_byte": round(per_byte, 1) if per_byte is not None else None, "bound": word}
-
-
-def measured_peak(state: Path) -> float | None:
-    """The memory peak the newest run in the state root measured (its roofline gate's, on this
-    machine), or None."""
-    found = list((state / "runs").glob("*/summary.json")) if (state / "runs").is_dir() else []
-    # newest written first: a campaign's runs are named by job, not by time
-    for summary in sorted(found, key=lambda path: path.stat().st_mtime, reverse=True):
-        try:
-            peak = (json.loads(summary.read_text()).get("roofline") or {}).get("peak_gbps")
-        except (OSError, ValueError):
-            continue
-        if peak:
-            return float(peak)
-    return None
+    else:
+        word = BOUNDS[4]
+    return {"peak_gbps": round(peak, 1), "cache_bytes": device.cache_bytes or None,
+            "of_peak": round(of_peak, 3), "floor_us": round(floor_us, 3),
+            "headroom": round(1 / of_peak, 2) if of_peak else None,
+            "flop_per_byte": round(per_byte, 1) if per_byte is not None else None, "bound": word,
+            "pinned_by": pin.get("chosen_by")}
 
 
 def account(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The listed ops' shares summed by bound (``unknown``: no pinned rate or peak)."""
+    """The listed ops' shares summed by bound. A share counts under its op's bound only where
+    the pinned case is the model's node (``--nodes``: the pin's chosen_by says so); otherwise,
+    or without a bound, under ``unknown``."""
     shares: dict[str, float] = {}
     for entry in entries:
-        word = (entry.get("bound") or {}).get("bound", "unknown")
+        found = entry.get("bound") or {}
+        on_node = str(found.get("pinned_by") or "").startswith("the model's node")
+        word = found.get("bound", "unknown") if on_node or not found else NOT_THE_NODE
         shares[word] = round(shares.get(word, 0.0) + entry["share"], 5)
     return {"share_by_bound": shares, "listed_share": round(sum(e["share"] for e in entries), 5)}
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # deleted while listed
+        return 0.0
 
 
 def campaign_runs(state: Path, name: str | None) -> dict[str, Path]:
@@ -218,7 +225,9 @@ def campaign_runs(state: Path, name: str | None) -> dict[str, Path]:
             if (state / "runs" / result["run"]).is_dir():
                 runs[result["target"]] = state / "runs" / result["run"]
         return runs
-    for run in sorted((state / "runs").glob("*")) if (state / "runs").is_dir() else []:
+    found = list((state / "runs").glob("*/summary.json")) if (state / "runs").is_dir() else []
+    # the newest written last (wins): runs are named by job in a campaign, not by time
+    for run in [p.parent for p in sorted(found, key=_mtime)]:
         try:
             runs[json.loads((run / "summary.json").read_text())["target"]["name"]] = run
         except (OSError, ValueError, KeyError):
@@ -235,8 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--campaign")
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--peak-gbps", type=float,
-                        help="the machine's memory peak in GB/s (default: the newest run's "
-                        "measured one in the state root)")
+                        help="the GPU's memory peak in GB/s (default: the one the roofline gate "
+                        "measured on this machine, kept in the state root's device cache)")
+    parser.add_argument("--cache-bytes", type=int, help="the GPU's cache in bytes (with "
+                        "--peak-gbps; default: the device cache's)")
     a = parser.parse_args(argv)
     root = a.repo.resolve()
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
@@ -250,12 +261,19 @@ def main(argv: list[str] | None = None) -> int:
     editable = [r for r in selection["ops"] if r["op"] in table
                 and table[r["op"]].kind in ("kernel", "mixed")][:a.top]
     runs = campaign_runs(a.state_root, a.campaign)
-    peak = a.peak_gbps or measured_peak(a.state_root)
+    device = cached_device(a.state_root, "cuda")
+    if a.peak_gbps:
+        device = DeviceInfo(device.name if device else "cuda", a.peak_gbps,
+                            a.cache_bytes or (device.cache_bytes if device else 0),
+                            "given by the user", device.key if device else "cuda")
     entries = [op_entry(r, root, a.state_root, digest, selection["nodes"], runs, table,
-                        selection.get("model"), peak) for r in editable]
+                        selection.get("model"), device) for r in editable]
+    peak = None if device is None else {
+        "name": device.name, "peak_gbps": device.peak_gbps, "cache_bytes": device.cache_bytes,
+        "method": device.method, "measured_at": device.measured_at, "from": device.cache_path
+        or "--peak-gbps"}
     print(json.dumps({"profile": selection["profile"], "nodes": selection["nodes"],
-                      "peak_gbps": peak, "account": account(entries), "ops": entries},
-                     indent=1))
+                      "device": peak, "account": account(entries), "ops": entries}, indent=1))
     return 0
 
 

@@ -7,7 +7,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from kernelopt_llamacpp import coverage
+
+from kernelopt_core.api import DeviceInfo, cached_device
+from kernelopt_core.measure.device import device_key
 
 # summary.json of the H200's fresh NORM run (bench/results/2026-12-06-h200-llamacpp-lean)
 NORM = {"status": "optimized", "baseline_ms": 0.005994833523397739, "final_ms": 0.004265,
@@ -50,53 +54,83 @@ def test_the_pinned_cases_rate_before_any_search() -> None:
     assert coverage.pinned_rate("NORM", {}) is None
 
 
+
 DECODE_MUL_MAT = {"op": "MUL_MAT", "params": "type_a=f16,type_b=f32,m=32000,n=1,k=4096,bs=[1,1],"
                   "nr=[1,1],per=[0,1,2,3],k_v=0,o=1,src_overlap=0,m_v=0,pad=0", "us": 87.19,
-                  "kb": None}
-H100_COPY_GBPS = 2994.0  # the H100's device-to-device copy rate measured 2026-12-06
+                  "kb": None, "chosen_by": "the model's node m=32000,n=1,k=4096 (its heaviest node "
+                  "of the op; --nodes)"}
+# the H100's device-to-device copy rate measured 2026-12-06, and its 50 MiB L2
+H100 = DeviceInfo("NVIDIA H100 80GB HBM3", 2994.0, 50 * 2**20, "cuda copy", "cuda-x")
+
+
+def _bound(op: str, pin: dict, device: DeviceInfo | None = H100) -> dict | None:
+    return coverage.bound(op, pin, coverage.pinned_rate(op, pin), device)
 
 
 def test_each_ops_bound_against_the_measured_peak() -> None:
     """Decode's output projection reads its 262 MB of f16 weights at 100.5 % of the copy rate:
-    at its roofline, nothing left for a search. The same matrix at prefill's 512 columns does
-    400 FLOPs a byte: not held to the memory roofline. A decode RMS_NORM's 16 kB would move in
-    5 ns at that peak: its 3 µs are the launch."""
-    mm = coverage.bound("MUL_MAT", DECODE_MUL_MAT, coverage.pinned_rate("MUL_MAT", DECODE_MUL_MAT),
-                        H100_COPY_GBPS)
-    assert mm == {"peak_gbps": 2994.0, "of_peak": 1.005, "floor_us": 87.605, "headroom": 1.0,
-                  "flop_per_byte": 1.0, "bound": "at its memory roofline"}
+    at its roofline, nothing left for a search on bandwidth."""
+    assert _bound("MUL_MAT", DECODE_MUL_MAT) == {
+        "peak_gbps": 2994.0, "cache_bytes": 52428800, "of_peak": 1.005, "floor_us": 87.605,
+        "headroom": 1.0, "flop_per_byte": 1.0, "bound": "at its memory roofline",
+        "pinned_by": DECODE_MUL_MAT["chosen_by"]}
+    # a decode RMS_NORM: 32 kB in 3.1 µs, 0.01 µs of it at the peak: the launch
+    tiny = _bound("RMS_NORM", {"params": "type=f32,ne=[4096,1,1,1]", "us": 3.1, "kb": 32})
+    assert tiny is not None and tiny["bound"] == "launch-bound" and tiny["floor_us"] < 0.02
+    # 16 MiB fits the 50 MiB cache: the node runs again on the same tensors, so a rate near or
+    # above the DRAM peak says nothing about the DRAM roofline
+    hot = _bound("NORM", {"params": "type=f32,ne=[4096,512,1,1]", "us": 5.9, "kb": 16384})
+    assert hot is not None and hot["bound"] == "cache-resident" and hot["of_peak"] > 0.9
+    # prefill's 512 columns through the same weights, below the memory roofline: 399 FLOPs a
+    # byte, so its bound may be arithmetic
     prefill = {**DECODE_MUL_MAT, "params": DECODE_MUL_MAT["params"].replace("n=1,", "n=512,"),
-               "us": 180.0}
-    big = coverage.bound("MUL_MAT", prefill, coverage.pinned_rate("MUL_MAT", prefill),
-                         H100_COPY_GBPS)
-    assert big is not None and big["bound"] == "not memory-bound" and big["flop_per_byte"] > 300
-    small = {"params": "type=f32,ne=[4096,1,1,1]", "us": 3.1, "kb": 16}
-    norm = coverage.bound("RMS_NORM", small, coverage.pinned_rate("RMS_NORM", small),
-                          H100_COPY_GBPS)
-    assert norm is not None and norm["bound"] == "launch-bound" and norm["floor_us"] < 0.01
-    slow = {"params": "type=f32,ne=[4096,512,1,1]", "us": 40.0, "kb": 16384}
-    below = coverage.bound("NORM", slow, coverage.pinned_rate("NORM", slow), H100_COPY_GBPS)
-    assert below is not None and below["bound"] == "below its memory roofline"
-    assert below["headroom"] == round(1 / below["of_peak"], 2) > 5
-    # no peak measured, or no bytes: no bound
-    assert coverage.bound("NORM", slow, coverage.pinned_rate("NORM", slow), None) is None
-    assert coverage.bound("MUL_MAT", {}, None, H100_COPY_GBPS) is None
+               "us": 400.0}
+    heavy = _bound("MUL_MAT", prefill)
+    assert heavy is not None and heavy["bound"] == "compute-heavy" and heavy["flop_per_byte"] > 300
+    # the same intensity read at the memory roofline is at it: memory binds first
+    assert _bound("MUL_MAT", {**prefill, "us": 100.0})["bound"] == "at its memory roofline"
+    # a 128 MiB op at a quarter of the peak: below, with its headroom
+    slow = _bound("NORM", {"params": "type=f32,ne=[4096,8192,1,1]", "us": 180.0, "kb": 131072})
+    assert slow is not None and slow["bound"] == "below its memory roofline"
+    assert slow["headroom"] == round(1 / slow["of_peak"], 2) > 3
+    # a small case that is slow is not launch-bound: 1.4 µs at the peak, 20 µs measured
+    assert _bound("NORM", {"params": "x", "us": 20.0, "kb": 4096})["bound"] != "launch-bound"
+    # no peak kept, or no bytes: no bound
+    assert _bound("NORM", {"params": "x", "us": 20.0, "kb": 4096}, None) is None
+    assert coverage.bound("MUL_MAT", {}, None, H100) is None
 
 
-def test_the_peak_is_the_newest_runs_and_the_account_sums_shares(tmp_path: Path) -> None:
-    assert coverage.measured_peak(tmp_path) is None
-    # by the time each was written (a campaign's runs are named by job): the newest with a peak
-    for when, (name, peak) in enumerate((("llama-02", 2990.0), ("llama-03", 3001.5),
-                                         ("llama-01", None))):
+def test_the_account_counts_only_the_models_own_nodes() -> None:
+    node = "the model's node m=32000,n=1 (its heaviest node of the op; --nodes)"
+    perf = "largest us/run of all perf cases (the harness lets test mode check any)"
+    entries = [{"share": 0.627, "bound": {"bound": "at its memory roofline", "pinned_by": node}},
+               {"share": 0.05, "bound": {"bound": "launch-bound", "pinned_by": node}},
+               {"share": 0.04, "bound": {"bound": "launch-bound", "pinned_by": node}},
+               {"share": 0.03, "bound": {"bound": "compute-heavy", "pinned_by": perf}},
+               {"share": 0.01, "bound": None}]
+    assert coverage.account(entries) == {
+        "share_by_bound": {"at its memory roofline": 0.627, "launch-bound": 0.09,
+                           coverage.NOT_THE_NODE: 0.03, "unknown": 0.01},
+        "listed_share": 0.757}
+
+
+def test_the_device_is_the_one_this_machine_measured(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """cached_device reads the device cache the roofline gate writes (keyed by host and device)
+    and measures nothing; a run's newest summary is each op's run, by the time it was written."""
+    monkeypatch.delenv("KERNELOPT_DEVICE_CACHE", raising=False)
+    assert cached_device(tmp_path, "cuda") is None
+    cache = tmp_path / "device" / f"{device_key('cuda')}.json"
+    cache.parent.mkdir()
+    cache.write_text(json.dumps({"name": "NVIDIA H100 80GB HBM3", "peak_gbps": 2994.0,
+                                 "cache_bytes": 52428800, "method": "cuda copy",
+                                 "measured_at": 1_800_000_000.0}))
+    found = cached_device(tmp_path, "cuda")
+    assert found is not None and (found.peak_gbps, found.cache_bytes) == (2994.0, 52428800)
+    assert cached_device(tmp_path, "cpu") is None  # another device's facts are not this one's
+    for when, name in enumerate(("llama-03", "llama-01", "llama-02")):  # written in this order
         (tmp_path / "runs" / name).mkdir(parents=True)
         summary = tmp_path / "runs" / name / "summary.json"
-        summary.write_text(
-            json.dumps({"roofline": {"peak_gbps": peak}} if peak else {"status": "fallback"}))
+        summary.write_text(json.dumps({"target": {"name": "NORM"}}))
         os.utime(summary, (1_800_000_000 + when, 1_800_000_000 + when))
-    assert coverage.measured_peak(tmp_path) == 3001.5
-    entries = [{"share": 0.627, "bound": {"bound": "at its memory roofline"}},
-               {"share": 0.05, "bound": {"bound": "launch-bound"}},
-               {"share": 0.04, "bound": {"bound": "launch-bound"}}, {"share": 0.01, "bound": None}]
-    assert coverage.account(entries) == {
-        "share_by_bound": {"at its memory roofline": 0.627, "launch-bound": 0.09, "unknown": 0.01},
-        "listed_share": 0.727}
+    assert coverage.campaign_runs(tmp_path, None) == {"NORM": tmp_path / "runs" / "llama-02"}
