@@ -87,8 +87,8 @@ if (NOT KERNELOPT_SLIM_DEFERRED)
                     OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     string(REGEX MATCH "^[0-9]+\\.[0-9]+" ninja_version "${ninja_version}")
     if (NOT ninja_version OR ninja_version VERSION_LESS 1.12)  # runs ready steps in file order
-      message(STATUS "kernelopt slim build: ninja ${ninja_version} schedules in file order: "
-                     "test-backend-ops.cpp is compiled when its turn comes")
+      message(STATUS "kernelopt slim build: ${CMAKE_MAKE_PROGRAM} (${ninja_version}) is not "
+                     "ninja 1.12 or later: test-backend-ops.cpp is compiled when its turn comes")
       return()
     endif()
     set(previous "$<TARGET_OBJECTS:test-backend-ops>")

@@ -150,7 +150,6 @@ def test_the_slim_build_runs_the_op_and_a_left_out_call_is_named(tmp_path: Path)
     assert subprocess.run([tool, "MUL_MAT"], capture_output=True, text=True).stdout == "42\n"
 
 
-
 def _ninja_version() -> tuple[int, ...]:
     found = shutil.which("ninja")
     if found is None:
@@ -160,8 +159,9 @@ def _ninja_version() -> tuple[int, ...]:
 
 
 @needs_cmake
-@pytest.mark.skipif(_ninja_version() < (1, 12),
-                    reason="needs ninja 1.12 or later (earlier ones run ready steps in file order)")
+@pytest.mark.skipif(_ninja_version() < (1, 12) or shutil.which("make") is None,
+                    reason="needs ninja 1.12 or later (earlier ones run ready steps in file order) "
+                    "and make")
 def test_the_tools_own_object_is_the_first_step_ninja_runs(tmp_path: Path) -> None:
     """Ninja runs first the ready step with the longest chain of steps to the end; the tool's
     object has the shortest (object, link), so it was compiled after every ggml object. The
