@@ -99,6 +99,10 @@ else
     > "$OUT/campaign.log" 2>&1
   say "campaign: exit $?"
 fi
+# coverage's bounds read the peak the roofline gate measured here (its device cache); a
+# campaign whose runs confirmed no winner never ran that gate: measure it now
+ls "$S"/device/cuda-*.json > /dev/null 2>&1 || \
+  kernelopt setup --measure-peak cuda --state-root "$S" > "$OUT/peak.log" 2>&1
 python3 -m kernelopt_llamacpp.coverage --state-root "$S" --repo "$REPO" --campaign "${NAME:-llama}" \
   > "$OUT/coverage.json" 2> "$OUT/coverage.log"
 say "coverage: exit $?"
