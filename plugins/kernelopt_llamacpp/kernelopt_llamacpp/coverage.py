@@ -4,12 +4,12 @@ op among the top editable ops of the selection ``--top K`` wrote (top_ops.py): i
 and on which case it is timed (or why not, from the source), the kernels the model ran for it
 and those its pinned case dispatches, each knob offered with the kernels it reaches (reach.py),
 the pinned case's bytes over its time (``pinned_rate``) and where that stands against the
-memory peak the roofline gate measured on this machine (``bound``, ``cached_device``), and, for the ops a run optimized, the candidates
-built, the verdict, the speedup, the median candidate cycle (journal: a candidate's proposal to
-its result) and its roofline before and after against the run's measured peak. ``account``
-sums the listed ops' shares by bound where the pinned case is the model's node: how much of the
-model's time is in ops already at their memory roofline, bound by their launch, or below their
-roofline (what a search could still gain)."""
+memory peak the roofline gate measured on this machine (``bound``, ``cached_device``), and, for
+the ops a run optimized, the candidates built, the verdict, the speedup, the median candidate
+cycle (journal: a candidate's proposal to its result) and its roofline before and after against
+the run's measured peak. ``account`` sums the listed ops' shares by bound where the pinned case
+is the model's node: how much of the model's time is in ops already at their memory roofline,
+bound by their launch, or below their roofline (what a search could still gain)."""
 
 from __future__ import annotations
 
