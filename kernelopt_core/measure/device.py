@@ -173,11 +173,17 @@ def cached_device(state_root: Path, kind: str = "cuda") -> DeviceInfo | None:
         data = json.loads(cache.read_text())
     except (OSError, ValueError):
         return None
-    if not data.get("peak_gbps"):
-        return None
-    return DeviceInfo(data.get("name", kind), float(data["peak_gbps"]),
-                      int(data.get("cache_bytes", 0) or 0), data.get("method", "?"), key,
-                      data.get("spread_pct"), data.get("measured_at"), str(cache))
+    return _info(data, kind, key, cache) if data.get("peak_gbps") else None
+
+
+def _info(data: dict[str, Any], kind: str, key: str, cache: Path,
+          override_gbps: float | None = None) -> DeviceInfo:
+    """A device cache's record as DeviceInfo (the user's peak, where given, in its place)."""
+    peak = override_gbps if override_gbps else data.get("peak_gbps")
+    method = "given by the user" if override_gbps else data.get("method", data.get("error", "?"))
+    spread = None if override_gbps else data.get("spread_pct")
+    return DeviceInfo(data.get("name", kind), peak, int(data.get("cache_bytes", 0) or 0), method,
+                      key, spread, None if override_gbps else data.get("measured_at"), str(cache))
 
 
 def device_info(state_root: Path, kind: str, override_gbps: float | None = None,
@@ -206,9 +212,4 @@ def device_info(state_root: Path, kind: str, override_gbps: float | None = None,
                     partial = cache.with_suffix(f".{os.getpid()}.tmp")
                     partial.write_text(json.dumps(data, indent=2))
                     os.replace(partial, cache)  # readers never see half a file
-    peak = override_gbps if override_gbps else data.get("peak_gbps")
-    method = "given by the user" if override_gbps else data.get("method", data.get("error", "?"))
-    spread = None if override_gbps else data.get("spread_pct")
-    return DeviceInfo(data.get("name", kind), peak, int(data.get("cache_bytes", 0) or 0), method,
-                      key, spread, None if override_gbps else data.get("measured_at"),
-                      str(cache))
+    return _info(data, kind, key, cache, override_gbps)

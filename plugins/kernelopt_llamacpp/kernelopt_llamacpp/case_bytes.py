@@ -38,18 +38,37 @@ def _pair(text: str) -> tuple[int, int]:
     return first, second
 
 
-def case_bytes(op: str, params: str) -> int | None:
-    """The least bytes the case moves; None where not known (another op, an unknown type)."""
+def _mul_mat(op: str, p: dict[str, str]) -> tuple[int, int, int, int, int] | None:
+    """A MUL_MAT case's m, n, k and its matrices, a's (bs) and b's and the output's (bs·nr);
+    None for another op or params that do not read."""
     if op != "MUL_MAT":
         return None
-    p = params_of(params)
     try:
         m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
         bs, nr = _pair(p.get("bs", "[1,1]")), _pair(p.get("nr", "[1,1]"))
     except (KeyError, ValueError):
         return None
+    return m, n, k, bs[0] * bs[1], bs[0] * nr[0] * bs[1] * nr[1]
+
+
+def case_flops(op: str, params: str) -> int | None:
+    """A MUL_MAT case's FLOPs as test-backend-ops counts them (test_mul_mat::op_flops:
+    2·m·n·k per matrix, bs·nr matrices)."""
+    shape = _mul_mat(op, params_of(params))
+    if shape is None:
+        return None
+    m, n, k, _, batch_b = shape
+    return 2 * m * n * k * batch_b
+
+
+def case_bytes(op: str, params: str) -> int | None:
+    """The least bytes the case moves; None where not known (another op, an unknown type)."""
+    p = params_of(params)
+    shape = _mul_mat(op, p)
+    if shape is None:
+        return None
+    m, n, k, batch_a, batch_b = shape
     a_row, b_row = row_bytes(p.get("type_a", ""), k), row_bytes(p.get("type_b", ""), k)
     if a_row is None or b_row is None:
         return None
-    batch_a, batch_b = bs[0] * bs[1], bs[0] * nr[0] * bs[1] * nr[1]
     return a_row * m * batch_a + b_row * n * batch_b + 4 * m * n * batch_b

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt_core.api import DeviceInfo, Knob, UsageError, cached_device
-from kernelopt_llamacpp.case_bytes import case_bytes, params_of
+from kernelopt_llamacpp.case_bytes import case_bytes, case_flops
 from kernelopt_llamacpp.reach import Reach, dispatched_instance
 
 
@@ -149,21 +149,6 @@ LAUNCH_US, AT_ROOFLINE, COMPUTE_FLOP_PER_BYTE = 5.0, 0.8, 100.0
 BOUNDS = ("launch-bound", "cache-resident", "at its memory roofline", "compute-heavy",
           "below its memory roofline")
 NOT_THE_NODE = "unknown: the pinned case is not the model's node"
-
-
-def case_flops(op: str, params: str) -> int | None:
-    """A MUL_MAT case's FLOPs as test-backend-ops counts them (test_mul_mat::op_flops:
-    2·m·n·k per matrix, bs·nr matrices)."""
-    if op != "MUL_MAT":
-        return None
-    p = params_of(params)
-    try:
-        m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
-        bs = [int(v) for v in p.get("bs", "[1,1]").strip("[]").split(",")]
-        nr = [int(v) for v in p.get("nr", "[1,1]").strip("[]").split(",")]
-    except (KeyError, ValueError):
-        return None
-    return 2 * m * n * k * bs[0] * bs[1] * nr[0] * nr[1]
 
 
 def bound(op: str, pin: dict[str, Any], rate: dict[str, Any] | None,
