@@ -105,6 +105,12 @@ def _pairs(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
                         f"string pairs, got {_describe(value)}")
 
 
+def _condition(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not (isinstance(value, tuple) and len(value) in (0, 2) and all(isinstance(x, str) for x in value)):
+        raise TypeError(f"{type(inst).__name__}.{attribute.name} must be () or a (knob, value) "
+                        f"pair of strings, got {_describe(value)}")
+
+
 def _path(value: Any) -> Any:
     return Path(value) if isinstance(value, (str, os.PathLike)) and not isinstance(value, Path) \
         else value
@@ -150,6 +156,11 @@ class Knob:
     ``also`` (optional): other places, as ``(file, pattern)``, that hold the same value and
     must change with it (a block size defined in a header and asserted, or clamped to, in the
     kernel's file); each pattern matches once, its first group and mirror groups are written.
+
+    ``when`` (optional): ``(knob, value)``, this knob matters only while that other knob of the
+    target holds that value (a launch keyword of one branch of a switch: the tuner's search
+    holds it at the baseline's value otherwise, so no two configurations it screens run the
+    same code).
     """
 
     name: str = attrs.field(validator=_of(str))  # as shown and journaled (a #define's name)
@@ -165,6 +176,8 @@ class Knob:
     # the largest value the tuner may grow the list to (a backend's limit: a tile no larger
     # than the problem's side); None: only the value's kind limits it (knobs.max_value)
     maximum: int | None = attrs.field(default=None, converter=_whole, validator=_of(int, optional=True))
+    # (knob, value): matters only while that knob holds that value; (): always
+    when: tuple[str, ...] = attrs.field(default=(), converter=_tuple, validator=_condition)
 
     def sites(self) -> tuple[tuple[str, str], ...]:
         """Every (file, pattern) the value is written to, the knob's own first."""
@@ -239,3 +252,10 @@ class Target:
                                             validator=_items(str, bytes))
     # Backend-private data (a parsed descriptor, an op table row...). The core never reads it.
     data: Any = attrs.field(default=None, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        names = {k.name for k in self.knobs}
+        for knob in self.knobs:
+            if knob.when and (knob.when[0] not in names or knob.when[0] == knob.name):
+                raise ValueError(f"knob {knob.name!r} of target {self.name!r} is conditional on "
+                                 f"{knob.when[0]!r}, which is not another knob of the target")

@@ -228,3 +228,44 @@ def test_recorded_h200_layernorm_grid_is_searched_in_under_a_quarter_of_its_gpu_
     assert ranked[0][0] == data["grid"]["best"]["knobs"]
     assert 1 not in batches[:-1]  # only the last batch may hold a single configuration
     assert spent[0] / data["grid"]["sweep_gpu_seconds"] <= 0.24  # 24.8 % one point a batch
+
+
+def test_a_conditional_knob_is_held_where_its_branch_is_not_taken() -> None:
+    """A switch between two forms of a kernel, each with its own launch keywords (Knob.when):
+    no configuration is screened twice as the same code, and the best of either branch wins."""
+    knobs = [("FORM", ("0", "1")),
+             ("warps_a", ("1", "2", "4", "8")), ("block_b", ("256", "512", "1024", "2048")),
+             ("warps_b", ("1", "2", "4", "8"))]
+    conditions = {"warps_a": ("FORM", "0"), "block_b": ("FORM", "1"), "warps_b": ("FORM", "1")}
+    start = {"FORM": "0", "warps_a": "4", "block_b": "1024", "warps_b": "4"}
+    screened: list[dict[str, str]] = []
+
+    def cost(c: dict[str, str]) -> float:
+        if c["FORM"] == "0":
+            return 1.0 + abs(int(c["warps_a"]) - 2) * 0.1
+        return 0.7 + abs(int(c["block_b"]) - 512) / 4096 + abs(int(c["warps_b"]) - 8) * 0.05
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        screened.extend(configs)
+        return [cost(c) for c in configs]
+
+    search = JointSearch(knobs, start, evaluate, conditions=conditions)
+    assert search.grid == 4 + 16  # form 0: warps_a's 4; form 1: 4 x 4 (not 2 x 4 x 4 x 4)
+    ranked = search.run()
+    assert ranked[0][0] == {"FORM": "1", "warps_a": "4", "block_b": "512", "warps_b": "8"}
+    for c in screened:  # the other branch's keywords stay at the start's values
+        held = ("block_b", "warps_b") if c["FORM"] == "0" else ("warps_a",)
+        assert all(c[k] == start[k] for k in held)
+    assert len({tuple(sorted(c.items())) for c in screened}) == len(screened) == 20
+
+
+def test_a_conditional_knob_must_name_another_knob_of_the_target() -> None:
+    from kernelopt_core.target import Target
+
+    form = Knob("FORM", "k.py", ("0", "1"), r"FORM = (\d)")
+    warps = Knob("num_warps@k_looped", "k.py", ("4", "8"), r"num_warps=(\d+)", when=("FORM", "1"))
+    Target("triton", "k", ".", ("k.py",), knobs=(form, warps))
+    with pytest.raises(ValueError, match="not another knob"):
+        Target("triton", "k", ".", ("k.py",), knobs=(warps,))
+    with pytest.raises(TypeError, match="knob, value"):
+        Knob("x", "k.py", ("1",), r"(\d)", when=("FORM",))

@@ -14,6 +14,9 @@ evaluation or GPU budget. Then, while the best point holds the end value of a kn
 the value one step inside is screened slower, ``extend`` may grow that list by one value past
 the end (the tuner's KnobRange) and the best point's move onto it is screened (beyond the
 evaluation budget: one configuration a value, within the GPU budget), then the descent goes on.
+A conditional knob (``Knob.when``) is held at the start's value wherever its condition does not
+hold: every point is taken as that canonical point, so a grid with branches counts, samples,
+moves through and screens each configuration of code once.
 Nothing here touches a GPU: ``evaluate`` does the screening.
 """
 
@@ -22,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
@@ -102,6 +105,8 @@ class JointSearch:
     plausible: Callable[[Config], bool] = lambda config: True
     # (knob, upward) -> a value past that end of its list, or None: it grows no further
     extend: Callable[[str, bool], str | None] | None = None
+    # knob -> (knob, value): it matters only while that knob holds that value (Knob.when)
+    conditions: dict[str, tuple[str, str]] = attrs.field(factory=dict)
     costs: dict[Point, float] = attrs.field(factory=dict)  # inf: failed
     # evaluations allowed: the budget of the grid as given (not as grown), plus one a grown value
     _allowed: int = attrs.field(init=False, default=0)
@@ -121,7 +126,28 @@ class JointSearch:
 
     @property
     def grid(self) -> int:
-        return math.prod(len(values) for _name, values in self.knobs)
+        """Configurations of code: a conditional knob's values count where its condition holds."""
+        every = math.prod(len(values) for _name, values in self.knobs)
+        if not self.conditions or every > 20_000:
+            return every
+        return len({self._canon(p) for p in self._every()})
+
+    def _every(self) -> Iterator[Point]:
+        return itertools.product(*(range(len(values)) for _name, values in self.knobs))
+
+    def _canon(self, point: Point) -> Point:
+        """The point with each knob whose condition does not hold at the start's value."""
+        if not self.conditions:
+            return point
+        config = self._config(point)
+        start = self._start_point()
+        names = [name for name, _values in self.knobs]
+        out = list(point)
+        for axis, name in enumerate(names):
+            when = self.conditions.get(name)
+            if when is not None and config.get(when[0]) != when[1]:
+                out[axis] = start[axis]
+        return tuple(out)
 
     def _config(self, point: Point) -> Config:
         return {**self.start, **{name: values[i]
@@ -132,7 +158,8 @@ class JointSearch:
 
     def _screen(self, points: list[Point]) -> None:
         room = self._budget() - self.evaluations
-        fresh = list(dict.fromkeys(p for p in points if p not in self.costs))[:max(0, room)]
+        fresh = list(dict.fromkeys(c for c in map(self._canon, points)
+                                   if c not in self.costs))[:max(0, room)]
         # in chunks of equal size (never a full one and a remainder of one: each chunk also
         # times the tree once); the GPU budget is checked between them (a configuration of a
         # large kernel can take seconds to compile)
@@ -165,7 +192,8 @@ class JointSearch:
                       for i, n in zip(start, sizes, strict=True)]
         else:
             ranges = [range(n) for n in sizes]
-        pool = {tuple(rng.choice(r) for r in ranges) for _ in range(64 * count)}
+        pool = {self._canon(tuple(rng.choice(r) for r in ranges)) for _ in range(64 * count)}
+        pool.discard(start)
         sensible = {p for p in pool if self.plausible(self._config(p))}
         if len(sensible) >= count - 1:
             pool = sensible
@@ -190,14 +218,14 @@ class JointSearch:
                 for axis, step in zip(group, steps, strict=True):
                     moved[axis] += step
                 if all(0 <= moved[a] < sizes[a] for a in group):
-                    out.append(tuple(moved))
-        return out
+                    out.append(self._canon(tuple(moved)))
+        # a move of a knob whose condition does not hold is no move
+        return [m for m in dict.fromkeys(out) if m != point]
 
     def run(self) -> list[tuple[Config, float]]:
         """Every screened configuration that worked, fastest first, with its cost."""
         if self.grid - (self.start_cost is not None) <= self._budget():
-            every = itertools.product(*(range(len(values)) for _name, values in self.knobs))
-            self._screen(list(every))
+            self._screen(list(self._every()))
         else:
             dims = len(self.knobs)
             sample = max(2 * dims + 1, min(self._budget() // 4, 4 * dims))
@@ -259,7 +287,8 @@ class JointSearch:
             for upward, end, inner in ((True, len(values) - 1, len(values) - 2), (False, 0, 1)):
                 if len(values) < 2 or point[axis] != end:
                     continue
-                inside = self.costs.get(point[:axis] + (inner,) + point[axis + 1:], math.inf)
+                inside = self.costs.get(self._canon(point[:axis] + (inner,) + point[axis + 1:]),
+                                        math.inf)
                 if cost < inside < math.inf:
                     out.append((name, upward))
         return out

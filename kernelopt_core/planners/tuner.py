@@ -77,6 +77,7 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
                          options.screen_evaluations, within_budget,
                          start_cost=1.0 if is_baseline else None,
                          plausible=threads_fit(ctx.knobs),
+                         conditions={k.name: (k.when[0], k.when[1]) for k in ctx.knobs if k.when},
                          extend=lambda name, upward: ranges[name].grow(upward, ctx.files))
     try:
         ranked = search.run()
@@ -102,6 +103,15 @@ def screened_frontier(ctx: PlanContext, start: dict[str, str]) -> list[dict[str,
                                                grown)
     # only what the screen saw faster than the tree; the gates decide on the rest
     return [c for c, ratio in ranked if ratio < 1.0 and c != start][: options.screen_top]
+
+
+def held(knobs: tuple[Knob, ...], assignment: dict[str, str],
+         baseline: dict[str, str]) -> dict[str, str]:
+    """The assignment with each conditional knob whose condition does not hold at the
+    baseline's value (Knob.when): one assignment for one configuration of code."""
+    return {**assignment, **{k.name: baseline[k.name] for k in knobs
+                             if k.when and k.name in baseline
+                             and assignment.get(k.when[0]) != k.when[1]}}
 
 
 def knob_proposal(ctx: PlanContext, assignment: dict[str, str], planner: str) -> Proposal | None:
@@ -224,7 +234,9 @@ class Tuner:
     def _neighbours(self, ctx: PlanContext, assignment: dict[str, str]) -> list[dict[str, str]]:
         pairs = self._one_knob_pairs()  # once per proposal: quadratic in the assignments timed
         out = self._continued(assignment, pairs)
-        ordered = self._knob_order(ctx, pairs)
+        # a conditional knob moves only where its condition holds (Knob.when)
+        off = {k.name for k in ctx.knobs if k.when and assignment.get(k.when[0]) != k.when[1]}
+        ordered = [r for r in self._knob_order(ctx, pairs) if r.name not in off]
         for step in (1, 2):
             for r in ordered:
                 values = list(r.values)
@@ -238,7 +250,7 @@ class Tuner:
         for r in ordered:  # line search once the close neighbourhood is used up
             for value in r.values:
                 out.append({**assignment, r.name: value})
-        return out
+        return [held(ctx.knobs, a, ctx.baseline_knobs) for a in out]
 
     def _search_ends(self, ctx: PlanContext) -> str | None:
         """Why the loop ends its search after the candidate just observed, by its own checks in

@@ -31,6 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from kernelopt_triton.capture_kernels import chosen_configs, kernels_of, wrapper_modules
 from kernelopt_triton.capture_record import load_record, select_kernels
 from kernelopt_triton.compile_mode import (
     CompileError,
@@ -40,12 +41,8 @@ from kernelopt_triton.compile_mode import (
     uses_cudagraphs,
     without_cudagraphs,
 )
-from kernelopt_triton.inductor_parse import (
-    is_wrapper_module,
-    parse_call_sites,
-    parse_kernel_source,
-    parse_output_code,
-)
+from kernelopt_triton.engine_switch import UniqueKernelNames, install
+from kernelopt_triton.inductor_forms import compile_other_forms, other_name, pair_forms
 from kernelopt_triton.interpreter import prepare_cpu_triton
 from kernelopt_triton.profile_table import (
     ProfileRow,
@@ -164,31 +161,12 @@ def _device_events(prof: Any) -> list[ProfileRow]:
     return [ProfileRow(name, t, int(n)) for name, (t, n) in totals.items()]
 
 
-def _chosen_configs() -> dict[str, dict[str, int]]:
-    """The config Inductor's autotuner settled on per kernel, read from the loaded modules."""
-    from torch._inductor.codecache import PyCodeCache
-
-    modules = list(PyCodeCache.modules) + list(PyCodeCache.modules_no_attr.values())
-    chosen: dict[str, dict[str, int]] = {}
-    for module in modules:
-        for name, obj in list(vars(module).items()):
-            launchers = getattr(obj, "launchers", None)
-            if not name.startswith("triton_") or not launchers:
-                continue
-            cfg = launchers[0].config
-            # the kernel's own name (UniqueKernelNames may have renamed it; the global keeps
-            # Inductor's name, which another graph's kernel also has)
-            name = str((getattr(obj, "inductor_meta", None) or {}).get("kernel_name") or name)
-            chosen[name] = {**{k: int(v) for k, v in cfg.kwargs.items()},
-                            "num_warps": int(cfg.num_warps), "num_stages": int(cfg.num_stages)}
-    return chosen
-
-
 def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
-            mode: str | None = None) -> dict[str, Any]:
+            mode: str | None = None, forms: bool = True) -> dict[str, Any]:
     """Compile (as the user does: compile_mode.py), run and profile the model; write
     kernels.json and friends under ``out``. A CUDA-graph compile is captured without its
-    graphs: the same kernels and configs, each launch seen by the profiler."""
+    graphs: the same kernels and configs, each launch seen by the profiler. ``forms``: each
+    reduction kernel's other form too (inductor_forms.py: one more compile)."""
     out = out.resolve()  # Inductor's module paths are absolute; the rename lookup compares them
     out.mkdir(parents=True, exist_ok=True)
     # the wrappers found below are this compile's alone (the engine and the model check later
@@ -199,10 +177,8 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
 
     if device == "cpu":
         prepare_cpu_triton()
-    from kernelopt_triton.engine_switch import UniqueKernelNames, install, renamed_source
-
     names = UniqueKernelNames()  # one name per kernel across graph breaks
-    install(names)
+    compiling = install(names)
     module = load_model_file(model_file)
     kwargs = compile_kwargs(module, mode)
     model = build_model(module, device)
@@ -241,28 +217,26 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
                     prof.step()
             rows, table = seen.get("rows", []), seen.get("table", "")
     cache = out / "cache"
-    configs = _chosen_configs()
-    wrappers = sorted(p for p in cache.rglob("*.py") if is_wrapper_module(p.read_text(errors="replace")))
+    configs = chosen_configs()
+    wrappers = wrapper_modules(cache)
     (out / "output_code").mkdir(exist_ok=True)
     (out / "kernels").mkdir(exist_ok=True)
-    kernels: list[dict[str, Any]] = []
     for gi, wrapper in enumerate(wrappers):
-        text = wrapper.read_text()
-        copy = out / "output_code" / f"graph_{gi}.py"
-        shutil.copyfile(wrapper, copy)
-        sites = parse_call_sites(text)
-        for kdef in parse_output_code(text):
-            name = names.renamed.get((str(wrapper.resolve()), kdef.name), kdef.name)
-            source = renamed_source(kdef.source, kdef.name, name) if name != kdef.name else kdef.source
-            (out / "kernels" / f"{name}.py").write_text(source)
-            ks = parse_kernel_source(source, name)
-            kernels.append({
-                "name": name, "file": f"kernels/{name}.py", "wrapper": f"output_code/{copy.name}",
-                **({"inductor_name": kdef.name} if name != kdef.name else {}),
-                "device": kdef.device_str, "heuristic": ks.heuristic, "grid_type": ks.grid_type,
-                "launch": configs.get(name, {}), "static_calls": len(sites.get(kdef.name, [])),
-                "args": [a.to_json() for a in ks.args], "num_gb": ks.num_gb,
-            })
+        shutil.copyfile(wrapper, out / "output_code" / f"graph_{gi}.py")
+    kernels: list[dict[str, Any]] = []
+    for name, source, entry in kernels_of(wrappers, names, configs):
+        (out / "kernels" / f"{name}.py").write_text(source)
+        kernels.append(entry)
+    other: dict[str, Any] = {"compile_s": 0.0, "paired": 0}  # the other reduction forms
+    if forms and any(other_name(k["name"]) for k in kernels):
+        try:
+            other["compile_s"] = round(compile_other_forms(
+                model, args, without_cudagraphs(kwargs), sync, compiling), 3)
+            later = [w for w in wrapper_modules(cache) if w not in set(wrappers)]
+            found = {n: (s, e) for n, s, e in kernels_of(later, compiling.names, chosen_configs())}
+            other["paired"] = pair_forms(kernels, found, out)
+        except Exception as exc:  # the other forms are an extra: the capture stands without
+            other["error"] = f"{type(exc).__name__}: {exc}"[:500]
     ranked, total = rank_kernels([k["name"] for k in kernels], rows)
     by_name = {r.name: r for r in ranked}
     for k in kernels:
@@ -274,6 +248,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
         "schema": SCHEMA, "model": str(model_file.resolve()), "device": device,
         "torch": torch.__version__, "triton": _triton_version(), "steps": steps,
         "compile_s": round(compile_s, 3), "device_us_per_step": total / steps, "kernels": kernels,
+        "forms": other,
         "compile": {"kwargs": kwargs, "label": label(kwargs), "cuda_graphs": uses_cudagraphs(kwargs),
                     "profiled": without_cudagraphs(kwargs),
                     # the user said how (COMPILE or --compile-mode): no race of modes (models.py)
@@ -325,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     cap.add_argument("--device", default="cuda", help="cuda (default) or cpu (interpreter, no profile)")
     cap.add_argument("--compile-mode", default=None, help="torch.compile's mode, in place of the "
                      "model file's COMPILE mode (compile_mode.py)")
+    cap.add_argument("--no-forms", dest="forms", action="store_false",
+                     help="no second compile for each reduction's other form (inductor_forms.py)")
     gen = sub.add_parser("generate", help="write standalone kernel files from a capture")
     gen.add_argument("capture_dir", type=Path)
     gen.add_argument("--top", type=int, default=None)
@@ -338,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kernelopt-triton: {err}", file=sys.stderr)
                 return 3
         try:
-            record = capture(ns.model_file, ns.out, ns.steps, ns.device, ns.compile_mode)
+            record = capture(ns.model_file, ns.out, ns.steps, ns.device, ns.compile_mode, ns.forms)
         except CompileError as exc:
             print(f"kernelopt-triton: {ns.model_file}: {exc} (docs/triton-models.md, COMPILE)",
                   file=sys.stderr)
@@ -353,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
         print((ns.out / "ranking.txt").read_text(), end="")
         print(f"captured {len(record['kernels'])} Triton kernels in {record['compile_s']} s of compile "
               f"({describe(record['compile']['kwargs'])}) -> {ns.out / 'kernels.json'}")
+        forms = record["forms"]
+        if forms.get("paired") or forms.get("error"):
+            print(f"the other form of {forms['paired']} reduction kernels in {forms['compile_s']} s "
+                  "of a second compile" + (f" (failed: {forms['error']})" if forms.get("error") else ""))
         return 0
     from kernelopt_triton.inductor_gen import generate_files
 

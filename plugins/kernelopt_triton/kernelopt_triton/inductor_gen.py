@@ -13,7 +13,9 @@ For kernel NAME two files are written into the targets directory:
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ from kernelopt_triton.inductor_template import standalone_form
 # Tolerances fixed per output dtype before any test: (atol, rtol). Candidate vs original Triton.
 TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), "float32": (1e-5, 1e-5),
               "float64": (1e-9, 1e-9)}
+FORM_WORDS = {"persistent_reduction": "persistent (a program holds a whole row)",
+              "reduction": "looped (a loop over the row in R0_BLOCK steps)"}
 SUPPORTED_GRIDS = ("Grid1D", "Grid2D", "Grid3D", "Grid2DWithYZOverflow")
 MAX_Y_GRID = 65535  # CUDA's grid y limit, as Inductor's get_max_y_grid()
 
@@ -84,16 +88,56 @@ def grid_expr(ks: KernelSource, numels: dict[str, int]) -> str:
             f"{MAX_Y_GRID}))), triton.cdiv({cdiv('y')}, {MAX_Y_GRID}))")
 
 
-def _launch_def(ks: KernelSource, launch: dict[str, int], tensor_params: list[str],
-                grid: str | None = None) -> str:
+def _launch_call(ks: KernelSource, launch: dict[str, int], tensor_params: list[str],
+                 grid: str | None = None, indent: str = "    ") -> str:
     ints = {a.name: a.value for a in ks.args if a.kind == "int"}
     runtime = [p for p in ks.params if p not in ks.constexprs]
     call_args = [p if p in tensor_params else str(ints.get(p, 0)) for p in runtime]
     meta = [f"{k}={v}" for k, v in launch.items() if k in ks.constexprs]
     meta += [f"{k}={launch[k]}" for k in ("num_warps", "num_stages") if k in launch]
     grid = grid or grid_expr(ks, {k: v for k, v in ints.items() if k.endswith("numel")})
-    body = f"{ks.name}[{grid}](\n        {', '.join(call_args)},\n        {', '.join(meta)},\n    )"
-    return f"def launch({', '.join(tensor_params)}):\n    {body}\n"
+    return (f"{indent}{ks.name}[{grid}](\n{indent}    {', '.join(call_args)},\n"
+            f"{indent}    {', '.join(meta)},\n{indent})")
+
+
+def _launch_def(ks: KernelSource, launch: dict[str, int], tensor_params: list[str],
+                grid: str | None = None) -> str:
+    return f"def launch({', '.join(tensor_params)}):\n{_launch_call(ks, launch, tensor_params, grid)}\n"
+
+
+def _form_parts(ks: KernelSource, form: KernelSource, launch: dict[str, int], form_launch: dict[str, int],
+                tensor_params: list[str], form_source: str) -> tuple[str, str, str]:
+    """(the form's switch and metadata, its jit function, the launch of either form) for a
+    reduction kernel with Inductor's other form (inductor_forms.py)."""
+    same = ([a.name for a in form.args] == [a.name for a in ks.args]
+            and [p for p in form.params if p not in form.constexprs]
+            == [p for p in ks.params if p not in ks.constexprs])
+    if not same:
+        raise ValueError(f"{form.name} does not take {ks.name}'s arguments")
+    tree = ast.parse(form_source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == form.name)
+    heur = next(d for d in fn.decorator_list if isinstance(d, ast.Call)
+                and ast.unparse(d.func).startswith("triton_heuristics."))
+    kws = {k.arg: ast.get_source_segment(form_source, k.value) or "{}" for k in heur.keywords}
+    meta = {key: re.sub(rf"\b{re.escape(form.name)}\b", ks.name, kws.get(key, "{}"))
+            for key in ("triton_meta", "inductor_meta")}
+    head = "\n".join([
+        f"# {ks.name} is Inductor's {FORM_WORDS.get(ks.heuristic, ks.heuristic)} reduction; "
+        f"{form.name} the same kernel",
+        f"# {FORM_WORDS.get(form.heuristic, form.heuristic)}, as Inductor writes it with its choice "
+        "reversed (REDUCTION_FORM = 1 runs it).",
+        "# FORM_KERNEL and FORM_META (that form's Inductor metadata) are for the engine's swap.",
+        "REDUCTION_FORM = 0",
+        f"FORM_KERNEL = {form.name!r}",
+        f"FORM_META = {meta!r}",
+    ])
+    grid = grid_expr(ks, {a.name: a.value for a in ks.args if a.kind == "int" and a.name.endswith("numel")})
+    form_grid = grid_expr(form, {a.name: a.value for a in form.args
+                                 if a.kind == "int" and a.name.endswith("numel")})
+    body = (f"def launch({', '.join(tensor_params)}):\n    if REDUCTION_FORM == 0:\n"
+            f"{_launch_call(ks, launch, tensor_params, grid, '        ')}\n    else:\n"
+            f"{_launch_call(form, form_launch, tensor_params, form_grid, '        ')}\n")
+    return head, form.jit_source, body
 
 
 def _make_args_def(args: tuple[ArgSpec, ...]) -> str:
@@ -143,8 +187,10 @@ def _bytes_moved(ks: KernelSource, tensors: list[ArgSpec]) -> int:
     return sum(a.numel_storage * itemsize.get(a.dtype, 4) for a in tensors)
 
 
-def render(ks: KernelSource, kernel: dict[str, Any], model: str, original_source: str) -> tuple[str, str]:
-    """(text of NAME.py, text of NAME_orig.py)."""
+def render(ks: KernelSource, kernel: dict[str, Any], model: str, original_source: str,
+           form_source: str | None = None) -> tuple[str, str]:
+    """(text of NAME.py, text of NAME_orig.py). ``form_source``: Inductor's source of the
+    kernel in its other reduction form (the capture's ``form``), a second form to run."""
     if not ks.args:
         raise ValueError(f"{ks.name}: the kernel source has no get_args() (capture with benchmark_kernel on)")
     launch = dict(kernel.get("launch") or default_launch(ks))
@@ -189,6 +235,12 @@ def render(ks: KernelSource, kernel: dict[str, Any], model: str, original_source
                       "decorator), launched with the config Inductor picked. Never edited.\n"
                       '"""\n')
     launch_src = _launch_def(ks, launch, params, grid)
+    form_head, form_jit, main_launch = "", "", launch_src
+    form = kernel.get("form") or {}
+    if form_source and form.get("name"):
+        other = parse_kernel_source(form_source, form["name"])
+        form_head, form_jit, main_launch = _form_parts(
+            ks, other, launch, dict(form.get("launch") or default_launch(other)), params, form_source)
     reference = textwrap.dedent(f'''
         def _original():
             path = Path(__file__).with_name("{ks.name}_orig.py")
@@ -207,8 +259,10 @@ def render(ks: KernelSource, kernel: dict[str, Any], model: str, original_source
             _original().launch(*work)
             return [work[i] for i in OUTPUTS]
         ''')
-    main = "\n".join([main_doc, _header_imports(ks), _COMPAT, common, "", "", jit_source, "",
-                      launch_src, "", _make_args_def(ks.args), reference])
+    main = "\n".join([main_doc, _header_imports(ks), _COMPAT, common,
+                      *(["", form_head] if form_head else []), "", "", jit_source, "",
+                      *([form_jit, ""] if form_jit else []),
+                      main_launch, "", _make_args_def(ks.args), reference])
     orig = "\n".join([orig_doc, _header_imports(ks), _COMPAT, f"KERNEL = {ks.name!r}", "", "",
                       jit_source, "", launch_src, "",
                       f"INDUCTOR_SOURCE = {original_source!r}\n"])
@@ -220,7 +274,14 @@ def generate_files(capture_dir: Path, record: dict[str, Any], kernel: dict[str, 
     """Write NAME.py and NAME_orig.py for one captured kernel; return their paths."""
     source = (capture_dir / kernel["file"]).read_text()
     ks = parse_kernel_source(source, kernel["name"])
-    main, orig = render(ks, kernel, record.get("model", ""), source)
+    form = capture_dir / str((kernel.get("form") or {}).get("file", ""))
+    form_source = form.read_text() if kernel.get("form") and form.is_file() else None
+    try:
+        main, orig = render(ks, kernel, record.get("model", ""), source, form_source)
+    except ValueError:
+        if form_source is None:
+            raise
+        main, orig = render(ks, kernel, record.get("model", ""), source)  # Inductor's form alone
     targets.mkdir(parents=True, exist_ok=True)
     paths = [targets / f"{ks.name}.py", targets / f"{ks.name}_orig.py"]
     for path, text in zip(paths, (main, orig), strict=True):

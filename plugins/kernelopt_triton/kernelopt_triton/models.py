@@ -32,6 +32,7 @@ from kernelopt_core.api import (
 from kernelopt_triton import inductor_rules
 from kernelopt_triton.backend import TritonBackend, require_prerequisites
 from kernelopt_triton.compile_mode import describe
+from kernelopt_triton.inductor_forms import SWITCH, form_knobs
 from kernelopt_triton.inductor_parse import parse_kernel_source
 from kernelopt_triton.inductor_template import parse_template
 from kernelopt_triton.options import TritonOptions
@@ -95,13 +96,16 @@ class InductorBackend(TritonBackend):
         model = path.resolve()
         digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
         mode = options.compile_mode
-        capture_dir = settings.state_root / "work" / f"inductor-{model.stem}-{digest}-{mode or 'file'}"
+        forms = "" if options.reduction_forms else "-noforms"
+        capture_dir = settings.state_root / "work" / f"inductor-{model.stem}-{digest}-{mode or 'file'}{forms}"
         # the capture runs the model on the GPU: under the GPU lock, the cache checked inside it
         # (two runs of one model capture once)
         with gpu_lock(settings.state_root):
             if not (capture_dir / "kernels.json").is_file():
                 self._child(("capture", str(model), "--out", str(capture_dir),
-                             *(("--compile-mode", mode) if mode else ())), capture_dir, "capture")
+                             *(("--compile-mode", mode) if mode else ()),
+                             *(() if options.reduction_forms else ("--no-forms",))),
+                            capture_dir, "capture")
         record = inductor.load_record(capture_dir)
         compile_record = record.get("compile") or {}
         named = compile_record.get("named", bool(compile_record.get("kwargs")))  # older records
@@ -197,8 +201,14 @@ class InductorBackend(TritonBackend):
             baseline = current_values(target.knobs, {file.name: file.read_bytes()})
             hints = (parse_template(ks.jit_source, ks.name).sizes if ks.heuristic == "template"
                      else ks.size_hints)
-            target = attrs.evolve(target, knobs=inductor_rules.constrain(
-                target.knobs, ks.heuristic, hints, baseline))
+            form = file.parent.parent / str((kernel.get("form") or {}).get("file", ""))
+            text = file.read_text(encoding="utf-8")
+            if kernel.get("form") and form.is_file() and SWITCH.search(text):  # two forms
+                other = parse_kernel_source(form.read_text(encoding="utf-8"), kernel["form"]["name"])
+                knobs = form_knobs(file.name, target.knobs, ks, other, baseline)
+            else:
+                knobs = inductor_rules.constrain(target.knobs, ks.heuristic, hints, baseline)
+            target = attrs.evolve(target, knobs=knobs)
         return attrs.evolve(target, context=context,
                             time_share=kernel.get("share"), data=data,
                             name=f"{model.stem}-{kernel['name']}")

@@ -24,3 +24,7 @@ class TritonOptions:
         "timed in (default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs), in place "
         "of the model file's COMPILE; unset: the file's COMPILE, else the default compile.",
         validator=attrs.validators.optional(attrs.validators.in_(COMPILE_MODES)))
+    reduction_forms: bool = option(
+        True, "Model files: the capture compiles the model once more with Inductor's "
+        "persistent-or-looped choice reversed, and each reduction kernel's file holds both forms "
+        "(a REDUCTION_FORM knob); false: Inductor's form alone, no second compile.")
