@@ -68,7 +68,8 @@ SUITES = (
           "slowed candidate (swapcheck MODEL MODE [TOP]), a model's largest GEMM template tuned "
           "(template MODEL MODE), a campaign on top of a compile mode (MODE race: none named, "
           "the capture's race) and its model check in every mode (campaign MODEL MODE [TOP]), "
-          "the compile modes alone in one process (modes MODEL [MODE])", "bench/h200_modes.sh",
+          "the compile modes alone in one process (modes MODEL [MODE]), the largest reduction "
+          "kernels' runs with their other form searched (forms MODEL [TOP])", "bench/h200_modes.sh",
           uses=(SITE, "bench/models/convnext.py", "bench/models/qwen2.py",
                 "bench/models/twin_graphs.py")),
     Suite("settings", "Inductor settings on top of a model's compile mode (issue 53): each a "

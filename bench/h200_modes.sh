@@ -12,6 +12,9 @@
 #   bash bench/h200_modes.sh template MODEL MODE   the capture `kernelopt run` makes in MODE, then
 #        `kernelopt run MODEL --kernel T --compile-mode MODE` for its largest GEMM template T
 #        (the tuner on the template's tiles, the gates, the engine, the model check)
+#   bash bench/h200_modes.sh forms MODEL [TOP]   the default compile's capture with each reduction's
+#        other form, then `kernelopt run MODEL --kernel K` for the TOP (1) largest reduction
+#        kernels that have one (REDUCTION_FORM searched beside the launch keywords)
 #   bash bench/h200_modes.sh modes MODEL [MODE]   the compile modes alone, no kernel tuned: one
 #        model_compare process (MODE, default reduce-overhead, as the model's own compile,
 #        against eager, default and max-autotune; MODES= to change that list), LIMIT= seconds (290)
@@ -83,6 +86,22 @@ case "$part" in
     say "$k run: exit $?"; tail -25 "$OUT/$m-$mode-template-run.log" | cut -c1-400
     save_run "$m-$mode-template-run"
     cp "$cap"/targets/"$k"*.py "$OUT/$m-$mode-templates/" 2>/dev/null ;;
+  forms)
+    # each reduction kernel's other form (inductor_forms.py) on the GPU: the default compile's
+    # capture with its second compile, then `kernelopt run MODEL --kernel K --compile-mode
+    # default` for the TOP (1) largest reduction kernels that have a form, RUN_LIMIT each
+    digest=$(sha256sum "$model" | cut -c1-12)
+    cap=$KERNELOPT_HOME/work/inductor-$m-$digest-default
+    [ -f "$cap/kernels.json" ] || timeout 300 python3 -m kernelopt_triton.inductor capture \
+      "$(realpath "$model")" --out "$cap" --compile-mode default > "$OUT/$m-forms-capture.log" 2>&1
+    cp "$cap/ranking.txt" "$OUT/$m-forms-ranking.txt"; cp "$cap/kernels.json" "$OUT/$m-forms-kernels.json"
+    say "$m capture: $(tail -1 "$OUT/$m-forms-capture.log" 2>/dev/null)"
+    for k in $(python3 -c 'import json,sys; print(" ".join([k["name"] for k in json.load(open(sys.argv[1]))["kernels"] if k.get("form")][:int(sys.argv[2])]))' "$cap/kernels.json" "${3:-1}"); do
+      timeout --signal=INT --kill-after=15 "${RUN_LIMIT:-240}" kernelopt run "$model" --kernel "$k" \
+        --compile-mode default ${RUN_ARGS:-} > "$OUT/$m-forms-$k.log" 2>&1
+      say "$k run: exit $?"; tail -25 "$OUT/$m-forms-$k.log" | cut -c1-400
+      save_run "$m-forms-$k"
+    done ;;
   modes)
     mode=${3:-reduce-overhead}
     timeout "${LIMIT:-290}" python3 -m kernelopt_triton.model_compare "$model" --compile-mode "$mode" \
