@@ -92,7 +92,7 @@ case "$part" in
     # default` for the TOP (1) largest reduction kernels that have a form, RUN_LIMIT each
     digest=$(sha256sum "$model" | cut -c1-12)
     cap=$KERNELOPT_HOME/work/inductor-$m-$digest-default
-    [ -f "$cap/kernels.json" ] || timeout 300 python3 -m kernelopt_triton.inductor capture \
+    grep -qs '"forms"' "$cap/kernels.json" || timeout 300 python3 -m kernelopt_triton.inductor capture \
       "$(realpath "$model")" --out "$cap" --compile-mode default > "$OUT/$m-forms-capture.log" 2>&1
     cp "$cap/ranking.txt" "$OUT/$m-forms-ranking.txt"; cp "$cap/kernels.json" "$OUT/$m-forms-kernels.json"
     say "$m capture: $(tail -1 "$OUT/$m-forms-capture.log" 2>/dev/null)"

@@ -158,9 +158,10 @@ class Knob:
     kernel's file); each pattern matches once, its first group and mirror groups are written.
 
     ``when`` (optional): ``(knob, value)``, this knob matters only while that other knob of the
-    target holds that value (a launch keyword of one branch of a switch: the tuner's search
-    holds it at the baseline's value otherwise, so no two configurations it screens run the
-    same code).
+    target (itself unconditional) holds that value, one of its values: a launch keyword of one
+    branch of a switch. Where the condition fails the tuner holds the knob at the value its
+    search started from (the baseline's, at first), so no two configurations it screens run
+    the same code.
     """
 
     name: str = attrs.field(validator=_of(str))  # as shown and journaled (a #define's name)
@@ -254,8 +255,16 @@ class Target:
     data: Any = attrs.field(default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        names = {k.name for k in self.knobs}
+        by_name = {k.name: k for k in self.knobs}
         for knob in self.knobs:
-            if knob.when and (knob.when[0] not in names or knob.when[0] == knob.name):
-                raise ValueError(f"knob {knob.name!r} of target {self.name!r} is conditional on "
-                                 f"{knob.when[0]!r}, which is not another knob of the target")
+            if not knob.when:
+                continue
+            switch = by_name.get(knob.when[0])
+            where = f"knob {knob.name!r} of target {self.name!r} is conditional on {knob.when[0]!r}"
+            if switch is None or switch is knob:
+                raise ValueError(f"{where}, which is not another knob of the target")
+            if switch.when:  # one level: the search holds a knob by its switch's own value
+                raise ValueError(f"{where}, which is conditional itself (one level only)")
+            if knob.when[1] not in switch.values:
+                raise ValueError(f"{where} holding {knob.when[1]!r}, not one of its values "
+                                 f"({', '.join(switch.values)})")

@@ -259,7 +259,45 @@ def test_a_conditional_knob_is_held_where_its_branch_is_not_taken() -> None:
     assert len({tuple(sorted(c.items())) for c in screened}) == len(screened) == 20
 
 
-def test_a_conditional_knob_must_name_another_knob_of_the_target() -> None:
+def test_a_large_grid_with_branches_is_sampled_and_descended_as_code_configurations() -> None:
+    """Two forms, each with its own block, warps and stages (a reduction's persistent and looped
+    launches): the grid counts configurations of code, the sample and the descent never screen
+    one twice, and the other form's keywords stay at the start's values."""
+    block = tuple(str(1 << k) for k in range(4, 12))  # 8 values
+    warps = ("1", "2", "4", "8", "16", "32")
+    stages = ("1", "2", "3", "4", "5")
+    knobs = [("FORM", ("0", "1")), ("XBLOCK@a", ("1", "2", "4", "8")), ("num_warps@a", warps),
+             ("R0_BLOCK@b", block), ("num_warps@b", warps), ("num_stages@b", stages)]
+    conditions = {"XBLOCK@a": ("FORM", "0"), "num_warps@a": ("FORM", "0"),
+                  "R0_BLOCK@b": ("FORM", "1"), "num_warps@b": ("FORM", "1"),
+                  "num_stages@b": ("FORM", "1")}
+    start = {"FORM": "0", "XBLOCK@a": "1", "num_warps@a": "8", "R0_BLOCK@b": "1024",
+             "num_warps@b": "8", "num_stages@b": "1"}
+    screened: list[dict[str, str]] = []
+
+    def cost(c: dict[str, str]) -> float:
+        if c["FORM"] == "0":
+            return 1.0 + 0.1 * abs(math.log2(int(c["num_warps@a"])) - 2)
+        return (0.8 + 0.05 * abs(math.log2(int(c["R0_BLOCK@b"])) - 9)
+                + 0.05 * abs(math.log2(int(c["num_warps@b"])) - 3) + 0.02 * int(c["num_stages@b"]))
+
+    def evaluate(configs: list[dict[str, str]]) -> list[float | None]:
+        screened.extend(configs)
+        return [cost(c) for c in configs]
+
+    search = JointSearch(knobs, start, evaluate, conditions=conditions, start_cost=1.1)
+    assert search.grid == 4 * 6 + 8 * 6 * 5  # 264, not 2 * 4 * 6 * 8 * 6 * 5
+    ranked = search.run()
+    assert ranked[0][0]["FORM"] == "1" and ranked[0][0]["R0_BLOCK@b"] == "512"
+    assert len({tuple(sorted(c.items())) for c in screened}) == len(screened)
+    assert start not in screened  # its cost was given
+    for c in screened:
+        held = ("R0_BLOCK@b", "num_warps@b", "num_stages@b") if c["FORM"] == "0" \
+            else ("XBLOCK@a", "num_warps@a")
+        assert all(c[k] == start[k] for k in held), c
+
+
+def test_a_conditional_knob_must_name_another_unconditional_knob_and_one_of_its_values() -> None:
     from kernelopt_core.target import Target
 
     form = Knob("FORM", "k.py", ("0", "1"), r"FORM = (\d)")
@@ -267,5 +305,24 @@ def test_a_conditional_knob_must_name_another_knob_of_the_target() -> None:
     Target("triton", "k", ".", ("k.py",), knobs=(form, warps))
     with pytest.raises(ValueError, match="not another knob"):
         Target("triton", "k", ".", ("k.py",), knobs=(warps,))
+    with pytest.raises(ValueError, match="not one of its values"):
+        Target("triton", "k", ".", ("k.py",),
+               knobs=(form, Knob("x", "k.py", ("1",), r"x=(\d)", when=("FORM", "2"))))
+    chained = Knob("y", "k.py", ("1",), r"y=(\d)", when=("num_warps@k_looped", "4"))
+    with pytest.raises(ValueError, match="conditional itself"):
+        Target("triton", "k", ".", ("k.py",), knobs=(form, warps, chained))
     with pytest.raises(TypeError, match="knob, value"):
         Knob("x", "k.py", ("1",), r"(\d)", when=("FORM",))
+
+
+def test_the_neighbour_search_holds_a_conditional_knob_off_its_branch() -> None:
+    """The tuner's proposals without screening (planners/tuner.py's held): a move of a knob
+    whose branch does not run is the same code, so it is held at the baseline's value."""
+    from kernelopt_core.planners.tuner import held
+
+    form = Knob("FORM", "k.py", ("0", "1"), r"FORM = (\d)")
+    warps = Knob("num_warps@b", "k.py", ("4", "8"), r"num_warps=(\d+)", when=("FORM", "1"))
+    baseline = {"FORM": "0", "num_warps@b": "4"}
+    assert held((form, warps), {"FORM": "0", "num_warps@b": "8"}, baseline) == baseline
+    assert held((form, warps), {"FORM": "1", "num_warps@b": "8"}, baseline) == \
+        {"FORM": "1", "num_warps@b": "8"}

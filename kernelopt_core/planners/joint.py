@@ -126,11 +126,17 @@ class JointSearch:
 
     @property
     def grid(self) -> int:
-        """Configurations of code: a conditional knob's values count where its condition holds."""
-        every = math.prod(len(values) for _name, values in self.knobs)
-        if not self.conditions or every > 20_000:
-            return every
-        return len({self._canon(p) for p in self._every()})
+        """Configurations of code: a conditional knob's values count where its condition holds
+        (conditions are one level deep: Target refuses a switch that is conditional itself)."""
+        sizes = dict(self.knobs)
+        switches = {switch for switch, _value in self.conditions.values()}
+        count = math.prod(len(values) for name, values in self.knobs
+                          if name not in self.conditions and name not in switches)
+        for switch in switches:
+            count *= sum(math.prod(len(sizes[name]) for name, when in self.conditions.items()
+                                   if when == (switch, value))
+                         for value in sizes.get(switch, ()))
+        return count
 
     def _every(self) -> Iterator[Point]:
         return itertools.product(*(range(len(values)) for _name, values in self.knobs))

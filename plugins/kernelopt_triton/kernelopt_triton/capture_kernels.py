@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernelopt_triton.engine_switch import renamed_source
+import attrs
+
+from kernelopt_triton.engine_switch import UniqueKernelNames, renamed_source
 from kernelopt_triton.inductor_parse import (
     is_wrapper_module,
     parse_call_sites,
@@ -36,10 +38,22 @@ def chosen_configs() -> dict[str, dict[str, int]]:
     return chosen
 
 
-def kernels_of(wrappers: list[Path], names: Any, configs: dict[str, dict[str, int]]
-                ) -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, source, kernels.json entry) of each kernel the wrapper modules define, by the
-    names ``names`` (UniqueKernelNames) gave them."""
+@attrs.frozen
+class Found:
+    """One kernel a wrapper module defines: its name (UniqueKernelNames'), its source under
+    that name, its kernels.json entry, its graph (the wrapper module's resolved path) and
+    Inductor's own name in that graph."""
+
+    name: str
+    source: str
+    entry: dict[str, Any]
+    graph: str
+    inductor_name: str
+
+
+def kernels_of(wrappers: list[Path], names: UniqueKernelNames,
+               configs: dict[str, dict[str, int]]) -> list[Found]:
+    """Each kernel the wrapper modules define, by the names ``names`` gave them."""
     found = []
     for gi, wrapper in enumerate(wrappers):
         sites = parse_call_sites(wrapper.read_text())
@@ -47,13 +61,13 @@ def kernels_of(wrappers: list[Path], names: Any, configs: dict[str, dict[str, in
             name = names.renamed.get((str(wrapper.resolve()), kdef.name), kdef.name)
             source = renamed_source(kdef.source, kdef.name, name) if name != kdef.name else kdef.source
             ks = parse_kernel_source(source, name)
-            found.append((name, source, {
+            found.append(Found(name, source, {
                 "name": name, "file": f"kernels/{name}.py", "wrapper": f"output_code/graph_{gi}.py",
                 **({"inductor_name": kdef.name} if name != kdef.name else {}),
                 "device": kdef.device_str, "heuristic": ks.heuristic, "grid_type": ks.grid_type,
                 "launch": configs.get(name, {}), "static_calls": len(sites.get(kdef.name, [])),
                 "args": [a.to_json() for a in ks.args], "num_gb": ks.num_gb,
-            }))
+            }, str(wrapper.resolve()), kdef.name))
     return found
 
 

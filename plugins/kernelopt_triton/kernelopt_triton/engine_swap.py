@@ -18,19 +18,65 @@ def _module_literals(tree: ast.Module) -> dict[str, object]:
                 and isinstance(node.targets[0], ast.Name):
             try:
                 out[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError):
                 continue
     return out
 
 
 def chosen_form(candidate_text: str) -> tuple[str | None, dict[str, str]]:
     """(the other form's function, its Inductor metadata) when the file runs Inductor's other
-    reduction form (``REDUCTION_FORM = 1``), else (None, {})."""
+    reduction form (``REDUCTION_FORM = 1``), else (None, {}). A file that switches to a form
+    it does not describe is refused: the screen would time one form and the engine another."""
     found = _module_literals(ast.parse(candidate_text))
     kernel, meta = found.get("FORM_KERNEL"), found.get("FORM_META")
-    if found.get("REDUCTION_FORM") != 1 or not isinstance(kernel, str):
+    if "REDUCTION_FORM" not in found or found["REDUCTION_FORM"] == 0:
         return None, {}
-    return kernel, {str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
+    if found["REDUCTION_FORM"] != 1 or not isinstance(kernel, str) or not isinstance(meta, dict) \
+            or not {"triton_meta", "inductor_meta"} <= set(meta):
+        raise ValueError("REDUCTION_FORM is 0 (Inductor's form) or 1 (the form FORM_KERNEL and "
+                         "FORM_META describe, both as generated)")
+    return kernel, {str(k): str(v) for k, v in meta.items()}
+
+
+# of the other form's metadata, what its code generation decided (its signature: a persistent
+# kernel has no R0_BLOCK parameter; its loads and reductions); the rest (the device, the mode's
+# autotuning flags) stays the engine's own compile's
+FORM_TRITON_META = ("signature", "constants", "configs")
+FORM_INDUCTOR_META = ("no_x_dim", "num_load", "num_store", "num_reduction", "tiling_scores",
+                      "atomic_add_found", "kernel_num_gb")
+
+
+def _entries(text: str) -> list[tuple[str | None, str]]:
+    """A dict literal's source as (key, value source) pairs; None keys for ``**x``."""
+    node = ast.parse(text.strip(), mode="eval").body
+    if not isinstance(node, ast.Dict):
+        raise ValueError(f"not a dict: {text[:80]}")
+    out: list[tuple[str | None, str]] = []
+    for key, value in zip(node.keys, node.values, strict=True):
+        segment = ast.get_source_segment(text.strip(), value) or ast.unparse(value)
+        if key is None:
+            out.append((None, segment))
+        elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+            out.append((key.value, segment))
+        else:
+            raise ValueError(f"a key that is not a string in {text[:80]}")
+    return out
+
+
+def dict_with(text: str, updates: dict[str, str]) -> str:
+    """A dict literal's source with each key of ``updates`` set to that value source."""
+    entries = _entries(text)
+    keys = {k for k, _ in entries}
+    merged = [(k, updates.get(k, v) if k is not None else v) for k, v in entries]
+    merged += [(k, v) for k, v in updates.items() if k not in keys]
+    return "{" + ", ".join(f"**{v}" if k is None else f"{k!r}: {v}" for k, v in merged) + "}"
+
+
+def _form_meta(kws: dict[str | None, str | None], form_meta: dict[str, str]) -> None:
+    """The engine's decorator keywords with the other form's own parts of its metadata."""
+    for key, own in (("triton_meta", FORM_TRITON_META), ("inductor_meta", FORM_INDUCTOR_META)):
+        theirs = {k: v for k, v in _entries(form_meta[key]) if k is not None and k in own}
+        kws[key] = dict_with(kws.get(key) or "{}", theirs)
 
 
 def candidate_parts(candidate_text: str, name: str) -> tuple[list[str], dict[str, int]]:
@@ -82,8 +128,12 @@ def swap_kernel_source(inductor_source: str, candidate_text: str, name: str) -> 
     decorator: list[str] = []
     if heur is not None:
         kws = {k.arg: ast.get_source_segment(inductor_source, k.value) for k in heur.keywords}
-        if form:  # the other form compiles with its own signature and metadata
-            kws.update(form_meta)
+        if form:  # the other form compiles with its own signature
+            _form_meta(kws, form_meta)
+        # the candidate's config as given: max-autotune's coordinate descent would otherwise
+        # tune a fixed config again on its first run (triton_heuristics.CachingAutotuner.run)
+        kws["inductor_meta"] = dict_with(kws.get("inductor_meta") or "{}",
+                                         {"coordinate_descent_tuning": "False"})
         if ast.unparse(heur.func) == "triton_heuristics.template":
             # a GEMM template: its meta parameters back in its body, num_warps/num_stages in
             # its own decorator (inductor_template.py); the grid follows in engine_switch

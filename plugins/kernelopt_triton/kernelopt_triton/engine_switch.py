@@ -222,9 +222,12 @@ class UniqueKernelNames:
     def __init__(self) -> None:
         self.graphs: dict[str, list[str]] = {}  # Inductor's name -> wrapper modules, in order
         self.renamed: dict[tuple[str, str], str] = {}
+        self.order: list[str] = []  # the wrapper modules with Triton kernels, as they loaded
 
     def name(self, graph: str, kernel_name: str, source_code: str) -> tuple[str, str]:
         """The kernel's name in this graph, and its source under that name."""
+        if graph not in self.order:
+            self.order.append(graph)
         owners = self.graphs.setdefault(kernel_name, [])
         if graph not in owners:
             owners.append(graph)

@@ -42,7 +42,7 @@ from kernelopt_triton.compile_mode import (
     without_cudagraphs,
 )
 from kernelopt_triton.engine_switch import UniqueKernelNames, install
-from kernelopt_triton.inductor_forms import compile_other_forms, other_name, pair_forms
+from kernelopt_triton.inductor_forms import PENDING, compile_other_forms, other_name, pair_forms
 from kernelopt_triton.interpreter import prepare_cpu_triton
 from kernelopt_triton.profile_table import (
     ProfileRow,
@@ -223,20 +223,16 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     (out / "kernels").mkdir(exist_ok=True)
     for gi, wrapper in enumerate(wrappers):
         shutil.copyfile(wrapper, out / "output_code" / f"graph_{gi}.py")
-    kernels: list[dict[str, Any]] = []
-    for name, source, entry in kernels_of(wrappers, names, configs):
-        (out / "kernels" / f"{name}.py").write_text(source)
-        kernels.append(entry)
-    other: dict[str, Any] = {"compile_s": 0.0, "paired": 0}  # the other reduction forms
-    if forms and any(other_name(k["name"]) for k in kernels):
-        try:
-            other["compile_s"] = round(compile_other_forms(
-                model, args, without_cudagraphs(kwargs), sync, compiling), 3)
-            later = [w for w in wrapper_modules(cache) if w not in set(wrappers)]
-            found = {n: (s, e) for n, s, e in kernels_of(later, compiling.names, chosen_configs())}
-            other["paired"] = pair_forms(kernels, found, out)
-        except Exception as exc:  # the other forms are an extra: the capture stands without
-            other["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    found = kernels_of(wrappers, names, configs)
+    for f in found:
+        (out / "kernels" / f"{f.name}.py").write_text(f.source)
+    kernels = [f.entry for f in found]
+    reductions = [f for f in found if other_name(f.inductor_name)]
+    # the other reduction forms come from a second compile, after kernels.json is written
+    # (said pending there): a second compile that hangs or kills the process loses no capture
+    other: dict[str, Any] = {"compile_s": 0.0, "paired": 0, "unpaired": len(reductions)}
+    if forms and reductions:
+        other["error"] = PENDING
     ranked, total = rank_kernels([k["name"] for k in kernels], rows)
     by_name = {r.name: r for r in ranked}
     for k in kernels:
@@ -268,6 +264,18 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
                  for r in rows if r.name not in by_name and r.device_us > 0]
     (out / "ranking.txt").write_text(head + ranking_table(ranked, total, steps, libraries,
                                                           name_width=90))
+    if forms and reductions:
+        other.pop("error")
+        try:
+            other["compile_s"] = round(compile_other_forms(
+                model, args, without_cudagraphs(kwargs), sync, compiling), 3)
+            later = [w for w in wrapper_modules(cache) if w not in set(wrappers)]
+            other["paired"], other["unpaired"] = pair_forms(
+                reductions, names.order, kernels_of(later, compiling.names, chosen_configs()),
+                compiling.names.order, out)
+        except Exception as exc:  # the other forms are an extra: the capture stands without
+            other["error"] = f"{type(exc).__name__}: {exc}"[:500]
+        (out / "kernels.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 

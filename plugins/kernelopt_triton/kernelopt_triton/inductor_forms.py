@@ -17,18 +17,25 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from kernelopt_core.api import Knob
 from kernelopt_triton import inductor_rules
+from kernelopt_triton.engine_switch import Compiling, UniqueKernelNames, renamed_source
 from kernelopt_triton.inductor_parse import KernelSource
+
+if TYPE_CHECKING:
+    from kernelopt_triton.capture_kernels import Found
 
 PERSISTENT_UP_TO = 1024 * 16  # Inductor's inner-reduction bound (1024) times multi-kernel's 16
 FORMS_DIR = "forms"
 PREFIXES = ("triton_per_", "triton_red_")
+# kernels.json's forms error while the second compile runs (left there if it never ends)
+PENDING = "the second compile did not finish"
 SWITCH_NAME = "REDUCTION_FORM"  # the standalone file's switch: 0 Inductor's form, 1 the other
 SWITCH = re.compile(rf"^{SWITCH_NAME} = (\d)$", re.M)
 
@@ -57,53 +64,78 @@ def other_reduction_form() -> Any:
             return bool(V.graph.sizevars.statically_known_leq(features.reduction_numel,
                                                               PERSISTENT_UP_TO))
 
-        def uuid(self) -> str:  # Inductor's cache key for a choices class
-            return "kernelopt-other-reduction-form"
-
     return OtherReductionForm()
 
 
+def _off(config: Any, *keys: str) -> dict[str, Any]:
+    return {key: False for key in keys if hasattr(config, key)}
+
+
 def compile_other_forms(model: Any, args: tuple[Any, ...], compile_kwargs: dict[str, Any],
-                        sync: Any, compiling: Any) -> float:
-    """Compile and run the model once with every reduction in its other form (no FX graph or
-    AOT cache: those would hand back the first compile); returns the seconds it took.
-    ``compiling``: engine_switch.install's, given fresh kernel names for this compile."""
+                        sync: Callable[[], None], compiling: Compiling) -> float:
+    """Compile and run the model once with every reduction in its other form; returns the
+    seconds it took. The choices handler is in no cache key, so the FX graph and AOT caches
+    (local and remote) are off: a hit would hand back the first compile's code; Inductor's
+    autotune cache stays (a kernel of the same code keeps its config, max-autotune's GEMM
+    choices are not benchmarked again). The handler is this thread's: Inductor's codegen
+    runs here (its worker processes only compile Triton). ``compiling``: engine_switch.install's,
+    given fresh kernel names for this compile."""
     import torch
     from torch._inductor.virtualized import V
 
-    from kernelopt_triton.engine_switch import UniqueKernelNames
-
     torch._dynamo.reset()
-    compiling.names = UniqueKernelNames()  # the same graph order: the same _gK suffixes
+    compiling.names = UniqueKernelNames()
+    inductor_off = _off(torch._inductor.config, "fx_graph_cache", "fx_graph_remote_cache")
+    aot_off = _off(torch._functorch.config, "enable_autograd_cache", "enable_remote_autograd_cache")
     t0 = time.perf_counter()
     with V.set_choices_handler(other_reduction_form()), \
-            torch._inductor.config.patch({"fx_graph_cache": False, "triton.multi_kernel": 0}), \
-            torch._functorch.config.patch(enable_autograd_cache=False), torch.no_grad():
+            torch._inductor.config.patch({**inductor_off, "triton.multi_kernel": 0}), \
+            torch._functorch.config.patch(aot_off), torch.no_grad():
         torch.compile(model, **compile_kwargs)(*args)
         sync()
     return time.perf_counter() - t0
 
 
-def pair_forms(kernels: list[dict[str, Any]], other: dict[str, tuple[str, dict[str, Any]]],
-               out: Path) -> int:
-    """Each captured reduction kernel's other form (``other``: that compile's kernels, name ->
-    (source, its kernels.json entry)), written to ``out/forms/NAME.py`` and recorded as the
-    kernel's ``form``: same arguments, the other heuristic. Returns how many were paired."""
-    paired = 0
-    for k in kernels:
-        name = other_name(k["name"])
-        found = other.get(name) if name else None
-        if found is None:
+def pair_forms(first: list[Found], first_order: list[str], second: list[Found],
+               second_order: list[str], out: Path) -> tuple[int, int]:
+    """Each reduction kernel of the first compile with its other form from the second: the
+    graph at the same place in the second compile's load order, Inductor's own name there with
+    the prefix swapped, the same arguments, the other heuristic (anything else: not the same
+    kernel, e.g. a fusion that differs). The form is written to ``out/forms/NAME.py`` under
+    the first's name with the prefix swapped (a graph's ``_gK`` suffix can differ between the
+    compiles: it counts name clashes) and recorded as the first's entry's ``form``. Returns
+    (paired, reduction kernels left without a form)."""
+    by_place = {(second_order.index(f.graph), f.inductor_name): f for f in second
+                if f.graph in second_order}
+    paired = unpaired = 0
+    for f in first:
+        wanted = other_name(f.inductor_name)
+        if wanted is None:
             continue
-        source, entry = found
-        if entry["args"] != k["args"] or entry["heuristic"] == k["heuristic"]:
-            continue  # not the same kernel in the other form (a fusion that differs)
+        place = first_order.index(f.graph) if f.graph in first_order else -1
+        match = by_place.get((place, wanted))
+        if match is None or match.entry["args"] != f.entry["args"] \
+                or match.entry["heuristic"] == f.entry["heuristic"]:
+            unpaired += 1
+            continue
+        name = other_name(f.name) or wanted
+        source = renamed_source(match.source, match.name, name) if match.name != name else match.source
         (out / FORMS_DIR).mkdir(exist_ok=True)
-        (out / FORMS_DIR / f"{k['name']}.py").write_text(source)
-        k["form"] = {"name": name, "file": f"{FORMS_DIR}/{k['name']}.py",
-                     "heuristic": entry["heuristic"], "launch": entry["launch"]}
+        (out / FORMS_DIR / f"{f.name}.py").write_text(source)
+        f.entry["form"] = {"name": name, "file": f"{FORMS_DIR}/{f.name}.py",
+                           "heuristic": match.entry["heuristic"], "launch": match.entry["launch"]}
         paired += 1
-    return paired
+    return paired, unpaired
+
+
+def forms_line(forms: dict[str, Any] | None) -> str:
+    """What the capture's second compile gave, for the run's preface ("" when not tried)."""
+    if not forms or not (forms.get("paired") or forms.get("unpaired") or forms.get("error")):
+        return ""
+    if forms.get("error"):
+        return f"reduction forms: Inductor's alone ({forms['error']})\n"
+    return (f"reduction forms: {forms['paired']} reduction kernels with their other form too "
+            f"({forms['compile_s']} s of a second compile; {forms.get('unpaired', 0)} without)\n")
 
 
 def form_knobs(path: str, knobs: tuple[Knob, ...], ks: KernelSource, form: KernelSource,

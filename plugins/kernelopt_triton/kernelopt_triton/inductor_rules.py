@@ -4,7 +4,8 @@ hints.py):
 
 - a block size at most ``min(TRITON_MAX_BLOCK[prefix], size_hints[prefix])`` (XBLOCK ≤ 4096 and
   the x size hint, R0_BLOCK ≤ 65536 and the reduction's size hint, Y/ZBLOCK ≤ 1024);
-- a persistent reduction's R0_BLOCK covers the whole reduction: not a knob;
+- a persistent reduction's R0_BLOCK covers the whole reduction: not a knob, and the launch's
+  threads are not checked against its knobs' elements (the row is not among them);
 - ``num_stages`` only where there is a loop to pipeline (a looped reduction, a GEMM
   template's loop over K): Inductor's pointwise and persistent kernels have none;
 - a GEMM template's (``heuristic == "template"``, inductor_template.py) BLOCK_M/BLOCK_N/BLOCK_K
@@ -53,8 +54,11 @@ def constrain(knobs: tuple[Knob, ...], heuristic: str, size_hints: dict[str, int
     for knob in knobs:
         base = knob.name.split("@", 1)[0]
         prefix = _block_prefix(knob)
-        if prefix is not None and prefix.startswith("R") and heuristic == "persistent_reduction":
+        if heuristic == "persistent_reduction":
+            # its program's elements are XBLOCK times the whole row, a constant of its body
+            # where Inductor's own file has no R0_BLOCK keyword: never the knobs' product
             fixed.add(knob.launch)
+        if prefix is not None and prefix.startswith("R") and heuristic == "persistent_reduction":
             continue
         if base == "num_stages" and heuristic not in ("reduction", "template"):
             continue

@@ -32,7 +32,7 @@ from kernelopt_core.api import (
 from kernelopt_triton import inductor_rules
 from kernelopt_triton.backend import TritonBackend, require_prerequisites
 from kernelopt_triton.compile_mode import describe
-from kernelopt_triton.inductor_forms import SWITCH, form_knobs
+from kernelopt_triton.inductor_forms import PENDING, SWITCH, form_knobs, forms_line
 from kernelopt_triton.inductor_parse import parse_kernel_source
 from kernelopt_triton.inductor_template import parse_template
 from kernelopt_triton.options import TritonOptions
@@ -40,6 +40,18 @@ from kernelopt_triton.options import TritonOptions
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
 CAPTURE_TIMEOUT_S = 1800.0
 RACE_FILE = "race.json"  # the capture's race of compile modes (InductorBackend._race)
+
+
+def _captured(capture_dir: Path, forms: bool) -> bool:
+    """A capture is there, with its reduction forms tried where they are wanted (a capture of
+    before them has no ``forms``: captured again)."""
+    path = capture_dir / "kernels.json"
+    return path.is_file() and (not forms or "forms" in json.loads(path.read_text()))
+
+
+def _forms_error(capture_dir: Path) -> str | None:
+    path = capture_dir / "kernels.json"
+    return (json.loads(path.read_text()).get("forms") or {}).get("error") if path.is_file() else None
 
 
 def race_argv(model: Path, capture_dir: Path) -> tuple[str, ...]:
@@ -101,11 +113,17 @@ class InductorBackend(TritonBackend):
         # the capture runs the model on the GPU: under the GPU lock, the cache checked inside it
         # (two runs of one model capture once)
         with gpu_lock(settings.state_root):
-            if not (capture_dir / "kernels.json").is_file():
-                self._child(("capture", str(model), "--out", str(capture_dir),
-                             *(("--compile-mode", mode) if mode else ()),
-                             *(() if options.reduction_forms else ("--no-forms",))),
-                            capture_dir, "capture")
+            if not _captured(capture_dir, options.reduction_forms):
+                try:
+                    self._child(("capture", str(model), "--out", str(capture_dir),
+                                 *(("--compile-mode", mode) if mode else ()),
+                                 *(() if options.reduction_forms else ("--no-forms",))),
+                                capture_dir, "capture")
+                except (RuntimeError, UsageError):
+                    # the capture was written before its second compile (the reduction forms)
+                    # ended: it stands without them, as kernels.json says
+                    if _forms_error(capture_dir) != PENDING:
+                        raise
         record = inductor.load_record(capture_dir)
         compile_record = record.get("compile") or {}
         named = compile_record.get("named", bool(compile_record.get("kwargs")))  # older records
@@ -132,6 +150,7 @@ class InductorBackend(TritonBackend):
                    f"GPU time ({ranking})\n" + ranking.read_text()) if ranking.is_file() else ""
         preface = (f"compile mode: {raced}\n" if raced else "") + preface
         preface += "".join(f"skipped {k}: {why}\n" for k, why in skipped.items())
+        preface += forms_line(record.get("forms"))
         if not name:  # the top K that stand alone (generate skips the others, in rank order)
             chosen = [k for k in record["kernels"] if k["name"] not in skipped
                       and (targets_dir / f"{k['name']}.py").is_file()][:top]

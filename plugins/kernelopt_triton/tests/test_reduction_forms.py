@@ -152,6 +152,74 @@ def test_the_swap_takes_the_other_form_with_its_own_metadata(captured) -> None:
     assert "@triton_heuristics.fixed_config(" in swapped
     assert "R0_BLOCK: tl.constexpr = 2048" in swapped  # the persistent body, under NAME
     assert "'R0_BLOCK': 'constexpr'" not in swapped  # its own signature, not the looped one's
+    # the config as given: no coordinate descent on its first run (max-autotune's flag)
+    assert "'coordinate_descent_tuning': False" in swapped
+    # the other direction: Inductor's persistent kernel swapped for its looped form
+    short = next(k for k in record["kernels"] if k["heuristic"] == "persistent_reduction")
+    text = (cap / "targets" / f"{short['name']}.py").read_text()
+    looped = swap_kernel_source((cap / short["file"]).read_text(),
+                                text.replace(f"\n{SWITCH_NAME} = 0\n", f"\n{SWITCH_NAME} = 1\n"),
+                                short["name"])
+    assert "'R0_BLOCK': 'constexpr'" in looped and "for r0_offset in tl.range(" in looped
+    assert f"def {short['name']}(" in looped and short["form"]["name"] not in looped
+
+
+@pytest.mark.slow
+def test_a_switch_to_a_form_the_file_does_not_describe_is_refused(captured) -> None:
+    _model, cap, record = captured
+    long = next(k for k in record["kernels"] if k["heuristic"] == "reduction")
+    text = (cap / "targets" / f"{long['name']}.py").read_text()
+    switched = text.replace(f"\n{SWITCH_NAME} = 0\n", f"\n{SWITCH_NAME} = 1\n")
+    for broken in (switched.replace("\nFORM_META = ", "\nOLD_META = "),
+                   switched.replace("\nFORM_KERNEL = ", "\nOLD_KERNEL = "),
+                   text.replace(f"\n{SWITCH_NAME} = 0\n", f"\n{SWITCH_NAME} = 2\n")):
+        with pytest.raises(ValueError, match="REDUCTION_FORM is 0"):
+            swap_kernel_source((cap / long["file"]).read_text(), broken, long["name"])
+
+
+@pytest.mark.slow
+def test_the_backend_gives_the_switch_and_says_what_the_second_compile_gave(captured) -> None:
+    from kernelopt_triton.inductor_forms import forms_line
+    from kernelopt_triton.models import InductorBackend
+
+    model, cap, record = captured
+    for k in record["kernels"]:
+        target = InductorBackend()._model_target(cap / "targets" / f"{k['name']}.py", model, k)
+        knobs = {knob.name: knob for knob in target.knobs}
+        assert knobs[SWITCH_NAME].values == ("0", "1")
+        assert all(knob.when for name, knob in knobs.items() if name != SWITCH_NAME)
+    line = forms_line(record["forms"])
+    assert line.startswith("reduction forms: 2 reduction kernels with their other form too")
+
+
+TWO_GRAPHS = MODEL.replace(
+    "        b = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6)\n",
+    "        torch._dynamo.graph_break()\n"
+    "        b = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6)\n").replace(
+    "torch.randn(8, 64, generator=gen)", "torch.randn(64, 32768, generator=gen)")
+
+
+@pytest.mark.slow
+def test_a_later_graphs_kernel_is_paired_by_its_place_not_its_suffix(tmp_path: Path) -> None:
+    """Graph 0's long row stays looped in both compiles; graph 1's shorter one changes form.
+    The first compile calls graph 1's kernel NAME_g1 (its Inductor name clashes with graph
+    0's), the second does not (triton_per_ clashes with nothing): paired by the graph's place
+    and Inductor's own name, written under the first's name."""
+    model = tmp_path / "two_graphs.py"
+    model.write_text(TWO_GRAPHS)
+    cap = tmp_path / "cap"
+    for args in (["capture", str(model), "--out", str(cap), "--device", "cpu"],
+                 ["generate", str(cap), "--top", "2"]):
+        proc = _child(["-m", "kernelopt_triton.inductor", *args], tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads((cap / "kernels.json").read_text())
+    assert record["forms"]["paired"] == 1 and record["forms"]["unpaired"] == 1, record["forms"]
+    later = next(k for k in record["kernels"] if k.get("form"))
+    assert later["name"].endswith("_g1") and later["form"]["name"] == other_name(later["name"])
+    assert later["args"][0]["size"] == [4, 2048]
+    path = cap / "targets" / f"{later['name']}.py"
+    proc = _child(["-c", RUN_FORMS, str(path)], cap, {**CHILD_ENV, "TRITON_INTERPRET": "1"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
 
 
 @pytest.mark.slow
