@@ -18,10 +18,11 @@ build (an H100's MUL_MAT q4_1 case, ERR 0.00061 > 0.0005, once in nine runs of t
 never reach its kernel). With ``KERNELOPT_TBO_SEED`` set, init_tensor_uniform's values are a
 function of that seed, the tensor's name, type, shape and offset in its buffer (unnamed operands
 of one shape differ) and the chunk (the chunks then follow the tensor's own size, not the first
-tensor's a process initialized): the baseline and every candidate are checked on the same
-uniform inputs for a seed (tbo check gives run n seed n). The tool's other draws (attention
-masks, index tensors, ``rand()``) stay random. Without the variable, or in a version whose
-init_tensor_uniform reads differently, the draws come from ``std::random_device`` as upstream's."""
+tensor's a process initialized nor the host's core count): the baseline and every candidate are
+checked on the same uniform inputs for a seed, on any host (tbo check gives run n seed n). The
+tool's other draws (attention masks, index tensors, ``rand()``) stay random. Without the
+variable, or in a version whose init_tensor_uniform reads differently, the draws come from
+``std::random_device`` as upstream's."""
 
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ SEED_ENV = "KERNELOPT_TBO_SEED"
 _INIT = re.compile(r"^static void init_tensor_uniform\(ggml_tensor \* tensor\b", re.M)
 _DRAW = "thread_local std::default_random_engine gen(std::random_device{}());"
 _STATIC_THREADS = "static const size_t n_threads"
+_HOST_CAP = "std::min<size_t>(4, N_THREADS/2)"
+_FIXED_CAP = "std::min<size_t>(4, 4)"  # the cap of a host with 8 or more hardware threads
 _SEED_FUNCTION = f"""// kernelopt-llamacpp's harness: with {SEED_ENV} set, a tensor's values are a
 // function of the seed, its name, type, shape and place in its buffer and the chunk (the same
 // inputs in every build)
@@ -105,6 +108,12 @@ def with_seeded_inputs(text: str) -> str:
     static = text.find(_STATIC_THREADS, found[0].end(), body_end)
     if static >= 0:
         text = text[:static] + "const size_t n_threads" + text[static + len(_STATIC_THREADS):]
+    # nor from the host's cores: upstream caps the chunks at N_THREADS/2 (hardware threads), so
+    # a seed gave other values on a 16-core GPU machine than on a 2-core one (2026-12-07)
+    body_end = text.find("\n}\n", found[0].end())
+    cap = text.find(_HOST_CAP, found[0].end(), body_end)
+    if cap >= 0:
+        text = text[:cap] + _FIXED_CAP + text[cap + len(_HOST_CAP):]
     return text[:found[0].start()] + _SEED_FUNCTION + text[found[0].start():]
 
 
