@@ -238,6 +238,10 @@ class Target:
     # the kernel's share of the engine's GPU time (Amdahl)
     time_share: float | None = attrs.field(default=None, converter=_real,
                                     validator=_of(int, float, optional=True))
+    # its time per call in that program as the backend profiled it (ms): with bytes_moved, how
+    # near its roofline it runs before any run here (a campaign's order and budget split)
+    profiled_ms: float | None = attrs.field(default=None, converter=_real,
+                                     validator=_of(int, float, optional=True))
     # Text the backend wants shown before the run and kept in its run directory as
     # preface.txt (e.g. a model's kernel ranking).
     preface: str = attrs.field(default="", validator=_of(str))

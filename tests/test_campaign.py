@@ -97,6 +97,49 @@ def test_plan_orders_by_expected_gain_and_splits_the_budgets(tmp_path: Path) -> 
     assert flags[entries[-1].key][1] == "60.0"
 
 
+def test_before_any_run_the_headroom_comes_from_the_profile(tmp_path: Path) -> None:
+    """ConvNeXt-T's capture on an H100 (2026-12-07, bench/results/2026-12-07-h100-modes-
+    convnext-llama: kernels.json's time per call, Inductor's bytes, the 3017.9 GB/s the roofline
+    gate measured): the GELU ran at 0.89 of the peak, the layer norm at 0.55 — the layer norm,
+    with half the GELU's share, had the larger gain (it won 1.63×, the GELU 1.04×) and now
+    comes first, with the larger budget. A bytes count the cache holds gives no estimate."""
+    def kernel(name: str, share: float, ms: float, nbytes: int) -> Target:
+        return attrs.evolve(_target(name, share), bytes_moved=nbytes, profiled_ms=ms,
+                            device="cuda")
+
+    gelu = kernel("gelu_view_1", 0.0814, 0.1143, 308281344)
+    norm = kernel("layer_norm_0", 0.0440, 0.0463, 77070912)
+    small = kernel("small", 0.05, 0.001, 1 << 20)
+    asked: list[str] = []
+
+    def peaks(target: Target) -> tuple[float, int]:
+        asked.append(target.name)
+        return 3017.9, 50 << 20
+
+    entries = campaign.plan("p", [("/convnext", [gelu, norm, small])], tmp_path, peaks)
+    assert [e.target for e in entries] == ["small", "layer_norm_0", "gelu_view_1"]
+    by_name = {e.target: e for e in entries}
+    assert by_name["gelu_view_1"].headroom == pytest.approx(1 - 0.894, abs=0.01)
+    assert by_name["layer_norm_0"].headroom == pytest.approx(1 - 0.552, abs=0.01)
+    assert by_name["layer_norm_0"].headroom_from == "profile"
+    assert (by_name["small"].headroom, by_name["small"].headroom_known) == (1.0, False)
+    flags = campaign.budgets(entries, 1, None, None, wall_minutes=3.0)
+    assert float(flags[by_name["layer_norm_0"].key][1]) > float(flags[by_name["gelu_view_1"].key][1])
+    # a run here measured it: its fraction, not the profile's (nor the peak) counts
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "journal.jsonl").write_text("")
+    (run / "summary.json").write_text(json.dumps({"target": {
+        "backend": "triton", "name": "gelu_view_1", "root": "/m"}, "roofline": {"fraction": 0.5}}))
+    asked.clear()
+    again = {e.target: e for e in campaign.plan("p2", [("/convnext", [gelu, norm])], tmp_path,
+                                                 peaks)}
+    assert (again["gelu_view_1"].headroom, again["gelu_view_1"].headroom_from) == (0.5, "run")
+    assert asked == ["layer_norm_0"]
+    # no peaks given (a resumed plan, or a backend without a profile): unknown as before
+    assert campaign.plan("p3", [("/m", [norm])], tmp_path)[0].headroom_known is False
+
+
 def test_summary_ranks_by_time_saved_and_sums_a_model_by_amdahl(tmp_path: Path) -> None:
     from kernelopt_core.executors import JobResult
     from kernelopt_core.journal import Journal

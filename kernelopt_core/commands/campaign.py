@@ -16,7 +16,9 @@ from kernelopt_core.errors import UsageError
 from kernelopt_core.executors import visible_gpus
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.journal import Journal
+from kernelopt_core.measure.device import DeviceInfo, device_info
 from kernelopt_core.resume import check_run_id
+from kernelopt_core.target import Target
 
 
 @click.command("campaign")
@@ -94,9 +96,10 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
                                   "to resume it, or another --name")
         ui.note(f"campaign {name} exists: its {len(jobs)} jobs run again, each resuming its run")
     else:
-        entries = campaign.plan(name, found, state)
+        entries = campaign.plan(name, found, state, _peaks(state))
     ui.table([[e.key, e.target, e.path, f"{e.share:.3f}",
-               f"{e.headroom:.2f}" if e.headroom_known else "unknown", f"{e.priority:.3f}"]
+               f"{e.headroom:.2f} ({e.headroom_from})" if e.headroom_known else "unknown",
+               f"{e.priority:.3f}"]
               for e in entries], ["run", "target", "path", "share", "headroom", "priority"])
     if again is None:
         budget = campaign.budgets(entries, len(slots), budget_gpu_minutes, budget_usd,
@@ -120,6 +123,24 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     ui.note(f"campaign {name}: {outcome['verified']} of {len(entries)} targets optimized; "
             f"{state / 'campaigns' / name / 'summary.json'}")
     ctx.exit(0 if outcome["verified"] else 1)
+
+
+def _peaks(state: Path) -> campaign.Peaks:
+    """A target's device peak and cache size, for a headroom from its profile: the peak its
+    roofline gate will read (the descriptor's, else measured once per machine and cached), asked
+    only for a target that has a profiled time and bytes."""
+    measured: dict[str, DeviceInfo] = {}
+
+    def peak(target: Target) -> tuple[float, int] | None:
+        if not (target.bytes_moved and target.profiled_ms):
+            return None
+        if target.device not in measured:
+            measured[target.device] = device_info(state, target.device)
+        info = measured[target.device]
+        gbps = target.peak_gbps or info.peak_gbps
+        return (float(gbps), info.cache_bytes) if gbps else None
+
+    return peak
 
 
 def _check_models(name: str, found: list[tuple[str, Any]], checks: list[tuple[Any, bool]],

@@ -49,6 +49,17 @@ def _captured(capture_dir: Path, forms: bool) -> bool:
     return path.is_file() and (not forms or "forms" in json.loads(path.read_text()))
 
 
+def _profiled(kernel: dict[str, Any]) -> dict[str, Any]:
+    """A captured kernel's time per call in its model's step (the profile's time per step over
+    its calls), where kernels.json has it: with the file's BYTES, a campaign's headroom before
+    any run."""
+    try:
+        per_call_ms = float(kernel["time_us"]) / int(kernel["calls"]) / 1000.0
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return {}
+    return {"profiled_ms": per_call_ms} if per_call_ms > 0 else {}
+
+
 def _forms_error(capture_dir: Path) -> str | None:
     path = capture_dir / "kernels.json"
     return (json.loads(path.read_text()).get("forms") or {}).get("error") if path.is_file() else None
@@ -230,7 +241,7 @@ class InductorBackend(TritonBackend):
             target = attrs.evolve(target, knobs=knobs)
         return attrs.evolve(target, context=context,
                             time_share=kernel.get("share"), data=data,
-                            name=f"{model.stem}-{kernel['name']}")
+                            name=f"{model.stem}-{kernel['name']}", **_profiled(kernel))
 
     def engine(self, target: Target, tree: Tree) -> Command | None:
         data = target.data or {}

@@ -100,3 +100,15 @@ def test_a_race_that_fails_keeps_the_default_compile_and_says_so_once(tmp_path: 
     (capture_dir / "race.log").unlink()  # a second discover reads race.json, runs nothing
     assert InductorBackend()._race(model, capture_dir, settings) == (mode, words)
     assert not (capture_dir / "race.log").exists() and (capture_dir / RACE_FILE).is_file()
+
+
+def test_a_kernels_profiled_time_per_call_comes_from_its_capture() -> None:
+    """kernels.json's time per step over the calls per step: ConvNeXt-T's GELU on an H100
+    (2026-12-07, bench/results/2026-12-07-h100-modes-convnext-llama), 343.05 µs in 3 calls;
+    its run then timed it alone at 0.1158 ms. A record without device time gives none."""
+    from kernelopt_triton.models import _profiled
+
+    gelu = {"name": "triton_poi_fused_gelu_view_1", "time_us": 343.0457999999998, "calls": 3,
+            "num_gb": 0.308281344, "share": 0.08140901471887323}
+    assert _profiled(gelu)["profiled_ms"] == pytest.approx(0.11435, abs=1e-5)
+    assert _profiled({**gelu, "calls": 0}) == {} and _profiled({"name": "k"}) == {}

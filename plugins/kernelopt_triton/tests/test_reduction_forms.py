@@ -188,6 +188,9 @@ def test_the_backend_gives_the_switch_and_says_what_the_second_compile_gave(capt
         knobs = {knob.name: knob for knob in target.knobs}
         assert knobs[SWITCH_NAME].values == ("0", "1")
         assert all(knob.when for name, knob in knobs.items() if name != SWITCH_NAME)
+        # the file's BYTES; no profiled time on the CPU (no device time: no headroom estimate)
+        assert target.bytes_moved and target.bytes_moved > 0
+        assert k["calls"] == 0 and target.profiled_ms is None
     line = forms_line(record["forms"])
     assert line.startswith("reduction forms: 2 reduction kernels with their other form too")
 
