@@ -6,9 +6,8 @@ project) becomes one job: ``kernelopt run PATH --target NAME --run-id CAMPAIGN-N
 arguments after ``--``, run by an executor (kernelopt_core.executors) on one GPU. Jobs start in
 order of expected gain — the target's share of its model's GPU time (1 / the number of targets
 of its PATH when unknown) times its headroom to the roofline (1 − the fraction of peak its last
-run in this state root reached; before any run, the fraction its profiled call reached — the
-backend's ``bytes_moved`` over ``profiled_ms`` against the device's measured peak, where its bytes
-do not fit the cache; 1 when neither is known) — and the campaign's budgets (GPU minutes,
+run in this state root reached; 1 when it has none: unknown is promising) — and the campaign's
+budgets (GPU minutes,
 LLM dollars, wall minutes) are split over the jobs in that proportion (wall minutes per GPU
 slot). The campaign journal (``campaigns/NAME/campaign.jsonl``) records the plan and each
 result; running the same campaign again runs every job's command again, and each run resumes
@@ -42,10 +41,12 @@ class Entry:
     target: str
     backend: str
     share: float  # of its model's (or its PATH's) GPU time
-    headroom: float  # to the roofline, from its last run here or its profile (1.0 when unknown)
+    headroom: float  # to the roofline, from its last run here (1.0 when unknown)
     headroom_known: bool
     share_known: bool = False  # the target's own share of a model's GPU time (not 1/n)
-    headroom_from: str = ""  # "run" (its last run here), "profile" (the backend's), "" unknown
+    # the fraction of peak its call reached in its program's profile (profiled_fraction), shown
+    # and journaled beside the plan; not a headroom (see profiled_fraction)
+    profiled_fraction: float | None = None
 
     @property
     def priority(self) -> float:
@@ -69,41 +70,42 @@ def last_fractions(state_root: Path) -> dict[tuple[str, str, str], float]:
     return found
 
 
-# the device's (peak GB/s, cache bytes) for a target, None where not known
-Peaks = Callable[[Target], tuple[float, int] | None]
+# the device's (peak GB/s, cache bytes) for a target of a PATH, None where not known
+Peaks = Callable[[str, Target], tuple[float, int] | None]
 
 
 def profiled_fraction(target: Target, peak_gbps: float, cache_bytes: int) -> float | None:
-    """The fraction of ``peak_gbps`` the target's profiled call moved its bytes at: None
-    where its bytes or time are not known, or its bytes fit the cache (the roofline gate's
-    rule: a working set the cache holds is not bounded by DRAM)."""
-    if not target.bytes_moved or not target.profiled_ms or peak_gbps <= 0:
+    """The fraction of ``peak_gbps`` the target's profiled call moved its bytes at (its
+    ``bytes_moved`` over its ``profiled_ms``); None where either is unknown or its bytes fit
+    the cache (the profile times a call inside its program, cache unflushed, so such a call may
+    be served from the cache). Only shown and journaled, not used as a headroom: on the six
+    kernels of two campaigns (ConvNeXt-T, Llama prefill; H100, 2026-12-07) it did not predict
+    the tuner's wins — 0.89 of the peak gave 1.12×, 1.04× and nothing, 0.55 gave 1.63×, 0.23
+    and 0.39 (rotary prologues computing cos/sin inline) 1.08× and nothing — and the in-situ
+    time ran up to 17 % under the same call timed alone with the cache flushed."""
+    if not target.bytes_moved or not target.profiled_ms or target.profiled_ms <= 0 or peak_gbps <= 0:
         return None
-    if target.bytes_moved <= cache_bytes:
+    if target.bytes_moved < cache_bytes:
         return None
     return target.bytes_moved / (target.profiled_ms * 1e-3) / (peak_gbps * 1e9)
 
 
 def plan(name: str, found: Sequence[tuple[str, Sequence[Target]]], state_root: Path,
          peaks: Peaks | None = None) -> list[Entry]:
-    """The campaign's entries, highest expected gain first (ties: the order given). A target's
-    headroom comes from its last run here, else from its profile where ``peaks`` gives its
-    device's peak (module docstring)."""
+    """The campaign's entries, highest expected gain first (ties: the order given); with
+    ``peaks``, each entry's profiled_fraction beside it."""
     entries: list[Entry] = []
     fractions = last_fractions(state_root)
     for path, targets in found:
         for target in targets:
             fraction = fractions.get((target.backend, target.name, str(target.root)))
-            source = "run" if fraction is not None else ""
-            device = peaks(target) if peaks is not None and fraction is None else None
-            if device is not None:
-                fraction = profiled_fraction(target, *device)
-                source = "profile" if fraction is not None else ""
             share = target.time_share if target.time_share is not None else 1.0 / len(targets)
+            device = peaks(path, target) if peaks is not None else None
             entries.append(Entry(f"{name}-{len(entries) + 1:02d}", path, target.name,
                                  target.backend, share,
                                  max(0.0, 1.0 - fraction) if fraction is not None else 1.0,
-                                 fraction is not None, target.time_share is not None, source))
+                                 fraction is not None, target.time_share is not None,
+                                 profiled_fraction(target, *device) if device else None))
     return sorted(entries, key=lambda e: -e.priority)
 
 

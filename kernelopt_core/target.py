@@ -239,7 +239,7 @@ class Target:
     time_share: float | None = attrs.field(default=None, converter=_real,
                                     validator=_of(int, float, optional=True))
     # its time per call in that program as the backend profiled it (ms): with bytes_moved, how
-    # near its roofline it runs before any run here (a campaign's order and budget split)
+    # near its peak it ran there (shown beside a campaign's plan)
     profiled_ms: float | None = attrs.field(default=None, converter=_real,
                                      validator=_of(int, float, optional=True))
     # Text the backend wants shown before the run and kept in its run directory as

@@ -97,12 +97,13 @@ def test_plan_orders_by_expected_gain_and_splits_the_budgets(tmp_path: Path) -> 
     assert flags[entries[-1].key][1] == "60.0"
 
 
-def test_before_any_run_the_headroom_comes_from_the_profile(tmp_path: Path) -> None:
+def test_the_plan_shows_how_near_its_peak_each_kernel_ran_in_its_profile(tmp_path: Path) -> None:
     """ConvNeXt-T's capture on an H100 (2026-12-07, bench/results/2026-12-07-h100-modes-
     convnext-llama: kernels.json's time per call, Inductor's bytes, the 3017.9 GB/s the roofline
-    gate measured): the GELU ran at 0.89 of the peak, the layer norm at 0.55 — the layer norm,
-    with half the GELU's share, had the larger gain (it won 1.63×, the GELU 1.04×) and now
-    comes first, with the larger budget. A bytes count the cache holds gives no estimate."""
+    gate measured): its GELU ran at 0.89 of the peak, its layer norm at 0.55. The fraction is
+    shown and journaled beside the plan, never a headroom: the order and the budget split stay
+    share × the last run's headroom (on that day's six kernels it did not predict the wins).
+    Bytes the cache holds, or no peak, give none."""
     def kernel(name: str, share: float, ms: float, nbytes: int) -> Target:
         return attrs.evolve(_target(name, share), bytes_moved=nbytes, profiled_ms=ms,
                             device="cuda")
@@ -110,34 +111,52 @@ def test_before_any_run_the_headroom_comes_from_the_profile(tmp_path: Path) -> N
     gelu = kernel("gelu_view_1", 0.0814, 0.1143, 308281344)
     norm = kernel("layer_norm_0", 0.0440, 0.0463, 77070912)
     small = kernel("small", 0.05, 0.001, 1 << 20)
-    asked: list[str] = []
+    asked: list[tuple[str, str]] = []
 
-    def peaks(target: Target) -> tuple[float, int]:
-        asked.append(target.name)
+    def peaks(path: str, target: Target) -> tuple[float, int]:
+        asked.append((path, target.name))
         return 3017.9, 50 << 20
 
     entries = campaign.plan("p", [("/convnext", [gelu, norm, small])], tmp_path, peaks)
-    assert [e.target for e in entries] == ["small", "layer_norm_0", "gelu_view_1"]
+    assert [e.target for e in entries] == ["gelu_view_1", "small", "layer_norm_0"]  # by share
     by_name = {e.target: e for e in entries}
-    assert by_name["gelu_view_1"].headroom == pytest.approx(1 - 0.894, abs=0.01)
-    assert by_name["layer_norm_0"].headroom == pytest.approx(1 - 0.552, abs=0.01)
-    assert by_name["layer_norm_0"].headroom_from == "profile"
-    assert (by_name["small"].headroom, by_name["small"].headroom_known) == (1.0, False)
-    flags = campaign.budgets(entries, 1, None, None, wall_minutes=3.0)
-    assert float(flags[by_name["layer_norm_0"].key][1]) > float(flags[by_name["gelu_view_1"].key][1])
-    # a run here measured it: its fraction, not the profile's (nor the peak) counts
-    run = tmp_path / "runs" / "r1"
-    run.mkdir(parents=True)
-    (run / "journal.jsonl").write_text("")
-    (run / "summary.json").write_text(json.dumps({"target": {
-        "backend": "triton", "name": "gelu_view_1", "root": "/m"}, "roofline": {"fraction": 0.5}}))
-    asked.clear()
-    again = {e.target: e for e in campaign.plan("p2", [("/convnext", [gelu, norm])], tmp_path,
-                                                 peaks)}
-    assert (again["gelu_view_1"].headroom, again["gelu_view_1"].headroom_from) == (0.5, "run")
-    assert asked == ["layer_norm_0"]
-    # no peaks given (a resumed plan, or a backend without a profile): unknown as before
-    assert campaign.plan("p3", [("/m", [norm])], tmp_path)[0].headroom_known is False
+    assert by_name["gelu_view_1"].profiled_fraction == pytest.approx(0.894, abs=0.005)
+    assert by_name["layer_norm_0"].profiled_fraction == pytest.approx(0.552, abs=0.005)
+    assert by_name["small"].profiled_fraction is None  # 1 MiB: the cache may have served it
+    assert all(e.headroom == 1.0 and not e.headroom_known for e in entries)
+    assert ("/convnext", "layer_norm_0") in asked
+    assert campaign.plan("q", [("/m", [norm])], tmp_path)[0].profiled_fraction is None
+
+
+def test_the_profiled_fraction_uses_the_gates_peak_and_never_measures(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """The plan reads the peak the roofline gate would (--peak-gbps, the descriptor's, else
+    this machine's device cache) and measures nothing (its jobs may run on other GPUs)."""
+    from kernelopt_core.commands import campaign as command
+    from kernelopt_core.gates.options import RooflineOptions
+    from kernelopt_core.measure import device
+    from kernelopt_core.settings import Settings, table_name
+
+    def no_measuring(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the plan measured the device")
+
+    monkeypatch.setattr(device, "measure", no_measuring)
+    monkeypatch.setenv("KERNELOPT_DEVICE_CACHE", str(tmp_path / "device"))
+    norm = attrs.evolve(_target("layer_norm_0", 0.044), bytes_moved=77070912, profiled_ms=0.0463,
+                        device="cuda")
+    plain = Settings(state_root=tmp_path)
+    given = Settings(state_root=tmp_path,
+                     tables={table_name(RooflineOptions): RooflineOptions(peak_gbps=2000.0)})
+    peaks = command._peaks(tmp_path, {"/a": plain, "/b": given})
+    assert peaks("/a", norm) is None  # nothing measured here yet: no fraction
+    assert peaks("/b", norm) == (2000.0, 0)
+    assert peaks("/a", attrs.evolve(norm, peak_gbps=2500.0)) == (2500.0, 0)
+    (tmp_path / "device").mkdir()
+    (tmp_path / "device" / f"{device.device_key('cuda')}.json").write_text(json.dumps(
+        {"peak_gbps": 3017.9, "cache_bytes": 50 << 20, "measured_at": 0}))
+    assert peaks("/a", norm) == (3017.9, 50 << 20)
+    assert peaks("/b", norm) == (2000.0, 50 << 20)
+    assert peaks("/a", _target("unprofiled", 0.1)) is None
 
 
 def test_summary_ranks_by_time_saved_and_sums_a_model_by_amdahl(tmp_path: Path) -> None:

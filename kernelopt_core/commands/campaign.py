@@ -14,9 +14,10 @@ from kernelopt_core.capabilities import ConfiguresItself
 from kernelopt_core.commands.common import check_model, shell
 from kernelopt_core.errors import UsageError
 from kernelopt_core.executors import visible_gpus
+from kernelopt_core.gates.options import RooflineOptions
 from kernelopt_core.hookspecs import hookimpl
 from kernelopt_core.journal import Journal
-from kernelopt_core.measure.device import DeviceInfo, device_info
+from kernelopt_core.measure.device import cached_device
 from kernelopt_core.resume import check_run_id
 from kernelopt_core.target import Target
 
@@ -60,6 +61,7 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     extra += ["--backend", backend] if backend else []
     slots = _slots(gpus, visible_gpus)
     found = []
+    settings_by_path: dict[str, Any] = {}
     checks: list[tuple[Any, bool]] = []  # each PATH's backend, and whether to check its model
     first: Any = None  # the first PATH's settings: the executor's options come from them
     # `run` as the group gives it: with the plugins' flags (--top), which <run-args> may use
@@ -75,6 +77,7 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
         for line in settings.notes:  # e.g. a gate's option still in [run]
             ui.note(f"note: {line}")
         found.append((str(path.resolve()), targets))
+        settings_by_path[str(path.resolve())] = settings
         checks.append((path_backend, settings.model_check))
         first = first or settings
     state = (state_root or first.state_root).resolve()
@@ -96,11 +99,12 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
                                   "to resume it, or another --name")
         ui.note(f"campaign {name} exists: its {len(jobs)} jobs run again, each resuming its run")
     else:
-        entries = campaign.plan(name, found, state, _peaks(state))
+        entries = campaign.plan(name, found, state, _peaks(state, settings_by_path))
     ui.table([[e.key, e.target, e.path, f"{e.share:.3f}",
-               f"{e.headroom:.2f} ({e.headroom_from})" if e.headroom_known else "unknown",
-               f"{e.priority:.3f}"]
-              for e in entries], ["run", "target", "path", "share", "headroom", "priority"])
+               f"{e.headroom:.2f}" if e.headroom_known else "unknown", f"{e.priority:.3f}",
+               f"{e.profiled_fraction:.2f}" if e.profiled_fraction is not None else "-"]
+              for e in entries],
+             ["run", "target", "path", "share", "headroom", "priority", "profiled of peak"])
     if again is None:
         budget = campaign.budgets(entries, len(slots), budget_gpu_minutes, budget_usd,
                                   budget_minutes)
@@ -125,20 +129,18 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
     ctx.exit(0 if outcome["verified"] else 1)
 
 
-def _peaks(state: Path) -> campaign.Peaks:
-    """A target's device peak and cache size, for a headroom from its profile: the peak its
-    roofline gate will read (the descriptor's, else measured once per machine and cached), asked
-    only for a target that has a profiled time and bytes."""
-    measured: dict[str, DeviceInfo] = {}
-
-    def peak(target: Target) -> tuple[float, int] | None:
+def _peaks(state: Path, settings_by_path: dict[str, Any]) -> campaign.Peaks:
+    """A target's device peak and cache size for its profiled fraction: the peak its roofline
+    gate will read (``--peak-gbps``, the descriptor's, else the one measured on this machine
+    and kept in the device cache). Never measures: a plan only shows the fraction, and a
+    campaign's jobs may run on other GPUs or hosts."""
+    def peak(path: str, target: Target) -> tuple[float, int] | None:
         if not (target.bytes_moved and target.profiled_ms):
             return None
-        if target.device not in measured:
-            measured[target.device] = device_info(state, target.device)
-        info = measured[target.device]
-        gbps = target.peak_gbps or info.peak_gbps
-        return (float(gbps), info.cache_bytes) if gbps else None
+        cached = cached_device(state, target.device)
+        given = settings_by_path[path].section(RooflineOptions).peak_gbps or target.peak_gbps
+        gbps = given or (cached.peak_gbps if cached else None)
+        return (float(gbps), cached.cache_bytes if cached else 0) if gbps else None
 
     return peak
 

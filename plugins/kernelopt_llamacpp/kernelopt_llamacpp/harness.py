@@ -19,7 +19,8 @@ never reach its kernel). With ``KERNELOPT_TBO_SEED`` set, init_tensor_uniform's 
 function of that seed, the tensor's name, type, shape and offset in its buffer (unnamed operands
 of one shape differ) and the chunk (the chunks then follow the tensor's own size, not the first
 tensor's a process initialized nor the host's core count): the baseline and every candidate are
-checked on the same uniform inputs for a seed, on any host (tbo check gives run n seed n). The
+checked on the same uniform inputs for a seed, whatever the host's cores (with the same C++
+standard library and backend; tbo check gives run n seed n). The
 tool's other draws (attention masks, index tensors, ``rand()``) stay random. Without the
 variable, or in a version whose init_tensor_uniform reads differently, the draws come from
 ``std::random_device`` as upstream's."""
@@ -112,7 +113,7 @@ def with_seeded_inputs(text: str) -> str:
     # a seed gave other values on a 16-core GPU machine than on a 2-core one (2026-12-07)
     body_end = text.find("\n}\n", found[0].end())
     cap = text.find(_HOST_CAP, found[0].end(), body_end)
-    if cap >= 0:
+    if cap >= 0:  # absent in another version: still seeded, its chunks as that version splits
         text = text[:cap] + _FIXED_CAP + text[cap + len(_HOST_CAP):]
     return text[:found[0].start()] + _SEED_FUNCTION + text[found[0].start():]
 
