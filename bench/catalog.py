@@ -69,9 +69,11 @@ SUITES = (
           "(template MODEL MODE), a campaign on top of a compile mode (MODE race: none named, "
           "the capture's race) and its model check in every mode (campaign MODEL MODE [TOP]), "
           "the compile modes alone in one process (modes MODEL [MODE]), the largest reduction "
-          "kernels' runs with their other form searched (forms MODEL [TOP])", "bench/h200_modes.sh",
+          "kernels' runs with their other form searched (forms MODEL [TOP]), depthwise "
+          "convolutions as generated code against the library's, alone and in the model "
+          "(depthwise MODEL)", "bench/h200_modes.sh",
           uses=(SITE, "bench/models/convnext.py", "bench/models/qwen2.py",
-                "bench/models/twin_graphs.py")),
+                "bench/models/twin_graphs.py", "bench/depthwise_probe.py")),
     Suite("settings", "Inductor settings on top of a model's compile mode (issue 53): each a "
           "compile of its own beside the mode in one process, outputs matched, paired ratios "
           "(model_compare --setting) (ARGS: MODE MODEL[,MODEL...] [KEY=VALUE ...])",

@@ -15,6 +15,10 @@
 #   bash bench/h200_modes.sh forms MODEL [TOP]   the default compile's capture with each reduction's
 #        other form, then `kernelopt run MODEL --kernel K` for the TOP (1) largest reduction
 #        kernels that have one (REDUCTION_FORM searched beside the launch keywords)
+#   bash bench/h200_modes.sh depthwise MODEL   each depthwise convolution of the model as the
+#        library runs it and as Inductor generates it under kernelopt_triton.lowerings.lowered(),
+#        alone (do_bench) and in the whole model (reduce-overhead and default, each a compile
+#        apart), outputs checked (bench/depthwise_probe.py; ROUNDS= 10, LIMIT= seconds 400)
 #   bash bench/h200_modes.sh modes MODEL [MODE]   the compile modes alone, no kernel tuned: one
 #        model_compare process (MODE, default reduce-overhead, as the model's own compile,
 #        against eager, default and max-autotune; MODES= to change that list), LIMIT= seconds (290)
@@ -102,6 +106,10 @@ case "$part" in
       say "$k run: exit $?"; tail -25 "$OUT/$m-forms-$k.log" | cut -c1-400
       save_run "$m-forms-$k"
     done ;;
+  depthwise)
+    timeout "${LIMIT:-400}" python3 bench/depthwise_probe.py "$model" --rounds "${ROUNDS:-10}" \
+      --out "$OUT/$m-depthwise.json" > "$OUT/$m-depthwise.log" 2>&1
+    say "$m depthwise: exit $?"; tail -8 "$OUT/$m-depthwise.log" | cut -c1-600 ;;
   modes)
     mode=${3:-reduce-overhead}
     timeout "${LIMIT:-290}" python3 -m kernelopt_triton.model_compare "$model" --compile-mode "$mode" \

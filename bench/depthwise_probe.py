@@ -1,0 +1,211 @@
+"""Depthwise convolutions as code Inductor generates (kernelopt_triton/lowerings.py) against
+the library call every compile mode makes, before the product races it: each shape alone, then
+the whole model, one process, outputs checked.
+
+    python3 bench/depthwise_probe.py [MODEL] [--rounds 10] [--modes reduce-overhead,default]
+        [--device cuda] [--out FILE]
+
+MODEL (default bench/models/convnext.py) is a model file (model(), inputs(seed, device),
+TOLERANCE). First every depthwise convolution the model holds, by shape (a hook on each
+nn.Conv2d with groups == channels): the library's F.conv2d and the same call compiled under
+``lowered()``, each timed with triton.testing.do_bench (its L2 flush, median) in turn for
+``--rounds`` rounds, both against an fp32 reference of the convolution; then, for each mode,
+the model compiled as usual and compiled under ``lowered()`` (separate compiles, same
+weights), ``--rounds`` rounds of 3 windows of 20 steps each in turn, each against eager on the
+model's TOLERANCE. One JSON document: per shape and per mode the medians, the ratio's median
+over rounds and its spread (IQR over the median), rounds the lowered form won, max errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def spread(xs: list[float]) -> float:
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return round((q[2] - q[0]) / statistics.median(xs) * 100, 2)
+
+
+def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
+    r = [b / o for b, o in zip(base, other, strict=True)]
+    return {"ratio": round(statistics.median(r), 4), "band_pct": spread(r),
+            "won": sum(x > 1 for x in r), "rounds": len(r)}
+
+
+def depthwise_shapes(torch: Any, model: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Each depthwise nn.Conv2d's input shape, weight and settings, once per shape."""
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def hook(conv: Any, inputs: tuple[Any, ...]) -> None:
+        x = inputs[0]
+        key = (tuple(x.shape), tuple(conv.weight.shape), conv.stride, conv.padding, conv.dilation)
+        entry = seen.setdefault(key, {"x_shape": list(x.shape), "conv": conv, "calls": 0,
+                                      "channels_last": x.is_contiguous(
+                                          memory_format=torch.channels_last)})
+        entry["calls"] += 1
+
+    handles = [m.register_forward_pre_hook(hook) for m in model.modules()
+               if isinstance(m, torch.nn.Conv2d) and m.groups > 1 and m.groups == m.in_channels
+               and m.out_channels == m.in_channels]
+    with torch.no_grad():
+        model(*args)
+    for h in handles:
+        h.remove()
+    return list(seen.values())
+
+
+def timer(torch: Any, device: str) -> Any:
+    """triton.testing.do_bench on a GPU (its L2 flush, median ms); on the CPU (a smoke run,
+    no timing worth reporting) the median of 5 calls."""
+    if device.startswith("cuda"):
+        from triton.testing import do_bench
+
+        return do_bench
+
+    def cpu_bench(call: Any) -> float:
+        laps = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            call()
+            laps.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(laps)
+
+    return cpu_bench
+
+
+def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
+                 device: str) -> list[dict[str, Any]]:
+    import torch.nn.functional as F
+    from kernelopt_triton.lowerings import lowered
+
+    do_bench = timer(torch, device)
+
+    results = []
+    for entry in shapes:
+        conv = entry["conv"]
+        gen = torch.Generator(device="cpu").manual_seed(7)
+        x = torch.randn(entry["x_shape"], generator=gen).to(device, conv.weight.dtype)
+        if entry["channels_last"]:
+            x = x.contiguous(memory_format=torch.channels_last)
+
+        def library(x: Any = x, conv: Any = conv) -> Any:
+            return F.conv2d(x, conv.weight, conv.bias, conv.stride, conv.padding, conv.dilation,
+                            conv.groups)
+
+        torch._dynamo.reset()
+        with torch.no_grad(), lowered():
+            generated = torch.compile(library)
+            out = generated()
+        with torch.no_grad():
+            reference = F.conv2d(x.float(), conv.weight.float(), None if conv.bias is None
+                                 else conv.bias.float(), conv.stride, conv.padding,
+                                 conv.dilation, conv.groups)
+            errors = {"library": (library().float() - reference).abs().max().item(),
+                      "lowered": (out.float() - reference).abs().max().item()}
+            times: dict[str, list[float]] = {"library": [], "lowered": []}
+            for _ in range(rounds):
+                times["library"].append(do_bench(library))
+                times["lowered"].append(do_bench(generated))
+        nbytes = 2 * x.numel() * x.element_size()
+        results.append({
+            "x": entry["x_shape"], "weight": list(conv.weight.shape), "stride": conv.stride,
+            "padding": conv.padding, "calls_per_step": entry["calls"], "bytes": nbytes,
+            "ms": {k: round(statistics.median(v), 5) for k, v in times.items()},
+            "spread_pct": {k: spread(v) for k, v in times.items()},
+            "gbps": {k: round(nbytes / statistics.median(v) / 1e6, 1) for k, v in times.items()},
+            **ratios(times["library"], times["lowered"]),
+            "max_abs_err_vs_fp32": {k: float(f"{v:.3g}") for k, v in errors.items()}})
+        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    return results
+
+
+def probe_model(torch: Any, module: Any, device: str, modes: list[str],
+                rounds: int) -> dict[str, Any]:
+    from kernelopt_triton.engine import compile_apart
+    from kernelopt_triton.inductor import build_model, model_tolerance
+    from kernelopt_triton.lowerings import lowered
+    from kernelopt_triton.outputs import flatten_outputs
+
+    args = module.inputs(1, device)
+    tol = model_tolerance(module)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    result: dict[str, Any] = {"tolerance": tol}
+    with torch.no_grad():
+        eager = build_model(module, device)
+        expected = flatten_outputs(eager(*args))
+        for mode in modes:
+            kwargs = {} if mode == "default" else {"mode": mode}
+            calls: dict[str, Any] = {}
+            row: dict[str, Any] = {}
+            for side in ("library", "lowered"):
+                t0 = time.perf_counter()
+                if side == "lowered":
+                    with lowered():
+                        compiled = compile_apart(torch, eager, kwargs, f"{mode}-{side}")
+                        for _ in range(3):
+                            got = flatten_outputs(compiled(*args))
+                else:
+                    compiled = compile_apart(torch, eager, kwargs, f"{mode}-{side}")
+                    for _ in range(3):
+                        got = flatten_outputs(compiled(*args))
+                row[f"{side}_compile_s"] = round(time.perf_counter() - t0, 1)
+                row[f"{side}_max_abs_err"] = max(
+                    (g.float() - e.float()).abs().max().item() for g, e in zip(got, expected,
+                                                                             strict=True))
+                row[f"{side}_match"] = all(torch.allclose(g.float(), e.float(), **tol)
+                                           for g, e in zip(got, expected, strict=True))
+                calls[side] = lambda compiled=compiled: compiled(*args)
+            times: dict[str, list[float]] = {"library": [], "lowered": []}
+            for _ in range(rounds):
+                for side, call in calls.items():
+                    windows = []
+                    for _ in range(3):
+                        sync()
+                        t0 = time.perf_counter()
+                        for _ in range(20):
+                            call()
+                        sync()
+                        windows.append((time.perf_counter() - t0) / 20 * 1e3)
+                    times[side].append(statistics.median(windows))
+            row.update({"ms": {k: round(statistics.median(v), 4) for k, v in times.items()},
+                        "spread_pct": {k: spread(v) for k, v in times.items()},
+                        **ratios(times["library"], times["lowered"])})
+            result[mode] = row
+            print(json.dumps({mode: row}), file=sys.stderr, flush=True)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?", default="bench/models/convnext.py")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--modes", default="reduce-overhead,default")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out", type=Path)
+    ns = parser.parse_args()
+    import torch
+    from kernelopt_triton.inductor import build_model, load_model_file
+
+    module = load_model_file(Path(ns.model).resolve())
+    model = build_model(module, ns.device)
+    shapes = depthwise_shapes(torch, model, module.inputs(1, ns.device))
+    report = {"model": ns.model, "device": torch.cuda.get_device_name() if
+              ns.device.startswith("cuda") else ns.device, "torch": torch.__version__,
+              "shapes": probe_shapes(torch, shapes, ns.rounds, ns.device),
+              "model_steps": probe_model(torch, module, ns.device,
+                                         [m for m in ns.modes.split(",") if m], ns.rounds)}
+    text = json.dumps(report, indent=1)
+    if ns.out:
+        ns.out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
