@@ -9,9 +9,11 @@ MODEL (default bench/models/convnext.py) is a model file (model(), inputs(seed, 
 TOLERANCE). First every depthwise convolution the model holds, by shape (a hook on each
 nn.Conv2d with groups == channels): the library's F.conv2d and the same call compiled under
 ``lowered()``, each timed with triton.testing.do_bench (its L2 flush, median) in turn for
-``--rounds`` rounds, both against an fp32 reference of the convolution; then, for each mode,
+``--rounds`` rounds (the order swapped every round), both against an fp64 reference of the
+convolution; then, for each mode,
 the model compiled as usual and compiled under ``lowered()`` (separate compiles, same
-weights), ``--rounds`` rounds of 3 windows of 20 steps each in turn, each against eager on the
+weights), ``--rounds`` rounds of 3 windows of 20 steps each in turn (the order swapped every
+round), each against eager on the
 model's TOLERANCE. One JSON document: per shape and per mode the medians, the ratio's median
 over rounds and its spread (IQR over the median), rounds the lowered form won, max errors.
 """
@@ -66,7 +68,7 @@ def timer(torch: Any, device: str) -> Any:
     if device.startswith("cuda"):
         from triton.testing import do_bench
 
-        return do_bench
+        return lambda call: do_bench(call, return_mode="median")
 
     def cpu_bench(call: Any) -> float:
         laps = []
@@ -103,16 +105,17 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
             generated = torch.compile(library)
             out = generated()
         with torch.no_grad():
-            reference = F.conv2d(x.float(), conv.weight.float(), None if conv.bias is None
-                                 else conv.bias.float(), conv.stride, conv.padding,
-                                 conv.dilation, conv.groups)
-            errors = {"library": (library().float() - reference).abs().max().item(),
-                      "lowered": (out.float() - reference).abs().max().item()}
+            reference = F.conv2d(x.double(), conv.weight.double(), None if conv.bias is None
+                                 else conv.bias.double(), conv.stride, conv.padding,
+                                 conv.dilation, conv.groups)  # fp64: no TF32 in the reference
+            errors = {"library": (library().double() - reference).abs().max().item(),
+                      "lowered": (out.double() - reference).abs().max().item()}
             times: dict[str, list[float]] = {"library": [], "lowered": []}
-            for _ in range(rounds):
-                times["library"].append(do_bench(library))
-                times["lowered"].append(do_bench(generated))
-        nbytes = 2 * x.numel() * x.element_size()
+            calls = {"library": library, "lowered": generated}
+            for n in range(rounds):  # in turn, the order swapped every round
+                for side in (("library", "lowered") if n % 2 == 0 else ("lowered", "library")):
+                    times[side].append(do_bench(calls[side]))
+        nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
         results.append({
             "x": entry["x_shape"], "weight": list(conv.weight.shape), "stride": conv.stride,
             "padding": conv.padding, "calls_per_step": entry["calls"], "bytes": nbytes,
@@ -120,7 +123,7 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
             "spread_pct": {k: spread(v) for k, v in times.items()},
             "gbps": {k: round(nbytes / statistics.median(v) / 1e6, 1) for k, v in times.items()},
             **ratios(times["library"], times["lowered"]),
-            "max_abs_err_vs_fp32": {k: float(f"{v:.3g}") for k, v in errors.items()}})
+            "max_abs_err_vs_fp64": {k: float(f"{v:.3g}") for k, v in errors.items()}})
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     return results
 
@@ -162,8 +165,9 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str],
                                            for g, e in zip(got, expected, strict=True))
                 calls[side] = lambda compiled=compiled: compiled(*args)
             times: dict[str, list[float]] = {"library": [], "lowered": []}
-            for _ in range(rounds):
-                for side, call in calls.items():
+            for n in range(rounds):  # in turn, the order swapped every round
+                for side in (("library", "lowered") if n % 2 == 0 else ("lowered", "library")):
+                    call = calls[side]
                     windows = []
                     for _ in range(3):
                         sync()
@@ -189,6 +193,8 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path)
     ns = parser.parse_args()
+    if ns.rounds < 1:
+        parser.error("--rounds: at least 1")
     import torch
     from kernelopt_triton.inductor import build_model, load_model_file
 

@@ -131,7 +131,8 @@ def test_the_plan_shows_how_near_its_peak_each_kernel_ran_in_its_profile(tmp_pat
 def test_the_profiled_fraction_uses_the_gates_peak_and_never_measures(tmp_path: Path,
                                                                       monkeypatch) -> None:
     """The plan reads the peak the roofline gate would (--peak-gbps, the descriptor's, else
-    this machine's device cache) and measures nothing (its jobs may run on other GPUs)."""
+    this machine's device cache) and the cache size kept with it, and measures nothing (its
+    jobs may run on other GPUs)."""
     from kernelopt_core.commands import campaign as command
     from kernelopt_core.gates.options import RooflineOptions
     from kernelopt_core.measure import device
@@ -148,14 +149,14 @@ def test_the_profiled_fraction_uses_the_gates_peak_and_never_measures(tmp_path: 
     given = Settings(state_root=tmp_path,
                      tables={table_name(RooflineOptions): RooflineOptions(peak_gbps=2000.0)})
     peaks = command._peaks(tmp_path, {"/a": plain, "/b": given})
-    assert peaks("/a", norm) is None  # nothing measured here yet: no fraction
-    assert peaks("/b", norm) == (2000.0, 0)
-    assert peaks("/a", attrs.evolve(norm, peak_gbps=2500.0)) == (2500.0, 0)
+    # nothing measured here yet: no cache size, so no fraction, a peak given or not
+    assert peaks("/a", norm) is None and peaks("/b", norm) is None
     (tmp_path / "device").mkdir()
     (tmp_path / "device" / f"{device.device_key('cuda')}.json").write_text(json.dumps(
         {"peak_gbps": 3017.9, "cache_bytes": 50 << 20, "measured_at": 0}))
     assert peaks("/a", norm) == (3017.9, 50 << 20)
     assert peaks("/b", norm) == (2000.0, 50 << 20)
+    assert peaks("/a", attrs.evolve(norm, peak_gbps=2500.0)) == (2500.0, 50 << 20)
     assert peaks("/a", _target("unprofiled", 0.1)) is None
 
 

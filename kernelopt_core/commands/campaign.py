@@ -131,16 +131,19 @@ def campaign_command(ctx: click.Context, paths: tuple[Path, ...], name: str | No
 
 def _peaks(state: Path, settings_by_path: dict[str, Any]) -> campaign.Peaks:
     """A target's device peak and cache size for its profiled fraction: the peak its roofline
-    gate will read (``--peak-gbps``, the descriptor's, else the one measured on this machine
-    and kept in the device cache). Never measures: a plan only shows the fraction, and a
-    campaign's jobs may run on other GPUs or hosts."""
+    gate will read (``--peak-gbps``, the descriptor's, else the one measured on this machine),
+    and the cache size measured with it; None until this machine's device cache holds a record
+    (without the cache size a call the cache may serve cannot be told apart). Never measures:
+    a plan only shows the fraction, and a campaign's jobs may run on other GPUs or hosts."""
     def peak(path: str, target: Target) -> tuple[float, int] | None:
         if not (target.bytes_moved and target.profiled_ms):
             return None
         cached = cached_device(state, target.device)
+        if cached is None:
+            return None
         given = settings_by_path[path].section(RooflineOptions).peak_gbps or target.peak_gbps
-        gbps = given or (cached.peak_gbps if cached else None)
-        return (float(gbps), cached.cache_bytes if cached else 0) if gbps else None
+        gbps = given or cached.peak_gbps
+        return (float(gbps), cached.cache_bytes) if gbps else None
 
     return peak
 

@@ -1,8 +1,9 @@
 """Library calls a torch.compile'd model makes, written instead as code Inductor generates.
 
 A depthwise convolution (one filter per channel: ``groups`` = channels) goes to cuDNN under
-every compile mode; on ConvNeXt-T (bf16, batch 64, channels_last, an H100 on 2026-12-07) that
-call, ``conv2d_c1_k1_nhwc_specialized``, was 29.4 % of the step: 1240.7 µs for 18 calls moving
+the default compile and reduce-overhead (max-autotune may also try its own convolution
+template); on ConvNeXt-T (bf16, batch 64, channels_last, an H100 on 2026-12-07) that
+call, ``conv2d_c1_k1_nhwc_specialized``, was 29.4 % of the step's device time: 1240.7 µs for 18 calls moving
 about 549 MB, about 0.44 TB/s, 15 % of the 3018 GB/s copy rate the roofline gate measured there
 (bench/results/2026-12-07-h100-modes-convnext-llama, the runs' ranking). Written as the sum of
 its kernel's taps — each tap a shifted, strided slice of the padded input times that tap's
@@ -11,8 +12,9 @@ kernel per convolution (the padding into masked loads), which the built-in tuner
 as any other.
 
 ``depthwise_taps`` is that form; ``lowered()`` puts it in Inductor's decomposition table for the
-compiles inside it (the FX graph and AOT caches off there: neither key holds the table, so a
-cached graph from a compile without it would come back). Measured first, not yet raced: the
+compiles inside it (the AOT cache off there: its key leaves the table out, so a graph cached by
+a compile without it would come back; the FX graph cache, keyed after decomposition, too, as
+the reduction forms' second compile does). Measured first, not yet raced: the
 probe (bench/depthwise_probe.py) times both forms alone and in the model.
 """
 
@@ -69,10 +71,11 @@ def lowered() -> Iterator[None]:
     from torch._inductor import decomposition
 
     op = torch.ops.aten.convolution.default
-    # Inductor reads a table built once per process from `decompositions` (a cached copy,
-    # torch 2.11 and 2.13): both get the entry, and lose it again
+    # Inductor reads `decompositions` itself (config.fallback_random) or a copy built once per
+    # process (fast_random_decomps, functools.cache; select_decomp_table may filter it anew):
+    # both get the entry, and lose it again. Built here first, the copy is built clean.
     tables = {id(t): t for t in (decomposition.decompositions,
-                                 decomposition.select_decomp_table())}.values()
+                                 decomposition.fast_random_decomps())}.values()
     before = [(table, table.get(op)) for table in tables]
     for table, _ in before:
         table[op] = _convolution
