@@ -12,10 +12,11 @@ nn.Conv2d with groups == channels): the library's F.conv2d and the same call com
 ``--rounds`` rounds (the order swapped every round), both against an fp64 reference of the
 convolution; then, for each mode,
 the model compiled as usual and compiled under ``lowered()`` (separate compiles, same
-weights), ``--rounds`` rounds of 3 windows of 20 steps each in turn (the order swapped every
-round), each against eager on the
-model's TOLERANCE. One JSON document: per shape and per mode the medians, the ratio's median
-over rounds and its spread (IQR over the median), rounds the lowered form won, max errors.
+weights), timed as the engine gate times a model (kernelopt_triton.engine.interleaved:
+``--rounds`` rounds of 3 windows, both in turn, the order reversed every round), each against
+eager on the model's TOLERANCE. One JSON document: per shape and per mode the medians and
+their spread (IQR over the median), the paired ratio over rounds with its band (half the
+ratios' IQR, model_compare.paired), rounds the lowered form won, max errors.
 """
 
 from __future__ import annotations
@@ -30,14 +31,19 @@ from typing import Any
 
 
 def spread(xs: list[float]) -> float:
-    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
-    return round((q[2] - q[0]) / statistics.median(xs) * 100, 2)
+    from kernelopt_triton.model_compare import _spread
+
+    return _spread(xs)
 
 
 def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
-    r = [b / o for b, o in zip(base, other, strict=True)]
-    return {"ratio": round(statistics.median(r), 4), "band_pct": spread(r),
-            "won": sum(x > 1 for x in r), "rounds": len(r)}
+    """The library's time over the lowered one's, round by round: model_compare's paired
+    ratio (its band half the ratios' IQR over the median, as the engine gate reads rounds)."""
+    from kernelopt_triton.model_compare import paired
+
+    r = paired(base, other, 1)
+    return {"ratio": r["vs_baseline"], "band_pct": r["vs_baseline_band_pct"], "won": r["won"],
+            "rounds": r["pairs"]}
 
 
 def depthwise_shapes(torch: Any, model: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -130,14 +136,15 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
 
 def probe_model(torch: Any, module: Any, device: str, modes: list[str],
                 rounds: int) -> dict[str, Any]:
-    from kernelopt_triton.engine import compile_apart
+    from contextlib import nullcontext
+
+    from kernelopt_triton.engine import compile_apart, interleaved
     from kernelopt_triton.inductor import build_model, model_tolerance
     from kernelopt_triton.lowerings import lowered
     from kernelopt_triton.outputs import flatten_outputs
 
     args = module.inputs(1, device)
     tol = model_tolerance(module)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     result: dict[str, Any] = {"tolerance": tol}
     with torch.no_grad():
         eager = build_model(module, device)
@@ -148,35 +155,21 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str],
             row: dict[str, Any] = {}
             for side in ("library", "lowered"):
                 t0 = time.perf_counter()
-                if side == "lowered":
-                    with lowered():
-                        compiled = compile_apart(torch, eager, kwargs, f"{mode}-{side}")
-                        for _ in range(3):
-                            got = flatten_outputs(compiled(*args))
-                else:
+                with lowered() if side == "lowered" else nullcontext():  # compiled on 1st call
                     compiled = compile_apart(torch, eager, kwargs, f"{mode}-{side}")
-                    for _ in range(3):
+                    for _ in range(3):  # CUDA graph trees record on a later call
                         got = flatten_outputs(compiled(*args))
                 row[f"{side}_compile_s"] = round(time.perf_counter() - t0, 1)
                 row[f"{side}_max_abs_err"] = max(
-                    (g.float() - e.float()).abs().max().item() for g, e in zip(got, expected,
-                                                                             strict=True))
+                    (g.float() - e.float()).abs().max().item()
+                    for g, e in zip(got, expected, strict=True))
                 row[f"{side}_match"] = all(torch.allclose(g.float(), e.float(), **tol)
                                            for g, e in zip(got, expected, strict=True))
                 calls[side] = lambda compiled=compiled: compiled(*args)
-            times: dict[str, list[float]] = {"library": [], "lowered": []}
-            for n in range(rounds):  # in turn, the order swapped every round
-                for side in (("library", "lowered") if n % 2 == 0 else ("lowered", "library")):
-                    call = calls[side]
-                    windows = []
-                    for _ in range(3):
-                        sync()
-                        t0 = time.perf_counter()
-                        for _ in range(20):
-                            call()
-                        sync()
-                        windows.append((time.perf_counter() - t0) / 20 * 1e3)
-                    times[side].append(statistics.median(windows))
+            # the engine gate's protocol: clocks settled, each round both in turn (the order
+            # reversed every round), a round's time the median of its windows
+            times = interleaved(torch, calls, lambda label: None, device.startswith("cuda"),
+                                rounds, 3)
             row.update({"ms": {k: round(statistics.median(v), 4) for k, v in times.items()},
                         "spread_pct": {k: spread(v) for k, v in times.items()},
                         **ratios(times["library"], times["lowered"])})

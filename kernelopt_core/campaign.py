@@ -82,13 +82,12 @@ def profiled_fraction(target: Target, peak_gbps: float, cache_bytes: int) -> flo
     kernels of two campaigns (ConvNeXt-T, Llama prefill; H100, 2026-12-07) it did not predict
     the tuner's wins — 0.89 of the peak gave 1.12×, 1.04× and nothing, 0.55 gave 1.63×, 0.23
     and 0.39 (rotary prologues computing cos/sin inline, their bytes under the cache: raw
-    figures) 1.08× and nothing — and the in-situ
-    time ran up to 17 % under the same call timed alone with the cache flushed."""
-    if not target.bytes_moved or not target.profiled_ms or target.profiled_ms <= 0 or peak_gbps <= 0:
+    figures) 1.08× and nothing — and the in-situ time ran up to 17 % under the same call
+    timed alone with the cache flushed."""
+    ms = target.profiled_ms or 0.0
+    if not target.bytes_moved or ms <= 0 or peak_gbps <= 0 or target.bytes_moved < cache_bytes:
         return None
-    if target.bytes_moved < cache_bytes:
-        return None
-    return target.bytes_moved / (target.profiled_ms * 1e-3) / (peak_gbps * 1e9)
+    return target.bytes_moved / (ms * 1e-3) / (peak_gbps * 1e9)
 
 
 def plan(name: str, found: Sequence[tuple[str, Sequence[Target]]], state_root: Path,

@@ -12,6 +12,8 @@ Pure (no torch import): the child processes call ``torch.compile(model, **kwargs
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -125,3 +127,21 @@ def with_settings(kwargs: dict[str, Any], settings: dict[str, Any]) -> dict[str,
 def setting_label(settings: dict[str, Any]) -> str:
     """``+key=value`` per setting: the name a compile with settings on top carries."""
     return "".join(f"+{k}={v}" for k, v in settings.items())
+
+
+@contextmanager
+def caches_off() -> Iterator[None]:
+    """Inductor's FX graph cache and AOTAutograd's cache, local and remote, off for the compiles
+    inside: a compile that changes what no cache key holds (the reduction forms' choices
+    handler, the lowerings' decomposition table) must not get a graph an earlier compile
+    cached. Inductor's autotune cache stays (a kernel of the same code keeps its config)."""
+    import torch
+
+    def off(config: Any, *keys: str) -> dict[str, Any]:
+        return {key: False for key in keys if hasattr(config, key)}
+
+    with torch._inductor.config.patch(off(torch._inductor.config, "fx_graph_cache",
+                                          "fx_graph_remote_cache")), \
+            torch._functorch.config.patch(off(torch._functorch.config, "enable_autograd_cache",
+                                              "enable_remote_autograd_cache")):
+        yield

@@ -25,6 +25,7 @@ import attrs
 
 from kernelopt_core.api import Knob
 from kernelopt_triton import inductor_rules
+from kernelopt_triton.compile_mode import caches_off
 from kernelopt_triton.engine_switch import Compiling, UniqueKernelNames, renamed_source
 from kernelopt_triton.inductor_parse import KernelSource
 
@@ -67,10 +68,6 @@ def other_reduction_form() -> Any:
     return OtherReductionForm()
 
 
-def _off(config: Any, *keys: str) -> dict[str, Any]:
-    return {key: False for key in keys if hasattr(config, key)}
-
-
 def compile_other_forms(model: Any, args: tuple[Any, ...], compile_kwargs: dict[str, Any],
                         sync: Callable[[], None], compiling: Compiling) -> float:
     """Compile and run the model once with every reduction in its other form; returns the
@@ -85,12 +82,9 @@ def compile_other_forms(model: Any, args: tuple[Any, ...], compile_kwargs: dict[
 
     torch._dynamo.reset()
     compiling.names = UniqueKernelNames()
-    inductor_off = _off(torch._inductor.config, "fx_graph_cache", "fx_graph_remote_cache")
-    aot_off = _off(torch._functorch.config, "enable_autograd_cache", "enable_remote_autograd_cache")
     t0 = time.perf_counter()
-    with V.set_choices_handler(other_reduction_form()), \
-            torch._inductor.config.patch({**inductor_off, "triton.multi_kernel": 0}), \
-            torch._functorch.config.patch(aot_off), torch.no_grad():
+    with V.set_choices_handler(other_reduction_form()), caches_off(), \
+            torch._inductor.config.patch({"triton.multi_kernel": 0}), torch.no_grad():
         torch.compile(model, **compile_kwargs)(*args)
         sync()
     return time.perf_counter() - t0

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kernelopt_triton.compile_mode import caches_off
+
 
 def is_depthwise(x: Any, weight: Any, transposed: bool, groups: int) -> bool:
     """A 2-d convolution with one filter of one input channel per channel."""
@@ -80,10 +82,7 @@ def lowered() -> Iterator[None]:
     for table, _ in before:
         table[op] = _convolution
     try:
-        with torch._inductor.config.patch({"fx_graph_cache": False,
-                                           "fx_graph_remote_cache": False}), \
-                torch._functorch.config.patch({"enable_autograd_cache": False,
-                                               "enable_remote_autograd_cache": False}):
+        with caches_off():
             yield
     finally:
         for table, entry in before:
