@@ -1,6 +1,6 @@
 """Depthwise convolutions as code Inductor generates (kernelopt_triton/lowerings.py) against
-the library call every compile mode makes, before the product races it: each shape alone, then
-the whole model, one process, outputs checked.
+the library call the default compile and reduce-overhead make, before the product races it:
+each shape alone, then the whole model, one process, outputs checked.
 
     python3 bench/depthwise_probe.py [MODEL] [--rounds 10] [--modes reduce-overhead,default]
         [--device cuda] [--out FILE]
