@@ -70,7 +70,7 @@ SUITES = (
           "the capture's race) and its model check in every mode (campaign MODEL MODE [TOP]), "
           "the compile modes alone in one process (modes MODEL [MODE]), the largest reduction "
           "kernels' runs with their other form searched (forms MODEL [TOP]), depthwise "
-          "convolutions as generated code against the library's, alone and in the model "
+          "convolutions as kernelopt's Triton kernel against the library's, alone and in the model "
           "(depthwise MODEL)", "bench/h200_modes.sh",
           uses=(SITE, "bench/models/convnext.py", "bench/models/qwen2.py",
                 "bench/models/twin_graphs.py", "bench/depthwise_probe.py")),

@@ -1,22 +1,24 @@
-"""Depthwise convolutions as code Inductor generates (kernelopt_triton/lowerings.py) against
-the library call the default compile and reduce-overhead make, before the product races it:
-each shape alone, then the whole model, one process, outputs checked.
+"""Depthwise convolutions as kernelopt's own Triton kernel (kernelopt_triton/depthwise.py,
+routed by lowerings.lowered()) against the library call the default compile and reduce-overhead
+make, before the product races it: each shape alone, then the whole model, one process,
+outputs checked.
 
     python3 bench/depthwise_probe.py [MODEL] [--rounds 10] [--modes reduce-overhead,default]
         [--device cuda] [--out FILE]
 
 MODEL (default bench/models/convnext.py) is a model file (model(), inputs(seed, device),
 TOLERANCE). First every depthwise convolution the model holds, by shape (a hook on each
-nn.Conv2d with groups == channels): the library's F.conv2d and the same call compiled under
-``lowered()``, each timed with triton.testing.do_bench (its L2 flush, median) in turn for
-``--rounds`` rounds (the order swapped every round), both against an fp64 reference of the
-convolution; then, for each mode,
-the model compiled as usual and compiled under ``lowered()`` (separate compiles, same
+nn.Conv2d with groups == channels): each launch of ``depthwise.search_space()`` timed once
+with triton.testing.do_bench (its L2 flush, median), then the library's F.conv2d and the
+fastest launch in turn for ``--rounds`` rounds (the order swapped every round), both against an
+fp64 reference of the convolution; then, for each mode, the model compiled as usual and
+compiled under ``lowered(configs)`` with each shape's fastest launch (separate compiles, same
 weights), timed as the engine gate times a model (kernelopt_triton.engine.interleaved:
 ``--rounds`` rounds of 3 windows, both in turn, the order reversed every round), each against
-eager on the model's TOLERANCE. One JSON document: per shape and per mode the medians and
-their spread (IQR over the median), the paired ratio over rounds with its band (half the
-ratios' IQR, model_compare.paired), rounds the lowered form won, max errors.
+eager on the model's TOLERANCE. One JSON document: per shape every launch's time, the chosen
+one, and the medians and their spread (IQR over the median), the paired ratio over rounds with
+its band (half the ratios' IQR, model_compare.paired), rounds the kernel won, max errors; per
+mode the same for the whole model.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 
 def spread(xs: list[float]) -> float:
     from kernelopt_triton.model_compare import _spread
@@ -37,7 +41,7 @@ def spread(xs: list[float]) -> float:
 
 
 def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
-    """The library's time over the lowered one's, round by round: model_compare's paired
+    """The library's time over the kernel's, round by round: model_compare's paired
     ratio (its band half the ratios' IQR over the median, as the engine gate reads rounds)."""
     from kernelopt_triton.model_compare import paired
 
@@ -90,7 +94,7 @@ def timer(torch: Any, device: str) -> Any:
 def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
                  device: str) -> list[dict[str, Any]]:
     import torch.nn.functional as F
-    from kernelopt_triton.lowerings import lowered
+    from kernelopt_triton.depthwise import launch, search_space, shape_key
 
     do_bench = timer(torch, device)
 
@@ -101,41 +105,50 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
         x = torch.randn(entry["x_shape"], generator=gen).to(device, conv.weight.dtype)
         if entry["channels_last"]:
             x = x.contiguous(memory_format=torch.channels_last)
+        settings = (conv.stride, conv.padding, conv.dilation)
 
-        def library(x: Any = x, conv: Any = conv) -> Any:
-            return F.conv2d(x, conv.weight, conv.bias, conv.stride, conv.padding, conv.dilation,
-                            conv.groups)
+        def library(x: Any = x, conv: Any = conv, settings: Any = settings) -> Any:
+            return F.conv2d(x, conv.weight, conv.bias, *settings, conv.groups)
 
-        torch._dynamo.reset()
-        with torch.no_grad(), lowered():
-            generated = torch.compile(library)
-            out = generated()
+        def kernel(config: Any, x: Any = x, conv: Any = conv, settings: Any = settings) -> Any:
+            return launch(x, conv.weight, conv.bias, *settings, config)
+
         with torch.no_grad():
             reference = F.conv2d(x.double(), conv.weight.double(), None if conv.bias is None
-                                 else conv.bias.double(), conv.stride, conv.padding,
-                                 conv.dilation, conv.groups)  # fp64: no TF32 in the reference
+                                 else conv.bias.double(), *settings,
+                                 conv.groups)  # fp64: no TF32 in the reference
+            # each launch of the search space once, the fastest then raced in rounds
+            tried = {}
+            for config in search_space():
+                tried[config] = do_bench(lambda c=config: kernel(c))
+            best = min(tried, key=tried.__getitem__)
+            out = kernel(best)
             errors = {"library": (library().double() - reference).abs().max().item(),
-                      "lowered": (out.double() - reference).abs().max().item()}
-            times: dict[str, list[float]] = {"library": [], "lowered": []}
-            calls = {"library": library, "lowered": generated}
+                      "kernel": (out.double() - reference).abs().max().item()}
+            times: dict[str, list[float]] = {"library": [], "kernel": []}
+            calls = {"library": library, "kernel": lambda best=best: kernel(best)}
             for n in range(rounds):  # in turn, the order swapped every round
-                for side in (("library", "lowered") if n % 2 == 0 else ("lowered", "library")):
+                for side in (("library", "kernel") if n % 2 == 0 else ("kernel", "library")):
                     times[side].append(do_bench(calls[side]))
         nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
         results.append({
             "x": entry["x_shape"], "weight": list(conv.weight.shape), "stride": conv.stride,
-            "padding": conv.padding, "calls_per_step": entry["calls"], "bytes": nbytes,
+            "padding": conv.padding, "channels_last": entry["channels_last"],
+            "calls_per_step": entry["calls"], "bytes": nbytes,
+            "key": shape_key(x.shape, conv.weight.shape, *settings),
+            "config": attrs.asdict(best),
+            "configs_ms": sorted(([round(ms, 5), attrs.astuple(c)] for c, ms in tried.items())),
             "ms": {k: round(statistics.median(v), 5) for k, v in times.items()},
             "spread_pct": {k: spread(v) for k, v in times.items()},
             "gbps": {k: round(nbytes / statistics.median(v) / 1e6, 1) for k, v in times.items()},
-            **ratios(times["library"], times["lowered"]),
+            **ratios(times["library"], times["kernel"]),
             "max_abs_err_vs_fp64": {k: float(f"{v:.3g}") for k, v in errors.items()}})
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     return results
 
 
-def probe_model(torch: Any, module: Any, device: str, modes: list[str],
-                rounds: int) -> dict[str, Any]:
+def probe_model(torch: Any, module: Any, device: str, modes: list[str], rounds: int,
+                configs: dict[str, Any]) -> dict[str, Any]:
     from contextlib import nullcontext
 
     from kernelopt_triton.engine import compile_apart, interleaved
@@ -153,9 +166,9 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str],
             kwargs = {} if mode == "default" else {"mode": mode}
             calls: dict[str, Any] = {}
             row: dict[str, Any] = {}
-            for side in ("library", "lowered"):
+            for side in ("library", "kernel"):
                 t0 = time.perf_counter()
-                with lowered() if side == "lowered" else nullcontext():  # compiled on 1st call
+                with lowered(configs) if side == "kernel" else nullcontext():  # on 1st call
                     compiled = compile_apart(torch, eager, kwargs, f"{mode}-{side}")
                     for _ in range(3):  # CUDA graph trees record on a later call
                         got = flatten_outputs(compiled(*args))
@@ -172,7 +185,7 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str],
                                 rounds, 3)
             row.update({"ms": {k: round(statistics.median(v), 4) for k, v in times.items()},
                         "spread_pct": {k: spread(v) for k, v in times.items()},
-                        **ratios(times["library"], times["lowered"])})
+                        **ratios(times["library"], times["kernel"])})
             result[mode] = row
             print(json.dumps({mode: row}), file=sys.stderr, flush=True)
     return result
@@ -194,11 +207,16 @@ def main() -> int:
     module = load_model_file(Path(ns.model).resolve())
     model = build_model(module, ns.device)
     shapes = depthwise_shapes(torch, model, module.inputs(1, ns.device))
+    from kernelopt_triton.depthwise import Config
+
+    alone = probe_shapes(torch, shapes, ns.rounds, ns.device)
+    configs = {s["key"]: Config(**s["config"]) for s in alone}  # each shape's fastest launch
     report = {"model": ns.model, "device": torch.cuda.get_device_name() if
               ns.device.startswith("cuda") else ns.device, "torch": torch.__version__,
-              "shapes": probe_shapes(torch, shapes, ns.rounds, ns.device),
+              "triton": __import__("triton").__version__, "shapes": alone,
               "model_steps": probe_model(torch, module, ns.device,
-                                         [m for m in ns.modes.split(",") if m], ns.rounds)}
+                                         [m for m in ns.modes.split(",") if m], ns.rounds,
+                                         configs)}
     text = json.dumps(report, indent=1)
     if ns.out:
         ns.out.write_text(text + "\n")

@@ -15,8 +15,9 @@
 # runs resumed, then the model check.
 # STEP=time: instead of the campaign, bench/llamacpp_time_ops.py times each of the top TOP (10)
 # ops at its node (no search), for coverage.json.
-# Env: TOP (2), BUDGET (campaign wall minutes, 5), CAMPAIGN_LIMIT (seconds, then cut), CAMPAIGN_ARGS (more flags, e.g. --phase decode), NODES (the model's llama-eval-callback output;
-#      default: the H200 recording of the same 7B-wide model, tests/fixtures/h200-llama-model)
+# Env: PHASE (prefill, or decode where CAMPAIGN_ARGS has --phase decode: the recorded nodes
+#      phase), TOP (2), BUDGET (campaign wall minutes, 5), CAMPAIGN_LIMIT (seconds, then cut), CAMPAIGN_ARGS (more flags, e.g. --phase decode), NODES (the model's llama-eval-callback output;
+#      default: the H200 recording of PHASE of the same 7B-wide model, tests/fixtures/h200-llama-model)
 set -uo pipefail
 source bench/h200_llamacpp_tree.sh
 S=/tmp/kstate-llamacpp-campaign
@@ -26,8 +27,13 @@ say() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nvcc --version | tail -2;
   ncu --version | tail -1; nproc; command -v ccache; } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-NODES=${NODES:-/tmp/nodes-prefill.txt}
-[ -f "$NODES" ] || gzip -dc plugins/kernelopt_llamacpp/tests/fixtures/h200-llama-model/nodes-prefill.txt.gz > "$NODES"
+# the recording of the phase the campaign ranks by (--phase in CAMPAIGN_ARGS, or PHASE=): a
+# recorded nodes file is one graph, and decode's nodes are not prefill's (RMS_NORM [4096,1],
+# not [4096,512])
+case " ${CAMPAIGN_ARGS:-} " in *" --phase decode "*) PHASE=decode ;; esac
+PHASE=${PHASE:-prefill}
+NODES=${NODES:-/tmp/nodes-$PHASE.txt}
+[ -f "$NODES" ] || gzip -dc "plugins/kernelopt_llamacpp/tests/fixtures/h200-llama-model/nodes-$PHASE.txt.gz" > "$NODES"
 
 model_write() {
   mkdir -p "$S/llamacpp"

@@ -1,26 +1,32 @@
-"""Library calls a torch.compile'd model makes, written instead as code Inductor generates.
+"""Library calls a torch.compile'd model makes, written instead as a kernel of kernelopt's.
 
 A depthwise convolution (one filter per channel: ``groups`` = channels) goes to cuDNN under
 the default compile and reduce-overhead (max-autotune may also try its own convolution
 template); on ConvNeXt-T (bf16, batch 64, channels_last, an H100 on 2026-12-07) that
-call, ``conv2d_c1_k1_nhwc_specialized``, was 29.4 % of the step's device time: 1240.7 µs for 18 calls moving
-about 549 MB, about 0.44 TB/s, 15 % of the 3018 GB/s copy rate the roofline gate measured there
-(bench/results/2026-12-07-h100-modes-convnext-llama, the runs' ranking). Written as the sum of
-its kernel's taps — each tap a shifted, strided slice of the padded input times that tap's
-weight per channel, summed in fp32 — it is pointwise work Inductor fuses into one generated
-kernel per convolution (the padding into masked loads), which the built-in tuner can then tune
-as any other.
+call, ``conv2d_c1_k1_nhwc_specialized``, was 29.4 % of the step's device time: 1240.7 µs for 18
+calls moving about 549 MB, about 0.44 TB/s, 15 % of the 3018 GB/s copy rate the roofline gate
+measured there (bench/results/2026-12-07-h100-modes-convnext-llama, the runs' ranking).
 
-``depthwise_taps`` is that form; ``lowered()`` puts it in Inductor's decomposition table for the
-compiles inside it (the AOT cache off there: its key leaves the table out, so a graph cached by
-a compile without it would come back; the FX graph cache, keyed after decomposition, too, as
-the reduction forms' second compile does). Measured first, not yet raced: the
-probe (bench/depthwise_probe.py) times both forms alone and in the model.
+Written first as the sum of its taps for Inductor to generate (each tap a shifted slice of the
+padded input times its weight per channel, fused into one pointwise kernel), it ran 2.7-5.1x
+slower than cuDNN alone and made the model 2.4x slower (bench/results/
+2026-12-07-h100-depthwise-probe): each output element did its 49 masked loads with its own
+index arithmetic. ``lowered()`` now puts a tiled Triton kernel of kernelopt's in its place
+(kernelopt_triton/depthwise.py, the op ``kernelopt::depthwise_conv2d``), for channels-last
+inputs only (the layout cuDNN was slow in; an NCHW one keeps the library, as every one does
+under Triton's interpreter), each convolution's
+launch from ``configs`` by its shape (``depthwise.shape_key``), else ``Config()``.
+
+``lowered()`` puts that in Inductor's decomposition table for the compiles inside it (the AOT
+cache off there: its key leaves the table out, so a graph cached by a compile without it would
+come back; the FX graph cache, keyed after decomposition, too, as the reduction forms' second
+compile does). Measured first, not yet raced: the probe (bench/depthwise_probe.py) times both
+alone and in the model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,42 +39,40 @@ def is_depthwise(x: Any, weight: Any, transposed: bool, groups: int) -> bool:
             and x.shape[1] == groups and weight.shape[0] == groups and weight.shape[1] == 1)
 
 
-def depthwise_taps(x: Any, weight: Any, bias: Any, stride: tuple[int, int],
-                   padding: tuple[int, int], dilation: tuple[int, int]) -> Any:
-    """``conv2d(x, weight, bias, stride, padding, dilation, groups=channels)`` as the sum of
-    its kh×kw taps, accumulated in fp32 (as cuDNN accumulates a bf16 convolution; fp64 in
-    fp64)."""
+def channels_last(x: Any) -> bool:
     import torch
-    import torch.nn.functional as F
 
-    n, c, h, w = x.shape
-    kh, kw = weight.shape[-2:]
-    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    padded = F.pad(x, (pw, pw, ph, ph))
-    wide = torch.promote_types(x.dtype, torch.float32)
-    taps = weight.to(wide).reshape(c, kh, kw)
-    out: Any = 0 if bias is None else bias.to(wide).reshape(1, c, 1, 1)
-    for i in range(kh):
-        for j in range(kw):
-            window = padded[:, :, i * dh: i * dh + sh * (ho - 1) + 1: sh,
-                            j * dw: j * dw + sw * (wo - 1) + 1: sw]
-            out = out + window.to(wide) * taps[:, i, j].reshape(1, c, 1, 1)
-    return out.to(x.dtype)
+    return bool(x.is_contiguous(memory_format=torch.channels_last))
 
 
-def _convolution(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
-                 transposed: bool, output_padding: Any, groups: int) -> Any:
-    """aten.convolution's decomposition: the depthwise ones as taps, the rest as before."""
-    if not is_depthwise(x, weight, transposed, groups) or len(stride) != 2:
-        return NotImplemented  # Inductor lowers it as it would have
-    return depthwise_taps(x, weight, bias, tuple(stride), tuple(padding), tuple(dilation))
+def interpreted() -> bool:
+    """Triton's interpreter (CPU runs): a compile cannot trace into an interpreted kernel."""
+    import os
+
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def convolution(configs: Mapping[str, Any]) -> Any:
+    """aten.convolution's decomposition: the channels-last depthwise ones to kernelopt's
+    kernel with their shape's launch, the rest as before."""
+    def decompose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+                  transposed: bool, output_padding: Any, groups: int) -> Any:
+        if (not is_depthwise(x, weight, transposed, groups) or len(stride) != 2
+                or not channels_last(x) or interpreted()):
+            return NotImplemented  # Inductor lowers it as it would have
+        from kernelopt_triton.depthwise import Config, launch, shape_key
+
+        config = configs.get(shape_key(x.shape, weight.shape, stride, padding, dilation),
+                             Config())
+        return launch(x, weight, bias, stride, padding, dilation, config)
+
+    return decompose
 
 
 @contextmanager
-def lowered() -> Iterator[None]:
-    """Compiles inside it write depthwise convolutions as taps (module docstring)."""
+def lowered(configs: Mapping[str, Any] | None = None) -> Iterator[None]:
+    """Compiles inside it call kernelopt's kernel for channels-last depthwise convolutions,
+    each with ``configs[shape_key(...)]`` (a ``depthwise.Config``) where given (module doc)."""
     import torch
     from torch._inductor import decomposition
 
@@ -80,7 +84,7 @@ def lowered() -> Iterator[None]:
                                  decomposition.fast_random_decomps())}.values()
     before = [(table, table.get(op)) for table in tables]
     for table, _ in before:
-        table[op] = _convolution
+        table[op] = convolution(configs or {})
     try:
         with caches_off():
             yield

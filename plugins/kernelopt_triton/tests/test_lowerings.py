@@ -1,49 +1,77 @@
-"""Depthwise convolutions as code Inductor generates (lowerings.py): the taps form against
-torch's own convolution, and a compile under lowered() that no longer calls the library for
-them. On the CPU (Inductor's C++); the GPU timing is bench/depthwise_probe.py's."""
+"""Depthwise convolutions as kernelopt's own kernel (depthwise.py, lowerings.py): the kernel
+against torch's convolution in fp64, run by Triton's interpreter on the CPU, and a compile
+under lowered() that calls the op instead of the library for the channels-last ones. The GPU
+timing is bench/depthwise_probe.py's."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
 F = torch.nn.functional
 
+CASES = [  # kernel, stride, padding, dilation, bias, channels_last, block_w, block_c
+    (7, 1, 3, 1, True, True, 4, 8),   # ConvNeXt's; columns and channels over their blocks
+    (3, 2, 1, 1, False, True, 8, 16),  # MobileNet's downsampling
+    (3, 1, 2, 2, True, False, 4, 16),  # dilated, an NCHW input
+    ((3, 5), (1, 2), (0, 2), (2, 1), True, True, 2, 8),  # each dimension its own
+]
 
-@pytest.mark.parametrize(("kernel", "stride", "padding", "dilation", "bias"), [
-    (7, 1, 3, 1, True),   # ConvNeXt's
-    (3, 2, 1, 1, False),  # MobileNet's downsampling
-    (3, 1, 2, 2, True),   # dilated
-    (5, 2, 0, 1, True),   # no padding, an odd size left over
-    ((3, 5), (1, 2), (0, 2), (2, 1), True),  # each dimension its own
-])
-def test_the_taps_are_the_convolution(kernel: Any, stride: Any, padding: Any, dilation: Any,
-                                      bias: bool) -> None:
-    from kernelopt_triton.lowerings import depthwise_taps
+_INTERPRETED = """
+import json, sys
+import torch
+import torch.nn.functional as F
+from kernelopt_triton.depthwise import Config, run_kernel
 
-    def pair(v: Any) -> tuple[int, int]:
-        return (v, v) if isinstance(v, int) else v
+def pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
 
+out = []
+for kernel, stride, padding, dilation, bias, channels_last, bw, bc in json.loads(sys.argv[1]):
     gen = torch.Generator().manual_seed(7)
-    x = torch.randn(2, 8, 13, 11, generator=gen, dtype=torch.float64).contiguous(
-        memory_format=torch.channels_last)
-    w = torch.randn(8, 1, *pair(kernel), generator=gen, dtype=torch.float64)
-    b = torch.randn(8, generator=gen, dtype=torch.float64) if bias else None
-    expected = F.conv2d(x, w, b, pair(stride), pair(padding), pair(dilation), groups=8)
-    got = depthwise_taps(x, w, b, pair(stride), pair(padding), pair(dilation))
-    assert got.shape == expected.shape and got.dtype == torch.float64
-    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
-    # bf16 in, fp32 sums, bf16 out: within bf16's rounding of the fp64 result
-    low = depthwise_taps(x.bfloat16(), w.bfloat16(), b.bfloat16() if bias else None,
-                         pair(stride), pair(padding), pair(dilation))
-    assert low.dtype == torch.bfloat16
-    torch.testing.assert_close(low.double(), expected, rtol=2e-2, atol=5e-2)
+    x = torch.randn(2, 12, 7, 6, generator=gen)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    w = torch.randn(12, 1, *pair(kernel), generator=gen)
+    b = torch.randn(12, generator=gen) if bias else None
+    args = (pair(stride), pair(padding), pair(dilation))
+    y = run_kernel(x, w, b, *args, Config(bw, bc, 1))
+    ref = F.conv2d(x.double(), w.double(), None if b is None else b.double(), *args, groups=12)
+    out.append({"shape": list(y.shape) == list(ref.shape), "dtype": str(y.dtype),
+                "same_format": y.is_contiguous(memory_format=torch.channels_last)
+                               == x.is_contiguous(memory_format=torch.channels_last),
+                "err": (y.double() - ref).abs().max().item()})
+print(json.dumps(out))
+"""
 
 
-def test_only_depthwise_convolutions_are_taken() -> None:
-    from kernelopt_triton.lowerings import _convolution, is_depthwise
+@pytest.mark.slow
+def test_the_kernel_is_the_convolution() -> None:
+    """Triton's interpreter (numpy on the CPU, fp32: it rounds bf16 by truncation, not as
+    the GPU does) runs the kernel on four cases with tiles smaller than the output, so every
+    mask and every block boundary is crossed; each equals torch's convolution in fp64 within
+    fp32's sums."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", _INTERPRETED, json.dumps(CASES)], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(results) == len(CASES)
+    for case, got in zip(CASES, results, strict=True):
+        assert got["shape"] and got["same_format"] and got["dtype"] == "torch.float32", case
+        assert got["err"] < 1e-4, (case, got)
+
+
+def test_only_depthwise_convolutions_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelopt_triton.lowerings import convolution, is_depthwise
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
 
     x = torch.randn(1, 8, 5, 5)
     assert is_depthwise(x, torch.randn(8, 1, 3, 3), False, 8)
@@ -51,33 +79,82 @@ def test_only_depthwise_convolutions_are_taken() -> None:
     assert not is_depthwise(x, torch.randn(16, 1, 3, 3), False, 8)  # two filters a channel
     assert not is_depthwise(x, torch.randn(8, 2, 3, 3), False, 4)  # groups of two channels
     assert not is_depthwise(x, torch.randn(8, 1, 3, 3), True, 8)  # transposed
-    assert _convolution(x, torch.randn(16, 8, 1, 1), None, [1, 1], [0, 0], [1, 1], False,
-                        [0, 0], 1) is NotImplemented
+    decompose = convolution({})
+    assert decompose(x, torch.randn(16, 8, 1, 1), None, [1, 1], [0, 0], [1, 1], False,
+                     [0, 0], 1) is NotImplemented
+    # an NCHW depthwise convolution keeps the library (cuDNN was slow in channels-last)
+    assert decompose(x, torch.randn(8, 1, 3, 3), None, [1, 1], [1, 1], [1, 1], False,
+                     [0, 0], 8) is NotImplemented
+
+
+def test_a_shape_gets_its_own_launch() -> None:
+    from kernelopt_triton.depthwise import search_space, shape_key
+
+    assert shape_key((64, 96, 56, 56), (96, 1, 7, 7), [1, 1], (3, 3), [1, 1]) \
+        == "64x96x56x56/7x7/s1x1/p3x3/d1x1"
+    space = search_space()
+    assert len(space) == len(set(space)) == 14
+    assert all(c.block_w * c.block_c // (32 * c.num_warps) in (8, 16) for c in space)
+
+
+_COMPILED = """
+import json
+import torch
+from kernelopt_triton.depthwise import Config, shape_key
+from kernelopt_triton.lowerings import lowered
+from torch._inductor import decomposition
+from torch._inductor.utils import run_and_get_code
+
+torch.manual_seed(0)
+block = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 7, padding=3, groups=8), torch.nn.GELU(),
+                            torch.nn.Conv2d(8, 16, 1))
+x = torch.randn(2, 8, 16, 16).contiguous(memory_format=torch.channels_last)
+configs = {shape_key(x.shape, (8, 1, 7, 7), (1, 1), (3, 3), (1, 1)): Config(8, 32, 2)}
+before = (dict(decomposition.decompositions), dict(decomposition.fast_random_decomps()))
+
+def compiled(inputs, **kw):
+    torch._dynamo.reset()
+    with lowered(**kw):
+        out, code = run_and_get_code(torch.compile(block), inputs)
+    return out, "\\n".join(code)
+
+with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
+    out, code = compiled(x, configs=configs)
+    _, nchw = compiled(x.contiguous())
+    after = (decomposition.decompositions, decomposition.fast_random_decomps())
+    torch._dynamo.reset()
+    _, plain = run_and_get_code(torch.compile(block), x)
+    print(json.dumps({"err": (out - block(x)).abs().max().item(), "code": code, "nchw": nchw,
+                      "plain": "\\n".join(plain), "restored": after == before}))
+"""
 
 
 @pytest.mark.slow
-def test_a_compile_inside_lowered_writes_the_depthwise_convolution_itself() -> None:
-    """A ConvNeXt-like block compiled under lowered(): its depthwise convolution is generated
-    code (one library convolution left: the dense 1×1), the output is eager's, and the table
-    is as before afterwards (a compile outside it calls the library twice)."""
-    from kernelopt_triton.lowerings import lowered
-    from torch._inductor import decomposition
-    from torch._inductor.utils import run_and_get_code
+def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
+    """A ConvNeXt-like block compiled under lowered() (a process without Triton's interpreter,
+    which a compile cannot trace into): its channels-last depthwise convolution is the op with
+    its shape's launch (on the CPU the op runs the library's convolution: no Triton driver),
+    the dense 1×1 stays a library call, the output is eager's; an NCHW input keeps the
+    library, and the table is as before afterwards."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _COMPILED], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["err"] < 1e-5
+    assert "torch.ops.kernelopt.depthwise_conv2d.default(" in got["code"]
+    assert "[1, 1], [3, 3], [1, 1], 8, 32, 2)" in got["code"]  # the shape's launch
+    assert got["code"].count("extern_kernels.convolution(") == 1
+    assert "kernelopt.depthwise_conv2d" not in got["nchw"]
+    assert got["nchw"].count("extern_kernels.convolution(") == 2
+    assert got["restored"]
+    assert got["plain"].count("extern_kernels.convolution(") == 2
 
-    torch.manual_seed(0)
-    block = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 7, padding=3, groups=8), torch.nn.GELU(),
-                                torch.nn.Conv2d(8, 16, 1))
-    x = torch.randn(2, 8, 16, 16).contiguous(memory_format=torch.channels_last)
-    before = (dict(decomposition.decompositions), dict(decomposition.fast_random_decomps()))
-    with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
-        torch._dynamo.reset()
-        _, plain = run_and_get_code(torch.compile(block), x)  # builds Inductor's cached table
-        with lowered():
-            torch._dynamo.reset()
-            out, code = run_and_get_code(torch.compile(block), x)
-        assert (decomposition.decompositions, decomposition.fast_random_decomps()) == before
-        torch._dynamo.reset()
-        _, again = run_and_get_code(torch.compile(block), x)
-    torch.testing.assert_close(out, block(x), rtol=1e-4, atol=1e-5)
-    calls = [src.count("extern_kernels.convolution(") for src in ("\n".join(c) for c in (plain, code, again))]
-    assert calls == [2, 1, 2]
+
+def test_the_interpreter_keeps_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelopt_triton.lowerings import convolution
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x = torch.randn(1, 8, 5, 5).contiguous(memory_format=torch.channels_last)
+    assert convolution({})(x, torch.randn(8, 1, 3, 3), None, [1, 1], [1, 1], [1, 1], False,
+                           [0, 0], 8) is NotImplemented

@@ -1,0 +1,132 @@
+"""A depthwise 2-d convolution as one Triton kernel, and the op ``kernelopt::depthwise_conv2d``
+that launches it (``torch.library.triton_op``: a compile traces into it, so Inductor emits the
+kernel into its own code and CUDA graphs capture it like any other).
+
+Why a kernel of its own: cuDNN's channels-last depthwise call ran ConvNeXt-T's 7×7 convolutions
+at 231–383 GB/s on an H100 (8–13 % of its copy rate), and Inductor's own pointwise form of the
+same sum (the taps as shifted slices, fused into one kernel) at 63–140 GB/s: each output element
+then does its 49 masked loads with its own index arithmetic (bench/results/
+2026-12-07-h100-depthwise-probe). Here a program owns a tile of ``BLOCK_W`` output columns of
+one output row by ``BLOCK_C`` channels: per tap one 2-d load of the shifted input tile (the
+channels contiguous in channels-last: vector loads) and one load of the tap's weights, the
+bounds checks once per row and column, the sums in fp32.
+
+The module imports torch and triton: only the processes that compile a model load it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import torch
+import triton
+import triton.language as tl
+
+
+@attrs.frozen
+class Config:
+    """One launch of the kernel: the tile and the warps that run it."""
+
+    block_w: int = 16  # output columns per program
+    block_c: int = 64  # channels per program
+    num_warps: int = 4
+
+
+def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+@triton.jit
+def depthwise_conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, HO, WO,
+                            sxn, sxc, sxh, sxw, swc, swh, sww, syn, syc, syh, syw,
+                            KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
+                            SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                            DH: tl.constexpr, DW: tl.constexpr,
+                            HAS_BIAS: tl.constexpr, BLOCK_W: tl.constexpr,
+                            BLOCK_C: tl.constexpr):
+    pid = tl.program_id(0)  # (image, output row, column block), column blocks fastest
+    column_blocks = tl.cdiv(WO, BLOCK_W)
+    row = pid // column_blocks
+    n = row // HO
+    oh = row % HO
+    ow = (pid % column_blocks) * BLOCK_W + tl.arange(0, BLOCK_W)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    c_ok = c < C
+    x_image = x_ptr + n.to(tl.int64) * sxn + c[None, :] * sxc
+    acc = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
+    for i in tl.static_range(KH):
+        ih = oh * SH - PH + i * DH
+        row_ok = (ih >= 0) & (ih < H)
+        for j in tl.static_range(KW):
+            iw = ow * SW - PW + j * DW
+            ok = (row_ok & (iw >= 0) & (iw < W))[:, None] & c_ok[None, :]
+            xv = tl.load(x_image + ih * sxh + iw[:, None] * sxw, mask=ok, other=0.0)
+            wv = tl.load(w_ptr + c * swc + i * swh + j * sww, mask=c_ok, other=0.0)
+            acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
+    out = y_ptr + n.to(tl.int64) * syn + oh * syh + ow[:, None] * syw + c[None, :] * syc
+    tl.store(out, acc.to(y_ptr.dtype.element_ty), mask=(ow < WO)[:, None] & c_ok[None, :])
+
+
+@torch.library.triton_op("kernelopt::depthwise_conv2d", mutates_args=())
+def depthwise_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                     stride: list[int], padding: list[int], dilation: list[int],
+                     block_w: int, block_c: int, num_warps: int) -> torch.Tensor:
+    """``F.conv2d(x, weight, bias, stride, padding, dilation, groups=channels)``, its output
+    in x's memory format (channels-last in, channels-last out)."""
+    return run_kernel(x, weight, bias, stride, padding, dilation,
+                      Config(block_w, block_c, num_warps))
+
+
+def run_kernel(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+               config: Config) -> Any:
+    """The op's body: the output allocated, the kernel launched with ``config``."""
+    n, c, h, w = x.shape
+    kh, kw = weight.shape[-2:]
+    ho = output_size(h, kh, stride[0], padding[0], dilation[0])
+    wo = output_size(w, kw, stride[1], padding[1], dilation[1])
+    channels_last = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last)
+    y = torch.empty((n, c, ho, wo), device=x.device, dtype=x.dtype, memory_format=(
+        torch.channels_last if channels_last else torch.contiguous_format))
+    grid = (n * ho * triton.cdiv(wo, config.block_w), triton.cdiv(c, config.block_c))
+    torch.library.wrap_triton(depthwise_conv2d_kernel)[grid](
+        x, weight, weight if bias is None else bias, y, c, h, w, ho, wo,
+        *x.stride(), weight.stride(0), weight.stride(2), weight.stride(3), *y.stride(),
+        KH=kh, KW=kw, SH=stride[0], SW=stride[1], PH=padding[0], PW=padding[1],
+        DH=dilation[0], DW=dilation[1], HAS_BIAS=bias is not None,
+        BLOCK_W=config.block_w, BLOCK_C=config.block_c, num_warps=config.num_warps)
+    return y
+
+
+@depthwise_conv2d.register_kernel("cpu")
+def _on_the_cpu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                stride: list[int], padding: list[int], dilation: list[int],
+                block_w: int, block_c: int, num_warps: int) -> torch.Tensor:
+    # no Triton driver on a CPU: the library's (run_kernel under TRITON_INTERPRET=1 runs the
+    # kernel itself there: the tests)
+    return torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation, x.shape[1])
+
+
+def launch(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+           config: Config) -> Any:
+    """The op with ``config``'s launch."""
+    return depthwise_conv2d(x, weight, bias, list(stride), list(padding), list(dilation),
+                            config.block_w, config.block_c, config.num_warps)
+
+
+def search_space() -> list[Config]:
+    """The launches the probe tries per shape: 8 or 16 outputs a thread (14)."""
+    return [Config(bw, bc, nw) for bw in (4, 8, 16, 32) for bc in (32, 64, 128)
+            for nw in (2, 4, 8) if bw * bc // (32 * nw) in (8, 16)]
+
+
+def shape_key(x_shape: Any, weight_shape: Any, stride: Any, padding: Any,
+              dilation: Any) -> str:
+    """One convolution's name for its config: ``64x96x56x56/7x7/s1x1/p3x3/d1x1``."""
+    def dims(v: Any) -> str:
+        return "x".join(str(int(d)) for d in v)
+
+    return (f"{dims(x_shape)}/{dims(weight_shape[-2:])}/s{dims(stride)}/p{dims(padding)}"
+            f"/d{dims(dilation)}")
