@@ -17,7 +17,7 @@
 #        kernels that have one (REDUCTION_FORM searched beside the launch keywords)
 #   bash bench/h200_modes.sh depthwise MODEL   each depthwise convolution of the model as the
 #        library runs it and as kernelopt's Triton kernel (kernelopt_triton/depthwise.py, its
-#        fastest of 14 launches per shape), alone (do_bench) and in the whole model under
+#        fastest of 19 launches per shape), alone (do_bench) and in the whole model under
 #        lowerings.lowered() (reduce-overhead and default, each a compile apart), outputs
 #        checked (bench/depthwise_probe.py; ROUNDS= 10, LIMIT= seconds 400)
 #   bash bench/h200_modes.sh modes MODEL [MODE]   the compile modes alone, no kernel tuned: one

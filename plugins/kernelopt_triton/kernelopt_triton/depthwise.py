@@ -1,15 +1,17 @@
 """A depthwise 2-d convolution as one Triton kernel, and the op ``kernelopt::depthwise_conv2d``
-that launches it (``torch.library.triton_op``: a compile traces into it, so Inductor emits the
-kernel into its own code and CUDA graphs capture it like any other).
+that launches it (``torch.library.triton_op``: on a GPU a compile traces into it, so Inductor
+should emit the kernel into its own code and CUDA graphs capture it like any other; not yet
+seen on a GPU).
 
 Why a kernel of its own: cuDNN's channels-last depthwise call ran ConvNeXt-T's 7×7 convolutions
 at 231–383 GB/s on an H100 (8–13 % of its copy rate), and Inductor's own pointwise form of the
 same sum (the taps as shifted slices, fused into one kernel) at 63–140 GB/s: each output element
 then does its 49 masked loads with its own index arithmetic (bench/results/
-2026-12-07-h100-depthwise-probe). Here a program owns a tile of ``BLOCK_W`` output columns of
-one output row by ``BLOCK_C`` channels: per tap one 2-d load of the shifted input tile (the
-channels contiguous in channels-last: vector loads) and one load of the tap's weights, the
-bounds checks once per row and column, the sums in fp32.
+2026-12-07-h100-depthwise-probe). Here a program owns a tile of ``BLOCK_H`` output rows by
+``BLOCK_W`` output columns by ``BLOCK_C`` channels: each input row those output rows read is
+loaded once per horizontal tap as one 2-d tile (the channels contiguous in channels-last:
+vector loads) and used by every output row it is a tap of, the bounds checks once per row and
+column, the sums in fp32.
 
 The module imports torch and triton: only the processes that compile a model load it.
 """
@@ -31,6 +33,7 @@ class Config:
     block_w: int = 16  # output columns per program
     block_c: int = 64  # channels per program
     num_warps: int = 4
+    block_h: int = 1  # output rows per program (each input row loaded once for all of them)
 
 
 def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
@@ -38,46 +41,90 @@ def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int
 
 
 @triton.jit
+def _tap(acc, xv, w_ptr, c, c_ok, swc, swh, sww, r: tl.constexpr, b: tl.constexpr,
+         j: tl.constexpr, KH: tl.constexpr, SH: tl.constexpr, DH: tl.constexpr):
+    """``acc`` (output row b of the block) plus input row r's tile ``xv`` times its tap, where
+    row r is a tap of row b: r = b·SH + i·DH for a whole i below KH (all known at compile
+    time: no mask, no multiply where it is not)."""
+    if r >= b * SH:
+        if (r - b * SH) % DH == 0:
+            if (r - b * SH) // DH < KH:
+                wv = tl.load(w_ptr + c * swc + ((r - b * SH) // DH) * swh + j * sww, mask=c_ok,
+                             other=0.0)
+                acc += xv * wv.to(tl.float32)[None, :]
+    return acc
+
+
+@triton.jit
+def _store(y_ptr, acc, n, oh, ow, c, c_ok, HO, WO, syn, syc, syh, syw):
+    out = y_ptr + n.to(tl.int64) * syn + oh * syh + ow[:, None] * syw + c[None, :] * syc
+    tl.store(out, acc.to(y_ptr.dtype.element_ty),
+             mask=(oh < HO) & (ow < WO)[:, None] & c_ok[None, :])
+
+
+@triton.jit
 def depthwise_conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, HO, WO,
                             sxn, sxc, sxh, sxw, swc, swh, sww, syn, syc, syh, syw,
                             KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
                             SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
-                            DH: tl.constexpr, DW: tl.constexpr,
-                            HAS_BIAS: tl.constexpr, BLOCK_W: tl.constexpr,
+                            DH: tl.constexpr, DW: tl.constexpr, HAS_BIAS: tl.constexpr,
+                            BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
                             BLOCK_C: tl.constexpr):
-    pid = tl.program_id(0)  # (image, output row, column block), column blocks fastest
+    tl.static_assert((BLOCK_H == 1) | (BLOCK_H == 2) | (BLOCK_H == 4))
+    pid = tl.program_id(0)  # (image, row block, column block), column blocks fastest
     column_blocks = tl.cdiv(WO, BLOCK_W)
-    row = pid // column_blocks
-    n = row // HO
-    oh = row % HO
+    row_blocks = tl.cdiv(HO, BLOCK_H)
+    rest = pid // column_blocks
+    n = rest // row_blocks
+    oh0 = (rest % row_blocks) * BLOCK_H
     ow = (pid % column_blocks) * BLOCK_W + tl.arange(0, BLOCK_W)
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     c_ok = c < C
     x_image = x_ptr + n.to(tl.int64) * sxn + c[None, :] * sxc
-    acc = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
-    for i in tl.static_range(KH):
-        ih = oh * SH - PH + i * DH
+    # one accumulator per output row of the block (BLOCK_H of them live; the rest unused)
+    acc0 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
+    acc1 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
+    acc3 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
+    # each input row the block's output rows read is loaded once per horizontal tap and used
+    # by every output row it is a tap of
+    for r in tl.static_range((BLOCK_H - 1) * SH + (KH - 1) * DH + 1):
+        ih = oh0 * SH - PH + r
         row_ok = (ih >= 0) & (ih < H)
         for j in tl.static_range(KW):
             iw = ow * SW - PW + j * DW
             ok = (row_ok & (iw >= 0) & (iw < W))[:, None] & c_ok[None, :]
-            xv = tl.load(x_image + ih * sxh + iw[:, None] * sxw, mask=ok, other=0.0)
-            wv = tl.load(w_ptr + c * swc + i * swh + j * sww, mask=c_ok, other=0.0)
-            acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+            xv = tl.load(x_image + ih * sxh + iw[:, None] * sxw, mask=ok,
+                         other=0.0).to(tl.float32)
+            acc0 = _tap(acc0, xv, w_ptr, c, c_ok, swc, swh, sww, r, 0, j, KH, SH, DH)
+            if BLOCK_H > 1:
+                acc1 = _tap(acc1, xv, w_ptr, c, c_ok, swc, swh, sww, r, 1, j, KH, SH, DH)
+            if BLOCK_H > 2:
+                acc2 = _tap(acc2, xv, w_ptr, c, c_ok, swc, swh, sww, r, 2, j, KH, SH, DH)
+                acc3 = _tap(acc3, xv, w_ptr, c, c_ok, swc, swh, sww, r, 3, j, KH, SH, DH)
     if HAS_BIAS:
-        acc += tl.load(b_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
-    out = y_ptr + n.to(tl.int64) * syn + oh * syh + ow[:, None] * syw + c[None, :] * syc
-    tl.store(out, acc.to(y_ptr.dtype.element_ty), mask=(ow < WO)[:, None] & c_ok[None, :])
+        bias = tl.load(b_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
+        acc0 += bias
+        acc1 += bias
+        acc2 += bias
+        acc3 += bias
+    _store(y_ptr, acc0, n, oh0, ow, c, c_ok, HO, WO, syn, syc, syh, syw)
+    if BLOCK_H > 1:
+        _store(y_ptr, acc1, n, oh0 + 1, ow, c, c_ok, HO, WO, syn, syc, syh, syw)
+    if BLOCK_H > 2:
+        _store(y_ptr, acc2, n, oh0 + 2, ow, c, c_ok, HO, WO, syn, syc, syh, syw)
+        _store(y_ptr, acc3, n, oh0 + 3, ow, c, c_ok, HO, WO, syn, syc, syh, syw)
 
 
 @torch.library.triton_op("kernelopt::depthwise_conv2d", mutates_args=())
 def depthwise_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                      stride: list[int], padding: list[int], dilation: list[int],
-                     block_w: int, block_c: int, num_warps: int) -> torch.Tensor:
+                     block_w: int, block_c: int, num_warps: int,
+                     block_h: int) -> torch.Tensor:
     """``F.conv2d(x, weight, bias, stride, padding, dilation, groups=channels)``, its output
     in x's memory format (channels-last in, channels-last out)."""
     return run_kernel(x, weight, bias, stride, padding, dilation,
-                      Config(block_w, block_c, num_warps))
+                      Config(block_w, block_c, num_warps, block_h))
 
 
 def run_kernel(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
@@ -90,12 +137,16 @@ def run_kernel(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilati
     channels_last = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last)
     y = torch.empty((n, c, ho, wo), device=x.device, dtype=x.dtype, memory_format=(
         torch.channels_last if channels_last else torch.contiguous_format))
-    grid = (n * ho * triton.cdiv(wo, config.block_w), triton.cdiv(c, config.block_c))
+    grid = (n * triton.cdiv(ho, config.block_h) * triton.cdiv(wo, config.block_w),
+            triton.cdiv(c, config.block_c))
+    # the taps channels-last too ([KH, KW, C], a copy of 49·C values): a tap's weights are
+    # then one vector load beside the input tile's, in its layout
+    taps = weight.permute(1, 2, 3, 0).reshape(kh, kw, c).contiguous()
     torch.library.wrap_triton(depthwise_conv2d_kernel)[grid](
-        x, weight, weight if bias is None else bias, y, c, h, w, ho, wo,
-        *x.stride(), weight.stride(0), weight.stride(2), weight.stride(3), *y.stride(),
+        x, taps, taps if bias is None else bias, y, c, h, w, ho, wo,
+        *x.stride(), taps.stride(2), taps.stride(0), taps.stride(1), *y.stride(),
         KH=kh, KW=kw, SH=stride[0], SW=stride[1], PH=padding[0], PW=padding[1],
-        DH=dilation[0], DW=dilation[1], HAS_BIAS=bias is not None,
+        DH=dilation[0], DW=dilation[1], HAS_BIAS=bias is not None, BLOCK_H=config.block_h,
         BLOCK_W=config.block_w, BLOCK_C=config.block_c, num_warps=config.num_warps)
     return y
 
@@ -103,7 +154,7 @@ def run_kernel(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilati
 @depthwise_conv2d.register_kernel("cpu")
 def _on_the_cpu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                 stride: list[int], padding: list[int], dilation: list[int],
-                block_w: int, block_c: int, num_warps: int) -> torch.Tensor:
+                block_w: int, block_c: int, num_warps: int, block_h: int) -> torch.Tensor:
     # no Triton driver on a CPU: the library's (run_kernel under TRITON_INTERPRET=1 runs the
     # kernel itself there: the tests)
     return torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation, x.shape[1])
@@ -113,13 +164,13 @@ def launch(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: 
            config: Config) -> Any:
     """The op with ``config``'s launch."""
     return depthwise_conv2d(x, weight, bias, list(stride), list(padding), list(dilation),
-                            config.block_w, config.block_c, config.num_warps)
+                            config.block_w, config.block_c, config.num_warps, config.block_h)
 
 
 def search_space() -> list[Config]:
-    """The launches the probe tries per shape: 8 or 16 outputs a thread (14)."""
-    return [Config(bw, bc, nw) for bw in (4, 8, 16, 32) for bc in (32, 64, 128)
-            for nw in (2, 4, 8) if bw * bc // (32 * nw) in (8, 16)]
+    """The launches the probe tries per shape: 16 outputs a thread (19)."""
+    return [Config(bw, bc, nw, bh) for bh in (1, 2, 4) for bw in (8, 16, 32)
+            for bc in (32, 64, 128) for nw in (2, 4, 8) if bh * bw * bc // (32 * nw) == 16]
 
 
 def shape_key(x_shape: Any, weight_shape: Any, stride: Any, padding: Any,

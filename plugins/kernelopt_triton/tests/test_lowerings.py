@@ -16,11 +16,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 F = torch.nn.functional
 
-CASES = [  # kernel, stride, padding, dilation, bias, channels_last, block_w, block_c
-    (7, 1, 3, 1, True, True, 4, 8),   # ConvNeXt's; columns and channels over their blocks
-    (3, 2, 1, 1, False, True, 8, 16),  # MobileNet's downsampling
-    (3, 1, 2, 2, True, False, 4, 16),  # dilated, an NCHW input
-    ((3, 5), (1, 2), (0, 2), (2, 1), True, True, 2, 8),  # each dimension its own
+CASES = [  # kernel, stride, padding, dilation, bias, channels_last, block_h, block_w, block_c
+    (7, 1, 3, 1, True, True, 4, 4, 8),  # ConvNeXt's; rows, columns, channels over their blocks
+    (7, 1, 3, 1, False, True, 1, 8, 16),  # one output row a program
+    (3, 2, 1, 1, False, True, 2, 8, 16),  # MobileNet's downsampling: input rows shared
+    (3, 1, 2, 2, True, False, 4, 4, 16),  # dilated (taps on every other row), an NCHW input
+    ((3, 5), (2, 1), (0, 2), (2, 1), True, True, 2, 2, 8),  # each dimension its own
 ]
 
 _INTERPRETED = """
@@ -33,7 +34,7 @@ def pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
 out = []
-for kernel, stride, padding, dilation, bias, channels_last, bw, bc in json.loads(sys.argv[1]):
+for kernel, stride, padding, dilation, bias, channels_last, bh, bw, bc in json.loads(sys.argv[1]):
     gen = torch.Generator().manual_seed(7)
     x = torch.randn(2, 12, 7, 6, generator=gen)
     if channels_last:
@@ -41,7 +42,7 @@ for kernel, stride, padding, dilation, bias, channels_last, bw, bc in json.loads
     w = torch.randn(12, 1, *pair(kernel), generator=gen)
     b = torch.randn(12, generator=gen) if bias else None
     args = (pair(stride), pair(padding), pair(dilation))
-    y = run_kernel(x, w, b, *args, Config(bw, bc, 1))
+    y = run_kernel(x, w, b, *args, Config(bw, bc, 1, bh))
     ref = F.conv2d(x.double(), w.double(), None if b is None else b.double(), *args, groups=12)
     out.append({"shape": list(y.shape) == list(ref.shape), "dtype": str(y.dtype),
                 "same_format": y.is_contiguous(memory_format=torch.channels_last)
@@ -54,7 +55,7 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_the_kernel_is_the_convolution() -> None:
     """Triton's interpreter (numpy on the CPU, fp32: it rounds bf16 by truncation, not as
-    the GPU does) runs the kernel on four cases with tiles smaller than the output, so every
+    the GPU does) runs the kernel on five cases with tiles smaller than the output, so every
     mask and every block boundary is crossed; each equals torch's convolution in fp64 within
     fp32's sums."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
@@ -93,8 +94,9 @@ def test_a_shape_gets_its_own_launch() -> None:
     assert shape_key((64, 96, 56, 56), (96, 1, 7, 7), [1, 1], (3, 3), [1, 1]) \
         == "64x96x56x56/7x7/s1x1/p3x3/d1x1"
     space = search_space()
-    assert len(space) == len(set(space)) == 14
-    assert all(c.block_w * c.block_c // (32 * c.num_warps) in (8, 16) for c in space)
+    assert len(space) == len(set(space)) == 19
+    assert all(c.block_h * c.block_w * c.block_c // (32 * c.num_warps) == 16 for c in space)
+    assert {c.block_h for c in space} == {1, 2, 4}
 
 
 _COMPILED = """
@@ -109,7 +111,7 @@ torch.manual_seed(0)
 block = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 7, padding=3, groups=8), torch.nn.GELU(),
                             torch.nn.Conv2d(8, 16, 1))
 x = torch.randn(2, 8, 16, 16).contiguous(memory_format=torch.channels_last)
-configs = {shape_key(x.shape, (8, 1, 7, 7), (1, 1), (3, 3), (1, 1)): Config(8, 32, 2)}
+configs = {shape_key(x.shape, (8, 1, 7, 7), (1, 1), (3, 3), (1, 1)): Config(8, 32, 2, 4)}
 before = (dict(decomposition.decompositions), dict(decomposition.fast_random_decomps()))
 
 def compiled(inputs, **kw):
@@ -143,7 +145,7 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["err"] < 1e-5
     assert "torch.ops.kernelopt.depthwise_conv2d.default(" in got["code"]
-    assert "[1, 1], [3, 3], [1, 1], 8, 32, 2)" in got["code"]  # the shape's launch
+    assert "[1, 1], [3, 3], [1, 1], 8, 32, 2, 4)" in got["code"]  # the shape's launch
     assert got["code"].count("extern_kernels.convolution(") == 1
     assert "kernelopt.depthwise_conv2d" not in got["nchw"]
     assert got["nchw"].count("extern_kernels.convolution(") == 2
@@ -158,3 +160,49 @@ def test_the_interpreter_keeps_the_library(monkeypatch: pytest.MonkeyPatch) -> N
     x = torch.randn(1, 8, 5, 5).contiguous(memory_format=torch.channels_last)
     assert convolution({})(x, torch.randn(8, 1, 3, 3), None, [1, 1], [1, 1], [1, 1], False,
                            [0, 0], 8) is NotImplemented
+
+
+_PTX = """
+import json, re
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from kernelopt_triton.depthwise import Config, depthwise_conv2d_kernel as fn
+
+# ConvNeXt-T's first stage, bf16 channels-last: C=96, 56x56, the taps copied [7, 7, 96]
+ints = dict(C=96, H=56, W=56, HO=56, WO=56, sxn=301056, sxh=5376, sxw=96, swh=672, sww=96,
+            syn=301056, syh=5376, syw=96)
+out = []
+for config in (Config(16, 64, 2, 1), Config(16, 64, 4, 2), Config(8, 64, 4, 4)):
+    fixed = dict(KH=7, KW=7, SH=1, SW=1, PH=3, PW=3, DH=1, DW=1, HAS_BIAS=True, sxc=1, syc=1,
+                 swc=1, BLOCK_H=config.block_h, BLOCK_W=config.block_w, BLOCK_C=config.block_c)
+    names = fn.arg_names
+    signature = {n: "*bf16" if n.endswith("_ptr") else "constexpr" if n in fixed else "i32"
+                 for n in names}
+    aligned = [n for n in names if n.endswith("_ptr") or (n in ints and ints[n] % 16 == 0)]
+    src = ASTSource(fn=fn, signature=signature,
+                    constexprs={(names.index(k),): v for k, v in fixed.items()},
+                    attrs={(names.index(k),): [["tt.divisibility", 16]] for k in aligned})
+    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                         options={"num_warps": config.num_warps}).asm["ptx"]
+    out.append({"block_h": config.block_h,
+                "vector_loads": len(re.findall(r"ld\\.global(?:\\.nc)?\\.v[24]\\.b32", ptx)),
+                "stores": len(re.findall(r"st\\.global", ptx))})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_the_kernel_compiles_for_an_h100() -> None:
+    """No GPU here, but Triton's own compiler and ptxas are: the kernel compiles for sm_90
+    at ConvNeXt's first shape with one, two and four output rows a program, and its input
+    tiles are vector loads along the channels (the point of the tile)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _PTX], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [g["block_h"] for g in got] == [1, 2, 4]
+    for g in got:  # (block_h + 6) input rows × 7 taps: a vector load each at least
+        assert g["vector_loads"] >= ((g["block_h"] - 1) + 7) * 7, g
+        assert g["stores"] >= 1, g
