@@ -15,8 +15,9 @@
 # runs resumed, then the model check.
 # STEP=time: instead of the campaign, bench/llamacpp_time_ops.py times each of the top TOP (10)
 # ops at its node (no search), for coverage.json.
-# Env: PHASE (prefill, or decode where CAMPAIGN_ARGS has --phase decode: the recorded nodes
-#      phase), TOP (2), BUDGET (campaign wall minutes, 5), CAMPAIGN_LIMIT (seconds, then cut), CAMPAIGN_ARGS (more flags, e.g. --phase decode), NODES (the model's llama-eval-callback output;
+# Env: PHASE (prefill or decode, also read from CAMPAIGN_ARGS' --phase: the phase that ranks the
+#      ops, campaign and STEP=time alike, and whose recorded nodes they are timed at; unset, every
+#      phase ranks and prefill's nodes are used), TOP (2), BUDGET (campaign wall minutes, 5), CAMPAIGN_LIMIT (seconds, then cut), CAMPAIGN_ARGS (more flags, e.g. --phase decode), NODES (the model's llama-eval-callback output;
 #      default: the H200 recording of PHASE of the same 7B-wide model, tests/fixtures/h200-llama-model)
 set -uo pipefail
 source bench/h200_llamacpp_tree.sh
@@ -30,7 +31,11 @@ cat "$OUT/machine.txt"
 # the recording of the phase the campaign ranks by (--phase in CAMPAIGN_ARGS, or PHASE=): a
 # recorded nodes file is one graph, and decode's nodes are not prefill's (RMS_NORM [4096,1],
 # not [4096,512])
-case " ${CAMPAIGN_ARGS:-} " in *" --phase decode "*) PHASE=decode ;; esac
+case " ${CAMPAIGN_ARGS:-} " in
+  *" --phase decode "* | *" --phase=decode "*) PHASE=decode ;;
+  *" --phase prefill "* | *" --phase=prefill "*) PHASE=prefill ;;
+esac
+ranked=(); [ -n "${PHASE:-}" ] && ranked=(--phase "$PHASE")  # a named phase also ranks the ops
 PHASE=${PHASE:-prefill}
 NODES=${NODES:-/tmp/nodes-$PHASE.txt}
 [ -f "$NODES" ] || gzip -dc "plugins/kernelopt_llamacpp/tests/fixtures/h200-llama-model/nodes-$PHASE.txt.gz" > "$NODES"
@@ -94,14 +99,15 @@ fi
 if [ "${STEP:-campaign}" = time ]; then
   # no search: every op of the top TOP timed at the model's heaviest node, one build for all
   python3 bench/llamacpp_time_ops.py --repo "$REPO" --state-root "$S" --nodes "$NODES" \
-    --top "${TOP:-10}" --first "${FIRST:-}" --out "$OUT" > "$OUT/time-ops.log" 2>&1
+    "${ranked[@]}" --top "${TOP:-10}" --first "${FIRST:-}" --out "$OUT" > "$OUT/time-ops.log" 2>&1
   say "time ops: exit $?"
 else
   # CAMPAIGN_LIMIT: seconds the campaign may take, so that coverage.json and the state (the
   # jobs' logs under campaigns/NAME/logs) still come back inside the call's own limit
   timeout --signal=INT --kill-after=20 "${CAMPAIGN_LIMIT:-36000}" \
   kernelopt campaign "$REPO" --backend llamacpp --e2e --top "${TOP:-2}" --nodes "$NODES" \
-    --budget-minutes "${BUDGET:-5}" --state-root "$S" --name "${NAME:-llama}" ${CAMPAIGN_ARGS:-} \
+    --budget-minutes "${BUDGET:-5}" --state-root "$S" --name "${NAME:-llama}" "${ranked[@]}" \
+    ${CAMPAIGN_ARGS:-} \
     > "$OUT/campaign.log" 2>&1
   say "campaign: exit $?"
 fi

@@ -10,7 +10,8 @@ with the plugin's own pieces and no search (one build for all of them):
    kept in the pin) and times it, as a run's baseline does.
 
 Then ``python -m kernelopt_llamacpp.coverage`` reads the pins. Usage (GPU machine):
-    python3 bench/llamacpp_time_ops.py --repo TREE --state-root S --nodes NODES --top 10 --out DIR
+    python3 bench/llamacpp_time_ops.py --repo TREE --state-root S --nodes NODES [--phase decode]
+        --top 10 --out DIR
 """
 
 from __future__ import annotations
@@ -47,11 +48,14 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--first", default="", help="OP,OP: bench these first (a short call)")
+    parser.add_argument("--phase", choices=("prefill", "decode"),
+                        help="the phase whose time ranks the ops (default: every phase's)")
     a = parser.parse_args()
     root = a.repo.resolve()
     # planner "agents": an op without knobs (MUL_MAT) is chosen too: timed, not searched
     settings = Settings(state_root=a.state_root, origins={"llamacpp.top": "flag"}, planner="agents",
-                        tables={"llamacpp": LlamaCppOptions(e2e=True, top=a.top, nodes=a.nodes)})
+                        tables={"llamacpp": LlamaCppOptions(e2e=True, top=a.top, nodes=a.nodes,
+                                                           phase=a.phase)})
     backend = LlamaCppBackend()
     targets = backend.discover(root, settings)
     print(f"chosen: {[t.name for t in targets]}", flush=True)

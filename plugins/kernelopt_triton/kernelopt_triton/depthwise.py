@@ -1,11 +1,13 @@
 """A depthwise 2-d convolution as one Triton kernel, and the op ``kernelopt::depthwise_conv2d``
-that launches it (``torch.library.triton_op``: on a GPU a compile traces into it, so Inductor
-should emit the kernel into its own code and CUDA graphs capture it like any other; not yet
-seen on a GPU).
+that launches it (``torch.library.triton_op``). Reached through Inductor's decomposition table
+(lowerings.lowered) the op stays an opaque call in the compiled code on every device — the
+triton_op is inlined only where FunctionalTensorMode dispatches it, which a decomposition runs
+below — so each call is a Python dispatch, the weights' copy and a Triton launch, which CUDA
+graphs (reduce-overhead) capture like any other.
 
 Why a kernel of its own: cuDNN's channels-last depthwise call ran ConvNeXt-T's 7×7 convolutions
 at 231–383 GB/s on an H100 (8–13 % of its copy rate), and Inductor's own pointwise form of the
-same sum (the taps as shifted slices, fused into one kernel) at 63–140 GB/s: each output element
+same sum (the taps as shifted slices, fused into one kernel) at 62.5–140.2 GB/s: each output element
 then does its 49 masked loads with its own index arithmetic (bench/results/
 2026-12-07-h100-depthwise-probe). Here a program owns a tile of ``BLOCK_H`` output rows by
 ``BLOCK_W`` output columns by ``BLOCK_C`` channels: each input row those output rows read is
@@ -32,7 +34,7 @@ class Config:
 
     block_w: int = 16  # output columns per program
     block_c: int = 64  # channels per program
-    num_warps: int = 4
+    num_warps: int = 2  # (16 outputs a thread: one of search_space()'s launches)
     block_h: int = 1  # output rows per program (each input row loaded once for all of them)
 
 
@@ -134,16 +136,16 @@ def run_kernel(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilati
     kh, kw = weight.shape[-2:]
     ho = output_size(h, kh, stride[0], padding[0], dilation[0])
     wo = output_size(w, kw, stride[1], padding[1], dilation[1])
-    channels_last = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last)
+    channels_last = x.is_contiguous(memory_format=torch.channels_last)
     y = torch.empty((n, c, ho, wo), device=x.device, dtype=x.dtype, memory_format=(
         torch.channels_last if channels_last else torch.contiguous_format))
     grid = (n * triton.cdiv(ho, config.block_h) * triton.cdiv(wo, config.block_w),
             triton.cdiv(c, config.block_c))
-    # the taps channels-last too ([KH, KW, C], a copy of 49·C values): a tap's weights are
+    # the taps channels-last too ([KH, KW, C], a copy of KH·KW·C values): a tap's weights are
     # then one vector load beside the input tile's, in its layout
     taps = weight.permute(1, 2, 3, 0).reshape(kh, kw, c).contiguous()
     torch.library.wrap_triton(depthwise_conv2d_kernel)[grid](
-        x, taps, taps if bias is None else bias, y, c, h, w, ho, wo,
+        x, taps, taps if bias is None else bias.contiguous(), y, c, h, w, ho, wo,
         *x.stride(), taps.stride(2), taps.stride(0), taps.stride(1), *y.stride(),
         KH=kh, KW=kw, SH=stride[0], SW=stride[1], PH=padding[0], PW=padding[1],
         DH=dilation[0], DW=dilation[1], HAS_BIAS=bias is not None, BLOCK_H=config.block_h,

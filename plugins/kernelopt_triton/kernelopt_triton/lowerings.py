@@ -13,8 +13,8 @@ slower than cuDNN alone and made the model 2.4x slower (bench/results/
 2026-12-07-h100-depthwise-probe): each output element did its 49 masked loads with its own
 index arithmetic. ``lowered()`` now puts a tiled Triton kernel of kernelopt's in its place
 (kernelopt_triton/depthwise.py, the op ``kernelopt::depthwise_conv2d``), for channels-last
-inputs only (the layout cuDNN was slow in; an NCHW one keeps the library, as every one does
-under Triton's interpreter), each convolution's
+inputs only (the layout cuDNN was slow in; an NCHW one keeps the library, as does an fp64 one,
+an image of 2³¹ elements or more, and every one under Triton's interpreter), each convolution's
 launch from ``configs`` by its shape (``depthwise.shape_key``), else ``Config()``.
 
 ``lowered()`` puts that in Inductor's decomposition table for the compiles inside it (the AOT
@@ -39,10 +39,14 @@ def is_depthwise(x: Any, weight: Any, transposed: bool, groups: int) -> bool:
             and x.shape[1] == groups and weight.shape[0] == groups and weight.shape[1] == 1)
 
 
-def channels_last(x: Any) -> bool:
+def takes(x: Any) -> bool:
+    """An input the kernel is for: channels-last, fp16/bf16/fp32 (its sums are fp32: an fp64
+    convolution keeps the library's), each image's offsets within int32."""
     import torch
 
-    return bool(x.is_contiguous(memory_format=torch.channels_last))
+    return (bool(x.is_contiguous(memory_format=torch.channels_last))
+            and x.dtype in (torch.float16, torch.bfloat16, torch.float32)
+            and x.shape[1] * x.shape[2] * x.shape[3] < 2**31)
 
 
 def interpreted() -> bool:
@@ -58,7 +62,7 @@ def convolution(configs: Mapping[str, Any]) -> Any:
     def decompose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
                   transposed: bool, output_padding: Any, groups: int) -> Any:
         if (not is_depthwise(x, weight, transposed, groups) or len(stride) != 2
-                or not channels_last(x) or interpreted()):
+                or not takes(x) or interpreted()):
             return NotImplemented  # Inductor lowers it as it would have
         from kernelopt_triton.depthwise import Config, launch, shape_key
 

@@ -42,7 +42,7 @@ for kernel, stride, padding, dilation, bias, channels_last, bh, bw, bc in json.l
     w = torch.randn(12, 1, *pair(kernel), generator=gen)
     b = torch.randn(12, generator=gen) if bias else None
     args = (pair(stride), pair(padding), pair(dilation))
-    y = run_kernel(x, w, b, *args, Config(bw, bc, 1, bh))
+    y = run_kernel(x, w, b, *args, Config(block_w=bw, block_c=bc, num_warps=1, block_h=bh))
     ref = F.conv2d(x.double(), w.double(), None if b is None else b.double(), *args, groups=12)
     out.append({"shape": list(y.shape) == list(ref.shape), "dtype": str(y.dtype),
                 "same_format": y.is_contiguous(memory_format=torch.channels_last)
@@ -55,8 +55,8 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_the_kernel_is_the_convolution() -> None:
     """Triton's interpreter (numpy on the CPU, fp32: it rounds bf16 by truncation, not as
-    the GPU does) runs the kernel on five cases with tiles smaller than the output, so every
-    mask and every block boundary is crossed; each equals torch's convolution in fp64 within
+    the GPU does) runs the kernel on five cases with tiles smaller and larger than the output,
+    so every mask and block boundary is crossed; each equals torch's convolution in fp64 within
     fp32's sums."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", _INTERPRETED, json.dumps(CASES)], env=env,
@@ -83,9 +83,16 @@ def test_only_depthwise_convolutions_are_taken(monkeypatch: pytest.MonkeyPatch) 
     decompose = convolution({})
     assert decompose(x, torch.randn(16, 8, 1, 1), None, [1, 1], [0, 0], [1, 1], False,
                      [0, 0], 1) is NotImplemented
-    # an NCHW depthwise convolution keeps the library (cuDNN was slow in channels-last)
+    # an NCHW depthwise convolution keeps the library (cuDNN was slow in channels-last), as
+    # does an fp64 one (the kernel sums in fp32)
     assert decompose(x, torch.randn(8, 1, 3, 3), None, [1, 1], [1, 1], [1, 1], False,
                      [0, 0], 8) is NotImplemented
+    wide = x.double().contiguous(memory_format=torch.channels_last)
+    assert decompose(wide, torch.randn(8, 1, 3, 3).double(), None, [1, 1], [1, 1], [1, 1],
+                     False, [0, 0], 8) is NotImplemented
+    from kernelopt_triton.lowerings import takes
+
+    assert takes(x.contiguous(memory_format=torch.channels_last))
 
 
 def test_a_shape_gets_its_own_launch() -> None:
@@ -111,7 +118,8 @@ torch.manual_seed(0)
 block = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 7, padding=3, groups=8), torch.nn.GELU(),
                             torch.nn.Conv2d(8, 16, 1))
 x = torch.randn(2, 8, 16, 16).contiguous(memory_format=torch.channels_last)
-configs = {shape_key(x.shape, (8, 1, 7, 7), (1, 1), (3, 3), (1, 1)): Config(8, 32, 2, 4)}
+launch = Config(block_w=8, block_c=32, num_warps=2, block_h=4)
+configs = {shape_key(x.shape, (8, 1, 7, 7), (1, 1), (3, 3), (1, 1)): launch}
 before = (dict(decomposition.decompositions), dict(decomposition.fast_random_decomps()))
 
 def compiled(inputs, **kw):
@@ -124,10 +132,8 @@ with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
     out, code = compiled(x, configs=configs)
     _, nchw = compiled(x.contiguous())
     after = (decomposition.decompositions, decomposition.fast_random_decomps())
-    torch._dynamo.reset()
-    _, plain = run_and_get_code(torch.compile(block), x)
     print(json.dumps({"err": (out - block(x)).abs().max().item(), "code": code, "nchw": nchw,
-                      "plain": "\\n".join(plain), "restored": after == before}))
+                      "restored": after == before}))
 """
 
 
@@ -150,7 +156,6 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     assert "kernelopt.depthwise_conv2d" not in got["nchw"]
     assert got["nchw"].count("extern_kernels.convolution(") == 2
     assert got["restored"]
-    assert got["plain"].count("extern_kernels.convolution(") == 2
 
 
 def test_the_interpreter_keeps_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,7 +178,8 @@ from kernelopt_triton.depthwise import Config, depthwise_conv2d_kernel as fn
 ints = dict(C=96, H=56, W=56, HO=56, WO=56, sxn=301056, sxh=5376, sxw=96, swh=672, sww=96,
             syn=301056, syh=5376, syw=96)
 out = []
-for config in (Config(16, 64, 2, 1), Config(16, 64, 4, 2), Config(8, 64, 4, 4)):
+for config in (Config(block_w=16, block_c=64, num_warps=2, block_h=1),
+               Config(block_w=8, block_c=64, num_warps=4, block_h=4)):
     fixed = dict(KH=7, KW=7, SH=1, SW=1, PH=3, PW=3, DH=1, DW=1, HAS_BIAS=True, sxc=1, syc=1,
                  swc=1, BLOCK_H=config.block_h, BLOCK_W=config.block_w, BLOCK_C=config.block_c)
     names = fn.arg_names
@@ -195,14 +201,14 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_the_kernel_compiles_for_an_h100() -> None:
     """No GPU here, but Triton's own compiler and ptxas are: the kernel compiles for sm_90
-    at ConvNeXt's first shape with one, two and four output rows a program, and its input
+    at ConvNeXt's first shape with one and four output rows a program, and its input
     tiles are vector loads along the channels (the point of the tile)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", _PTX], env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [g["block_h"] for g in got] == [1, 2, 4]
+    assert [g["block_h"] for g in got] == [1, 4]
     for g in got:  # (block_h + 6) input rows × 7 taps: a vector load each at least
         assert g["vector_loads"] >= ((g["block_h"] - 1) + 7) * 7, g
         assert g["stores"] >= 1, g
