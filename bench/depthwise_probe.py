@@ -4,12 +4,14 @@ make, before the product races it: each shape alone, then the whole model, one p
 outputs checked.
 
     python3 bench/depthwise_probe.py [MODEL] [--rounds 10] [--modes reduce-overhead,default]
-        [--device cuda] [--out FILE]
+        [--search-seconds 200] [--device cuda] [--out FILE]
 
 MODEL (default bench/models/convnext.py) is a model file (model(), inputs(seed, device),
 TOLERANCE). First every depthwise convolution the model holds, by shape (a hook on each
-nn.Conv2d with groups == channels): each launch of ``depthwise.search_space()`` timed once
-with triton.testing.do_bench (its L2 flush, median), then the library's F.conv2d and the
+nn.Conv2d with groups == channels), the heaviest first: each launch of
+``depthwise.search_space()`` timed once with triton.testing.do_bench (its L2 flush, median)
+while ``--search-seconds`` last (each launch's first use compiles it; shapes alike in their
+constants share compiles; a shape past the budget takes ``Config()``), then the library's F.conv2d and the
 fastest launch in turn for ``--rounds`` rounds (the order swapped every round), both against an
 fp64 reference of the convolution; then, for each mode, the model compiled as usual and
 compiled under ``lowered(configs)`` with each shape's fastest launch (separate compiles, same
@@ -92,13 +94,19 @@ def timer(torch: Any, device: str) -> Any:
     return cpu_bench
 
 
-def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
-                 device: str) -> list[dict[str, Any]]:
+def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: str,
+                 search_seconds: float) -> list[dict[str, Any]]:
+    import math
+
     import torch.nn.functional as F
-    from kernelopt_triton.depthwise import launch, search_space, shape_key
+    from kernelopt_triton.depthwise import Config, launch, search_space, shape_key
 
     do_bench = timer(torch, device)
 
+    # the heaviest first (calls × input size): each launch's first use compiles it (seconds),
+    # so the search shares one budget, and a shape it does not reach races Config()
+    shapes = sorted(shapes, key=lambda e: -e["calls"] * math.prod(e["x_shape"]))
+    searched_from = time.monotonic()
     results = []
     for entry in shapes:
         conv = entry["conv"]
@@ -121,7 +129,11 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
             # each launch of the search space once, the fastest then raced in rounds
             tried = {}
             for config in search_space():
+                if time.monotonic() - searched_from > search_seconds:
+                    break
                 tried[config] = do_bench(lambda c=config: kernel(c))
+            if not tried:
+                tried[Config()] = do_bench(lambda: kernel(Config()))
             best = min(tried, key=tried.__getitem__)
             out = kernel(best)
             errors = {"library": (library().double() - reference).abs().max().item(),
@@ -138,7 +150,8 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int,
             "calls_per_step": entry["calls"], "bytes": nbytes,
             "key": shape_key(x.shape, conv.weight.shape, *settings),
             "config": attrs.asdict(best),
-            "configs_ms": sorted(([round(ms, 5), attrs.astuple(c)] for c, ms in tried.items())),
+            "launches_tried": len(tried),
+            "configs_ms": sorted([round(ms, 5), attrs.astuple(c)] for c, ms in tried.items()),
             "ms": {k: round(statistics.median(v), 5) for k, v in times.items()},
             "spread_pct": {k: spread(v) for k, v in times.items()},
             "gbps": {k: round(nbytes / statistics.median(v) / 1e6, 1) for k, v in times.items()},
@@ -199,6 +212,9 @@ def main() -> int:
     parser.add_argument("--modes", default="reduce-overhead,default")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--search-seconds", type=float, default=200.0,
+                        help="the launch search's budget, all shapes together (the heaviest "
+                             "first; a shape past it races Config())")
     ns = parser.parse_args()
     if ns.rounds < 1:
         parser.error("--rounds: at least 1")
@@ -210,7 +226,7 @@ def main() -> int:
     shapes = depthwise_shapes(torch, model, module.inputs(1, ns.device))
     from kernelopt_triton.depthwise import Config
 
-    alone = probe_shapes(torch, shapes, ns.rounds, ns.device)
+    alone = probe_shapes(torch, shapes, ns.rounds, ns.device, ns.search_seconds)
     configs = {s["key"]: Config(**s["config"]) for s in alone}  # each shape's fastest launch
     report = {"model": ns.model, "device": torch.cuda.get_device_name() if
               ns.device.startswith("cuda") else ns.device, "torch": torch.__version__,

@@ -19,7 +19,8 @@
 #        library runs it and as kernelopt's Triton kernel (kernelopt_triton/depthwise.py, its
 #        fastest of 19 launches per shape), alone (do_bench) and in the whole model under
 #        lowerings.lowered() (reduce-overhead and default, each a compile apart), outputs
-#        checked (bench/depthwise_probe.py; ROUNDS= 10, LIMIT= seconds 400)
+#        checked (bench/depthwise_probe.py; ROUNDS= 10, LIMIT= seconds 540, SEARCH= seconds of
+#        launch search, all shapes together, 200)
 #   bash bench/h200_modes.sh modes MODEL [MODE]   the compile modes alone, no kernel tuned: one
 #        model_compare process (MODE, default reduce-overhead, as the model's own compile,
 #        against eager, default and max-autotune; MODES= to change that list), LIMIT= seconds (290)
@@ -108,7 +109,8 @@ case "$part" in
       save_run "$m-forms-$k"
     done ;;
   depthwise)
-    timeout "${LIMIT:-400}" python3 bench/depthwise_probe.py "$model" --rounds "${ROUNDS:-10}" \
+    timeout "${LIMIT:-540}" python3 bench/depthwise_probe.py "$model" --rounds "${ROUNDS:-10}" \
+      --search-seconds "${SEARCH:-200}" \
       --out "$OUT/$m-depthwise.json" > "$OUT/$m-depthwise.log" 2>&1
     say "$m depthwise: exit $?"; tail -8 "$OUT/$m-depthwise.log" | cut -c1-600 ;;
   modes)
