@@ -50,7 +50,8 @@ def takes(x: Any) -> bool:
 
 
 def interpreted() -> bool:
-    """Triton's interpreter (CPU runs): a compile cannot trace into an interpreted kernel."""
+    """Triton's interpreter (CPU runs): the op's traced (fake) run would execute the
+    interpreted kernel on tensors that have no data, and the compile fails."""
     import os
 
     return os.environ.get("TRITON_INTERPRET") == "1"

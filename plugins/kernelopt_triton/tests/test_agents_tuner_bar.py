@@ -38,7 +38,12 @@ def test_the_tuner_sets_the_bar_in_an_agents_run(tmp_path: Path) -> None:
     [run_dir] = sorted((tmp_path / ".kernelopt" / "runs").iterdir())
     events = journal_events(run_dir)
     screening = next(e for e in events if e["event"] == "screening")
-    assert screening["ok"] and screening["grid"] == 60 and screening["evaluations"] <= 15
+    # 60 configurations as found (10 blocks × 6 warp counts), screened on a budget of 15; a
+    # knob whose best screened value sits at its list's end grows past it (joint.py's extend),
+    # each grown value adding at least 6 configurations and screening one or two: whether one
+    # grows depends on the interpreter's timings, so the grid is 60 or more
+    assert screening["ok"] and screening["grid"] >= 60
+    assert screening["evaluations"] <= 15 + (screening["grid"] - 60)
     first, second = [e for e in events if e["event"] == "candidate"]
     assert first["planner"] == "tuner" and first["description"].startswith("tuner's best screened")
     assert second["planner"] == "agents"
@@ -47,7 +52,8 @@ def test_the_tuner_sets_the_bar_in_an_agents_run(tmp_path: Path) -> None:
     messages = planner_requests[-1]["json"]["messages"]
     answer = next(m["content"] for m in messages if m.get("tool_call_id") == "call_get_profile")
     frontier = json.loads(answer)  # the tool's answer: the tuner's screen of the grid
-    assert frontier["grid"] == 60 and frontier["screened"] == screening["evaluations"]
+    assert frontier["grid"] == screening["grid"]
+    assert frontier["screened"] == screening["evaluations"]
     assert frontier["best"][0]["knobs"] == first["knobs"]
     sent = json.dumps(messages)
     assert "(to beat)" in sent  # the planner saw how the tuner's candidate did
