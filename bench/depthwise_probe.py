@@ -13,10 +13,11 @@ nn.Conv2d with groups == channels), the heaviest first: each launch of
 while ``--search-seconds`` last (each launch's first use compiles it; shapes alike in their
 constants share compiles; a shape past the budget takes ``Config()``), then the library's F.conv2d and the
 fastest launch in turn for ``--rounds`` rounds (the order swapped every round), both against an
-fp64 reference of the convolution; then, for each mode, the model compiled as usual and
-compiled under ``lowered(configs)`` with each shape's fastest launch (separate compiles, same
-weights), timed as the engine gate times a model (kernelopt_triton.engine.interleaved:
-``--rounds`` rounds of 3 windows, both in turn, the order reversed every round), each against
+fp64 reference of the convolution; then, for each mode, the model compiled as usual, compiled
+under ``lowered(configs)`` with each shape's fastest launch (the op an opaque call), and a copy
+with ``swap_depthwise(copy, configs)`` (the op inlined into the compile) — separate compiles,
+same weights — timed as the engine gate times a model (kernelopt_triton.engine.interleaved:
+``--rounds`` rounds of 3 windows, all in turn, the order reversed every round), each against
 eager on the model's TOLERANCE. One JSON document: per shape every launch's time, the chosen
 one, and the medians and their spread (IQR over the median), the paired ratio over rounds with
 its band (half the ratios' IQR, model_compare.paired), rounds the kernel won, max errors; per
@@ -163,11 +164,15 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
 
 def probe_model(torch: Any, module: Any, device: str, modes: list[str], rounds: int,
                 configs: dict[str, Any]) -> dict[str, Any]:
+    """Per mode the model three ways: as compiled (library), under ``lowered(configs)`` (the
+    op an opaque call) and a copy with ``swap_depthwise(copy, configs)`` (the op inlined); a
+    side whose compile or run fails is reported and left out of the timing."""
+    import copy
     from contextlib import nullcontext
 
     from kernelopt_triton.engine import compile_apart, interleaved
     from kernelopt_triton.inductor import build_model, model_tolerance
-    from kernelopt_triton.lowerings import lowered
+    from kernelopt_triton.lowerings import lowered, swap_depthwise
     from kernelopt_triton.outputs import flatten_outputs
 
     args = module.inputs(1, device)
@@ -176,16 +181,23 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str], rounds: 
     with torch.no_grad():
         eager = build_model(module, device)
         expected = flatten_outputs(eager(*args))
+        inlined = copy.deepcopy(eager)
+        result["swapped_convolutions"] = swap_depthwise(inlined, configs)
+        models = {"library": eager, "kernel": eager, "inlined": inlined}
         for mode in modes:
             kwargs = {} if mode == "default" else {"mode": mode}
             calls: dict[str, Any] = {}
             row: dict[str, Any] = {}
-            for side in ("library", "kernel"):
+            for side, model in models.items():
                 t0 = time.perf_counter()
-                with lowered(configs) if side == "kernel" else nullcontext():  # on 1st call
-                    compiled = compile_apart(torch, eager, kwargs, f"{mode}-{side}")
-                    for _ in range(3):  # CUDA graph trees record on a later call
-                        got = flatten_outputs(compiled(*args))
+                try:
+                    with lowered(configs) if side == "kernel" else nullcontext():  # 1st call
+                        compiled = compile_apart(torch, model, kwargs, f"{mode}-{side}")
+                        for _ in range(3):  # CUDA graph trees record on a later call
+                            got = flatten_outputs(compiled(*args))
+                except Exception as exc:  # the other sides still measure
+                    row[f"{side}_error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+                    continue
                 row[f"{side}_compile_s"] = round(time.perf_counter() - t0, 1)
                 row[f"{side}_max_abs_err"] = max(
                     (g.float() - e.float()).abs().max().item()
@@ -193,13 +205,15 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str], rounds: 
                 row[f"{side}_match"] = all(torch.allclose(g.float(), e.float(), **tol)
                                            for g, e in zip(got, expected, strict=True))
                 calls[side] = lambda compiled=compiled: compiled(*args)
-            # the engine gate's protocol: clocks settled, each round both in turn (the order
-            # reversed every round), a round's time the median of its windows
+            # the engine gate's protocol: clocks settled, each round every side in turn (the
+            # order reversed every round), a round's time the median of its windows
             times = interleaved(torch, calls, lambda label: None, device.startswith("cuda"),
                                 rounds, 3)
             row.update({"ms": {k: round(statistics.median(v), 4) for k, v in times.items()},
-                        "spread_pct": {k: spread(v) for k, v in times.items()},
-                        **ratios(times["library"], times["kernel"])})
+                        "spread_pct": {k: spread(v) for k, v in times.items()}})
+            for side in ("kernel", "inlined"):
+                if "library" in times and side in times:
+                    row[f"{side}_vs_library"] = ratios(times["library"], times[side])
             result[mode] = row
             print(json.dumps({mode: row}), file=sys.stderr, flush=True)
     return result

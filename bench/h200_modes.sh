@@ -17,8 +17,9 @@
 #        kernels that have one (REDUCTION_FORM searched beside the launch keywords)
 #   bash bench/h200_modes.sh depthwise MODEL   each depthwise convolution of the model as the
 #        library runs it and as kernelopt's Triton kernel (kernelopt_triton/depthwise.py, its
-#        fastest of 19 launches per shape), alone (do_bench) and in the whole model under
-#        lowerings.lowered() (reduce-overhead and default, each a compile apart), outputs
+#        fastest of 19 launches per shape), alone (do_bench) and in the whole model through
+#        lowerings.lowered() and swap_depthwise() (reduce-overhead and default, each a compile
+#        apart), outputs
 #        checked (bench/depthwise_probe.py; ROUNDS= 10, LIMIT= seconds 540, SEARCH= seconds of
 #        launch search, all shapes together, 200)
 #   bash bench/h200_modes.sh modes MODEL [MODE]   the compile modes alone, no kernel tuned: one

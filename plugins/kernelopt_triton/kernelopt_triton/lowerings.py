@@ -17,7 +17,9 @@ inputs only (the layout cuDNN was slow in; an NCHW one keeps the library, as doe
 an image of 2³¹ elements or more, and every one under Triton's interpreter), each convolution's
 launch from ``configs`` by its shape (``depthwise.shape_key``), else ``Config()``.
 
-``lowered()`` puts that in Inductor's decomposition table for the compiles inside it (the AOT
+``swap_depthwise(model)`` does the same from each depthwise ``nn.Conv2d``'s own forward, where
+the compile inlines the op (its docstring); ``lowered()`` puts it in Inductor's decomposition
+table for the compiles inside it, for any convolution call, as an opaque call (the AOT
 cache off there: its key leaves the table out, so a graph cached by a compile without it would
 come back; the FX graph cache, keyed after decomposition, too, as the reduction forms' second
 compile does). Measured first, not yet raced: the probe (bench/depthwise_probe.py) times both
@@ -72,6 +74,39 @@ def convolution(configs: Mapping[str, Any]) -> Any:
         return launch(x, weight, bias, stride, padding, dilation, config)
 
     return decompose
+
+
+def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None) -> int:
+    """Each depthwise ``nn.Conv2d`` of ``model`` calls kernelopt's op from its own forward
+    (for the inputs ``takes``; others as before), for good: the number swapped. Called at the
+    top of a traced forward, the triton_op is inlined — the compile holds the kernel itself
+    (Inductor's user-defined Triton kernel) and the weights' copy as its own code, no Python
+    dispatch a call — where through ``lowered()``'s decomposition it stays an opaque call.
+    Permanent, not a context: Dynamo guards on the forward it traced, so a swap undone after
+    the compile would compile the model again. Swap a copy to keep the library's."""
+    import torch
+
+    from kernelopt_triton.depthwise import Config, launch, shape_key
+
+    def swapped(conv: Any) -> Any:
+        def forward(x: Any) -> Any:
+            if not takes(x) or interpreted():
+                return conv._conv_forward(x, conv.weight, conv.bias)
+            key = shape_key(x.shape, conv.weight.shape, conv.stride, conv.padding,
+                            conv.dilation)
+            return launch(x, conv.weight, conv.bias, conv.stride, conv.padding, conv.dilation,
+                          (configs or {}).get(key, Config()))
+        return forward
+
+    count = 0
+    for module in model.modules():
+        if (isinstance(module, torch.nn.Conv2d) and module.padding_mode == "zeros"
+                and not isinstance(module.padding, str)
+                and module.groups > 1 and module.groups == module.in_channels
+                and module.out_channels == module.in_channels):
+            module.forward = swapped(module)  # type: ignore[method-assign]
+            count += 1
+    return count
 
 
 @contextmanager

@@ -132,8 +132,33 @@ with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
     out, code = compiled(x, configs=configs)
     _, nchw = compiled(x.contiguous())
     after = (decomposition.decompositions, decomposition.fast_random_decomps())
+
+    # swap_depthwise: the op called from the module's own forward is inlined into the graph
+    # AOT hands the backend (a Triton kernel node with the shape's launch)
+    import copy
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from kernelopt_triton.lowerings import swap_depthwise
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        def forward_compiler(g, inputs):
+            graphs.append(str(g.graph))
+            return g.forward
+        return aot_module_simplified(gm, example_inputs, fw_compiler=forward_compiler)
+
+    swapped = copy.deepcopy(block)
+    count = swap_depthwise(swapped, configs)
+    eager_swapped = swapped(x)  # the op's CPU kernel: the library's convolution
+    torch._dynamo.reset()
+    try:
+        torch.compile(swapped, backend=backend)(x)
+    except RuntimeError:
+        pass  # running the traced Triton kernel needs a driver; the graph is what is asked
     print(json.dumps({"err": (out - block(x)).abs().max().item(), "code": code, "nchw": nchw,
-                      "restored": after == before}))
+                      "restored": after == before, "swapped": count,
+                      "swapped_err": (eager_swapped - block(x)).abs().max().item(),
+                      "graph": graphs[0] if graphs else ""}))
 """
 
 
@@ -143,7 +168,9 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     which a compile cannot trace into): its channels-last depthwise convolution is the op with
     its shape's launch (on the CPU the op runs the library's convolution: no Triton driver),
     the dense 1×1 stays a library call, the output is eager's; an NCHW input keeps the
-    library, and the table is as before afterwards."""
+    library, and the table is as before afterwards. swap_depthwise on a copy: the op, called
+    from the module's forward, is inlined into the graph the compile gets (a Triton kernel
+    node with its launch), where the decomposition leaves an opaque call."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", _COMPILED], env=env, capture_output=True,
                           text=True, timeout=300, check=False)
@@ -156,6 +183,10 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     assert "kernelopt.depthwise_conv2d" not in got["nchw"]
     assert got["nchw"].count("extern_kernels.convolution(") == 2
     assert got["restored"]
+    assert got["swapped"] == 1 and got["swapped_err"] < 1e-5  # the 1×1 is not depthwise
+    assert "triton_kernel_wrapper_functional" in got["graph"]
+    assert "kernelopt.depthwise_conv2d" not in got["graph"]  # inlined, not an opaque call
+    assert "BLOCK_H: 4, BLOCK_W: 8, BLOCK_C: 32" in got["graph"]
 
 
 def test_the_interpreter_keeps_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
