@@ -68,7 +68,8 @@ def depthwise_shapes(torch: Any, model: Any, args: tuple[Any, ...]) -> list[dict
     handles = [m.register_forward_pre_hook(hook) for m in model.modules()
                if isinstance(m, torch.nn.Conv2d) and m.groups > 1 and m.groups == m.in_channels
                and m.out_channels == m.in_channels
-               and not isinstance(m.padding, str)]  # 'same': no explicit padding to key by
+               and not isinstance(m.padding, str)  # 'same': no explicit padding to key by
+               and type(m).forward is torch.nn.Conv2d.forward]  # not a subclass that pads
     with torch.no_grad():
         model(*args)
     for h in handles:

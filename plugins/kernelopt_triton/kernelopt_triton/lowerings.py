@@ -100,7 +100,10 @@ def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None) -> int:
 
     count = 0
     for module in model.modules():
+        # nn.Conv2d's own forward only: a subclass that pads in its forward (timm's
+        # Conv2dSame) computes another convolution than its settings say
         if (isinstance(module, torch.nn.Conv2d) and module.padding_mode == "zeros"
+                and type(module).forward is torch.nn.Conv2d.forward
                 and not isinstance(module.padding, str)
                 and module.groups > 1 and module.groups == module.in_channels
                 and module.out_channels == module.in_channels):

@@ -147,6 +147,11 @@ with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
             return g.forward
         return aot_module_simplified(gm, example_inputs, fw_compiler=forward_compiler)
 
+    class Padded(torch.nn.Conv2d):  # pads in its forward, as timm's Conv2dSame
+        def forward(self, x):
+            return super().forward(torch.nn.functional.pad(x, (1, 1, 1, 1)))
+
+    assert swap_depthwise(Padded(8, 8, 3, groups=8)) == 0
     swapped = copy.deepcopy(block)
     count = swap_depthwise(swapped, configs)
     eager_swapped = swapped(x)  # the op's CPU kernel: the library's convolution
