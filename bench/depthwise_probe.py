@@ -44,7 +44,7 @@ def spread(xs: list[float]) -> float:
 
 
 def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
-    """The library's time over the kernel's, round by round: model_compare's paired
+    """The library's time over the other side's, round by round: model_compare's paired
     ratio (its band half the ratios' IQR over the median, as the engine gate reads rounds)."""
     from kernelopt_triton.model_compare import paired
 
@@ -243,6 +243,9 @@ def main() -> int:
 
     alone = probe_shapes(torch, shapes, ns.rounds, ns.device, ns.search_seconds)
     configs = {s["key"]: Config(**s["config"]) for s in alone}  # each shape's fastest launch
+    if ns.out:  # kept should the model's part run out of time
+        ns.out.write_text(json.dumps({"model": ns.model, "shapes": alone,
+                                      "model_steps": "not reached"}, indent=1) + "\n")
     report = {"model": ns.model, "device": torch.cuda.get_device_name() if
               ns.device.startswith("cuda") else ns.device, "torch": torch.__version__,
               "triton": __import__("triton").__version__, "shapes": alone,

@@ -162,6 +162,44 @@ def _on_the_cpu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     return torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation, x.shape[1])
 
 
+DEFAULT = Config()  # built once: Dynamo cannot trace an attrs class's __init__
+
+
+def takes(x: Any) -> bool:
+    """An input the kernel is for: channels-last, fp16/bf16/fp32 (its sums are fp32: an fp64
+    convolution keeps the library's), each image's offsets within int32."""
+    return (bool(x.is_contiguous(memory_format=torch.channels_last))
+            and x.dtype in (torch.float16, torch.bfloat16, torch.float32)
+            and x.shape[1] * x.shape[2] * x.shape[3] < 2**31)
+
+
+def interpreted() -> bool:
+    """Triton's interpreter (CPU runs): the op's traced (fake) run would execute the
+    interpreted kernel on tensors that have no data, and the compile fails."""
+    import os
+
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+class DepthwiseConv2d(torch.nn.Conv2d):
+    """A depthwise ``nn.Conv2d`` whose calls run the op (lowerings.swap_depthwise sets a
+    module's class to it): for inputs ``takes`` on ``device_types`` with no gradient to keep,
+    with ``launches[shape_key(...)]``, else ``DEFAULT``; any other input as nn.Conv2d. Called
+    from a module's forward, a compile inlines the op (the kernel in its own code). A class,
+    not a patched forward: a copy or a pickle of the model keeps it."""
+
+    launches: dict[str, Config]
+    device_types: tuple[str, ...]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if (x.device.type not in self.device_types or not takes(x) or interpreted()
+                or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
+            return self._conv_forward(x, self.weight, self.bias)  # the op has no backward
+        key = shape_key(x.shape, self.weight.shape, self.stride, self.padding, self.dilation)
+        return launch(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                      self.launches.get(key, DEFAULT))
+
+
 def launch(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
            config: Config) -> Any:
     """The op with ``config``'s launch."""

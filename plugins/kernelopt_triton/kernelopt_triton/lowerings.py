@@ -41,73 +41,53 @@ def is_depthwise(x: Any, weight: Any, transposed: bool, groups: int) -> bool:
             and x.shape[1] == groups and weight.shape[0] == groups and weight.shape[1] == 1)
 
 
-def takes(x: Any) -> bool:
-    """An input the kernel is for: channels-last, fp16/bf16/fp32 (its sums are fp32: an fp64
-    convolution keeps the library's), each image's offsets within int32."""
-    import torch
-
-    return (bool(x.is_contiguous(memory_format=torch.channels_last))
-            and x.dtype in (torch.float16, torch.bfloat16, torch.float32)
-            and x.shape[1] * x.shape[2] * x.shape[3] < 2**31)
-
-
-def interpreted() -> bool:
-    """Triton's interpreter (CPU runs): the op's traced (fake) run would execute the
-    interpreted kernel on tensors that have no data, and the compile fails."""
-    import os
-
-    return os.environ.get("TRITON_INTERPRET") == "1"
-
-
 def convolution(configs: Mapping[str, Any]) -> Any:
     """aten.convolution's decomposition: the channels-last depthwise ones to kernelopt's
     kernel with their shape's launch, the rest as before."""
     def decompose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
                   transposed: bool, output_padding: Any, groups: int) -> Any:
+        from kernelopt_triton.depthwise import DEFAULT, interpreted, launch, shape_key, takes
+
         if (not is_depthwise(x, weight, transposed, groups) or len(stride) != 2
                 or not takes(x) or interpreted()):
             return NotImplemented  # Inductor lowers it as it would have
-        from kernelopt_triton.depthwise import Config, launch, shape_key
-
         config = configs.get(shape_key(x.shape, weight.shape, stride, padding, dilation),
-                             Config())
+                             DEFAULT)
         return launch(x, weight, bias, stride, padding, dilation, config)
 
     return decompose
 
 
-def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None) -> int:
-    """Each depthwise ``nn.Conv2d`` of ``model`` calls kernelopt's op from its own forward
-    (for the inputs ``takes``; others as before), for good: the number swapped. Called at the
-    top of a traced forward, the triton_op is inlined — the compile holds the kernel itself
-    (Inductor's user-defined Triton kernel) and the weights' copy as its own code, no Python
-    dispatch a call — where through ``lowered()``'s decomposition it stays an opaque call.
-    Permanent, not a context: Dynamo guards on the forward it traced, so a swap undone after
-    the compile would compile the model again. Swap a copy to keep the library's."""
+def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None,
+                   device_types: tuple[str, ...] = ("cuda",)) -> int:
+    """Each depthwise ``nn.Conv2d`` of ``model`` (nn.Conv2d's own forward, zero padding given
+    as numbers) becomes a ``depthwise.DepthwiseConv2d`` with ``configs`` (a copy) as its
+    launches, in place, for good (one swapped before takes the new launches and device
+    types): the number swapped. Called from the module's forward, the op
+    is inlined by the compile — the kernel and the weights' copy in Inductor's own code, no
+    Python dispatch a call — where through ``lowered()``'s decomposition it stays an opaque
+    call. For good, not a context: Dynamo guards on the forward it traced, so a swap undone
+    after the compile would compile the model again; swap a copy to keep the library's.
+    Static shapes: a shape key of a symbolic size breaks the graph at each convolution.
+    ``device_types``: where the kernel runs (Triton's GPUs; the tests trace on the CPU)."""
     import torch
 
-    from kernelopt_triton.depthwise import Config, launch, shape_key
+    from kernelopt_triton.depthwise import DepthwiseConv2d
 
-    def swapped(conv: Any) -> Any:
-        def forward(x: Any) -> Any:
-            if not takes(x) or interpreted():
-                return conv._conv_forward(x, conv.weight, conv.bias)
-            key = shape_key(x.shape, conv.weight.shape, conv.stride, conv.padding,
-                            conv.dilation)
-            return launch(x, conv.weight, conv.bias, conv.stride, conv.padding, conv.dilation,
-                          (configs or {}).get(key, Config()))
-        return forward
-
+    launches = dict(configs or {})
     count = 0
     for module in model.modules():
         # nn.Conv2d's own forward only: a subclass that pads in its forward (timm's
         # Conv2dSame) computes another convolution than its settings say
-        if (isinstance(module, torch.nn.Conv2d) and module.padding_mode == "zeros"
-                and type(module).forward is torch.nn.Conv2d.forward
+        if (type(module) in (torch.nn.Conv2d, DepthwiseConv2d)  # again: new launches
+                and module.padding_mode == "zeros"
                 and not isinstance(module.padding, str)
                 and module.groups > 1 and module.groups == module.in_channels
                 and module.out_channels == module.in_channels):
-            module.forward = swapped(module)  # type: ignore[method-assign]
+            conv: Any = module  # a DepthwiseConv2d from here
+            conv.__class__ = DepthwiseConv2d
+            conv.launches = launches
+            conv.device_types = tuple(device_types)
             count += 1
     return count
 

@@ -90,7 +90,7 @@ def test_only_depthwise_convolutions_are_taken(monkeypatch: pytest.MonkeyPatch) 
     wide = x.double().contiguous(memory_format=torch.channels_last)
     assert decompose(wide, torch.randn(8, 1, 3, 3).double(), None, [1, 1], [1, 1], [1, 1],
                      False, [0, 0], 8) is NotImplemented
-    from kernelopt_triton.lowerings import takes
+    from kernelopt_triton.depthwise import takes
 
     assert takes(x.contiguous(memory_format=torch.channels_last))
 
@@ -154,16 +154,23 @@ with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
     assert swap_depthwise(Padded(8, 8, 3, groups=8)) == 0
     swapped = copy.deepcopy(block)
     count = swap_depthwise(swapped, configs)
-    eager_swapped = swapped(x)  # the op's CPU kernel: the library's convolution
+    eager_swapped = swapped(x)  # on the CPU: not a device the kernel runs on, the library's
+    copied = copy.deepcopy(swapped)  # a copy computes with its own weights
+    with torch.no_grad():
+        copied[0].weight.zero_()
+    copy_differs = (copied(x) - eager_swapped).abs().max().item() > 0
+    # traced as if the CPU were a device the kernel runs on: one graph for the whole block
+    # (fullgraph: no break at the convolution) holding the kernel itself
+    swap_depthwise(swapped, configs, device_types=("cpu",))
     torch._dynamo.reset()
     try:
-        torch.compile(swapped, backend=backend)(x)
-    except RuntimeError:
-        pass  # running the traced Triton kernel needs a driver; the graph is what is asked
+        torch.compile(swapped, backend=backend, fullgraph=True)(x)
+    except RuntimeError as exc:  # running the traced Triton kernel needs a driver here
+        assert "active drivers" in str(exc), exc
     print(json.dumps({"err": (out - block(x)).abs().max().item(), "code": code, "nchw": nchw,
                       "restored": after == before, "swapped": count,
                       "swapped_err": (eager_swapped - block(x)).abs().max().item(),
-                      "graph": graphs[0] if graphs else ""}))
+                      "copy_differs": copy_differs, "graphs": graphs}))
 """
 
 
@@ -189,9 +196,11 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     assert got["nchw"].count("extern_kernels.convolution(") == 2
     assert got["restored"]
     assert got["swapped"] == 1 and got["swapped_err"] < 1e-5  # the 1×1 is not depthwise
-    assert "triton_kernel_wrapper_functional" in got["graph"]
-    assert "kernelopt.depthwise_conv2d" not in got["graph"]  # inlined, not an opaque call
-    assert "BLOCK_H: 4, BLOCK_W: 8, BLOCK_C: 32" in got["graph"]
+    assert got["copy_differs"]
+    [graph] = got["graphs"]
+    assert "triton_kernel_wrapper_functional" in graph
+    assert "kernelopt.depthwise_conv2d" not in graph  # inlined, not an opaque call
+    assert "BLOCK_H: 4, BLOCK_W: 8, BLOCK_C: 32" in graph
 
 
 def test_the_interpreter_keeps_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
