@@ -37,12 +37,6 @@ from typing import Any
 import attrs
 
 
-def spread(xs: list[float]) -> float:
-    from kernelopt_triton.model_compare import _spread
-
-    return _spread(xs)
-
-
 def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
     """The library's time over the other side's, round by round: model_compare's paired
     ratio (its band half the ratios' IQR over the median, as the engine gate reads rounds)."""
@@ -65,11 +59,10 @@ def depthwise_shapes(torch: Any, model: Any, args: tuple[Any, ...]) -> list[dict
                                           memory_format=torch.channels_last)})
         entry["calls"] += 1
 
-    handles = [m.register_forward_pre_hook(hook) for m in model.modules()
-               if isinstance(m, torch.nn.Conv2d) and m.groups > 1 and m.groups == m.in_channels
-               and m.out_channels == m.in_channels
-               and not isinstance(m.padding, str)  # 'same': no explicit padding to key by
-               and type(m).forward is torch.nn.Conv2d.forward]  # not a subclass that pads
+    from kernelopt_triton.lowerings import swappable
+
+    # the convolutions swap_depthwise takes: the same shapes the model's part times
+    handles = [m.register_forward_pre_hook(hook) for m in model.modules() if swappable(m)]
     with torch.no_grad():
         model(*args)
     for h in handles:
@@ -102,6 +95,7 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
 
     import torch.nn.functional as F
     from kernelopt_triton.depthwise import Config, launch, search_space, shape_key
+    from kernelopt_triton.model_compare import _spread
 
     do_bench = timer(torch, device)
 
@@ -155,7 +149,7 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
             "launches_tried": len(tried),
             "configs_ms": sorted([round(ms, 5), attrs.astuple(c)] for c, ms in tried.items()),
             "ms": {k: round(statistics.median(v), 5) for k, v in times.items()},
-            "spread_pct": {k: spread(v) for k, v in times.items()},
+            "spread_pct": {k: _spread(v) for k, v in times.items()},
             "gbps": {k: round(nbytes / statistics.median(v) / 1e6, 1) for k, v in times.items()},
             **ratios(times["library"], times["kernel"]),
             "max_abs_err_vs_fp64": {k: float(f"{v:.3g}") for k, v in errors.items()}})
@@ -174,6 +168,7 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str], rounds: 
     from kernelopt_triton.engine import compile_apart, interleaved
     from kernelopt_triton.inductor import build_model, model_tolerance
     from kernelopt_triton.lowerings import lowered, swap_depthwise
+    from kernelopt_triton.model_compare import _spread
     from kernelopt_triton.outputs import flatten_outputs
 
     args = module.inputs(1, device)
@@ -211,7 +206,7 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str], rounds: 
             times = interleaved(torch, calls, lambda label: None, device.startswith("cuda"),
                                 rounds, 3)
             row.update({"ms": {k: round(statistics.median(v), 4) for k, v in times.items()},
-                        "spread_pct": {k: spread(v) for k, v in times.items()}})
+                        "spread_pct": {k: _spread(v) for k, v in times.items()}})
             for side in ("kernel", "inlined"):
                 if "library" in times and side in times:
                     row[f"{side}_vs_library"] = ratios(times["library"], times[side])

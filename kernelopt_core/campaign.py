@@ -7,12 +7,11 @@ arguments after ``--``, run by an executor (kernelopt_core.executors) on one GPU
 order of expected gain — the target's share of its model's GPU time (1 / the number of targets
 of its PATH when unknown) times its headroom to the roofline (1 − the fraction of peak its last
 run in this state root reached; 1 when it has none: unknown is promising) — and the campaign's
-budgets (GPU minutes,
-LLM dollars, wall minutes) are split over the jobs in that proportion (wall minutes per GPU
-slot). The campaign journal (``campaigns/NAME/campaign.jsonl``) records the plan and each
-result; running the same campaign again runs every job's command again, and each run resumes
-from its own journal (a finished one returns at once). The report ranks the results and sums
-the effect on each model (Amdahl over its optimized kernels).
+budgets (GPU minutes, LLM dollars, wall minutes) are split over the jobs in that proportion
+(wall minutes per GPU slot). The campaign journal (``campaigns/NAME/campaign.jsonl``) records
+the plan and each result; running the same campaign again runs every job's command again, and
+each run resumes from its own journal (a finished one returns at once). The report ranks the
+results and sums the effect on each model (Amdahl over its optimized kernels).
 """
 
 from __future__ import annotations

@@ -58,6 +58,20 @@ def convolution(configs: Mapping[str, Any]) -> Any:
     return decompose
 
 
+def swappable(module: Any) -> bool:
+    """A depthwise ``nn.Conv2d`` swap_depthwise takes (or took: again, new launches): its
+    own forward only — a subclass that pads in its forward (timm's Conv2dSame) computes another
+    convolution than its settings say — with zero padding given as numbers."""
+    import torch
+
+    from kernelopt_triton.depthwise import DepthwiseConv2d
+
+    return (type(module) in (torch.nn.Conv2d, DepthwiseConv2d)
+            and module.padding_mode == "zeros" and not isinstance(module.padding, str)
+            and module.groups > 1 and module.groups == module.in_channels
+            and module.out_channels == module.in_channels)
+
+
 def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None,
                    device_types: tuple[str, ...] = ("cuda",)) -> int:
     """Each depthwise ``nn.Conv2d`` of ``model`` (nn.Conv2d's own forward, zero padding given
@@ -70,20 +84,12 @@ def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None,
     after the compile would compile the model again; swap a copy to keep the library's.
     Static shapes: a shape key of a symbolic size breaks the graph at each convolution.
     ``device_types``: where the kernel runs (Triton's GPUs; the tests trace on the CPU)."""
-    import torch
-
     from kernelopt_triton.depthwise import DepthwiseConv2d
 
     launches = dict(configs or {})
     count = 0
     for module in model.modules():
-        # nn.Conv2d's own forward only: a subclass that pads in its forward (timm's
-        # Conv2dSame) computes another convolution than its settings say
-        if (type(module) in (torch.nn.Conv2d, DepthwiseConv2d)  # again: new launches
-                and module.padding_mode == "zeros"
-                and not isinstance(module.padding, str)
-                and module.groups > 1 and module.groups == module.in_channels
-                and module.out_channels == module.in_channels):
+        if swappable(module):
             conv: Any = module  # a DepthwiseConv2d from here
             conv.__class__ = DepthwiseConv2d
             conv.launches = launches

@@ -51,8 +51,8 @@ def _captured(capture_dir: Path, forms: bool) -> bool:
 
 def _profiled(kernel: dict[str, Any]) -> dict[str, Any]:
     """A captured kernel's time per call in its model's step (the profile's time per step over
-    its calls), where kernels.json has it: with the file's BYTES, a campaign's headroom before
-    any run."""
+    its calls), where kernels.json has it: with the file's BYTES, the profiled fraction of
+    peak a campaign's plan shows."""
     try:
         per_call_ms = float(kernel["time_us"]) / int(kernel["calls"]) / 1000.0
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
