@@ -134,3 +134,16 @@ def test_the_device_is_the_one_this_machine_measured(tmp_path: Path,
         summary.write_text(json.dumps({"target": {"name": "NORM"}}))
         os.utime(summary, (1_800_000_000 + when, 1_800_000_000 + when))
     assert coverage.campaign_runs(tmp_path, None) == {"NORM": tmp_path / "runs" / "llama-02"}
+
+
+def test_bytes_the_op_cannot_move_do_not_make_it_roofline_bound() -> None:
+    """Decode's GET_ROWS, measured on an H100 (2026-12-07): test-backend-ops counts its whole
+    262 MB table, read 'at' 72x the copy rate in 1.23 µs — two rows were read: the launch."""
+    pin = {"params": "type=f16,n=4096,m=32000,r=2,be1=1,be2=1", "us": 1.23, "kb": 256032}
+    got = _bound("GET_ROWS", pin)
+    assert got is not None and got["bound"] == "launch-bound" and got["bytes_overcounted"]
+    # a rate above the DRAM peak within the cache stays cache-resident (a rerun on the same
+    # tensors: the cache's rate, not bytes over-counted)
+    hot = _bound("NORM", {"params": "type=f32,ne=[4096,512,1,1]", "us": 1.0, "kb": 16384})
+    assert hot is not None and hot["bound"] == "cache-resident" and hot["of_peak"] > 5
+    assert "bytes_overcounted" not in hot
