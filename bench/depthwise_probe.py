@@ -8,20 +8,22 @@ outputs checked.
 
 MODEL (default bench/models/convnext.py) is a model file (model(), inputs(seed, device),
 TOLERANCE). First every depthwise convolution the model holds, by shape (a hook on each
-nn.Conv2d with groups == channels), the heaviest first: each launch of
-``depthwise.search_space()`` timed once with triton.testing.do_bench (its L2 flush, median)
-while ``--search-seconds`` last (each launch's first use compiles it; shapes alike in their
-constants share compiles; a shape past the budget takes ``Config()``), then the library's F.conv2d and the
-fastest launch in turn for ``--rounds`` rounds (the order swapped every round), both against an
-fp64 reference of the convolution; then, for each mode, the model compiled as usual, compiled
-under ``lowered(configs)`` with each shape's fastest launch (the op an opaque call), and a copy
-with ``swap_depthwise(copy, configs)`` (the op inlined into the compile) — separate compiles,
-same weights — timed as the engine gate times a model (kernelopt_triton.engine.interleaved:
-``--rounds`` rounds of 3 windows, all in turn, the order reversed every round), each against
-eager on the model's TOLERANCE. One JSON document: per shape every launch's time, the chosen
-one, and the medians and their spread (IQR over the median), the paired ratio over rounds with
-its band (half the ratios' IQR, model_compare.paired), rounds the kernel won, max errors; per
-mode the same for the whole model.
+nn.Conv2d swap_depthwise takes), the heaviest first, through the product's per-shape choice
+(kernelopt_triton.depthwise_timing.choose: GPU time, CUDA graphs of L2 flush and call with the
+flushes' graph subtracted): each launch of ``depthwise.search_space()`` (3 readings) while
+``--search-seconds`` last (each launch's first use compiles it; shapes alike in their
+constants share compiles; a shape past the budget takes ``Config()``), then the library's
+F.conv2d and the fastest launch in turn for ``--rounds`` readings, both against an fp64
+reference of the convolution; the kernel takes the shapes it won by the rounds. Then, for each
+mode, the model compiled as usual, compiled under ``lowered(configs)`` (the op an opaque call)
+and a copy with ``swap_depthwise(copy, configs)`` (the op inlined into the compile), configs
+holding the chosen shapes only — separate compiles, same weights — timed as the engine gate
+times a model (kernelopt_triton.engine.interleaved: ``--rounds`` rounds of 3 windows, all in
+turn, the order reversed every round), each against eager on the model's TOLERANCE (no shape
+chosen: the library alone). One JSON document: per shape every launch's time, the chosen one,
+the decision and why, the medians and their spread (IQR over the median), the paired ratio over
+rounds with its band (half the ratios' IQR, model_compare.paired), rounds the kernel won, max
+errors; per mode the same for the whole model.
 """
 
 from __future__ import annotations
@@ -70,34 +72,14 @@ def depthwise_shapes(torch: Any, model: Any, args: tuple[Any, ...]) -> list[dict
     return list(seen.values())
 
 
-def timer(torch: Any, device: str) -> Any:
-    """triton.testing.do_bench on a GPU (its L2 flush, median ms); on the CPU (a smoke run,
-    no timing worth reporting) the median of 5 calls."""
-    if device.startswith("cuda"):
-        from triton.testing import do_bench
-
-        return lambda call: do_bench(call, return_mode="median")
-
-    def cpu_bench(call: Any) -> float:
-        laps = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            call()
-            laps.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(laps)
-
-    return cpu_bench
-
-
 def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: str,
                  search_seconds: float) -> list[dict[str, Any]]:
     import math
 
     import torch.nn.functional as F
     from kernelopt_triton.depthwise import Config, launch, search_space, shape_key
+    from kernelopt_triton.depthwise_timing import choose
     from kernelopt_triton.model_compare import _spread
-
-    do_bench = timer(torch, device)
 
     # the heaviest first (calls × input size): each launch's first use compiles it (seconds),
     # so the search shares one budget, and a shape it does not reach races Config()
@@ -111,6 +93,7 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
         if entry["channels_last"]:
             x = x.contiguous(memory_format=torch.channels_last)
         settings = (conv.stride, conv.padding, conv.dilation)
+        key = shape_key(x.shape, conv.weight.shape, *settings)
 
         def library(x: Any = x, conv: Any = conv, settings: Any = settings) -> Any:
             return F.conv2d(x, conv.weight, conv.bias, *settings, conv.groups)
@@ -118,36 +101,31 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
         def kernel(config: Any, x: Any = x, conv: Any = conv, settings: Any = settings) -> Any:
             return launch(x, conv.weight, conv.bias, *settings, config)
 
+        def budget_left(configs: list[Any]) -> Any:  # the launches while the budget lasts
+            for config in configs:
+                if time.monotonic() - searched_from > search_seconds:
+                    return
+                yield config
+
         with torch.no_grad():
             reference = F.conv2d(x.double(), conv.weight.double(), None if conv.bias is None
                                  else conv.bias.double(), *settings,
                                  conv.groups)  # fp64: no TF32 in the reference
-            # each launch of the search space once, the fastest then raced in rounds
-            tried = {}
-            for config in search_space():
-                if time.monotonic() - searched_from > search_seconds:
-                    break
-                tried[config] = do_bench(lambda c=config: kernel(c))
-            if not tried:
-                tried[Config()] = do_bench(lambda: kernel(Config()))
-            best = min(tried, key=tried.__getitem__)
-            out = kernel(best)
+            launches = list(budget_left(search_space())) or [Config()]
+            # GPU time: CUDA graphs of (L2 flush, call), the flushes' graph subtracted
+            choice = choose(key, library, kernel, launches, rounds, device.startswith("cuda"))
+            out = kernel(choice.launch)
             errors = {"library": (library().double() - reference).abs().max().item(),
                       "kernel": (out.double() - reference).abs().max().item()}
-            times: dict[str, list[float]] = {"library": [], "kernel": []}
-            calls = {"library": library, "kernel": lambda best=best: kernel(best)}
-            for n in range(rounds):  # in turn, the order swapped every round
-                for side in (("library", "kernel") if n % 2 == 0 else ("kernel", "library")):
-                    times[side].append(do_bench(calls[side]))
+        times = {"library": choice.library_ms, "kernel": choice.kernel_ms}
         nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
         results.append({
             "x": entry["x_shape"], "weight": list(conv.weight.shape), "stride": conv.stride,
             "padding": conv.padding, "channels_last": entry["channels_last"],
-            "calls_per_step": entry["calls"], "bytes": nbytes,
-            "key": shape_key(x.shape, conv.weight.shape, *settings),
-            "config": attrs.asdict(best),
-            "launches_tried": len(tried),
-            "configs_ms": sorted([round(ms, 5), attrs.astuple(c)] for c, ms in tried.items()),
+            "calls_per_step": entry["calls"], "bytes": nbytes, "key": key,
+            "config": attrs.asdict(choice.launch), "launches_tried": len(launches),
+            "configs_ms": sorted([round(ms, 5), attrs.astuple(c)] for c, ms in choice.tried.items()),
+            "chosen": choice.chosen, "why": choice.why,
             "ms": {k: round(statistics.median(v), 5) for k, v in times.items()},
             "spread_pct": {k: _spread(v) for k, v in times.items()},
             "gbps": {k: round(nbytes / statistics.median(v) / 1e6, 1) for k, v in times.items()},
@@ -179,7 +157,8 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str], rounds: 
         expected = flatten_outputs(eager(*args))
         inlined = copy.deepcopy(eager)
         result["swapped_convolutions"] = swap_depthwise(inlined, configs)
-        models = {"library": eager, "kernel": eager, "inlined": inlined}
+        models = ({"library": eager, "kernel": eager, "inlined": inlined} if configs
+                  else {"library": eager})  # no shape chosen: the other sides are the library
         for mode in modes:
             kwargs = {} if mode == "default" else {"mode": mode}
             calls: dict[str, Any] = {}
@@ -237,7 +216,8 @@ def main() -> int:
     from kernelopt_triton.depthwise import Config
 
     alone = probe_shapes(torch, shapes, ns.rounds, ns.device, ns.search_seconds)
-    configs = {s["key"]: Config(**s["config"]) for s in alone}  # each shape's fastest launch
+    # the shapes the kernel won alone, each with its fastest launch; the rest keep the library
+    configs = {s["key"]: Config(**s["config"]) for s in alone if s["chosen"]}
     if ns.out:  # kept should the model's part run out of time
         ns.out.write_text(json.dumps({"model": ns.model, "shapes": alone,
                                       "model_steps": "not reached"}, indent=1) + "\n")

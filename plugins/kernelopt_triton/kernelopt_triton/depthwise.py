@@ -162,9 +162,6 @@ def _on_the_cpu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     return torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation, x.shape[1])
 
 
-DEFAULT = Config()  # built once: Dynamo cannot trace an attrs class's __init__
-
-
 def takes(x: Any) -> bool:
     """An input the kernel is for: channels-last, fp16/bf16/fp32 (its sums are fp32: an fp64
     convolution keeps the library's), each image's offsets within int32."""
@@ -183,8 +180,9 @@ def interpreted() -> bool:
 
 class DepthwiseConv2d(torch.nn.Conv2d):
     """A depthwise ``nn.Conv2d`` whose calls run the op (lowerings.swap_depthwise sets a
-    module's class to it): for inputs ``takes`` on ``device_types`` with no gradient to keep,
-    with ``launches[shape_key(...)]``, else ``DEFAULT``; any other input as nn.Conv2d. Called
+    module's class to it): for inputs ``takes`` on ``device_types`` with no gradient to keep
+    whose shape has a launch (``launches[shape_key(...)]``: a shape the kernel was chosen for);
+    any other input as nn.Conv2d (the library's call). Called
     from a module's forward, a compile inlines the op (the kernel in its own code). A class,
     not a patched forward: a copy or a pickle of the model keeps it."""
 
@@ -195,9 +193,11 @@ class DepthwiseConv2d(torch.nn.Conv2d):
         if (x.device.type not in self.device_types or not takes(x) or interpreted()
                 or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
             return self._conv_forward(x, self.weight, self.bias)  # the op has no backward
-        key = shape_key(x.shape, self.weight.shape, self.stride, self.padding, self.dilation)
-        return launch(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                      self.launches.get(key, DEFAULT))
+        config = self.launches.get(shape_key(x.shape, self.weight.shape, self.stride,
+                                             self.padding, self.dilation))
+        if config is None:  # a shape the library keeps (the kernel lost there, or untried)
+            return self._conv_forward(x, self.weight, self.bias)
+        return launch(x, self.weight, self.bias, self.stride, self.padding, self.dilation, config)
 
 
 def launch(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,

@@ -15,7 +15,8 @@ index arithmetic. ``lowered()`` now puts a tiled Triton kernel of kernelopt's in
 (kernelopt_triton/depthwise.py, the op ``kernelopt::depthwise_conv2d``), for channels-last
 inputs only (the layout cuDNN was slow in; an NCHW one keeps the library, as does an fp64 one,
 an image of 2³¹ elements or more, and every one under Triton's interpreter), each convolution's
-launch from ``configs`` by its shape (``depthwise.shape_key``), else ``Config()``.
+launch from ``configs`` by its shape (``depthwise.shape_key``); a shape ``configs`` does not
+name keeps the library's call (the kernel is chosen per shape: depthwise_timing.py).
 
 ``swap_depthwise(model)`` does the same from each depthwise ``nn.Conv2d``'s own forward, where
 the compile inlines the op (its docstring); ``lowered()`` puts it in Inductor's decomposition
@@ -42,17 +43,18 @@ def is_depthwise(x: Any, weight: Any, transposed: bool, groups: int) -> bool:
 
 
 def convolution(configs: Mapping[str, Any]) -> Any:
-    """aten.convolution's decomposition: the channels-last depthwise ones to kernelopt's
-    kernel with their shape's launch, the rest as before."""
+    """aten.convolution's decomposition: the channels-last depthwise ones whose shape has a
+    launch in ``configs`` to kernelopt's kernel with it, the rest as before."""
     def decompose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
                   transposed: bool, output_padding: Any, groups: int) -> Any:
-        from kernelopt_triton.depthwise import DEFAULT, interpreted, launch, shape_key, takes
+        from kernelopt_triton.depthwise import interpreted, launch, shape_key, takes
 
         if (not is_depthwise(x, weight, transposed, groups) or len(stride) != 2
                 or not takes(x) or interpreted()):
             return NotImplemented  # Inductor lowers it as it would have
-        config = configs.get(shape_key(x.shape, weight.shape, stride, padding, dilation),
-                             DEFAULT)
+        config = configs.get(shape_key(x.shape, weight.shape, stride, padding, dilation))
+        if config is None:  # a shape the library keeps
+            return NotImplemented
         return launch(x, weight, bias, stride, padding, dilation, config)
 
     return decompose
@@ -76,14 +78,15 @@ def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None,
                    device_types: tuple[str, ...] = ("cuda",)) -> int:
     """Each depthwise ``nn.Conv2d`` of ``model`` (nn.Conv2d's own forward, zero padding given
     as numbers) becomes a ``depthwise.DepthwiseConv2d`` with ``configs`` (a copy) as its
-    launches, in place, for good (one swapped before takes the new launches and device
-    types): the number swapped. Called from the module's forward, the op
-    is inlined by the compile — the kernel and the weights' copy in Inductor's own code, no
-    Python dispatch a call — where through ``lowered()``'s decomposition it stays an opaque
-    call. For good, not a context: Dynamo guards on the forward it traced, so a swap undone
-    after the compile would compile the model again; swap a copy to keep the library's.
-    Static shapes: a shape key of a symbolic size breaks the graph at each convolution.
-    ``device_types``: where the kernel runs (Triton's GPUs; the tests trace on the CPU)."""
+    launches — a shape it does not name keeps the library's call — in place, for good (one
+    swapped before takes the new launches and device types): the number swapped. Called
+    from the module's forward, the op is inlined by the compile — the kernel and the weights'
+    copy in Inductor's own code, no Python dispatch a call — where through ``lowered()``'s
+    decomposition it stays an opaque call. For good, not a context: Dynamo guards on the
+    forward it traced, so a swap undone after the compile would compile the model again; swap
+    a copy to keep the library's. Static shapes: a shape key of a symbolic size breaks the
+    graph at each convolution. ``device_types``: where the kernel runs (Triton's GPUs; the
+    tests trace on the CPU)."""
     from kernelopt_triton.depthwise import DepthwiseConv2d
 
     launches = dict(configs or {})
@@ -100,8 +103,9 @@ def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None,
 
 @contextmanager
 def lowered(configs: Mapping[str, Any] | None = None) -> Iterator[None]:
-    """Compiles inside it call kernelopt's kernel for channels-last depthwise convolutions,
-    each with ``configs[shape_key(...)]`` (a ``depthwise.Config``) where given (module doc)."""
+    """Compiles inside it call kernelopt's kernel for the channels-last depthwise
+    convolutions whose shape ``configs`` names, each with ``configs[shape_key(...)]`` (a
+    ``depthwise.Config``; module doc)."""
     import torch
     from torch._inductor import decomposition
 

@@ -130,7 +130,8 @@ def compiled(inputs, **kw):
 
 with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
     out, code = compiled(x, configs=configs)
-    _, nchw = compiled(x.contiguous())
+    _, nchw = compiled(x.contiguous(), configs=configs)
+    _, unnamed = compiled(x, configs={})  # a shape no launch names: the library's
     after = (decomposition.decompositions, decomposition.fast_random_decomps())
 
     # swap_depthwise: the op called from the module's own forward is inlined into the graph
@@ -167,10 +168,15 @@ with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
         torch.compile(swapped, backend=backend, fullgraph=True)(x)
     except RuntimeError as exc:  # running the traced Triton kernel needs a driver here
         assert "active drivers" in str(exc), exc
+    kept = copy.deepcopy(block)  # swapped with no launch for its shape: the library's
+    swap_depthwise(kept, {}, device_types=("cpu",))
+    torch._dynamo.reset()
+    kept_err = (torch.compile(kept, backend=backend, fullgraph=True)(x) - block(x)).abs().max()
     print(json.dumps({"err": (out - block(x)).abs().max().item(), "code": code, "nchw": nchw,
                       "restored": after == before, "swapped": count,
                       "swapped_err": (eager_swapped - block(x)).abs().max().item(),
-                      "copy_differs": copy_differs, "graphs": graphs}))
+                      "copy_differs": copy_differs, "graphs": graphs, "unnamed": unnamed,
+                      "kept_err": kept_err.item()}))
 """
 
 
@@ -180,7 +186,8 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     which a compile cannot trace into): its channels-last depthwise convolution is the op with
     its shape's launch (on the CPU the op runs the library's convolution: no Triton driver),
     the dense 1×1 stays a library call, the output is eager's; an NCHW input keeps the
-    library, and the table is as before afterwards. swap_depthwise on a copy: the op, called
+    library, as does a shape ``configs`` does not name, and the table is as before
+    afterwards. swap_depthwise on a copy: the op, called
     from the module's forward, is inlined into the graph the compile gets (a Triton kernel
     node with its launch), where the decomposition leaves an opaque call."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -197,10 +204,15 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     assert got["restored"]
     assert got["swapped"] == 1 and got["swapped_err"] < 1e-5  # the 1×1 is not depthwise
     assert got["copy_differs"]
-    [graph] = got["graphs"]
+    graph, kept = got["graphs"]
     assert "triton_kernel_wrapper_functional" in graph
     assert "kernelopt.depthwise_conv2d" not in graph  # inlined, not an opaque call
     assert "BLOCK_H: 4, BLOCK_W: 8, BLOCK_C: 32" in graph
+    # a shape without a launch keeps the library's convolution, lowered or swapped
+    assert "kernelopt.depthwise_conv2d" not in got["unnamed"]
+    assert got["unnamed"].count("extern_kernels.convolution(") == 2
+    assert "triton_kernel_wrapper" not in kept and "convolution" in kept
+    assert got["kept_err"] < 1e-5
 
 
 def test_the_interpreter_keeps_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -257,3 +269,45 @@ def test_the_kernel_compiles_for_an_h100() -> None:
     for g in got:  # (block_h + 6) input rows × 7 taps: a vector load each at least
         assert g["vector_loads"] >= ((g["block_h"] - 1) + 7) * 7, g
         assert g["stores"] >= 1, g
+
+
+def test_the_kernel_takes_a_shape_only_where_it_won_by_the_rounds() -> None:
+    """depthwise_timing.decide over given readings (the measuring is the GPU's: the probe)."""
+    from kernelopt_triton.depthwise import Config
+    from kernelopt_triton.depthwise_timing import decide
+
+    launch = Config(block_w=16, block_c=32, num_warps=4, block_h=4)
+    tried = {launch: 0.15, Config(): 0.2}
+    library = [0.2018, 0.2020, 0.2017, 0.2019, 0.2021, 0.2018, 0.2016, 0.2020]
+    faster = decide("k", launch, library, [0.1526, 0.1530, 0.1524, 0.1527, 0.1529,
+                                           0.1525, 0.1528, 0.1526], tried)
+    assert faster.chosen and faster.why.startswith("the kernel: the kernel's fastest of 2 ")
+    assert "1.32" in faster.why and "won 8 of 8" in faster.why
+    # as fast within the noise: half the rounds each way, the library stays
+    even = decide("k", launch, library, [0.2019, 0.2017, 0.2018, 0.2020, 0.2020, 0.2017,
+                                         0.2017, 0.2021], tried)
+    assert not even.chosen and even.why.startswith("the library:")
+    slower = decide("k", launch, library, [v * 2.5 for v in library], tried)
+    assert not slower.chosen and "0.400x" in slower.why
+
+
+def test_the_timing_takes_turns_and_gives_every_side_its_rounds() -> None:
+    """On the CPU (no CUDA graphs) each side gets ``rounds`` positive readings, and choose()
+    returns the fastest launch it tried with both sides' readings."""
+    from kernelopt_triton.depthwise import Config
+    from kernelopt_triton.depthwise_timing import choose, gpu_times
+
+    order: list[str] = []
+    times = gpu_times({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, 3,
+                      cuda=False)
+    assert [len(v) for v in times.values()] == [3, 3] and all(
+        t > 0 for v in times.values() for t in v)
+    per = len(order) // 6  # each reading is that many calls: a, b, then b, a, then a, b
+    assert order[::per] == ["a", "b", "b", "a", "a", "b"]
+    x = torch.randn(2, 8, 9, 9).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(8, 1, 3, 3)
+    launches = [Config(), Config(block_w=8)]
+    choice = choose("k", lambda: F.conv2d(x, w, None, 1, 1, 1, 8),
+                    lambda c: F.conv2d(x, w, None, 1, 1, 1, 8), launches, 4, cuda=False)
+    assert choice.launch in launches and set(choice.tried) == set(launches)
+    assert len(choice.library_ms) == len(choice.kernel_ms) == 4

@@ -1,0 +1,145 @@
+"""A depthwise convolution's GPU time, the library's call against kernelopt's kernel
+(depthwise.py), without the host, and the choice between them per shape.
+
+Why not do_bench: the op's call goes through the dispatcher, the triton_op's Python body, the
+weights' copy and Triton's Python launcher; on an H100 (2026-12-07) that held a call near 0.13
+ms whatever the launch, so a 14×14 shape read "0.40× of cuDNN" alone while the whole model,
+replayed as CUDA graphs, ran 1.096× faster with every such call swapped (bench/results/
+2026-12-07-h100-depthwise-kernel). Here each side is a CUDA graph of ``PER_GRAPH`` × (L2
+flush, call) and a third graph holds the flushes alone; a round replays the three in turn (the
+order reversed every round) and a side's time is (its replay − the flushes' replay) /
+``PER_GRAPH``: the GPU's time per call, the L2 cold, no host in it. On a device without CUDA
+graphs (the CPU: the tests) a round is the median of ``PER_GRAPH`` calls on the host's clock.
+
+A shape takes the kernel only where its fastest launch beat the library by the rounds
+(model_compare.faster_by_rounds: past its band, or a sign test over rounds won); else the
+library stays — on MobileNetV3's 3×3/5×5 shapes cuDNN ran at 0.7–2.2 TB/s and swapping every
+call made the model 0.83× (same results folder).
+
+The module imports torch: only the processes that run a model load it.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+import torch
+
+from kernelopt_triton.depthwise import Config
+
+PER_GRAPH = 20  # calls (each after an L2 flush) in one graph: one replay is one reading
+FLUSH_BYTES = 256 * 2**20  # larger than any L2 of today's GPUs (H100/H200: 50 MiB)
+
+
+@attrs.frozen
+class Choice:
+    """One shape's decision: the fastest launch, both sides' times per round (ms), whether
+    the kernel takes the shape and why, and every launch tried with its time (ms)."""
+
+    key: str
+    launch: Config
+    library_ms: list[float]
+    kernel_ms: list[float]
+    chosen: bool
+    why: str
+    tried: dict[Config, float]
+
+
+def _warm(call: Callable[[], Any], flush: Any) -> None:
+    """The first calls on a side stream (Triton compiles there, the caching allocator fills)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            flush.zero_()
+            call()
+    torch.cuda.current_stream().wait_stream(stream)
+
+
+def _graph(call: Callable[[], Any] | None, flush: Any) -> Any:
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(PER_GRAPH):
+            flush.zero_()
+            if call is not None:
+                call()
+    return graph
+
+
+def _replay_ms(graph: Any) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end))
+
+
+def _host_ms(call: Callable[[], Any]) -> float:
+    laps = []
+    for _ in range(PER_GRAPH):
+        t0 = time.perf_counter()
+        call()
+        laps.append((time.perf_counter() - t0) * 1e3)
+    return sorted(laps)[len(laps) // 2]
+
+
+def gpu_times(calls: dict[str, Callable[[], Any]], rounds: int, cuda: bool) -> dict[str, list[float]]:
+    """Per label, ``rounds`` readings in ms a call (module doc); the labels in turn within a
+    round, the order reversed every round."""
+    labels = list(calls)
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    if not cuda:
+        for r in range(rounds):
+            for label in (labels if r % 2 == 0 else labels[::-1]):
+                times[label].append(_host_ms(calls[label]))
+        return times
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    for call in calls.values():
+        _warm(call, flush)
+    graphs = {label: _graph(call, flush) for label, call in calls.items()}
+    flushes = _graph(None, flush)
+    for graph in (*graphs.values(), flushes):  # a first replay uploads the graph
+        graph.replay()
+    torch.cuda.synchronize()
+    for r in range(rounds):
+        floor = _replay_ms(flushes)
+        for label in (labels if r % 2 == 0 else labels[::-1]):
+            # never zero: a ratio divides by it (a call the noise hides is still a call)
+            times[label].append(max(_replay_ms(graphs[label]) - floor, 1e-6) / PER_GRAPH)
+    return times
+
+
+def choose(key: str, library: Callable[[], Any], kernel: Callable[[Config], Any],
+           launches: Iterable[Config], rounds: int, cuda: bool,
+           search_rounds: int = 3) -> Choice:
+    """Each launch timed against nothing but itself (``search_rounds`` readings, the median),
+    then the fastest raced against the library for ``rounds`` rounds; the kernel takes the
+    shape only where it was faster by those rounds (decide())."""
+    tried: dict[Config, float] = {}
+    for config in launches:
+        readings = gpu_times({"k": functools.partial(kernel, config)}, search_rounds, cuda)["k"]
+        tried[config] = sorted(readings)[len(readings) // 2]
+    if not tried:
+        raise ValueError(f"{key}: no launch to try")
+    best = min(tried, key=tried.__getitem__)
+    times = gpu_times({"library": library, "kernel": lambda: kernel(best)}, rounds, cuda)
+    return decide(key, best, times["library"], times["kernel"], tried)
+
+
+def decide(key: str, best: Config, library_ms: list[float], kernel_ms: list[float],
+           tried: dict[Config, float]) -> Choice:
+    """The kernel takes the shape where its readings beat the library's by the rounds
+    (model_compare.faster_by_rounds over the paired readings); the words say which and why."""
+    from kernelopt_triton.model_compare import faster_by_rounds, paired
+
+    ratio = paired(library_ms, kernel_ms, 1)
+    chosen = faster_by_rounds(ratio)
+    why = (f"{'the kernel' if chosen else 'the library'}: the kernel's fastest of {len(tried)} "
+           f"launches ran {ratio['vs_baseline']:.3f}x the library's speed "
+           f"(±{ratio['vs_baseline_band_pct']} %, won {ratio['won']} of {ratio['pairs']} rounds)")
+    return Choice(key, best, library_ms, kernel_ms, chosen, why, tried)
