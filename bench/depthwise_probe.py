@@ -49,29 +49,6 @@ def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
             "rounds": r["pairs"]}
 
 
-def depthwise_shapes(torch: Any, model: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """Each depthwise nn.Conv2d's input shape, weight and settings, once per shape."""
-    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
-
-    def hook(conv: Any, inputs: tuple[Any, ...]) -> None:
-        x = inputs[0]
-        key = (tuple(x.shape), tuple(conv.weight.shape), conv.stride, conv.padding, conv.dilation)
-        entry = seen.setdefault(key, {"x_shape": list(x.shape), "conv": conv, "calls": 0,
-                                      "channels_last": x.is_contiguous(
-                                          memory_format=torch.channels_last)})
-        entry["calls"] += 1
-
-    from kernelopt_triton.lowerings import swappable
-
-    # the convolutions swap_depthwise takes: the same shapes the model's part times
-    handles = [m.register_forward_pre_hook(hook) for m in model.modules() if swappable(m)]
-    with torch.no_grad():
-        model(*args)
-    for h in handles:
-        h.remove()
-    return list(seen.values())
-
-
 def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: str,
                  search_seconds: float) -> list[dict[str, Any]]:
     import math
@@ -208,11 +185,12 @@ def main() -> int:
     if ns.rounds < 1:
         parser.error("--rounds: at least 1")
     import torch
+    from kernelopt_triton.depthwise_timing import convolutions
     from kernelopt_triton.inductor import build_model, load_model_file
 
     module = load_model_file(Path(ns.model).resolve())
     model = build_model(module, ns.device)
-    shapes = depthwise_shapes(torch, model, module.inputs(1, ns.device))
+    shapes = convolutions(model, module.inputs(1, ns.device))
     from kernelopt_triton.depthwise import Config
 
     alone = probe_shapes(torch, shapes, ns.rounds, ns.device, ns.search_seconds)

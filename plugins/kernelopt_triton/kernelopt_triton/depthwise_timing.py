@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -143,3 +143,84 @@ def decide(key: str, best: Config, library_ms: list[float], kernel_ms: list[floa
            f"launches ran {ratio['vs_baseline']:.3f}x the library's speed "
            f"(±{ratio['vs_baseline_band_pct']} %, won {ratio['won']} of {ratio['pairs']} rounds)")
     return Choice(key, best, library_ms, kernel_ms, chosen, why, tried)
+
+
+def convolutions(model: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Each depthwise convolution of ``model`` that swap_depthwise takes, once per shape: its
+    module, input shape and layout, and its calls in one step (a hook on each, one step run)."""
+    from kernelopt_triton.lowerings import swappable
+
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def hook(conv: Any, inputs: tuple[Any, ...]) -> None:
+        x = inputs[0]
+        key = (tuple(x.shape), tuple(conv.weight.shape), conv.stride, conv.padding, conv.dilation)
+        entry = seen.setdefault(key, {"x_shape": list(x.shape), "conv": conv, "calls": 0,
+                                      "channels_last": x.is_contiguous(
+                                          memory_format=torch.channels_last)})
+        entry["calls"] += 1
+
+    handles = [m.register_forward_pre_hook(hook) for m in model.modules() if swappable(m)]
+    try:
+        with torch.no_grad():
+            model(*args)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return list(seen.values())
+
+
+def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: float = 120.0,
+                     rounds: int = 8) -> dict[str, Any]:
+    """The kernel or the library for each depthwise convolution of ``model`` (choose(), the
+    heaviest shape first; the launches while ``search_s`` lasts, one budget for all shapes: a
+    launch's first use compiles it), inputs of the model's own shape, dtype and layout; a shape
+    the kernel does not take (``depthwise.takes``: NCHW, fp64) keeps the library untimed. The
+    record depthwise.json holds: per shape its decision and times, and ``launches`` (the chosen
+    shapes' launches, by shape key) — what swap_depthwise then takes."""
+    import math
+
+    import torch.nn.functional as F
+
+    from kernelopt_triton.depthwise import launch, search_space, shape_key, takes
+
+    cuda = device.startswith("cuda")
+    begun = time.monotonic()
+    shapes = []
+    for entry in sorted(convolutions(model, args),
+                        key=lambda e: -e["calls"] * math.prod(e["x_shape"])):
+        conv = entry["conv"]
+        gen = torch.Generator(device="cpu").manual_seed(7)
+        x = torch.randn(entry["x_shape"], generator=gen).to(device, conv.weight.dtype)
+        if entry["channels_last"]:
+            x = x.contiguous(memory_format=torch.channels_last)
+        key = shape_key(x.shape, conv.weight.shape, conv.stride, conv.padding, conv.dilation)
+        row: dict[str, Any] = {"key": key, "calls": entry["calls"]}
+        if not takes(x):
+            shapes.append({**row, "chosen": False, "why": "the library: an input the kernel "
+                           "does not take (channels-last fp16/bf16/fp32 only)"})
+            continue
+        # Config() first: past the budget, the one launch a shape still races
+        launches = [Config(), *(c for c in search_space() if c != Config())]
+        library = functools.partial(F.conv2d, x, conv.weight, conv.bias, conv.stride,
+                                    conv.padding, conv.dilation, conv.groups)
+        kernel = functools.partial(launch, x, conv.weight, conv.bias, conv.stride, conv.padding,
+                                   conv.dilation)
+        with torch.no_grad():
+            choice = choose(key, library, kernel, _while(launches, begun, search_s), rounds,
+                            cuda)
+        shapes.append({**row, "chosen": choice.chosen, "why": choice.why,
+                       "launch": attrs.asdict(choice.launch), "launches_tried": len(choice.tried),
+                       "library_ms": round(sorted(choice.library_ms)[len(choice.library_ms) // 2], 5),
+                       "kernel_ms": round(sorted(choice.kernel_ms)[len(choice.kernel_ms) // 2], 5)})
+    return {"device": device, "search_s": round(time.monotonic() - begun, 1), "rounds": rounds,
+            "shapes": shapes,
+            "launches": {s["key"]: s["launch"] for s in shapes if s["chosen"]}}
+
+
+def _while(launches: list[Config], begun: float, seconds: float) -> Iterator[Config]:
+    """The launches in turn while the budget lasts, the first one always."""
+    for i, config in enumerate(launches):
+        if i and time.monotonic() - begun > seconds:
+            return
+        yield config

@@ -68,6 +68,7 @@ from kernelopt_triton.inductor import (
     model_prerequisite_error,
     model_tolerance,
 )
+from kernelopt_triton.lowerings import as_chosen
 from kernelopt_triton.outputs import compare, flatten_outputs
 
 ENGINE_SEED = 20240917  # fixed inputs: baseline and candidate see the same data
@@ -113,7 +114,8 @@ def captured_code(name: str, capture_source: Path | None) -> Any:
 
 
 def run_engine(model_file: Path, name: str, source: Path, device: str, iters: int, warmup: int,
-               cache_dir: str, mode: str | None = None, capture_source: Path | None = None) -> dict:
+               cache_dir: str, mode: str | None = None, capture_source: Path | None = None,
+               depthwise: Path | None = None) -> dict:
     torch = prepare_process(device, cache_dir)
     from kernelopt_triton.engine_switch import KernelSwitch, UniqueKernelNames, install
 
@@ -123,9 +125,11 @@ def run_engine(model_file: Path, name: str, source: Path, device: str, iters: in
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(ENGINE_SEED, device)
-    compiled = torch.compile(model, **compile_kwargs(module, mode))
+    kwargs = compile_kwargs(module, mode)
+    compiled = torch.compile(model, **kwargs)
     cuda = device.startswith("cuda")
-    with torch.no_grad():
+    # the model as the capture compiled it: its chosen depthwise convolutions kernelopt's
+    with torch.no_grad(), as_chosen(model, depthwise, uses_cudagraphs(kwargs)):
         out = flatten_outputs(compiled(*args))
         if switch.missing():
             raise RuntimeError(switch.missing_reason())
@@ -249,7 +253,7 @@ def interleaved(torch: Any, calls: dict[str, Any], select: Any, cuda: bool, roun
 
 def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, device: str,
              rounds: int, cache_dir: str, mode: str | None = None,
-             capture_source: Path | None = None) -> dict[str, Any]:
+             capture_source: Path | None = None, depthwise: Path | None = None) -> dict[str, Any]:
     """Both versions of kernel ``name`` in one process; compare, then interleave (module doc):
     one compile switched between calls, or under CUDA graphs one compile per version."""
     from kernelopt_triton.engine_switch import (
@@ -292,7 +296,9 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
         except Exception as exc:  # the model raised with this side's kernel in it
             raise SideFailed(label, f"the model raised: {type(exc).__name__}: {exc}") from exc
 
-    with torch.no_grad():
+    # both sides the model as the capture compiled it: its chosen depthwise convolutions
+    # kernelopt's (lowerings.as_chosen)
+    with torch.no_grad(), as_chosen(model, depthwise, graphs):
         reference = outputs("baseline")  # compiles the model (and, switched, both versions)
         if switches["baseline"].missing():
             raise SideFailed("baseline", switches["baseline"].missing_reason())
@@ -349,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capture-source", type=Path,
                         help="the capture's source of the kernel (kernels/NAME.py): the kernel "
                         "is found by its code, whatever this compile numbers it")
+    parser.add_argument("--depthwise", type=Path,
+                        help="the capture's depthwise.json: its chosen depthwise convolutions "
+                        "swapped to kernelopt's kernel before the compile, as the capture did")
     ns = parser.parse_args(argv)
     if ns.device.startswith("cuda") and (err := model_prerequisite_error()):
         print(f"kernelopt-triton engine: {err}", file=sys.stderr)
@@ -359,10 +368,11 @@ def main(argv: list[str] | None = None) -> int:
             if ns.baseline_source is not None:
                 result = run_pair(ns.model_file, ns.kernel, ns.baseline_source, ns.source,
                                   ns.device, ns.rounds, cache_dir, ns.compile_mode,
-                                  ns.capture_source)
+                                  ns.capture_source, ns.depthwise)
             else:
                 result = run_engine(ns.model_file, ns.kernel, ns.source, ns.device, ns.iters,
-                                    ns.warmup, cache_dir, ns.compile_mode, ns.capture_source)
+                                    ns.warmup, cache_dir, ns.compile_mode, ns.capture_source,
+                                    ns.depthwise)
     except CompileError as exc:  # the model file's COMPILE: neither side's doing
         print(f"kernelopt-triton engine: {ns.model_file}: {exc}", file=sys.stderr)
         print(json.dumps({"kernelopt_engine": 1, "engine_error": f"COMPILE: {exc}",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import shutil
@@ -44,6 +45,7 @@ from kernelopt_triton.compile_mode import (
 from kernelopt_triton.engine_switch import UniqueKernelNames, install
 from kernelopt_triton.inductor_forms import PENDING, compile_other_forms, other_name, pair_forms
 from kernelopt_triton.interpreter import prepare_cpu_triton
+from kernelopt_triton.lowerings import lowered, read_chosen
 from kernelopt_triton.profile_table import (
     ProfileRow,
     Ranked,
@@ -58,6 +60,7 @@ NO_GPU_MESSAGE = (
     "under the interpreter (TRITON_INTERPRET=1)"
 )
 SCHEMA = 1
+DEPTHWISE_FILE = "depthwise.json"  # the capture's per-shape choice (choose_depthwise)
 SKIPPED_FILE = "skipped.json"  # kernels `generate` could not turn into standalone files, with why
 
 
@@ -161,12 +164,40 @@ def _device_events(prof: Any) -> list[ProfileRow]:
     return [ProfileRow(name, t, int(n)) for name, (t, n) in totals.items()]
 
 
+def choose_depthwise(model: Any, args: tuple[Any, ...], device: str, out: Path) -> dict[str, Any]:
+    """Before the compile: kernelopt's depthwise kernel or the library for each depthwise
+    convolution of the model, on the GPU's time (depthwise_timing.choose_for_model, written to
+    ``out/depthwise.json``); the capture's compiles then run the chosen shapes through
+    lowerings.lowered() — so the kernels captured, tuned and checked after are those of the
+    model kernelopt returns (the convolution's bias add no longer sits in the kernel after
+    it). kernels.json's summary: the shapes, those chosen, or why none was tried. A failed
+    choice is said and the library kept: the capture stands without it."""
+    from kernelopt_triton.lowerings import swappable
+
+    if not any(swappable(m) for m in model.modules()):
+        return {"shapes": 0}
+    if not device.startswith("cuda"):
+        return {"skipped": "the kernel runs on CUDA GPUs (here the library's convolution)"}
+    try:
+        from kernelopt_triton.depthwise_timing import choose_for_model
+
+        record = choose_for_model(model, args, device)
+    except Exception as exc:  # an extra, as the reduction forms are
+        record = {"error": f"{type(exc).__name__}: {exc}"[:500], "launches": {}}
+    (out / DEPTHWISE_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    summary = {"file": DEPTHWISE_FILE, "shapes": len(record.get("shapes", [])),
+               "chosen": len(record["launches"]), "search_s": record.get("search_s")}
+    return {**summary, "error": record["error"]} if "error" in record else summary
+
+
 def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
-            mode: str | None = None, forms: bool = True) -> dict[str, Any]:
+            mode: str | None = None, forms: bool = True,
+            depthwise: bool = True) -> dict[str, Any]:
     """Compile (as the user does: compile_mode.py), run and profile the model; write
     kernels.json and friends under ``out``. A CUDA-graph compile is captured without its
     graphs: the same kernels and configs, each launch seen by the profiler. ``forms``: each
-    reduction kernel's other form too (inductor_forms.py: one more compile)."""
+    reduction kernel's other form too (inductor_forms.py: one more compile). ``depthwise``:
+    first each depthwise convolution kernelopt's kernel or the library's (choose_depthwise)."""
     out = out.resolve()  # Inductor's module paths are absolute; the rename lookup compares them
     out.mkdir(parents=True, exist_ok=True)
     # the wrappers found below are this compile's alone (the engine and the model check later
@@ -183,10 +214,17 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     kwargs = compile_kwargs(module, mode)
     model = build_model(module, device)
     args = module.inputs(0, device)
+    (out / DEPTHWISE_FILE).unlink(missing_ok=True)  # an earlier capture's choice is not this one's
+    convolutions = choose_depthwise(model, args, device, out) if depthwise else {"skipped": "off"}
+    chosen = read_chosen(out / DEPTHWISE_FILE if convolutions.get("chosen") else None)
+
+    def compiling_as_chosen() -> Any:  # each compile below: the chosen shapes as the op
+        return lowered(chosen) if chosen else contextlib.nullcontext()
+
     compiled = torch.compile(model, **without_cudagraphs(kwargs))
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     t0 = time.perf_counter()
-    with torch.no_grad():
+    with torch.no_grad(), compiling_as_chosen():
         compiled(*args)
         sync()
         compile_s = time.perf_counter() - t0
@@ -244,7 +282,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
         "schema": SCHEMA, "model": str(model_file.resolve()), "device": device,
         "torch": torch.__version__, "triton": _triton_version(), "steps": steps,
         "compile_s": round(compile_s, 3), "device_us_per_step": total / steps, "kernels": kernels,
-        "forms": other,
+        "forms": other, "depthwise": convolutions,
         "compile": {"kwargs": kwargs, "label": label(kwargs), "cuda_graphs": uses_cudagraphs(kwargs),
                     "profiled": without_cudagraphs(kwargs),
                     # the user said how (COMPILE or --compile-mode): no race of modes (models.py)
@@ -267,8 +305,9 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     if forms and reductions:
         other.pop("error")
         try:
-            other["compile_s"] = round(compile_other_forms(
-                model, args, without_cudagraphs(kwargs), sync, compiling), 3)
+            with compiling_as_chosen():
+                other["compile_s"] = round(compile_other_forms(
+                    model, args, without_cudagraphs(kwargs), sync, compiling), 3)
             later = [w for w in wrapper_modules(cache) if w not in set(wrappers)]
             other["paired"], other["unpaired"] = pair_forms(
                 reductions, names.order, kernels_of(later, compiling.names, chosen_configs()),
@@ -277,6 +316,16 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
             other["error"] = f"{type(exc).__name__}: {exc}"[:500]
         (out / "kernels.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
+
+
+def depthwise_line(summary: dict[str, Any] | None) -> str:
+    """One line on the capture's depthwise choice, or "" where the model has none to make."""
+    if not summary or not summary.get("file"):
+        return ""
+    line = (f"depthwise convolutions: kernelopt's kernel for {summary['chosen']} of "
+            f"{summary['shapes']} shapes ({summary.get('search_s')} s on the GPU; "
+            f"{summary['file']})")
+    return line + (f"; the choice failed: {summary['error']}" if summary.get("error") else "")
 
 
 def _triton_version() -> str:
@@ -310,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                      "model file's COMPILE mode (compile_mode.py)")
     cap.add_argument("--no-forms", dest="forms", action="store_false",
                      help="no second compile for each reduction's other form (inductor_forms.py)")
+    cap.add_argument("--no-depthwise", dest="depthwise", action="store_false",
+                     help="every depthwise convolution stays the library's (no per-shape choice)")
     gen = sub.add_parser("generate", help="write standalone kernel files from a capture")
     gen.add_argument("capture_dir", type=Path)
     gen.add_argument("--top", type=int, default=None)
@@ -323,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kernelopt-triton: {err}", file=sys.stderr)
                 return 3
         try:
-            record = capture(ns.model_file, ns.out, ns.steps, ns.device, ns.compile_mode, ns.forms)
+            record = capture(ns.model_file, ns.out, ns.steps, ns.device, ns.compile_mode, ns.forms,
+                             ns.depthwise)
         except CompileError as exc:
             print(f"kernelopt-triton: {ns.model_file}: {exc} (docs/triton-models.md, COMPILE)",
                   file=sys.stderr)
@@ -338,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         print((ns.out / "ranking.txt").read_text(), end="")
         print(f"captured {len(record['kernels'])} Triton kernels in {record['compile_s']} s of compile "
               f"({describe(record['compile']['kwargs'])}) -> {ns.out / 'kernels.json'}")
+        if line := depthwise_line(record.get("depthwise")):
+            print(line)
         forms = record["forms"]
         if forms.get("paired") or forms.get("error"):
             print(f"the other form of {forms['paired']} reduction kernels in {forms['compile_s']} s "

@@ -29,8 +29,10 @@ alone and in the model.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from kernelopt_triton.compile_mode import caches_off
@@ -99,6 +101,43 @@ def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None,
             conv.device_types = tuple(device_types)
             count += 1
     return count
+
+
+def read_chosen(record: Path | None) -> dict[str, Any]:
+    """A depthwise.json's chosen launches (the capture's per-shape choice,
+    depthwise_timing.choose_for_model) as ``depthwise.Config`` by shape key; none without one."""
+    if record is None:
+        return {}
+    from kernelopt_triton.depthwise import Config
+
+    chosen = json.loads(record.read_text()).get("launches") or {}
+    return {key: Config(**fields) for key, fields in chosen.items()}
+
+
+def swap_chosen(model: Any, record: Path) -> int:
+    """swap_depthwise with a depthwise.json's launches: the number of convolutions swapped, 0
+    where no shape was chosen (the model untouched)."""
+    chosen = read_chosen(record)
+    return swap_depthwise(model, chosen) if chosen else 0
+
+
+@contextmanager
+def as_chosen(model: Any, record: Path | None, cuda_graphs: bool) -> Iterator[str]:
+    """The model's compiles inside it (Dynamo compiles at the first call: make it inside) run
+    kernelopt's kernel for the shapes a depthwise.json chose: under a compile that replays CUDA
+    graphs through ``lowered()`` (the op an opaque call: on ConvNeXt-T under reduce-overhead
+    1.096× over the library where inlined gave 1.065×, and a compile of 12.6 s, not 122.9 s:
+    bench/results/2026-12-07-h100-depthwise-kernel), else by ``swap_depthwise`` (inlined:
+    without graphs each opaque call is a Python dispatch, 0.69× there). Yields how, or "" where
+    nothing was chosen."""
+    chosen = read_chosen(record)
+    if not chosen:
+        yield ""
+    elif cuda_graphs:
+        with lowered(chosen):
+            yield f"{len(chosen)} shapes as an opaque op (CUDA graphs)"
+    else:
+        yield f"{len(chosen)} shapes, {swap_depthwise(model, chosen)} modules inlined"
 
 
 @contextmanager

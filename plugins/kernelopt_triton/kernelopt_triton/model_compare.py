@@ -30,6 +30,8 @@ to the model's own. The model check's line (kernelopt_core.model_check).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import functools
 import json
 import statistics
@@ -63,6 +65,7 @@ from kernelopt_triton.engine import (
     swap_kernel_source,
 )
 from kernelopt_triton.inductor import build_model, load_model_file, model_tolerance
+from kernelopt_triton.lowerings import as_chosen
 
 MODES = ("eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune",
          "kernelopt")
@@ -82,7 +85,8 @@ def parse_swaps(items: list[str], what: str = "--swap") -> dict[str, Path]:
 def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ...], device: str,
                   rounds: int, windows: int, cache_dir: str, compile_mode: str | None = None,
                   captured: dict[str, Path] | None = None,
-                  settings: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+                  settings: tuple[dict[str, Any], ...] = (),
+                  depthwise: Path | None = None) -> dict[str, Any]:
     from kernelopt_triton.engine_switch import (
         CapturedCode,
         KernelSwitch,
@@ -111,10 +115,15 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         refused = inductor_refuses(torch, compiles[name])  # before any compile is paid for
         if refused:
             raise CompileError(f"--setting {setting_label(extra)[1:]}: {refused}")
-    winners = "kernelopt" in modes and bool(swaps)
+    # the capture's depthwise choice (its depthwise.json): the kernelopt side's model has the
+    # chosen convolutions swapped to kernelopt's kernel (the user's compiles keep the library)
+    lowering = "kernelopt" in modes and depthwise is not None and bool(
+        json.loads(depthwise.read_text()).get("launches"))
+    winners = "kernelopt" in modes and (bool(swaps) or lowering)
     # without CUDA graphs the winners are switched into the baseline's own compile (the rest
-    # of the model the same code); under CUDA graphs they are compiled in, a compile apart
-    shared = winners and not uses_cudagraphs(own)
+    # of the model the same code); under CUDA graphs, or with convolutions swapped (another
+    # graph), they are compiled in, a compile apart
+    shared = winners and not uses_cudagraphs(own) and not lowering
     if winners and not shared:
         compiles["kernelopt"] = own
 
@@ -127,10 +136,14 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
 
     switched = None
     selects: dict[str, Any] = {}
+    lowered_as = ""
     with torch.no_grad():
         eager = build_model(module, device)
         outputs["eager"] = flatten_outputs(eager(*args))
         calls["eager"] = lambda: eager(*args)
+        # the kernelopt side's own model (the same weights) where its convolutions change:
+        # the user's compiles keep the library's
+        ours = copy.deepcopy(eager) if lowering else eager
         for mode, kwargs in compiles.items():
             compiling.names = UniqueKernelNames()  # each compile its own names
             compiling.switch, compiling.seen = None, 0
@@ -141,9 +154,16 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                 switched.select("inductor")
             t0 = time.perf_counter()
             try:
-                compiled = compile_apart(torch, eager, kwargs, mode)  # own backend, same weights
-                for _ in range(3):  # CUDA graph trees record on a later call than the first
-                    outputs[mode] = flatten_outputs(compiled(*args))
+                compiled = compile_apart(torch, ours if mode == "kernelopt" else eager, kwargs,
+                                         mode)  # own backend, same weights
+                # the kernelopt side compiled as the capture was: its chosen depthwise
+                # convolutions kernelopt's kernel (lowerings.as_chosen)
+                with (as_chosen(ours, depthwise, uses_cudagraphs(kwargs)) if mode == "kernelopt"
+                      else contextlib.nullcontext()) as how:
+                    for _ in range(3):  # CUDA graph trees record on a later call than the first
+                        outputs[mode] = flatten_outputs(compiled(*args))
+                if mode == "kernelopt" and how:
+                    lowered_as = how
             except Exception as exc:  # a setting Inductor fails to compile the model with
                 if mode not in variants:
                     raise
@@ -193,6 +213,8 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                               "modes": {}}
     if identity:
         result["identity"] = identity
+    if lowering:
+        result["depthwise"] = {"file": str(depthwise), "as": lowered_as}
     if undecided:
         result["extended"] = {"modes": [tuned, *undecided], "rounds": rounds}
     if failed:  # not modes: every mode has a time (the model check's line, model_check.py)
@@ -334,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--setting", action="append", default=[],
                         help="KEY=VALUE[,KEY=VALUE]: the model's own compile with these Inductor "
                         "settings on top, timed as a mode of its own (repeatable)")
+    parser.add_argument("--depthwise", type=Path,
+                        help="the capture's depthwise.json: the kernelopt side's model with its "
+                        "chosen depthwise convolutions swapped to kernelopt's kernel")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--windows", type=int, default=3)
@@ -350,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
             result = compare_modes(
                 ns.model_file, parse_swaps(ns.swap), modes, ns.device, ns.rounds, ns.windows,
                 str(ns.cache_dir) if ns.cache_dir else fresh, ns.compile_mode,
-                parse_swaps(ns.capture_source, "--capture-source"), settings)
+                parse_swaps(ns.capture_source, "--capture-source"), settings, ns.depthwise)
     except CompileError as exc:  # the model file's COMPILE, a --setting
         print(f"kernelopt-triton model_compare: {ns.model_file}: {exc}", file=sys.stderr)
         return 2

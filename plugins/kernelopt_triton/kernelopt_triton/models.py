@@ -89,6 +89,17 @@ def raced_mode(race: dict[str, Any]) -> tuple[str | None, str]:
     return None, f"the default compile ({times}): {why}" if why else "the default compile"
 
 
+def _depthwise_args(capture_dir: Path) -> tuple[str, ...]:
+    """``--depthwise FILE`` where the capture chose kernelopt's kernel for a depthwise shape:
+    the engine and the model check then build the model the capture compiled."""
+    from kernelopt_triton.inductor import DEPTHWISE_FILE
+
+    record = capture_dir / DEPTHWISE_FILE
+    if record.is_file() and json.loads(record.read_text()).get("launches"):
+        return ("--depthwise", str(record))
+    return ()
+
+
 def _is_model_file(path: Path) -> bool:
     from kernelopt_triton.inductor import is_model_file  # AST only: cheap, no torch
 
@@ -120,6 +131,7 @@ class InductorBackend(TritonBackend):
         digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
         mode = options.compile_mode
         forms = "" if options.reduction_forms else "-noforms"
+        forms += "" if options.depthwise else "-nodepthwise"
         capture_dir = settings.state_root / "work" / f"inductor-{model.stem}-{digest}-{mode or 'file'}{forms}"
         # the capture runs the model on the GPU: under the GPU lock, the cache checked inside it
         # (two runs of one model capture once)
@@ -128,7 +140,8 @@ class InductorBackend(TritonBackend):
                 try:
                     self._child(("capture", str(model), "--out", str(capture_dir),
                                  *(("--compile-mode", mode) if mode else ()),
-                                 *(() if options.reduction_forms else ("--no-forms",))),
+                                 *(() if options.reduction_forms else ("--no-forms",)),
+                                 *(() if options.depthwise else ("--no-depthwise",))),
                                 capture_dir, "capture")
                 except (RuntimeError, UsageError):
                     # the capture was written before its second compile (the reduction forms)
@@ -162,6 +175,8 @@ class InductorBackend(TritonBackend):
         preface = (f"compile mode: {raced}\n" if raced else "") + preface
         preface += "".join(f"skipped {k}: {why}\n" for k, why in skipped.items())
         preface += forms_line(record.get("forms"))
+        if line := inductor.depthwise_line(record.get("depthwise")):
+            preface += line + "\n"
         if not name:  # the top K that stand alone (generate skips the others, in rank order)
             chosen = [k for k in record["kernels"] if k["name"] not in skipped
                       and (targets_dir / f"{k['name']}.py").is_file()][:top]
@@ -267,6 +282,7 @@ class InductorBackend(TritonBackend):
             if source.is_file():
                 args += ("--capture-source", str(source))
             args += ("--cache-dir", str(capture / "cache"))
+            args += _depthwise_args(capture)
         return args
 
     def engine_pair(self, target: Target, baseline: Tree, candidate: Tree) -> Command | None:
@@ -304,6 +320,10 @@ class InductorBackend(TritonBackend):
                 if data.get("capture_dir") and source.is_file():
                     argv += ["--capture-source", f"{data['kernel']}={source}"]
                 modes = DEFAULT_MODES + ",kernelopt"
+        capture = Path(str(first.get("capture_dir", "")))
+        if first.get("capture_dir") and capture.is_dir() and (lowering := _depthwise_args(capture)):
+            argv += lowering  # the kernelopt side: the swapped convolutions, winners or none
+            modes = DEFAULT_MODES + ",kernelopt"
         argv += ["--modes", modes]
         if first.get("compile_mode"):
             argv += ["--compile-mode", str(first["compile_mode"])]

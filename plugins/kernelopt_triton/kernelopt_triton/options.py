@@ -28,3 +28,8 @@ class TritonOptions:
         True, "Model files: the capture compiles the model once more with Inductor's "
         "persistent-or-looped choice reversed, and each reduction kernel's file holds both forms "
         "(a REDUCTION_FORM knob); false: Inductor's form alone, no second compile.")
+    depthwise: bool = option(
+        True, "Model files: before the capture, each depthwise convolution (channels-last) "
+        "runs kernelopt's Triton kernel where its fastest launch beat the library's call on the "
+        "GPU's time, and the library's elsewhere (depthwise.json beside the capture); false: "
+        "the library's everywhere.")

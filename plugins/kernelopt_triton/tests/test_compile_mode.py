@@ -5,6 +5,7 @@ kernel source and Inductor cache."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import types
@@ -120,3 +121,30 @@ def test_a_model_files_bad_compile_stops_the_capture_with_exit_2(tmp_path: Path)
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stderr[-2000:]
     assert "COMPILE has 'backend'" in result.stderr and str(model) in result.stderr
+
+
+def test_a_capture_that_chose_the_depthwise_kernel_is_built_so_by_the_engine_and_the_check(
+        tmp_path: Path) -> None:
+    """The capture's depthwise.json with a chosen shape reaches the engine (both sides built
+    as the capture was) and the model check (its kernelopt side, winners or none); without a
+    chosen shape, neither gets it."""
+    capture = tmp_path / "capture"
+    (capture / "kernels").mkdir(parents=True)
+    (capture / "cache").mkdir()
+    record = capture / "depthwise.json"
+    record.write_text(json.dumps({"launches": {"64x96x56x56/7x7/s1x1/p3x3/d1x1": {
+        "block_w": 16, "block_c": 32, "num_warps": 4, "block_h": 4}}}))
+    data = {"model": tmp_path / "m.py", "kernel": "triton_poi_k_3", "capture_dir": str(capture)}
+    target = Target("m-triton_poi_k_3", "inductor", tmp_path, ("triton_poi_k_3.py",), data=data)
+    trees = {r: Tree(r, tmp_path / r, tmp_path / r / "build") for r in ("baseline", "candidate")}
+    pair = InductorBackend().engine_pair(target, trees["baseline"], trees["candidate"])
+    assert pair is not None and pair.argv[pair.argv.index("--depthwise") + 1] == str(record)
+    check = InductorBackend().model_compare([target], {}, tmp_path)  # no kernel won
+    assert check is not None and check.argv[check.argv.index("--depthwise") + 1] == str(record)
+    assert check.argv[check.argv.index("--modes") + 1].endswith(",kernelopt")
+    record.write_text(json.dumps({"launches": {}, "shapes": []}))
+    pair = InductorBackend().engine_pair(target, trees["baseline"], trees["candidate"])
+    check = InductorBackend().model_compare([target], {}, tmp_path)
+    assert pair is not None and check is not None
+    assert "--depthwise" not in pair.argv and "--depthwise" not in check.argv
+    assert not check.argv[check.argv.index("--modes") + 1].endswith(",kernelopt")

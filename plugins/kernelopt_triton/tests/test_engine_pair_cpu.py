@@ -460,3 +460,42 @@ def test_the_capture_race_is_the_default_compile_against_reduce_overhead(tmp_pat
     mode, words = raced_mode(line)
     assert mode == (None if line["kernelopt"] == "default" else "reduce-overhead")
     assert line["choice"]["why"] in words
+
+
+DEPTHWISE_MODEL = '''import torch
+from torch import nn
+
+TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+
+
+def model():
+    return nn.Sequential(nn.Conv2d(8, 8, 7, padding=3, groups=8), nn.GELU())
+
+
+def inputs(seed, device):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 8, 12, 12, generator=gen).to(device)
+    return (x.contiguous(memory_format=torch.channels_last),)
+'''
+
+
+@pytest.mark.slow
+def test_the_model_check_builds_its_kernelopt_side_with_the_chosen_convolutions(
+        tmp_path: Path) -> None:
+    """model_compare --depthwise (the capture's depthwise.json) with no kernel winner: the
+    kernelopt side is a copy of the model with its chosen depthwise convolution swapped,
+    compiled apart, timed beside the user's compile and checked against eager (on the CPU the
+    swapped module runs the library's convolution: the plumbing, not the kernel)."""
+    model = tmp_path / "dw_model.py"
+    model.write_text(DEPTHWISE_MODEL)
+    record = tmp_path / "depthwise.json"
+    record.write_text(json.dumps({"launches": {"2x8x12x12/7x7/s1x1/p3x3/d1x1": {
+        "block_w": 8, "block_c": 32, "num_warps": 2, "block_h": 4}}}))
+    proc = _child(["kernelopt_triton.model_compare", str(model), "--device", "cpu",
+                   "--depthwise", str(record), "--modes", "eager,kernelopt", "--rounds", "1",
+                   "--windows", "2", "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["depthwise"] == {"file": str(record), "as": "1 shapes, 1 modules inlined"}
+    assert set(result["modes"]) == {"eager", "default", "kernelopt"}
+    assert all(m["match_eager"] for m in result["modes"].values())
