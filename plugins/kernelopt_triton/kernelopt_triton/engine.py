@@ -356,8 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the capture's source of the kernel (kernels/NAME.py): the kernel "
                         "is found by its code, whatever this compile numbers it")
     parser.add_argument("--depthwise", type=Path,
-                        help="the capture's depthwise.json: its chosen depthwise convolutions "
-                        "swapped to kernelopt's kernel before the compile, as the capture did")
+                        help="the capture's depthwise.json: both sides compiled with its "
+                        "chosen depthwise convolutions as kernelopt's kernel (lowerings.as_chosen)")
     ns = parser.parse_args(argv)
     if ns.device.startswith("cuda") and (err := model_prerequisite_error()):
         print(f"kernelopt-triton engine: {err}", file=sys.stderr)

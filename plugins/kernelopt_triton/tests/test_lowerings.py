@@ -348,9 +348,8 @@ def test_the_capture_chooses_per_shape_and_the_record_swaps_the_model(tmp_path) 
     assert swap_chosen(model, path) == 2  # both depthwise modules; the 7×7 keeps the library
     assert [type(m).__name__ for m in model][:3] == ["DepthwiseConv2d", "GELU", "DepthwiseConv2d"]
     assert model[2].launches[keys[1]].block_h == 4 and keys[0] not in model[0].launches
-    from torch._inductor import decomposition
-
     from kernelopt_triton.lowerings import as_chosen
+    from torch._inductor import decomposition
 
     # how the engine and the model check compile it: without CUDA graphs inlined (swapped),
     # under them the opaque op (the decomposition in place while inside, gone after)
