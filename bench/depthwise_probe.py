@@ -55,7 +55,7 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
 
     import torch.nn.functional as F
     from kernelopt_triton.depthwise import Config, launch, search_space, shape_key
-    from kernelopt_triton.depthwise_timing import choose
+    from kernelopt_triton.depthwise_timing import choose, within_budget
     from kernelopt_triton.model_compare import _spread
 
     # the heaviest first (calls × input size): each launch's first use compiles it (seconds),
@@ -78,19 +78,17 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
         def kernel(config: Any, x: Any = x, conv: Any = conv, settings: Any = settings) -> Any:
             return launch(x, conv.weight, conv.bias, *settings, config)
 
-        def budget_left(configs: list[Any]) -> Any:  # the launches while the budget lasts
-            for config in configs:
-                if time.monotonic() - searched_from > search_seconds:
-                    return
-                yield config
-
         with torch.no_grad():
             reference = F.conv2d(x.double(), conv.weight.double(), None if conv.bias is None
                                  else conv.bias.double(), *settings,
                                  conv.groups)  # fp64: no TF32 in the reference
-            launches = list(budget_left(search_space())) or [Config()]
-            # GPU time: CUDA graphs of (L2 flush, call), the flushes' graph subtracted
-            choice = choose(key, library, kernel, launches, rounds, device.startswith("cuda"))
+            # Config() first (past the budget, the one launch a shape races), the rest while
+            # the budget lasts (each timed as it comes); GPU time: CUDA graphs of (L2 flush,
+            # call), the flushes' graph subtracted
+            launches = [Config(), *(c for c in search_space() if c != Config())]
+            choice = choose(key, library, kernel,
+                            within_budget(launches, searched_from, search_seconds), rounds,
+                            device.startswith("cuda"))
             out = kernel(choice.launch)
             errors = {"library": (library().double() - reference).abs().max().item(),
                       "kernel": (out.double() - reference).abs().max().item()}
@@ -100,7 +98,7 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
             "x": entry["x_shape"], "weight": list(conv.weight.shape), "stride": conv.stride,
             "padding": conv.padding, "channels_last": entry["channels_last"],
             "calls_per_step": entry["calls"], "bytes": nbytes, "key": key,
-            "config": attrs.asdict(choice.launch), "launches_tried": len(launches),
+            "config": attrs.asdict(choice.launch), "launches_tried": len(choice.tried),
             "configs_ms": sorted([round(ms, 5), attrs.astuple(c)] for c, ms in choice.tried.items()),
             "chosen": choice.chosen, "why": choice.why,
             "ms": {k: round(statistics.median(v), 5) for k, v in times.items()},

@@ -144,10 +144,12 @@ def pinned_rate(op: str, pin: dict[str, Any]) -> dict[str, Any] | None:
 # roofline does not apply: the roofline gate's rule); at its memory roofline from 80 % of the
 # measured peak (a device-to-device copy's rate); compute-heavy where it does more than 100
 # FLOPs a byte (a matrix multiplication of many columns: near a tensor core's ridge point, so
-# its bound may be arithmetic, not measured here); else below its memory roofline. Bytes beyond
-# the cache read at more than OVER_PEAK times the DRAM peak are bytes the op does not move
-# (test-backend-ops' op_size counts GET_ROWS's whole table for the two rows a decode step
-# reads): under 5 µs such a case is launch-bound whatever its bytes say (``bytes_overcounted``).
+# its bound may be arithmetic, not measured here); else below its memory roofline. A case whose
+# bytes exceed the (known) cache yet would have moved at more than OVER_PEAK times the DRAM
+# peak counts bytes the op does not move (test-backend-ops' op_size counts GET_ROWS's whole
+# table for the two rows a decode step reads): under 5 µs it is launch-bound whatever its
+# bytes say, marked ``bytes_overcounted``; slower, its bytes prove nothing, and it is called
+# below its memory roofline, marked so too.
 LAUNCH_US, AT_ROOFLINE, COMPUTE_FLOP_PER_BYTE, OVER_PEAK = 5.0, 0.8, 100.0, 1.5
 BOUNDS = ("launch-bound", "cache-resident", "at its memory roofline", "compute-heavy",
           "below its memory roofline")
@@ -167,11 +169,14 @@ def bound(op: str, pin: dict[str, Any], rate: dict[str, Any] | None,
     floor_us = rate["bytes"] / (peak * 1e9) * 1e6
     flops = case_flops(op, str(pin.get("params", "")))
     per_byte = flops / rate["bytes"] if flops else None
-    overcounted = of_peak > OVER_PEAK and rate["bytes"] >= (device.cache_bytes or 0)
+    overcounted = (bool(device.cache_bytes) and rate["bytes"] > (device.cache_bytes or 0)
+                   and of_peak > OVER_PEAK)
     if rate["us"] < LAUNCH_US and (floor_us < rate["us"] / 2 or overcounted):
         word = BOUNDS[0]
     elif device.cache_bytes and rate["bytes"] < device.cache_bytes:
         word = BOUNDS[1]
+    elif overcounted:
+        word = BOUNDS[4]
     elif of_peak >= AT_ROOFLINE:
         word = BOUNDS[2]
     elif per_byte is not None and per_byte > COMPUTE_FLOP_PER_BYTE:

@@ -147,3 +147,10 @@ def test_bytes_the_op_cannot_move_do_not_make_it_roofline_bound() -> None:
     hot = _bound("NORM", {"params": "type=f32,ne=[4096,512,1,1]", "us": 1.0, "kb": 16384})
     assert hot is not None and hot["bound"] == "cache-resident" and hot["of_peak"] > 5
     assert "bytes_overcounted" not in hot
+    # slower than a launch, the same impossible rate proves nothing: not at the roofline
+    slow = _bound("GET_ROWS", {**pin, "us": 12.0})
+    assert slow is not None and slow["bytes_overcounted"]
+    assert slow["bound"] == "below its memory roofline"
+    # no cache size known: no claim either way
+    unknown = _bound("GET_ROWS", pin, DeviceInfo("x", 2994.0, None, "cuda copy", "cuda-x"))
+    assert unknown is not None and "bytes_overcounted" not in unknown

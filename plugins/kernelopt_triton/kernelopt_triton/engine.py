@@ -125,11 +125,10 @@ def run_engine(model_file: Path, name: str, source: Path, device: str, iters: in
     module = load_model_file(model_file)
     model = build_model(module, device)
     args = module.inputs(ENGINE_SEED, device)
-    kwargs = compile_kwargs(module, mode)
-    compiled = torch.compile(model, **kwargs)
+    compiled = torch.compile(model, **compile_kwargs(module, mode))
     cuda = device.startswith("cuda")
     # the model as the capture compiled it: its chosen depthwise convolutions kernelopt's
-    with torch.no_grad(), as_chosen(model, depthwise, uses_cudagraphs(kwargs)):
+    with torch.no_grad(), as_chosen(model, depthwise):
         out = flatten_outputs(compiled(*args))
         if switch.missing():
             raise RuntimeError(switch.missing_reason())
@@ -298,7 +297,7 @@ def run_pair(model_file: Path, name: str, baseline: Path, candidate: Path, devic
 
     # both sides the model as the capture compiled it: its chosen depthwise convolutions
     # kernelopt's (lowerings.as_chosen)
-    with torch.no_grad(), as_chosen(model, depthwise, graphs):
+    with torch.no_grad(), as_chosen(model, depthwise):
         reference = outputs("baseline")  # compiles the model (and, switched, both versions)
         if switches["baseline"].missing():
             raise SideFailed("baseline", switches["baseline"].missing_reason())

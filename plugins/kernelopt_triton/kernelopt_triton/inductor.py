@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import json
 import os
 import shutil
@@ -45,7 +44,7 @@ from kernelopt_triton.compile_mode import (
 from kernelopt_triton.engine_switch import UniqueKernelNames, install
 from kernelopt_triton.inductor_forms import PENDING, compile_other_forms, other_name, pair_forms
 from kernelopt_triton.interpreter import prepare_cpu_triton
-from kernelopt_triton.lowerings import lowered, read_chosen
+from kernelopt_triton.lowerings import as_chosen, form_for
 from kernelopt_triton.profile_table import (
     ProfileRow,
     Ranked,
@@ -164,14 +163,17 @@ def _device_events(prof: Any) -> list[ProfileRow]:
     return [ProfileRow(name, t, int(n)) for name, (t, n) in totals.items()]
 
 
-def choose_depthwise(model: Any, args: tuple[Any, ...], device: str, out: Path) -> dict[str, Any]:
+def choose_depthwise(model: Any, args: tuple[Any, ...], device: str, out: Path,
+                     form: str) -> dict[str, Any]:
     """Before the compile: kernelopt's depthwise kernel or the library for each depthwise
     convolution of the model, on the GPU's time (depthwise_timing.choose_for_model, written to
-    ``out/depthwise.json``); the capture's compiles then run the chosen shapes through
-    lowerings.lowered() — so the kernels captured, tuned and checked after are those of the
-    model kernelopt returns (the convolution's bias add no longer sits in the kernel after
-    it). kernels.json's summary: the shapes, those chosen, or why none was tried. A failed
-    choice is said and the library kept: the capture stands without it."""
+    ``out/depthwise.json`` with ``form``, lowerings.form_for); the capture's compiles then run
+    the chosen shapes so (lowerings.as_chosen), as the engine and the model check will — the
+    kernels captured, tuned and checked are those of the model kernelopt returns (the
+    convolution's bias add no longer sits in the kernel after it). kernels.json's summary: the
+    shapes, those chosen, the form, or why none was tried. A failed choice is said and the
+    library kept; a compile that fails with the chosen shapes fails the capture, which then
+    says how to capture without them."""
     from kernelopt_triton.lowerings import swappable
 
     if not any(swappable(m) for m in model.modules()):
@@ -181,12 +183,13 @@ def choose_depthwise(model: Any, args: tuple[Any, ...], device: str, out: Path) 
     try:
         from kernelopt_triton.depthwise_timing import choose_for_model
 
-        record = choose_for_model(model, args, device)
+        record = {**choose_for_model(model, args, device), "form": form}
     except Exception as exc:  # an extra, as the reduction forms are
         record = {"error": f"{type(exc).__name__}: {exc}"[:500], "launches": {}}
     (out / DEPTHWISE_FILE).write_text(json.dumps(record, indent=1) + "\n")
     summary = {"file": DEPTHWISE_FILE, "shapes": len(record.get("shapes", [])),
-               "chosen": len(record["launches"]), "search_s": record.get("search_s")}
+               "chosen": len(record["launches"]), "form": form,
+               "search_s": record.get("search_s")}
     return {**summary, "error": record["error"]} if "error" in record else summary
 
 
@@ -215,16 +218,18 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     model = build_model(module, device)
     args = module.inputs(0, device)
     (out / DEPTHWISE_FILE).unlink(missing_ok=True)  # an earlier capture's choice is not this one's
-    convolutions = choose_depthwise(model, args, device, out) if depthwise else {"skipped": "off"}
-    chosen = read_chosen(out / DEPTHWISE_FILE if convolutions.get("chosen") else None)
-
-    def compiling_as_chosen() -> Any:  # each compile below: the chosen shapes as the op
-        return lowered(chosen) if chosen else contextlib.nullcontext()
-
+    named = mode is not None or getattr(module, "COMPILE", None) is not None
+    # the form the runs' compile wants: CUDA graphs where named so, or where the race may
+    # choose them (models.py; a race that keeps the default then runs the opaque op without
+    # graphs, and the model check says whether that is faster)
+    form = form_for(uses_cudagraphs(kwargs) or not named)
+    lowering = (choose_depthwise(model, args, device, out, form) if depthwise
+                else {"skipped": "off"})
+    chosen = out / DEPTHWISE_FILE if lowering.get("chosen") else None
     compiled = torch.compile(model, **without_cudagraphs(kwargs))
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     t0 = time.perf_counter()
-    with torch.no_grad(), compiling_as_chosen():
+    with torch.no_grad(), as_chosen(model, chosen):  # the compile: at the first call
         compiled(*args)
         sync()
         compile_s = time.perf_counter() - t0
@@ -282,11 +287,11 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
         "schema": SCHEMA, "model": str(model_file.resolve()), "device": device,
         "torch": torch.__version__, "triton": _triton_version(), "steps": steps,
         "compile_s": round(compile_s, 3), "device_us_per_step": total / steps, "kernels": kernels,
-        "forms": other, "depthwise": convolutions,
+        "forms": other, "depthwise": lowering,
         "compile": {"kwargs": kwargs, "label": label(kwargs), "cuda_graphs": uses_cudagraphs(kwargs),
                     "profiled": without_cudagraphs(kwargs),
                     # the user said how (COMPILE or --compile-mode): no race of modes (models.py)
-                    "named": mode is not None or getattr(module, "COMPILE", None) is not None},
+                    "named": named},
         "others": sorted(({"name": r.name, "time_us": r.device_us / steps} for r in rows
                           if r.name not in by_name),  # rows hold no annotations (_device_events)
                          key=lambda o: -o["time_us"])[:20],  # type: ignore[operator]
@@ -305,7 +310,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     if forms and reductions:
         other.pop("error")
         try:
-            with compiling_as_chosen():
+            with as_chosen(model, chosen):
                 other["compile_s"] = round(compile_other_forms(
                     model, args, without_cudagraphs(kwargs), sync, compiling), 3)
             later = [w for w in wrapper_modules(cache) if w not in set(wrappers)]
@@ -323,8 +328,8 @@ def depthwise_line(summary: dict[str, Any] | None) -> str:
     if not summary or not summary.get("file"):
         return ""
     line = (f"depthwise convolutions: kernelopt's kernel for {summary['chosen']} of "
-            f"{summary['shapes']} shapes ({summary.get('search_s')} s on the GPU; "
-            f"{summary['file']})")
+            f"{summary['shapes']} shapes, compiled {summary.get('form')} "
+            f"({summary.get('search_s')} s on the GPU; {summary['file']})")
     return line + (f"; the choice failed: {summary['error']}" if summary.get("error") else "")
 
 

@@ -23,8 +23,8 @@ the compile inlines the op (its docstring); ``lowered()`` puts it in Inductor's 
 table for the compiles inside it, for any convolution call, as an opaque call (the AOT
 cache off there: its key leaves the table out, so a graph cached by a compile without it would
 come back; the FX graph cache, keyed after decomposition, too, as the reduction forms' second
-compile does). Measured first, not yet raced: the probe (bench/depthwise_probe.py) times both
-alone and in the model.
+compile does). The capture chooses per shape (depthwise_timing.py); ``as_chosen`` compiles a
+model as that choice says.
 """
 
 from __future__ import annotations
@@ -103,41 +103,47 @@ def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None,
     return count
 
 
-def read_chosen(record: Path | None) -> dict[str, Any]:
+OPAQUE, INLINED = "opaque", "inlined"  # depthwise.json's form: how every compile runs the shapes
+
+
+def form_for(cuda_graphs: bool) -> str:
+    """How the chosen shapes are compiled, by the compile the runs use: under CUDA graphs the
+    op stays an opaque call (``lowered()``: on ConvNeXt-T under reduce-overhead 1.096× over
+    the library where inlined gave 1.065×, and a compile of 12.6 s, not 122.9 s: bench/results/
+    2026-12-07-h100-depthwise-kernel); without graphs it is inlined (``swap_depthwise``: an
+    opaque call is then a Python dispatch each time, 0.69× there)."""
+    return OPAQUE if cuda_graphs else INLINED
+
+
+def read_chosen(record: Path | None) -> tuple[dict[str, Any], str]:
     """A depthwise.json's chosen launches (the capture's per-shape choice,
-    depthwise_timing.choose_for_model) as ``depthwise.Config`` by shape key; none without one."""
+    depthwise_timing.choose_for_model) as ``depthwise.Config`` by shape key, and its form;
+    none without one."""
     if record is None:
-        return {}
+        return {}, OPAQUE
     from kernelopt_triton.depthwise import Config
 
-    chosen = json.loads(record.read_text()).get("launches") or {}
-    return {key: Config(**fields) for key, fields in chosen.items()}
-
-
-def swap_chosen(model: Any, record: Path) -> int:
-    """swap_depthwise with a depthwise.json's launches: the number of convolutions swapped, 0
-    where no shape was chosen (the model untouched)."""
-    chosen = read_chosen(record)
-    return swap_depthwise(model, chosen) if chosen else 0
+    data = json.loads(record.read_text())
+    chosen = data.get("launches") or {}
+    return ({key: Config(**fields) for key, fields in chosen.items()},
+            data.get("form", OPAQUE))
 
 
 @contextmanager
-def as_chosen(model: Any, record: Path | None, cuda_graphs: bool) -> Iterator[str]:
-    """The model's compiles inside it (Dynamo compiles at the first call: make it inside) run
-    kernelopt's kernel for the shapes a depthwise.json chose: under a compile that replays CUDA
-    graphs through ``lowered()`` (the op an opaque call: on ConvNeXt-T under reduce-overhead
-    1.096× over the library where inlined gave 1.065×, and a compile of 12.6 s, not 122.9 s:
-    bench/results/2026-12-07-h100-depthwise-kernel), else by ``swap_depthwise`` (inlined:
-    without graphs each opaque call is a Python dispatch, 0.69× there). Yields how, or "" where
-    nothing was chosen."""
-    chosen = read_chosen(record)
+def as_chosen(model: Any, record: Path | None) -> Iterator[str]:
+    """The model's compiles inside it (Dynamo compiles at the first call: make it inside; a
+    recompile after it would get the library) run kernelopt's kernel for the shapes a
+    depthwise.json chose, in the record's form (form_for): the capture, the engine and the
+    model check all compile the same graph, so a kernel captured is found again. Yields how,
+    or "" where nothing was chosen."""
+    chosen, form = read_chosen(record)
     if not chosen:
         yield ""
-    elif cuda_graphs:
+    elif form == OPAQUE:
         with lowered(chosen):
-            yield f"{len(chosen)} shapes as an opaque op (CUDA graphs)"
+            yield f"{len(chosen)} shapes as kernelopt's op (opaque)"
     else:
-        yield f"{len(chosen)} shapes, {swap_depthwise(model, chosen)} modules inlined"
+        yield f"{len(chosen)} shapes inlined ({swap_depthwise(model, chosen)} modules swapped)"
 
 
 @contextmanager

@@ -65,7 +65,7 @@ from kernelopt_triton.engine import (
     swap_kernel_source,
 )
 from kernelopt_triton.inductor import build_model, load_model_file, model_tolerance
-from kernelopt_triton.lowerings import as_chosen
+from kernelopt_triton.lowerings import INLINED, as_chosen, read_chosen
 
 MODES = ("eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune",
          "kernelopt")
@@ -117,8 +117,7 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
             raise CompileError(f"--setting {setting_label(extra)[1:]}: {refused}")
     # the capture's depthwise choice (its depthwise.json): the kernelopt side's model has the
     # chosen convolutions swapped to kernelopt's kernel (the user's compiles keep the library)
-    lowering = "kernelopt" in modes and depthwise is not None and bool(
-        json.loads(depthwise.read_text()).get("launches"))
+    lowering = "kernelopt" in modes and bool(read_chosen(depthwise)[0])
     winners = "kernelopt" in modes and (bool(swaps) or lowering)
     # without CUDA graphs the winners are switched into the baseline's own compile (the rest
     # of the model the same code); under CUDA graphs, or with convolutions swapped (another
@@ -141,9 +140,9 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         eager = build_model(module, device)
         outputs["eager"] = flatten_outputs(eager(*args))
         calls["eager"] = lambda: eager(*args)
-        # the kernelopt side's own model (the same weights) where its convolutions change:
-        # the user's compiles keep the library's
-        ours = copy.deepcopy(eager) if lowering else eager
+        # the kernelopt side's own model (the same weights) where its convolutions are swapped
+        # (the inlined form): the user's compiles keep the library's
+        ours = copy.deepcopy(eager) if lowering and read_chosen(depthwise)[1] == INLINED else eager
         for mode, kwargs in compiles.items():
             compiling.names = UniqueKernelNames()  # each compile its own names
             compiling.switch, compiling.seen = None, 0
@@ -157,8 +156,9 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                 compiled = compile_apart(torch, ours if mode == "kernelopt" else eager, kwargs,
                                          mode)  # own backend, same weights
                 # the kernelopt side compiled as the capture was: its chosen depthwise
-                # convolutions kernelopt's kernel (lowerings.as_chosen)
-                with (as_chosen(ours, depthwise, uses_cudagraphs(kwargs)) if mode == "kernelopt"
+                # convolutions kernelopt's kernel (lowerings.as_chosen; compiled at these
+                # first calls: a recompile later, none expected, would get the library)
+                with (as_chosen(ours, depthwise) if mode == "kernelopt"
                       else contextlib.nullcontext()) as how:
                     for _ in range(3):  # CUDA graph trees record on a later call than the first
                         outputs[mode] = flatten_outputs(compiled(*args))

@@ -40,13 +40,19 @@ from kernelopt_triton.options import TritonOptions
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
 CAPTURE_TIMEOUT_S = 1800.0
 RACE_FILE = "race.json"  # the capture's race of compile modes (InductorBackend._race)
+DEPTHWISE_HINT = ("the capture compiled the depthwise convolutions it chose as kernelopt's kernel "
+                  "(depthwise.json beside it); `[triton] depthwise = false` in kernelopt.toml "
+                  "captures with the library's")
 
 
-def _captured(capture_dir: Path, forms: bool) -> bool:
-    """A capture is there, with its reduction forms tried where they are wanted (a capture of
-    before them has no ``forms``: captured again)."""
+def _captured(capture_dir: Path, forms: bool, depthwise: bool) -> bool:
+    """A capture is there, with its reduction forms and its depthwise choice made where they
+    are wanted (a capture of before them has no ``forms`` / ``depthwise``: captured again)."""
     path = capture_dir / "kernels.json"
-    return path.is_file() and (not forms or "forms" in json.loads(path.read_text()))
+    if not path.is_file():
+        return False
+    record = json.loads(path.read_text())
+    return (not forms or "forms" in record) and (not depthwise or "depthwise" in record)
 
 
 def _profiled(kernel: dict[str, Any]) -> dict[str, Any]:
@@ -93,11 +99,10 @@ def _depthwise_args(capture_dir: Path) -> tuple[str, ...]:
     """``--depthwise FILE`` where the capture chose kernelopt's kernel for a depthwise shape:
     the engine and the model check then build the model the capture compiled."""
     from kernelopt_triton.inductor import DEPTHWISE_FILE
+    from kernelopt_triton.lowerings import read_chosen
 
     record = capture_dir / DEPTHWISE_FILE
-    if record.is_file() and json.loads(record.read_text()).get("launches"):
-        return ("--depthwise", str(record))
-    return ()
+    return ("--depthwise", str(record)) if record.is_file() and read_chosen(record)[0] else ()
 
 
 def _is_model_file(path: Path) -> bool:
@@ -136,17 +141,21 @@ class InductorBackend(TritonBackend):
         # the capture runs the model on the GPU: under the GPU lock, the cache checked inside it
         # (two runs of one model capture once)
         with gpu_lock(settings.state_root):
-            if not _captured(capture_dir, options.reduction_forms):
+            if not _captured(capture_dir, options.reduction_forms, options.depthwise):
                 try:
                     self._child(("capture", str(model), "--out", str(capture_dir),
                                  *(("--compile-mode", mode) if mode else ()),
                                  *(() if options.reduction_forms else ("--no-forms",)),
                                  *(() if options.depthwise else ("--no-depthwise",))),
                                 capture_dir, "capture")
-                except (RuntimeError, UsageError):
+                except (RuntimeError, UsageError) as exc:
                     # the capture was written before its second compile (the reduction forms)
                     # ended: it stands without them, as kernels.json says
                     if _forms_error(capture_dir) != PENDING:
+                        if _depthwise_args(capture_dir):  # it compiled with kernelopt's kernel
+                            raise (UsageError(str(exc), hint=DEPTHWISE_HINT)
+                                   if isinstance(exc, UsageError)
+                                   else RuntimeError(f"{exc}\n{DEPTHWISE_HINT}")) from exc
                         raise
         record = inductor.load_record(capture_dir)
         compile_record = record.get("compile") or {}

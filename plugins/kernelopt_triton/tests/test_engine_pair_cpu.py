@@ -490,12 +490,13 @@ def test_the_model_check_builds_its_kernelopt_side_with_the_chosen_convolutions(
     model.write_text(DEPTHWISE_MODEL)
     record = tmp_path / "depthwise.json"
     record.write_text(json.dumps({"launches": {"2x8x12x12/7x7/s1x1/p3x3/d1x1": {
-        "block_w": 8, "block_c": 32, "num_warps": 2, "block_h": 4}}}))
+        "block_w": 8, "block_c": 32, "num_warps": 2, "block_h": 4}}, "form": "inlined"}))
     proc = _child(["kernelopt_triton.model_compare", str(model), "--device", "cpu",
                    "--depthwise", str(record), "--modes", "eager,kernelopt", "--rounds", "1",
                    "--windows", "2", "--cache-dir", str(tmp_path / "cache")], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["depthwise"] == {"file": str(record), "as": "1 shapes, 1 modules inlined"}
+    assert result["depthwise"] == {"file": str(record),
+                                   "as": "1 shapes inlined (1 modules swapped)"}
     assert set(result["modes"]) == {"eager", "default", "kernelopt"}
     assert all(m["match_eager"] for m in result["modes"].values())

@@ -314,24 +314,29 @@ def test_the_timing_takes_turns_and_gives_every_side_its_rounds() -> None:
 
 
 def _block() -> object:
+    # a 7×7 depthwise convolution once, a 3×3 one twice on the same shape (the heavier), a dense 1×1
     return torch.nn.Sequential(torch.nn.Conv2d(8, 8, 7, padding=3, groups=8), torch.nn.GELU(),
+                               torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False),
                                torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False),
                                torch.nn.Conv2d(8, 16, 1))
 
 
-def test_the_capture_chooses_per_shape_and_the_record_swaps_the_model(tmp_path) -> None:
+def test_the_capture_chooses_per_shape_and_the_record_says_how_to_compile(tmp_path) -> None:
     """choose_for_model on the CPU (the host's clock: the decisions are not the point, the
     record is): both depthwise shapes listed heaviest first with a decision and its words,
-    launches only for the chosen; swap_chosen takes a record's launches (none: the model
-    untouched); the capture's step skips the choice off CUDA."""
+    launches only for the chosen; as_chosen compiles a record's shapes in its form (inlined:
+    the modules swapped; opaque: the decomposition in place while inside, gone after; none
+    chosen: nothing); the capture's step skips the choice off CUDA."""
     from kernelopt_triton.depthwise_timing import choose_for_model
     from kernelopt_triton.inductor import choose_depthwise
-    from kernelopt_triton.lowerings import swap_chosen
+    from kernelopt_triton.lowerings import INLINED, OPAQUE, as_chosen
+    from torch._inductor import decomposition
 
     x = torch.randn(2, 8, 12, 12).contiguous(memory_format=torch.channels_last)
     record = choose_for_model(_block(), (x,), "cpu", search_s=0.0, rounds=2)
     keys = [s["key"] for s in record["shapes"]]
-    assert keys == ["2x8x12x12/7x7/s1x1/p3x3/d1x1", "2x8x12x12/3x3/s1x1/p1x1/d1x1"]
+    assert keys == ["2x8x12x12/3x3/s1x1/p1x1/d1x1", "2x8x12x12/7x7/s1x1/p3x3/d1x1"]
+    assert [s["calls"] for s in record["shapes"]] == [2, 1]
     for shape in record["shapes"]:
         # the budget spent: Config() alone raced, then the decision and why
         assert shape["launches_tried"] == 1 and shape["why"].startswith(
@@ -342,31 +347,42 @@ def test_the_capture_chooses_per_shape_and_the_record_swaps_the_model(tmp_path) 
     assert not nchw["launches"] and all("does not take" in s["why"] for s in nchw["shapes"])
 
     path = tmp_path / "depthwise.json"
-    path.write_text(json.dumps({"launches": {keys[1]: {"block_w": 8, "block_c": 32,
-                                                        "num_warps": 2, "block_h": 4}}}))
-    model = _block()
-    assert swap_chosen(model, path) == 2  # both depthwise modules; the 7×7 keeps the library
-    assert [type(m).__name__ for m in model][:3] == ["DepthwiseConv2d", "GELU", "DepthwiseConv2d"]
-    assert model[2].launches[keys[1]].block_h == 4 and keys[0] not in model[0].launches
-    from kernelopt_triton.lowerings import as_chosen
-    from torch._inductor import decomposition
-
-    # how the engine and the model check compile it: without CUDA graphs inlined (swapped),
-    # under them the opaque op (the decomposition in place while inside, gone after)
+    launch = {"block_w": 8, "block_c": 32, "num_warps": 2, "block_h": 4}
+    path.write_text(json.dumps({"launches": {keys[0]: launch}, "form": INLINED}))
     inlined = _block()
-    with as_chosen(inlined, path, cuda_graphs=False) as how:
-        assert how == "1 shapes, 2 modules inlined"
-    assert type(inlined[0]).__name__ == "DepthwiseConv2d"
+    with as_chosen(inlined, path) as how:
+        assert how == "1 shapes inlined (3 modules swapped)"  # the 7×7 keeps the library
+    assert [type(m).__name__ for m in inlined][:4] == [
+        "DepthwiseConv2d", "GELU", "DepthwiseConv2d", "DepthwiseConv2d"]
+    assert inlined[2].launches[keys[0]].block_h == 4 and keys[1] not in inlined[0].launches
+    path.write_text(json.dumps({"launches": {keys[0]: launch}, "form": OPAQUE}))
     op = torch.ops.aten.convolution.default
     opaque = _block()
-    with as_chosen(opaque, path, cuda_graphs=True) as how:
-        assert how == "1 shapes as an opaque op (CUDA graphs)"
+    with as_chosen(opaque, path) as how:
+        assert how == "1 shapes as kernelopt's op (opaque)"
         assert decomposition.decompositions.get(op) is not None
     assert type(opaque[0]).__name__ == "Conv2d" and op not in decomposition.decompositions
-    with as_chosen(opaque, None, cuda_graphs=True) as how:
-        assert how == ""
     path.write_text(json.dumps({"launches": {}}))
-    assert swap_chosen(_block(), path) == 0
-    assert choose_depthwise(_block(), (x,), "cpu", tmp_path) == {
+    with as_chosen(opaque, path) as how, as_chosen(opaque, None) as unnamed:
+        assert how == unnamed == ""
+    assert choose_depthwise(_block(), (x,), "cpu", tmp_path, OPAQUE) == {
         "skipped": "the kernel runs on CUDA GPUs (here the library's convolution)"}
-    assert choose_depthwise(torch.nn.Conv2d(8, 16, 1), (x,), "cuda", tmp_path) == {"shapes": 0}
+    assert choose_depthwise(torch.nn.Conv2d(8, 16, 1), (x,), "cuda", tmp_path, OPAQUE) == {
+        "shapes": 0}
+
+
+def test_a_launch_that_fails_is_skipped_and_a_shape_with_none_keeps_the_library() -> None:
+    from kernelopt_triton.depthwise import Config
+    from kernelopt_triton.depthwise_timing import choose, per_call
+
+    def kernel(config: Config) -> None:
+        if config.block_w == 8:
+            raise RuntimeError("out of resources")
+
+    choice = choose("k", lambda: None, kernel, [Config(block_w=8), Config()], 2, cuda=False)
+    assert set(choice.tried) == {Config()}
+    with pytest.raises(ValueError, match="no launch ran.*out of resources"):
+        choose("k", lambda: None, kernel, [Config(block_w=8)], 2, cuda=False)
+    # a replay less the flushes' median replay, per call; never zero
+    assert per_call({"a": [3.0, 2.2]}, [1.0, 5.0, 1.2])["a"] == pytest.approx([0.09, 0.05])
+    assert per_call({"a": [0.5]}, [1.0])["a"][0] > 0
