@@ -180,10 +180,10 @@ def interpreted() -> bool:
 
 class DepthwiseConv2d(torch.nn.Conv2d):
     """A depthwise ``nn.Conv2d`` whose calls run the op (lowerings.swap_depthwise sets a
-    module's class to it): for inputs ``takes`` on ``device_types`` with no gradient to keep
-    whose shape has a launch (``launches[shape_key(...)]``: a shape the kernel was chosen for);
-    any other input as nn.Conv2d (the library's call). Called
-    from a module's forward, a compile inlines the op (the kernel in its own code). A class,
+    module's class to it): for inputs ``takes`` on ``device_types``, outside autocast, with no
+    gradient to keep, whose shape has a launch (``launches[shape_key(...)]``: a shape the
+    kernel was chosen for); any other input as nn.Conv2d (the library's call). Called from a
+    module's forward, a compile inlines the op (the kernel in its own code). A class,
     not a patched forward: a copy or a pickle of the model keeps it."""
 
     launches: dict[str, Config]
@@ -191,6 +191,7 @@ class DepthwiseConv2d(torch.nn.Conv2d):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if (x.device.type not in self.device_types or not takes(x) or interpreted()
+                or torch.is_autocast_enabled(x.device.type)  # the library's casts: not timed
                 or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
             return self._conv_forward(x, self.weight, self.bias)  # the op has no backward
         config = self.launches.get(shape_key(x.shape, self.weight.shape, self.stride,

@@ -100,7 +100,8 @@ def gpu_times(calls: dict[str, Callable[[], Any]], rounds: int, cuda: bool) -> d
             for label in (labels if r % 2 == 0 else labels[::-1]):
                 times[label].append(_host_ms(calls[label]))
         return times
-    l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
+    l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()),
+                     "L2_cache_size", 0) or 0)
     flush = torch.empty(max(2 * l2, FLUSH_MIN_BYTES), dtype=torch.int8, device="cuda")
     for call in calls.values():
         _warm(call, flush)
@@ -175,7 +176,9 @@ def convolutions(model: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         key = (tuple(x.shape), tuple(conv.weight.shape), conv.stride, conv.padding, conv.dilation)
         entry = seen.setdefault(key, {"x_shape": list(x.shape), "dtype": x.dtype, "conv": conv,
                                       "calls": 0, "channels_last": x.is_contiguous(
-                                          memory_format=torch.channels_last)})
+                                          memory_format=torch.channels_last),
+                                      # a pre-hook sees the input before autocast casts it
+                                      "autocast": torch.is_autocast_enabled(x.device.type)})
         entry["calls"] += 1
 
     handles = [m.register_forward_pre_hook(hook) for m in model.modules() if swappable(m)]
@@ -209,15 +212,16 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
                         key=lambda e: -e["calls"] * math.prod(e["x_shape"])):
         conv = entry["conv"]
         gen = torch.Generator(device="cpu").manual_seed(7)
-        # the input's own dtype (under autocast not the weight's); the weights cast to it
+        # the input's own dtype, the weights cast to it
         x = torch.randn(entry["x_shape"], generator=gen).to(device, entry["dtype"])
         if entry["channels_last"]:
             x = x.contiguous(memory_format=torch.channels_last)
         key = shape_key(x.shape, conv.weight.shape, conv.stride, conv.padding, conv.dilation)
         row: dict[str, Any] = {"key": key, "calls": entry["calls"]}
-        if not takes(x):
+        if not takes(x) or entry["autocast"]:
             shapes.append({**row, "chosen": False, "why": "the library: an input the kernel "
-                           "does not take (channels-last fp16/bf16/fp32 only)"})
+                           "does not take (channels-last fp16/bf16/fp32 only, not under "
+                           "autocast)"})
             continue
         # Config() first: past the budget, the one launch a shape still races
         launches = [Config(), *(c for c in search_space() if c != Config())]

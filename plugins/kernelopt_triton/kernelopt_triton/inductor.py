@@ -60,6 +60,7 @@ NO_GPU_MESSAGE = (
 )
 SCHEMA = 1
 DEPTHWISE_FILE = "depthwise.json"  # the capture's per-shape choice (choose_depthwise)
+DEPTHWISE_KERNEL = "depthwise_conv2d_kernel"  # kernelopt's kernel (depthwise.py), by its name
 SKIPPED_FILE = "skipped.json"  # kernels `generate` could not turn into standalone files, with why
 
 
@@ -203,6 +204,8 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     first each depthwise convolution kernelopt's kernel or the library's (choose_depthwise)."""
     out = out.resolve()  # Inductor's module paths are absolute; the rename lookup compares them
     out.mkdir(parents=True, exist_ok=True)
+    for stale in ("kernels.json", DEPTHWISE_FILE):  # an earlier capture's: not this one's
+        (out / stale).unlink(missing_ok=True)
     # the wrappers found below are this compile's alone (the engine and the model check later
     # compile into the same cache, for its configs)
     shutil.rmtree(out / "cache", ignore_errors=True)
@@ -217,7 +220,6 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     kwargs = compile_kwargs(module, mode)
     model = build_model(module, device)
     args = module.inputs(0, device)
-    (out / DEPTHWISE_FILE).unlink(missing_ok=True)  # an earlier capture's choice is not this one's
     named = mode is not None or getattr(module, "COMPILE", None) is not None
     # the form the runs' compile wants: CUDA graphs where named so, or where the race may
     # choose them (models.py; a race that keeps the default then runs the opaque op without
@@ -266,7 +268,10 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     (out / "kernels").mkdir(exist_ok=True)
     for gi, wrapper in enumerate(wrappers):
         shutil.copyfile(wrapper, out / "output_code" / f"graph_{gi}.py")
-    found = kernels_of(wrappers, names, configs)
+    # kernelopt's own depthwise kernel (inlined, it is in Inductor's code) is no target: a
+    # library call to rank among the others
+    found = [f for f in kernels_of(wrappers, names, configs)
+             if not f.inductor_name.startswith(DEPTHWISE_KERNEL)]
     for f in found:
         (out / "kernels" / f"{f.name}.py").write_text(f.source)
     kernels = [f.entry for f in found]
@@ -327,9 +332,10 @@ def depthwise_line(summary: dict[str, Any] | None) -> str:
     """One line on the capture's depthwise choice, or "" where the model has none to make."""
     if not summary or not summary.get("file"):
         return ""
+    how = f", compiled {summary['form']}" if summary.get("chosen") and summary.get("form") else ""
     line = (f"depthwise convolutions: kernelopt's kernel for {summary['chosen']} of "
-            f"{summary['shapes']} shapes, compiled {summary.get('form')} "
-            f"({summary.get('search_s')} s on the GPU; {summary['file']})")
+            f"{summary['shapes']} shapes{how} ({summary.get('search_s')} s on the GPU; "
+            f"{summary['file']})")
     return line + (f"; the choice failed: {summary['error']}" if summary.get("error") else "")
 
 

@@ -117,7 +117,8 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
             raise CompileError(f"--setting {setting_label(extra)[1:]}: {refused}")
     # the capture's depthwise choice (its depthwise.json): the kernelopt side's model has the
     # chosen convolutions swapped to kernelopt's kernel (the user's compiles keep the library)
-    lowering = "kernelopt" in modes and bool(read_chosen(depthwise)[0])
+    chosen, form = read_chosen(depthwise if "kernelopt" in modes else None)
+    lowering = bool(chosen)
     winners = "kernelopt" in modes and (bool(swaps) or lowering)
     # without CUDA graphs the winners are switched into the baseline's own compile (the rest
     # of the model the same code); under CUDA graphs, or with convolutions swapped (another
@@ -140,9 +141,9 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         eager = build_model(module, device)
         outputs["eager"] = flatten_outputs(eager(*args))
         calls["eager"] = lambda: eager(*args)
-        # the kernelopt side's own model (the same weights) where its convolutions are swapped
-        # (the inlined form): the user's compiles keep the library's
-        ours = copy.deepcopy(eager) if lowering and read_chosen(depthwise)[1] == INLINED else eager
+        # the inlined form swaps the kernelopt side's convolutions: its own model then (the
+        # same weights), the user's compiles keep the library's
+        ours = copy.deepcopy(eager) if lowering and form == INLINED else eager
         for mode, kwargs in compiles.items():
             compiling.names = UniqueKernelNames()  # each compile its own names
             compiling.switch, compiling.seen = None, 0

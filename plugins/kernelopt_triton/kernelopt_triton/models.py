@@ -40,9 +40,9 @@ from kernelopt_triton.options import TritonOptions
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
 CAPTURE_TIMEOUT_S = 1800.0
 RACE_FILE = "race.json"  # the capture's race of compile modes (InductorBackend._race)
-DEPTHWISE_HINT = ("the capture compiled the depthwise convolutions it chose as kernelopt's kernel "
-                  "(depthwise.json beside it); `[triton] depthwise = false` in kernelopt.toml "
-                  "captures with the library's")
+DEPTHWISE_HINT = ("the capture ran the depthwise convolutions it chose as kernelopt's kernel "
+                  "(depthwise.json beside it); if that is what failed, `[triton] depthwise = "
+                  "false` in kernelopt.toml captures with the library's")
 
 
 def _captured(capture_dir: Path, forms: bool, depthwise: bool) -> bool:
@@ -153,7 +153,8 @@ class InductorBackend(TritonBackend):
                     # ended: it stands without them, as kernels.json says
                     if _forms_error(capture_dir) != PENDING:
                         if _depthwise_args(capture_dir):  # it compiled with kernelopt's kernel
-                            raise (UsageError(str(exc), hint=DEPTHWISE_HINT)
+                            raise (UsageError(exc.args[0], hint="; ".join(
+                                filter(None, (getattr(exc, "hint", None), DEPTHWISE_HINT))))
                                    if isinstance(exc, UsageError)
                                    else RuntimeError(f"{exc}\n{DEPTHWISE_HINT}")) from exc
                         raise

@@ -386,3 +386,38 @@ def test_a_launch_that_fails_is_skipped_and_a_shape_with_none_keeps_the_library(
     # a replay less the flushes' median replay, per call; never zero
     assert per_call({"a": [3.0, 2.2]}, [1.0, 5.0, 1.2])["a"] == pytest.approx([0.09, 0.05])
     assert per_call({"a": [0.5]}, [1.0])["a"][0] > 0
+
+
+def test_under_autocast_the_library_keeps_the_convolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pre-hook sees the input before autocast casts it: a convolution under autocast is not
+    chosen (its timing would be of another dtype), and a swapped one calls the library there."""
+    from kernelopt_triton.depthwise import Config
+    from kernelopt_triton.depthwise_timing import choose_for_model
+    from kernelopt_triton.lowerings import swap_depthwise
+
+    class Autocast(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = _block()
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return self.block(x)
+
+    x = torch.randn(2, 8, 12, 12).contiguous(memory_format=torch.channels_last)
+    record = choose_for_model(Autocast(), (x,), "cpu", search_s=0.0, rounds=2)
+    assert not record["launches"] and all("autocast" in s["why"] for s in record["shapes"])
+    model = Autocast()
+    key = "2x8x12x12/3x3/s1x1/p1x1/d1x1"
+    swap_depthwise(model, {key: Config()}, device_types=("cpu",))
+    from kernelopt_triton import depthwise
+
+    def no_kernel(*args: object) -> None:
+        raise AssertionError("the kernel ran")
+
+    monkeypatch.setattr(depthwise, "launch", no_kernel)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with torch.no_grad():
+        assert model(x).dtype == torch.bfloat16  # the swapped 3×3s ran the library
+        with pytest.raises(AssertionError, match="the kernel ran"):
+            model.block(x)  # outside autocast the chosen shape takes the kernel

@@ -3,6 +3,7 @@ clear exit 3 (CI has no GPU; the GPU path is proved by bench/h200_inductor.sh)."
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,24 @@ def test_a_kernels_profiled_time_per_call_comes_from_its_capture() -> None:
             "num_gb": 0.308281344, "share": 0.08140901471887323}
     assert _profiled(gelu)["profiled_ms"] == pytest.approx(0.11435, abs=1e-5)
     assert _profiled({**gelu, "calls": 0}) == {} and _profiled({"name": "k"}) == {}
+
+
+def test_a_capture_without_the_depthwise_choice_is_made_again(tmp_path: Path) -> None:
+    """kernels.json from before the depthwise choice (no ``depthwise``) is captured again when
+    the choice is on, kept when it is off; the run's line says how many shapes and how."""
+    from kernelopt_triton.inductor import depthwise_line
+    from kernelopt_triton.models import _captured
+
+    (tmp_path / "kernels.json").write_text(json.dumps({"kernels": [], "forms": {}}))
+    assert not _captured(tmp_path, forms=True, depthwise=True)
+    assert _captured(tmp_path, forms=True, depthwise=False)
+    (tmp_path / "kernels.json").write_text(json.dumps({"kernels": [], "forms": {},
+                                                       "depthwise": {"shapes": 0}}))
+    assert _captured(tmp_path, forms=True, depthwise=True)
+    assert depthwise_line({"shapes": 0}) == ""
+    assert depthwise_line({"file": "depthwise.json", "shapes": 4, "chosen": 3, "form": "opaque",
+                           "search_s": 61.2}) == (
+        "depthwise convolutions: kernelopt's kernel for 3 of 4 shapes, compiled opaque (61.2 s "
+        "on the GPU; depthwise.json)")
+    assert "compiled" not in depthwise_line({"file": "depthwise.json", "shapes": 2, "chosen": 0,
+                                             "form": "opaque", "search_s": 9.0})
