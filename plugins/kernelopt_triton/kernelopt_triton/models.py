@@ -99,10 +99,11 @@ def _depthwise_args(capture_dir: Path) -> tuple[str, ...]:
     """``--depthwise FILE`` where the capture chose kernelopt's kernel for a depthwise shape:
     the engine and the model check then build the model the capture compiled."""
     from kernelopt_triton.inductor import DEPTHWISE_FILE
-    from kernelopt_triton.lowerings import read_chosen
 
-    record = capture_dir / DEPTHWISE_FILE
-    return ("--depthwise", str(record)) if record.is_file() and read_chosen(record)[0] else ()
+    record = capture_dir / DEPTHWISE_FILE  # read as JSON: this process never imports torch
+    if record.is_file() and json.loads(record.read_text()).get("launches"):
+        return ("--depthwise", str(record))
+    return ()
 
 
 def _is_model_file(path: Path) -> bool:
