@@ -22,7 +22,7 @@ times a model (kernelopt_triton.engine.interleaved: ``--rounds`` rounds of 3 win
 turn, the order reversed every round), each against eager on the model's TOLERANCE (no shape
 chosen: the library alone). One JSON document: per shape every launch's time, the chosen one,
 the decision and why, the medians and their spread (IQR over the median), the paired ratio over
-rounds with its band (half the ratios' IQR, model_compare.paired), rounds the kernel won, max
+rounds with its band (half the ratios' IQR, rounds.paired), rounds the kernel won, max
 errors; per mode the same for the whole model.
 """
 
@@ -42,7 +42,7 @@ import attrs
 def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
     """The library's time over the other side's, round by round: model_compare's paired
     ratio (its band half the ratios' IQR over the median, as the engine gate reads rounds)."""
-    from kernelopt_triton.model_compare import paired
+    from kernelopt_triton.rounds import paired
 
     r = paired(base, other, 1)
     return {"ratio": r["vs_baseline"], "band_pct": r["vs_baseline_band_pct"], "won": r["won"],
@@ -56,7 +56,7 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
     import torch.nn.functional as F
     from kernelopt_triton.depthwise import Config, launch, search_space, shape_key
     from kernelopt_triton.depthwise_timing import choose, within_budget
-    from kernelopt_triton.model_compare import _spread
+    from kernelopt_triton.rounds import spread as _spread
 
     # the heaviest first (calls × input size): each launch's first use compiles it (seconds),
     # so the search shares one budget, and a shape it does not reach races Config()
@@ -121,8 +121,8 @@ def probe_model(torch: Any, module: Any, device: str, modes: list[str], rounds: 
     from kernelopt_triton.engine import compile_apart, interleaved
     from kernelopt_triton.inductor import build_model, model_tolerance
     from kernelopt_triton.lowerings import lowered, swap_depthwise
-    from kernelopt_triton.model_compare import _spread
     from kernelopt_triton.outputs import flatten_outputs
+    from kernelopt_triton.rounds import spread as _spread
 
     args = module.inputs(1, device)
     tol = model_tolerance(module)

@@ -14,9 +14,9 @@ it. On a device without CUDA
 graphs (the CPU: the tests) a round is the median of ``PER_GRAPH`` calls on the host's clock.
 
 A shape takes the kernel only where its fastest launch beat the library by the rounds
-(model_compare.faster_by_rounds: past its band, or a sign test over rounds won); else the
-library stays — on MobileNetV3's 3×3/5×5 shapes cuDNN ran at 0.7–2.2 TB/s and swapping every
-call made the model 0.83× (same results folder).
+(rounds.faster_by_rounds, as the model check reads a rival compile: past its band, or a sign
+test over rounds won); else the library stays — on MobileNetV3's 3×3/5×5 shapes cuDNN ran at
+0.7–2.2 TB/s and swapping every call made the model 0.83× (same results folder).
 
 The module imports torch: only the processes that run a model load it.
 """
@@ -32,6 +32,7 @@ import attrs
 import torch
 
 from kernelopt_triton.depthwise import Config
+from kernelopt_triton.rounds import faster_by_rounds, paired
 
 PER_GRAPH = 20  # calls (each after an L2 flush) in one graph: one replay is one reading
 FLUSH_MIN_BYTES = 64 * 2**20  # the flush: twice the device's L2, at least this (H100: 50 MiB)
@@ -153,9 +154,7 @@ def choose(key: str, library: Callable[[], Any], kernel: Callable[[Config], Any]
 def decide(key: str, best: Config, library_ms: list[float], kernel_ms: list[float],
            tried: dict[Config, float]) -> Choice:
     """The kernel takes the shape where its readings beat the library's by the rounds
-    (model_compare.faster_by_rounds over the paired readings); the words say which and why."""
-    from kernelopt_triton.model_compare import faster_by_rounds, paired
-
+    (rounds.faster_by_rounds over the paired readings); the words say which and why."""
     ratio = paired(library_ms, kernel_ms, 1)
     chosen = faster_by_rounds(ratio)
     why = (f"{'the kernel' if chosen else 'the library'}: the kernel's fastest of {len(tried)} "

@@ -31,6 +31,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from kernelopt_triton.capture_depthwise import (
+    DEPTHWISE_FILE,
+    DEPTHWISE_KERNEL,
+    choose_depthwise,
+    depthwise_line,
+)
 from kernelopt_triton.capture_kernels import chosen_configs, kernels_of, wrapper_modules
 from kernelopt_triton.capture_record import load_record, select_kernels
 from kernelopt_triton.compile_mode import (
@@ -59,8 +65,6 @@ NO_GPU_MESSAGE = (
     "under the interpreter (TRITON_INTERPRET=1)"
 )
 SCHEMA = 1
-DEPTHWISE_FILE = "depthwise.json"  # the capture's per-shape choice (choose_depthwise)
-DEPTHWISE_KERNEL = "depthwise_conv2d_kernel"  # kernelopt's kernel (depthwise.py), by its name
 SKIPPED_FILE = "skipped.json"  # kernels `generate` could not turn into standalone files, with why
 
 
@@ -164,36 +168,6 @@ def _device_events(prof: Any) -> list[ProfileRow]:
     return [ProfileRow(name, t, int(n)) for name, (t, n) in totals.items()]
 
 
-def choose_depthwise(model: Any, args: tuple[Any, ...], device: str, out: Path,
-                     form: str) -> dict[str, Any]:
-    """Before the compile: kernelopt's depthwise kernel or the library for each depthwise
-    convolution of the model, on the GPU's time (depthwise_timing.choose_for_model, written to
-    ``out/depthwise.json`` with ``form``, lowerings.form_for); the capture's compiles then run
-    the chosen shapes so (lowerings.as_chosen), as the engine and the model check will — the
-    kernels captured, tuned and checked are those of the model kernelopt returns (the
-    convolution's bias add no longer sits in the kernel after it). kernels.json's summary: the
-    shapes, those chosen, the form, or why none was tried. A failed choice is said and the
-    library kept; a compile that fails with the chosen shapes fails the capture, which then
-    says how to capture without them."""
-    from kernelopt_triton.lowerings import swappable
-
-    if not any(swappable(m) for m in model.modules()):
-        return {"shapes": 0}
-    if not device.startswith("cuda"):
-        return {"skipped": "the kernel runs on CUDA GPUs (here the library's convolution)"}
-    try:
-        from kernelopt_triton.depthwise_timing import choose_for_model
-
-        record = {**choose_for_model(model, args, device), "form": form}
-    except Exception as exc:  # an extra, as the reduction forms are
-        record = {"error": f"{type(exc).__name__}: {exc}"[:500], "launches": {}}
-    (out / DEPTHWISE_FILE).write_text(json.dumps(record, indent=1) + "\n")
-    summary = {"file": DEPTHWISE_FILE, "shapes": len(record.get("shapes", [])),
-               "chosen": len(record["launches"]), "form": form,
-               "search_s": record.get("search_s")}
-    return {**summary, "error": record["error"]} if "error" in record else summary
-
-
 def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
             mode: str | None = None, forms: bool = True,
             depthwise: bool = True) -> dict[str, Any]:
@@ -201,7 +175,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     kernels.json and friends under ``out``. A CUDA-graph compile is captured without its
     graphs: the same kernels and configs, each launch seen by the profiler. ``forms``: each
     reduction kernel's other form too (inductor_forms.py: one more compile). ``depthwise``:
-    first each depthwise convolution kernelopt's kernel or the library's (choose_depthwise)."""
+    first the depthwise convolutions' choice (choose_depthwise)."""
     out = out.resolve()  # Inductor's module paths are absolute; the rename lookup compares them
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("kernels.json", DEPTHWISE_FILE):  # an earlier capture's: not this one's
@@ -221,12 +195,9 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     model = build_model(module, device)
     args = module.inputs(0, device)
     named = mode is not None or getattr(module, "COMPILE", None) is not None
-    # the form the runs' compile wants: CUDA graphs where named so, or where the race may
-    # choose them (models.py; a race that keeps the default then runs the opaque op without
-    # graphs, and the model check says whether that is faster)
+    # the runs' compile: CUDA graphs where named so, or where the race may choose them
     form = form_for(uses_cudagraphs(kwargs) or not named)
-    lowering = (choose_depthwise(model, args, device, out, form) if depthwise
-                else {"skipped": "off"})
+    lowering = choose_depthwise(model, args, device, out, form) if depthwise else {"skipped": "off"}
     chosen = out / DEPTHWISE_FILE if lowering.get("chosen") else None
     compiled = torch.compile(model, **without_cudagraphs(kwargs))
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
@@ -268,8 +239,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     (out / "kernels").mkdir(exist_ok=True)
     for gi, wrapper in enumerate(wrappers):
         shutil.copyfile(wrapper, out / "output_code" / f"graph_{gi}.py")
-    # kernelopt's own depthwise kernel (inlined, it is in Inductor's code) is no target: a
-    # library call to rank among the others
+    # kernelopt's own depthwise kernel (inlined: in Inductor's code) is no target, a library's
     found = [f for f in kernels_of(wrappers, names, configs)
              if not f.inductor_name.startswith(DEPTHWISE_KERNEL)]
     for f in found:
@@ -326,17 +296,6 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
             other["error"] = f"{type(exc).__name__}: {exc}"[:500]
         (out / "kernels.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
-
-
-def depthwise_line(summary: dict[str, Any] | None) -> str:
-    """One line on the capture's depthwise choice, or "" where the model has none to make."""
-    if not summary or not summary.get("file"):
-        return ""
-    how = f", compiled {summary['form']}" if summary.get("chosen") and summary.get("form") else ""
-    line = (f"depthwise convolutions: kernelopt's kernel for {summary['chosen']} of "
-            f"{summary['shapes']} shapes{how} ({summary.get('search_s')} s on the GPU; "
-            f"{summary['file']})")
-    return line + (f"; the choice failed: {summary['error']}" if summary.get("error") else "")
 
 
 def _triton_version() -> str:

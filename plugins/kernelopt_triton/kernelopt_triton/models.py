@@ -31,6 +31,7 @@ from kernelopt_core.api import (
 )
 from kernelopt_triton import inductor_rules
 from kernelopt_triton.backend import TritonBackend, require_prerequisites
+from kernelopt_triton.capture_depthwise import depthwise_line
 from kernelopt_triton.compile_mode import describe
 from kernelopt_triton.inductor_forms import PENDING, SWITCH, form_knobs, forms_line
 from kernelopt_triton.inductor_parse import parse_kernel_source
@@ -98,7 +99,7 @@ def raced_mode(race: dict[str, Any]) -> tuple[str | None, str]:
 def _depthwise_args(capture_dir: Path) -> tuple[str, ...]:
     """``--depthwise FILE`` where the capture chose kernelopt's kernel for a depthwise shape:
     the engine and the model check then build the model the capture compiled."""
-    from kernelopt_triton.inductor import DEPTHWISE_FILE
+    from kernelopt_triton.capture_depthwise import DEPTHWISE_FILE
 
     record = capture_dir / DEPTHWISE_FILE  # read as JSON: this process never imports torch
     if record.is_file() and json.loads(record.read_text()).get("launches"):
@@ -186,7 +187,7 @@ class InductorBackend(TritonBackend):
         preface = (f"compile mode: {raced}\n" if raced else "") + preface
         preface += "".join(f"skipped {k}: {why}\n" for k, why in skipped.items())
         preface += forms_line(record.get("forms"))
-        if line := inductor.depthwise_line(record.get("depthwise")):
+        if line := depthwise_line(record.get("depthwise")):
             preface += line + "\n"
         if not name:  # the top K that stand alone (generate skips the others, in rank order)
             chosen = [k for k in record["kernels"] if k["name"] not in skipped

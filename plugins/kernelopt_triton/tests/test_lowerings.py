@@ -327,8 +327,8 @@ def test_the_capture_chooses_per_shape_and_the_record_says_how_to_compile(tmp_pa
     launches only for the chosen; as_chosen compiles a record's shapes in its form (inlined:
     the modules swapped; opaque: the decomposition in place while inside, gone after; none
     chosen: nothing); the capture's step skips the choice off CUDA."""
+    from kernelopt_triton.capture_depthwise import choose_depthwise
     from kernelopt_triton.depthwise_timing import choose_for_model
-    from kernelopt_triton.inductor import choose_depthwise
     from kernelopt_triton.lowerings import INLINED, OPAQUE, as_chosen
     from torch._inductor import decomposition
 

@@ -118,7 +118,7 @@ def test_a_kernels_profiled_time_per_call_comes_from_its_capture() -> None:
 def test_a_capture_without_the_depthwise_choice_is_made_again(tmp_path: Path) -> None:
     """kernels.json from before the depthwise choice (no ``depthwise``) is captured again when
     the choice is on, kept when it is off; the run's line says how many shapes and how."""
-    from kernelopt_triton.inductor import depthwise_line
+    from kernelopt_triton.capture_depthwise import depthwise_line
     from kernelopt_triton.models import _captured
 
     (tmp_path / "kernels.json").write_text(json.dumps({"kernels": [], "forms": {}}))
