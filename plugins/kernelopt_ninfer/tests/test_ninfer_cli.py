@@ -51,9 +51,11 @@ def test_run_ninfer_on_the_cpu_fixture_ends_optimized(fixture_copy: Path, tmp_pa
     if optimized:
         assert summary["speedup"] > 1.0 and result.returncode == 0
     else:
-        assert summary["status"] == "matched" and summary["median_ratio"] > 1.0, summary
-        assert summary["noise_pct"] >= (summary["median_ratio"] - 1.0) * 100 or \
-            summary["rounds_won"] < 2, summary  # not proven faster, for a measured reason
+        # not proven faster, for a measured reason: the confirm rounds read it no faster (one
+        # CI run here read 0.88x after the screen's 2.4x), or its noise or rounds fell short
+        assert summary["status"] == "matched", summary
+        assert summary["median_ratio"] <= 1.0 or summary["rounds_won"] < 2 or \
+            summary["noise_pct"] >= (summary["median_ratio"] - 1.0) * 100, summary
     assert summary["target"]["backend"] == "ninfer" and summary["target"]["name"] == "rmsnorm"
     assert "src/ops/kernel/rmsnorm.cuh" in summary["target"]["files"]
     # the shape gate ran the test and found the timed case among its compared cases
