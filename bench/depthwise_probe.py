@@ -51,16 +51,15 @@ def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
 
 def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: str,
                  search_seconds: float) -> list[dict[str, Any]]:
-    import math
 
     import torch.nn.functional as F
-    from kernelopt_triton.depthwise import Config, launch, search_space, shape_key
-    from kernelopt_triton.depthwise_timing import choose, within_budget
+    from kernelopt_triton.depthwise import launch, shape_key
+    from kernelopt_triton.depthwise_timing import budgeted_launches, choose, heaviest_first
     from kernelopt_triton.rounds import spread as _spread
 
-    # the heaviest first (calls × input size): each launch's first use compiles it (seconds),
-    # so the search shares one budget, and a shape it does not reach races Config()
-    shapes = sorted(shapes, key=lambda e: -e["calls"] * math.prod(e["x_shape"]))
+    # the heaviest first: each launch's first use compiles it (seconds), so the search shares
+    # one budget, and a shape it does not reach races Config()
+    shapes = heaviest_first(shapes)
     searched_from = time.monotonic()
     results = []
     for entry in shapes:
@@ -82,13 +81,9 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
             reference = F.conv2d(x.double(), conv.weight.double(), None if conv.bias is None
                                  else conv.bias.double(), *settings,
                                  conv.groups)  # fp64: no TF32 in the reference
-            # Config() first (past the budget, the one launch a shape races), the rest while
-            # the budget lasts (each timed as it comes); GPU time: CUDA graphs of (L2 flush,
-            # call), the flushes' graph subtracted
-            launches = [Config(), *(c for c in search_space() if c != Config())]
-            choice = choose(key, library, kernel,
-                            within_budget(launches, searched_from, search_seconds), rounds,
-                            device.startswith("cuda"))
+            # GPU time: CUDA graphs of (L2 flush, call), the flushes' graph subtracted
+            choice = choose(key, library, kernel, budgeted_launches(searched_from, search_seconds),
+                            rounds, device.startswith("cuda"))
             out = kernel(choice.launch)
             errors = {"library": (library().double() - reference).abs().max().item(),
                       "kernel": (out.double() - reference).abs().max().item()}

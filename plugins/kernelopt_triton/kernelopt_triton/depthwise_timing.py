@@ -198,17 +198,14 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
     the kernel does not take (``depthwise.takes``: NCHW, fp64) keeps the library untimed. The
     record depthwise.json holds: per shape its decision and times, and ``launches`` (the chosen
     shapes' launches, by shape key) — what swap_depthwise then takes."""
-    import math
-
     import torch.nn.functional as F
 
-    from kernelopt_triton.depthwise import launch, search_space, shape_key, takes
+    from kernelopt_triton.depthwise import launch, shape_key, takes
 
     cuda = device.startswith("cuda")
     begun = time.monotonic()
     shapes = []
-    for entry in sorted(convolutions(model, args),
-                        key=lambda e: -e["calls"] * math.prod(e["x_shape"])):
+    for entry in heaviest_first(convolutions(model, args)):
         conv = entry["conv"]
         gen = torch.Generator(device="cpu").manual_seed(7)
         # the input's own dtype, the weights cast to it
@@ -222,8 +219,6 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
                            "does not take (channels-last fp16/bf16/fp32 only, not under "
                            "autocast)"})
             continue
-        # Config() first: past the budget, the one launch a shape still races
-        launches = [Config(), *(c for c in search_space() if c != Config())]
         weight = conv.weight.detach().to(x.dtype)
         bias = None if conv.bias is None else conv.bias.detach().to(x.dtype)
         library = functools.partial(F.conv2d, x, weight, bias, conv.stride, conv.padding,
@@ -232,7 +227,7 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
                                    conv.dilation)
         try:
             with torch.no_grad():
-                choice = choose(key, library, kernel, within_budget(launches, begun, search_s),
+                choice = choose(key, library, kernel, budgeted_launches(begun, search_s),
                                 rounds, cuda)
         except ValueError as exc:  # no launch ran: this shape keeps the library
             shapes.append({**row, "chosen": False, "why": f"the library: {exc}"})
@@ -246,9 +241,20 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
             "launches": {s["key"]: s["launch"] for s in shapes if s["chosen"]}}
 
 
-def within_budget(launches: list[Config], begun: float, seconds: float) -> Iterator[Config]:
-    """The launches in turn while the budget lasts, the first one always."""
-    for i, config in enumerate(launches):
+def heaviest_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """convolutions()' entries by calls × input size, the heaviest first: the search's one
+    budget goes to the shapes that weigh most."""
+    import math
+
+    return sorted(entries, key=lambda e: -e["calls"] * math.prod(e["x_shape"]))
+
+
+def budgeted_launches(begun: float, seconds: float) -> Iterator[Config]:
+    """The search space's launches in turn while the budget (from ``begun``) lasts, Config()
+    first and always: past the budget, the one launch a shape still races."""
+    from kernelopt_triton.depthwise import search_space
+
+    for i, config in enumerate([Config(), *(c for c in search_space() if c != Config())]):
         if i and time.monotonic() - begun > seconds:
             return
         yield config
