@@ -97,7 +97,10 @@ def swap_depthwise(model: Any, configs: Mapping[str, Any] | None = None,
         if swappable(module):
             conv: Any = module  # a DepthwiseConv2d from here
             conv.__class__ = DepthwiseConv2d
-            conv.launches = launches
+            # the same launches again keep their object: Dynamo guards a compiled forward on
+            # what it read, so a second compile of the copy leaves the first one valid
+            if getattr(conv, "launches", None) != launches:
+                conv.launches = launches
             conv.device_types = tuple(device_types)
             count += 1
     return count

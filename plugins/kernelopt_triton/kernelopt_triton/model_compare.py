@@ -87,7 +87,8 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                   rounds: int, windows: int, cache_dir: str, compile_mode: str | None = None,
                   captured: dict[str, Path] | None = None,
                   settings: tuple[dict[str, Any], ...] = (),
-                  depthwise: Path | None = None) -> dict[str, Any]:
+                  depthwise: Path | None = None,
+                  depthwise_everywhere: bool = False) -> dict[str, Any]:
     from kernelopt_triton.engine_switch import (
         CapturedCode,
         KernelSwitch,
@@ -117,9 +118,16 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         if refused:
             raise CompileError(f"--setting {setting_label(extra)[1:]}: {refused}")
     # the capture's depthwise choice (its depthwise.json): the kernelopt side's model has the
-    # chosen convolutions swapped to kernelopt's kernel (the user's compiles keep the library)
-    chosen, form = read_chosen(depthwise if "kernelopt" in modes else None)
+    # chosen convolutions swapped to kernelopt's kernel (the user's compiles keep the library);
+    # ``depthwise_everywhere``: every compile's (the capture's race, whose modes are each a
+    # candidate for the model kernelopt returns)
+    chosen, form = read_chosen(depthwise if "kernelopt" in modes or depthwise_everywhere
+                               else None)
     lowering = bool(chosen)
+
+    def swapped(mode: str) -> bool:  # a compile of the model with the chosen convolutions
+        return lowering and (mode == "kernelopt" or depthwise_everywhere)
+
     winners = "kernelopt" in modes and (bool(swaps) or lowering)
     # without CUDA graphs the winners are switched into the baseline's own compile (the rest
     # of the model the same code); under CUDA graphs, or with convolutions swapped (another
@@ -142,7 +150,7 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         eager = build_model(module, device)
         outputs["eager"] = flatten_outputs(eager(*args))
         calls["eager"] = lambda: eager(*args)
-        # the inlined form swaps the kernelopt side's convolutions: its own model then (the
+        # the inlined form swaps the swapped sides' convolutions: their own model then (the
         # same weights), the user's compiles keep the library's
         ours = copy.deepcopy(eager) if lowering and form == INLINED else eager
         for mode, kwargs in compiles.items():
@@ -155,16 +163,16 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                 switched.select("inductor")
             t0 = time.perf_counter()
             try:
-                compiled = compile_apart(torch, ours if mode == "kernelopt" else eager, kwargs,
+                compiled = compile_apart(torch, ours if swapped(mode) else eager, kwargs,
                                          mode)  # own backend, same weights
                 # the kernelopt side compiled as the capture was: its chosen depthwise
                 # convolutions kernelopt's kernel (lowerings.as_chosen; compiled at these
                 # first calls: a recompile later, none expected, would get the library)
-                with (as_chosen(ours, depthwise) if mode == "kernelopt"
+                with (as_chosen(ours, depthwise) if swapped(mode)
                       else contextlib.nullcontext()) as how:
                     for _ in range(3):  # CUDA graph trees record on a later call than the first
                         outputs[mode] = flatten_outputs(compiled(*args))
-                if mode == "kernelopt" and how:
+                if how:
                     lowered_as = how
             except Exception as exc:  # a setting Inductor fails to compile the model with
                 if mode not in variants:
@@ -216,7 +224,8 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
     if identity:
         result["identity"] = identity
     if lowering:
-        result["depthwise"] = {"file": str(depthwise), "as": lowered_as}
+        result["depthwise"] = {"file": str(depthwise), "as": lowered_as,
+                               "sides": "every compile" if depthwise_everywhere else "kernelopt"}
     if undecided:
         result["extended"] = {"modes": [tuned, *undecided], "rounds": rounds}
     if failed:  # not modes: every mode has a time (the model check's line, model_check.py)
@@ -317,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depthwise", type=Path,
                         help="the capture's depthwise.json: the kernelopt side's model with its "
                         "chosen depthwise convolutions swapped to kernelopt's kernel")
+    parser.add_argument("--depthwise-everywhere", action="store_true",
+                        help="--depthwise's convolutions in every compiled mode, not only the "
+                        "kernelopt side's (the capture's race of modes for kernelopt's model)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--windows", type=int, default=3)
@@ -333,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
             result = compare_modes(
                 ns.model_file, parse_swaps(ns.swap), modes, ns.device, ns.rounds, ns.windows,
                 str(ns.cache_dir) if ns.cache_dir else fresh, ns.compile_mode,
-                parse_swaps(ns.capture_source, "--capture-source"), settings, ns.depthwise)
+                parse_swaps(ns.capture_source, "--capture-source"), settings, ns.depthwise,
+                ns.depthwise_everywhere)
     except CompileError as exc:  # the model file's COMPILE, a --setting
         print(f"kernelopt-triton model_compare: {ns.model_file}: {exc}", file=sys.stderr)
         return 2

@@ -75,9 +75,15 @@ def _forms_error(capture_dir: Path) -> str | None:
 def race_argv(model: Path, capture_dir: Path) -> tuple[str, ...]:
     """model_compare's arguments for the capture's race: the default compile as the model's
     own, reduce-overhead beside it, 8 paired rounds on the capture's cache (the sign test at
-    SIGN_ALPHA reads 7 of 7 as faster, not 6 of 6; with 8, every round: fastest())."""
+    SIGN_ALPHA reads 7 of 7 as faster, not 6 of 6; with 8, every round: fastest()). Where the
+    capture chose kernelopt's depthwise kernel, both sides are compiled with it, as the runs
+    will compile the model: the race is between candidates for the model kernelopt returns
+    (its opaque op, a Python dispatch a call without CUDA graphs, would otherwise be judged
+    by the library's times)."""
+    depthwise = _depthwise_args(capture_dir)
     return ("--compile-mode", "default", "--modes", "eager,reduce-overhead", "--rounds", "8",
             "--windows", "3", "--cache-dir", str(capture_dir / "cache"),
+            *depthwise, *(("--depthwise-everywhere",) if depthwise else ()),
             "--out", str(capture_dir / RACE_FILE), str(model))
 
 
@@ -91,6 +97,8 @@ def raced_mode(race: dict[str, Any]) -> tuple[str | None, str]:
     modes = race.get("modes") or {}
     times = ", ".join(f"{m} {modes[m]['ms']:.4f} ms" for m in ("default", "reduce-overhead")
                       if m in modes)
+    if lowered := (race.get("depthwise") or {}).get("as"):
+        times += f"; both with {lowered}"
     if chosen == "reduce-overhead":
         return chosen, f"reduce-overhead, the faster measured ({times}): {why}"
     return None, f"the default compile ({times}): {why}" if why else "the default compile"
@@ -144,6 +152,7 @@ class InductorBackend(TritonBackend):
         # (two runs of one model capture once)
         with gpu_lock(settings.state_root):
             if not _captured(capture_dir, options.reduction_forms, options.depthwise):
+                (capture_dir / RACE_FILE).unlink(missing_ok=True)  # an older capture's race
                 try:
                     self._child(("capture", str(model), "--out", str(capture_dir),
                                  *(("--compile-mode", mode) if mode else ()),

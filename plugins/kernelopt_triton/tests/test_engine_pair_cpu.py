@@ -439,29 +439,6 @@ def test_a_rival_that_won_every_round_is_faster_whatever_the_own_compiles_band()
     assert fastest("default", {"max-autotune": slower}, modes)[0] == "default"
 
 
-@pytest.mark.slow
-def test_the_capture_race_is_the_default_compile_against_reduce_overhead(tmp_path: Path) -> None:
-    """Issue 53: the race a model with no compile named gets (models.InductorBackend._race),
-    with its arguments: one process, the default compile as the model's own, reduce-overhead
-    beside it, and a choice between them that says why (on the CPU there are no CUDA graphs:
-    which one wins is the clock's, so only the shape of the answer is checked)."""
-    from kernelopt_triton.models import RACE_FILE, race_argv, raced_mode
-
-    model = tmp_path / "gate.py"
-    model.write_text(MODEL)
-    race = tmp_path / RACE_FILE
-    proc = _child(["kernelopt_triton.model_compare", *race_argv(model, tmp_path), "--device",
-                   "cpu"], tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = json.loads(race.read_text())
-    assert line["baseline"] == "default" and list(line["modes"]) == [
-        "eager", "reduce-overhead", "default"]
-    assert line["kernelopt"] in ("default", "reduce-overhead") and line["choice"]["why"]
-    mode, words = raced_mode(line)
-    assert mode == (None if line["kernelopt"] == "default" else "reduce-overhead")
-    assert line["choice"]["why"] in words
-
-
 DEPTHWISE_MODEL = '''import torch
 from torch import nn
 
@@ -477,6 +454,39 @@ def inputs(seed, device):
     x = torch.randn(2, 8, 12, 12, generator=gen).to(device)
     return (x.contiguous(memory_format=torch.channels_last),)
 '''
+
+
+@pytest.mark.slow
+def test_the_capture_race_is_the_default_compile_against_reduce_overhead(tmp_path: Path) -> None:
+    """Issue 53: the race a model with no compile named gets (models.InductorBackend._race),
+    with its arguments: one process, the default compile as the model's own, reduce-overhead
+    beside it, and a choice between them that says why (on the CPU there are no CUDA graphs:
+    which one wins is the clock's, so only the shape of the answer is checked). The capture
+    chose kernelopt's depthwise kernel for the model's convolution (the unnamed compile's
+    opaque form): both sides are compiled with it, as the runs will be, and the words say so
+    (on the CPU the op runs the library's convolution: the plumbing, not the kernel)."""
+    from kernelopt_triton.models import RACE_FILE, race_argv, raced_mode
+
+    model = tmp_path / "dw_model.py"
+    model.write_text(DEPTHWISE_MODEL)
+    (tmp_path / "depthwise.json").write_text(json.dumps({"launches": {
+        "2x8x12x12/7x7/s1x1/p3x3/d1x1": {"block_w": 8, "block_c": 32, "num_warps": 2,
+                                        "block_h": 4}}, "form": "opaque"}))
+    argv = race_argv(model, tmp_path)
+    assert argv[argv.index("--depthwise") + 1] == str(tmp_path / "depthwise.json")
+    race = tmp_path / RACE_FILE
+    proc = _child(["kernelopt_triton.model_compare", *argv, "--device", "cpu"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = json.loads(race.read_text())
+    assert line["baseline"] == "default" and list(line["modes"]) == [
+        "eager", "reduce-overhead", "default"]
+    assert all(m["match_eager"] for m in line["modes"].values())
+    assert line["depthwise"]["sides"] == "every compile"
+    assert line["depthwise"]["as"] == "1 shapes as kernelopt's op (opaque)"
+    assert line["kernelopt"] in ("default", "reduce-overhead") and line["choice"]["why"]
+    mode, words = raced_mode(line)
+    assert mode == (None if line["kernelopt"] == "default" else "reduce-overhead")
+    assert line["choice"]["why"] in words and "both with 1 shapes as kernelopt's op" in words
 
 
 @pytest.mark.slow
@@ -496,7 +506,7 @@ def test_the_model_check_builds_its_kernelopt_side_with_the_chosen_convolutions(
                    "--windows", "2", "--cache-dir", str(tmp_path / "cache")], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["depthwise"] == {"file": str(record),
+    assert result["depthwise"] == {"file": str(record), "sides": "kernelopt",
                                    "as": "1 shapes inlined (1 modules swapped)"}
     assert set(result["modes"]) == {"eager", "default", "kernelopt"}
     assert all(m["match_eager"] for m in result["modes"].values())

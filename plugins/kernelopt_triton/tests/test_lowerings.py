@@ -164,7 +164,9 @@ with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
     copy_differs = (copied(x) - eager_swapped).abs().max().item() > 0
     # traced as if the CPU were a device the kernel runs on: one graph for the whole block
     # (fullgraph: no break at the convolution) holding the kernel itself
-    swap_depthwise(swapped, configs, device_types=("cpu",))
+    launches = swapped[0].launches
+    swap_depthwise(swapped, dict(configs), device_types=("cpu",))
+    kept_launches = swapped[0].launches is launches  # equal launches: the object a guard saw
     torch._dynamo.reset()
     try:
         torch.compile(swapped, backend=backend, fullgraph=True)(x)
@@ -178,7 +180,7 @@ with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
                       "restored": after == before, "swapped": count,
                       "swapped_err": (eager_swapped - block(x)).abs().max().item(),
                       "copy_differs": copy_differs, "graphs": graphs,
-                      "kept_err": kept_err.item()}))
+                      "kept_err": kept_err.item(), "kept_launches": kept_launches}))
 """
 
 
@@ -204,7 +206,7 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     assert got["nchw"].count("extern_kernels.convolution(") == 2
     assert got["restored"]
     assert got["swapped"] == 1 and got["swapped_err"] < 1e-5  # the 1×1 is not depthwise
-    assert got["copy_differs"]
+    assert got["copy_differs"] and got["kept_launches"]
     graph, kept = got["graphs"]
     assert "triton_kernel_wrapper_functional" in graph
     assert "kernelopt.depthwise_conv2d" not in graph  # inlined, not an opaque call
