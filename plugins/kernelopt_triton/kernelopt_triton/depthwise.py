@@ -132,6 +132,16 @@ def depthwise_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
 def run_kernel(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
                config: Config) -> Any:
     """The op's body: the output allocated, the kernel launched with ``config``."""
+    args, constants, grid = kernel_call(x, weight, bias, stride, padding, dilation, config)
+    torch.library.wrap_triton(depthwise_conv2d_kernel)[grid](*args, **constants)
+    return args[3]
+
+
+def kernel_call(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+                config: Config) -> tuple[tuple[Any, ...], dict[str, Any], tuple[int, int]]:
+    """One call's arguments (its output allocated in x's memory format, the taps copied),
+    keywords (the constants and warps) and grid: the launch, and on tensors of the meta
+    device the compile alone (depthwise_compile.py)."""
     n, c, h, w = x.shape
     kh, kw = weight.shape[-2:]
     ho = output_size(h, kh, stride[0], padding[0], dilation[0])
@@ -144,13 +154,13 @@ def run_kernel(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilati
     # the taps channels-last too ([KH, KW, C], a copy of KH·KW·C values): a tap's weights are
     # then one vector load beside the input tile's, in its layout
     taps = weight.permute(1, 2, 3, 0).reshape(kh, kw, c).contiguous()
-    torch.library.wrap_triton(depthwise_conv2d_kernel)[grid](
-        x, taps, taps if bias is None else bias.contiguous(), y, c, h, w, ho, wo,
-        *x.stride(), taps.stride(2), taps.stride(0), taps.stride(1), *y.stride(),
-        KH=kh, KW=kw, SH=stride[0], SW=stride[1], PH=padding[0], PW=padding[1],
-        DH=dilation[0], DW=dilation[1], HAS_BIAS=bias is not None, BLOCK_H=config.block_h,
-        BLOCK_W=config.block_w, BLOCK_C=config.block_c, num_warps=config.num_warps)
-    return y
+    args = (x, taps, taps if bias is None else bias.contiguous(), y, c, h, w, ho, wo,
+            *x.stride(), taps.stride(2), taps.stride(0), taps.stride(1), *y.stride())
+    constants = dict(KH=kh, KW=kw, SH=stride[0], SW=stride[1], PH=padding[0], PW=padding[1],
+                     DH=dilation[0], DW=dilation[1], HAS_BIAS=bias is not None,
+                     BLOCK_H=config.block_h, BLOCK_W=config.block_w, BLOCK_C=config.block_c,
+                     num_warps=config.num_warps)
+    return args, constants, grid
 
 
 @depthwise_conv2d.register_kernel("cpu")

@@ -193,18 +193,22 @@ def convolutions(model: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]:
 def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: float = 120.0,
                      rounds: int = 8) -> dict[str, Any]:
     """The kernel or the library for each depthwise convolution of ``model`` (choose(), the
-    heaviest shape first; the launches while ``search_s`` lasts, one budget for all shapes: a
-    launch's first use compiles it), inputs of the model's own shape, dtype and layout; a shape
-    the kernel does not take (``depthwise.takes``: NCHW, fp64) keeps the library untimed. The
-    record depthwise.json holds: per shape its decision and times, and ``launches`` (the chosen
-    shapes' launches, by shape key) — what swap_depthwise then takes."""
+    heaviest shape first; the launches while ``search_s`` lasts, one budget for all shapes),
+    inputs of the model's own shape, dtype and layout; a shape the kernel does not take
+    (``depthwise.takes``: NCHW, fp64) keeps the library untimed. On a GPU every launch of
+    every shape is first compiled on all the host's cores (depthwise_compile.precompile, at
+    most half the budget: a launch's first use would compile it). The record depthwise.json
+    holds: per shape its decision and times, and ``launches`` (the chosen shapes' launches,
+    by shape key) — what swap_depthwise then takes."""
     import torch.nn.functional as F
 
     from kernelopt_triton.depthwise import launch, shape_key, takes
 
     cuda = device.startswith("cuda")
     begun = time.monotonic()
-    shapes = []
+    shapes: list[dict[str, Any]] = []
+    timed: list[tuple[dict[str, Any], Any, Any, Any, Any]] = []  # row, conv, x, weight, bias
+    compiled: dict[str, Any] | None = None
     for entry in heaviest_first(convolutions(model, args)):
         conv = entry["conv"]
         gen = torch.Generator(device="cpu").manual_seed(7)
@@ -219,26 +223,45 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
                            "does not take (channels-last fp16/bf16/fp32 only, not under "
                            "autocast)"})
             continue
-        weight = conv.weight.detach().to(x.dtype)
-        bias = None if conv.bias is None else conv.bias.detach().to(x.dtype)
+        shapes.append(row)
+        timed.append((row, conv, x, conv.weight.detach().to(x.dtype),
+                       None if conv.bias is None else conv.bias.detach().to(x.dtype)))
+    if cuda:  # the device's index: the compile threads' device
+        index = torch.device(device).index
+        compiled = _precompile(timed, torch.cuda.current_device() if index is None else index,
+                               begun + search_s / 2)
+    for row, conv, x, weight, bias in timed:
         library = functools.partial(F.conv2d, x, weight, bias, conv.stride, conv.padding,
                                     conv.dilation, conv.groups)
         kernel = functools.partial(launch, x, weight, bias, conv.stride, conv.padding,
                                    conv.dilation)
         try:
             with torch.no_grad():
-                choice = choose(key, library, kernel, budgeted_launches(begun, search_s),
+                choice = choose(row["key"], library, kernel, budgeted_launches(begun, search_s),
                                 rounds, cuda)
         except ValueError as exc:  # no launch ran: this shape keeps the library
-            shapes.append({**row, "chosen": False, "why": f"the library: {exc}"})
+            row.update(chosen=False, why=f"the library: {exc}")
             continue
-        shapes.append({**row, "chosen": choice.chosen, "why": choice.why,
-                       "launch": attrs.asdict(choice.launch), "launches_tried": len(choice.tried),
-                       "library_ms": round(sorted(choice.library_ms)[len(choice.library_ms) // 2], 5),
-                       "kernel_ms": round(sorted(choice.kernel_ms)[len(choice.kernel_ms) // 2], 5)})
+        row.update(chosen=choice.chosen, why=choice.why, launch=attrs.asdict(choice.launch),
+                   launches_tried=len(choice.tried),
+                   library_ms=round(sorted(choice.library_ms)[len(choice.library_ms) // 2], 5),
+                   kernel_ms=round(sorted(choice.kernel_ms)[len(choice.kernel_ms) // 2], 5))
     return {"device": device, "search_s": round(time.monotonic() - begun, 1), "rounds": rounds,
-            "shapes": shapes,
+            **({"precompile": compiled} if compiled else {}), "shapes": shapes,
             "launches": {s["key"]: s["launch"] for s in shapes if s["chosen"]}}
+
+
+def _precompile(timed: list[tuple[dict[str, Any], Any, Any, Any, Any]],
+                device_index: int | None, deadline: float) -> dict[str, Any]:
+    """Every launch budgeted_launches() would give each timed shape, compiled before the
+    search (depthwise_compile.precompile), the heaviest shape's first."""
+    from kernelopt_triton.depthwise_compile import Job, precompile
+
+    launches = list(budgeted_launches(time.monotonic(), float("inf")))
+    jobs = [Job(tuple(x.shape), x.dtype, tuple(weight.shape), bias is not None,
+                tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation), config)
+            for _, conv, x, weight, bias in timed for config in launches]
+    return precompile(jobs, deadline, device_index)
 
 
 def heaviest_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
