@@ -11,8 +11,8 @@ TOLERANCE). First every depthwise convolution the model holds, by shape (a hook 
 nn.Conv2d swap_depthwise takes), the heaviest first, through the product's per-shape choice
 (kernelopt_triton.depthwise_timing.choose: GPU time, CUDA graphs of L2 flush and call with the
 flushes' graph subtracted): each launch of ``depthwise.search_space()`` (3 readings) while
-``--search-seconds`` last (each launch's first use compiles it; shapes alike in their
-constants share compiles; a shape past the budget takes ``Config()``), then the library's
+``--search-seconds`` last (every launch compiled first on the host's cores, at most half the
+budget, as the product's choice does; a shape past the budget takes ``Config()``), then the library's
 F.conv2d and the fastest launch in turn for ``--rounds`` readings, both against an fp64
 reference of the convolution; the kernel takes the shapes it won by the rounds. Then, for each
 mode, the model compiled as usual, compiled under ``lowered(configs)`` (the op an opaque call)
@@ -54,20 +54,34 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
 
     import torch.nn.functional as F
     from kernelopt_triton.depthwise import launch, shape_key
-    from kernelopt_triton.depthwise_timing import budgeted_launches, choose, heaviest_first
+    from kernelopt_triton.depthwise_timing import (
+        budgeted_launches,
+        choose,
+        heaviest_first,
+        precompile_launches,
+    )
     from kernelopt_triton.rounds import spread as _spread
 
-    # the heaviest first: each launch's first use compiles it (seconds), so the search shares
-    # one budget, and a shape it does not reach races Config()
+    # the heaviest first: the search shares one budget, and a shape it does not reach races
+    # Config(); every launch compiled first on the host's cores, at most half the budget (the
+    # product's choice: depthwise_timing.choose_for_model)
     shapes = heaviest_first(shapes)
     searched_from = time.monotonic()
-    results = []
+    inputs = []
     for entry in shapes:
-        conv = entry["conv"]
         gen = torch.Generator(device="cpu").manual_seed(7)
-        x = torch.randn(entry["x_shape"], generator=gen).to(device, conv.weight.dtype)
-        if entry["channels_last"]:
-            x = x.contiguous(memory_format=torch.channels_last)
+        x = torch.randn(entry["x_shape"], generator=gen).to(device, entry["conv"].weight.dtype)
+        inputs.append(x.contiguous(memory_format=torch.channels_last)
+                      if entry["channels_last"] else x)
+    precompiled = precompile_launches(
+        [({}, e["conv"], x, e["conv"].weight, e["conv"].bias)
+         for e, x in zip(shapes, inputs, strict=True) if x.is_contiguous(memory_format=torch.channels_last)],
+        torch.cuda.current_device(), searched_from + search_seconds / 2) if device.startswith(
+            "cuda") else {}
+    print(json.dumps({"precompile": precompiled}), file=sys.stderr, flush=True)
+    results = []
+    for entry, x in zip(shapes, inputs, strict=True):
+        conv = entry["conv"]
         settings = (conv.stride, conv.padding, conv.dilation)
         key = shape_key(x.shape, conv.weight.shape, *settings)
 

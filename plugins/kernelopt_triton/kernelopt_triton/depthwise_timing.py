@@ -228,7 +228,7 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
                        None if conv.bias is None else conv.bias.detach().to(x.dtype)))
     if cuda:  # the device's index: the compile threads' device
         index = torch.device(device).index
-        compiled = _precompile(timed, torch.cuda.current_device() if index is None else index,
+        compiled = precompile_launches(timed, torch.cuda.current_device() if index is None else index,
                                begun + search_s / 2)
     for row, conv, x, weight, bias in timed:
         library = functools.partial(F.conv2d, x, weight, bias, conv.stride, conv.padding,
@@ -251,7 +251,7 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
             "launches": {s["key"]: s["launch"] for s in shapes if s["chosen"]}}
 
 
-def _precompile(timed: list[tuple[dict[str, Any], Any, Any, Any, Any]],
+def precompile_launches(timed: list[tuple[dict[str, Any], Any, Any, Any, Any]],
                 device_index: int | None, deadline: float) -> dict[str, Any]:
     """Every launch budgeted_launches() would give each timed shape, compiled before the
     search (depthwise_compile.precompile), the heaviest shape's first."""

@@ -54,11 +54,11 @@ late = precompile([job(8, 32, 14, 5, 1, Config(block_w=w_, block_c=32, num_warps
                    for w_ in (8, 16, 32)], time.monotonic() - 1, workers=1)
 # the choice's own call: every launch of its search, for a model's two shapes (one compile each)
 from kernelopt_triton.depthwise import search_space
-from kernelopt_triton.depthwise_timing import _precompile
+from kernelopt_triton.depthwise_timing import precompile_launches
 conv = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
 timed = [({}, conv, torch.randn(n, 16, 9, 9).to(torch.bfloat16).contiguous(
     memory_format=torch.channels_last), conv.weight.to(torch.bfloat16), None) for n in (2, 3)]
-model = _precompile(timed, None, time.monotonic() + 600)
+model = precompile_launches(timed, None, time.monotonic() + 600)
 print(json.dumps({"done": done, "cached": after, "hit": hit, "late": late, "model": model,
                   "space": len(search_space())}))
 """
