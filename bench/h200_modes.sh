@@ -27,7 +27,7 @@
 #        against eager, default and max-autotune; MODES= to change that list), LIMIT= seconds (290)
 #   bash bench/h200_modes.sh campaign MODEL MODE [TOP]   `kernelopt campaign MODEL --top TOP
 #        --compile-mode MODE` (1), its folder and runs (MODEL-campaign.tar.gz) and its model
-#        check (model_compare.json); MODE
+#        check (model_compare.json), the capture's race.json and depthwise.json; MODE
 #        race: no --compile-mode, the capture races default against reduce-overhead (race.json).
 #        CAMPAIGN_NAME= names the campaign (default MODEL-MODE-HHMMSS): a later call on the same
 #        warm machine with the same CAMPAIGN_NAME, MODEL, MODE and TOP resumes it (finished runs
@@ -134,5 +134,7 @@ case "$part" in
     cp "$KERNELOPT_HOME/campaigns/$name"/model-*/model_compare.json "$OUT/$m-model_compare.json" 2>/dev/null
     folder=$mode; [ "$mode" = race ] && folder=file
     cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/kernels.json" "$OUT/$m-kernels.json" 2>/dev/null
-    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/race.json" "$OUT/$m-race.json" 2>/dev/null ;;
+    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/race.json" "$OUT/$m-race.json" 2>/dev/null
+    # the capture's depthwise choice (per shape: the launches tried, both sides' GPU times)
+    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/depthwise.json" "$OUT/$m-depthwise.json" 2>/dev/null ;;
 esac
