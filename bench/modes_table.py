@@ -5,6 +5,7 @@ per model and the table across them.
 
 Reads, in each DIR, every ``<model>-model_compare.json`` (the campaign's model check: one
 process, every mode), ``<model>-race.json`` (the capture's race, where it ran) and
+``<model>-depthwise.json`` (the capture's depthwise choice, where it made one),
 ``<model>-runs/<run>/summary.json`` or the same inside ``<model>-campaign.tar.gz`` (each
 kernel's verdict, its engine gate's reason). Prints a
 markdown table (each mode's median ms ± spread, what kernelopt returns and its ratio to
@@ -62,8 +63,22 @@ def model_summary(folder: Path, model: str) -> dict[str, Any]:
         "kernelopt_vs_max_autotune": (modes["max-autotune"]["ms"] / modes[ours]["ms"]
                                       if "max-autotune" in modes else None),
         "race": json.loads(race.read_text()).get("choice") if race.is_file() else None,
+        "depthwise": depthwise_summary(folder / f"{model}-depthwise.json"),
         "runs": runs,
     }
+
+
+def depthwise_summary(path: Path) -> dict[str, Any] | None:
+    """The capture's depthwise choice in brief: per shape whether kernelopt's kernel took it,
+    both sides' GPU ms a call and why; the form and the search's seconds."""
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    return {"form": record.get("form"), "search_s": record.get("search_s"),
+            "precompile": record.get("precompile"), "error": record.get("error"),
+            "shapes": [{k: shape.get(k) for k in ("key", "calls", "chosen", "library_ms",
+                                                  "kernel_ms", "why")}
+                       for shape in record.get("shapes", [])]}
 
 
 def table(summaries: dict[str, dict[str, Any]]) -> str:

@@ -57,3 +57,23 @@ def test_runs_packed_by_the_call_are_read_from_the_campaigns_tarball(tmp_path: P
     summary = modes_table.model_summary(folder, "convnext")
     assert [(r["run"], r["kernel"], r["status"]) for r in summary["runs"]] == [
         ("c-01", "k-c-01", "optimized"), ("c-02", "k-c-02", "fallback")]
+
+
+def test_the_captures_depthwise_choice_comes_along(tmp_path: Path) -> None:
+    """The capture's depthwise.json (h200_modes.sh brings it back beside the model check):
+    per shape the decision, both sides' GPU ms and why, copied as they are."""
+    folder = tmp_path / "res"
+    shutil.copytree(FIXTURE, folder)
+    assert modes_table.model_summary(folder, "convnext")["depthwise"] is None
+    shape = {"key": "64x96x56x56/7x7/s1x1/p3x3/d1x1", "calls": 3, "chosen": True,
+             "why": "the kernel: …", "launch": {"block_w": 16}, "launches_tried": 19,
+             "library_ms": 0.2018, "kernel_ms": 0.1526}
+    (folder / "convnext-depthwise.json").write_text(json.dumps({
+        "device": "cuda", "search_s": 31.5, "rounds": 8, "form": "opaque",
+        "precompile": {"compiles": 19, "compiled": 19, "failed": 0, "left": 0, "seconds": 9.1},
+        "shapes": [shape], "launches": {shape["key"]: shape["launch"]}}))
+    got = modes_table.model_summary(folder, "convnext")["depthwise"]
+    assert got["form"] == "opaque" and got["search_s"] == 31.5
+    assert got["precompile"]["compiled"] == 19
+    assert got["shapes"] == [{k: shape[k] for k in ("key", "calls", "chosen", "library_ms",
+                                                    "kernel_ms", "why")}]
