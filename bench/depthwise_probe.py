@@ -11,8 +11,8 @@ TOLERANCE). First every depthwise convolution the model holds, by shape (a hook 
 nn.Conv2d swap_depthwise takes), the heaviest first, through the product's per-shape choice
 (kernelopt_triton.depthwise_timing.choose: GPU time, CUDA graphs of L2 flush and call with the
 flushes' graph subtracted): each launch of ``depthwise.search_space()`` (3 readings) while
-``--search-seconds`` last (every launch compiled first on the host's cores, at most half the
-budget, as the product's choice does; a shape past the budget takes ``Config()``), then the library's
+``--search-seconds`` last (every launch compiled first on the host's cores until half the
+budget is spent, as the product's choice does; a shape past the budget takes ``Config()``), then the library's
 F.conv2d and the fastest launch in turn for ``--rounds`` readings, both against an fp64
 reference of the convolution; the kernel takes the shapes it won by the rounds. Then, for each
 mode, the model compiled as usual, compiled under ``lowered(configs)`` (the op an opaque call)
@@ -53,7 +53,7 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
                  search_seconds: float) -> list[dict[str, Any]]:
 
     import torch.nn.functional as F
-    from kernelopt_triton.depthwise import launch, shape_key
+    from kernelopt_triton.depthwise import launch, shape_key, takes
     from kernelopt_triton.depthwise_timing import (
         budgeted_launches,
         choose,
@@ -73,12 +73,13 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
         x = torch.randn(entry["x_shape"], generator=gen).to(device, entry["conv"].weight.dtype)
         inputs.append(x.contiguous(memory_format=torch.channels_last)
                       if entry["channels_last"] else x)
-    precompiled = precompile_launches(
-        [({}, e["conv"], x, e["conv"].weight, e["conv"].bias)
-         for e, x in zip(shapes, inputs, strict=True) if x.is_contiguous(memory_format=torch.channels_last)],
-        torch.cuda.current_device(), searched_from + search_seconds / 2) if device.startswith(
-            "cuda") else {}
-    print(json.dumps({"precompile": precompiled}), file=sys.stderr, flush=True)
+    if device.startswith("cuda"):
+        with torch.cuda.device(device):  # Triton compiles for the current device
+            precompiled = precompile_launches(
+                [({}, e["conv"], x, e["conv"].weight, e["conv"].bias)
+                 for e, x in zip(shapes, inputs, strict=True) if takes(x)],
+                searched_from + search_seconds / 2)
+        print(json.dumps({"precompile": precompiled}), file=sys.stderr, flush=True)
     results = []
     for entry, x in zip(shapes, inputs, strict=True):
         conv = entry["conv"]

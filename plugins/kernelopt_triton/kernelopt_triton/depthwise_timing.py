@@ -23,6 +23,7 @@ The module imports torch: only the processes that run a model load it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -196,19 +197,17 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
     heaviest shape first; the launches while ``search_s`` lasts, one budget for all shapes),
     inputs of the model's own shape, dtype and layout; a shape the kernel does not take
     (``depthwise.takes``: NCHW, fp64) keeps the library untimed. On a GPU every launch of
-    every shape is first compiled on all the host's cores (depthwise_compile.precompile, at
-    most half the budget: a launch's first use would compile it). The record depthwise.json
+    every shape is first compiled on all the host's cores (depthwise_compile.precompile,
+    until half the budget is spent, and the compiles then running; a launch's first use would
+    compile it). The record depthwise.json
     holds: per shape its decision and times, and ``launches`` (the chosen shapes' launches,
     by shape key) — what swap_depthwise then takes."""
-    import torch.nn.functional as F
-
-    from kernelopt_triton.depthwise import launch, shape_key, takes
+    from kernelopt_triton.depthwise import shape_key, takes
 
     cuda = device.startswith("cuda")
     begun = time.monotonic()
     shapes: list[dict[str, Any]] = []
     timed: list[tuple[dict[str, Any], Any, Any, Any, Any]] = []  # row, conv, x, weight, bias
-    compiled: dict[str, Any] | None = None
     for entry in heaviest_first(convolutions(model, args)):
         conv = entry["conv"]
         gen = torch.Generator(device="cpu").manual_seed(7)
@@ -226,10 +225,22 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
         shapes.append(row)
         timed.append((row, conv, x, conv.weight.detach().to(x.dtype),
                        None if conv.bias is None else conv.bias.detach().to(x.dtype)))
-    if cuda:  # the device's index: the compile threads' device
-        index = torch.device(device).index
-        compiled = precompile_launches(timed, torch.cuda.current_device() if index is None else index,
-                               begun + search_s / 2)
+    # the launches compile and run on the model's device (Triton's is the current one)
+    with torch.cuda.device(device) if cuda else contextlib.nullcontext():
+        compiled = precompile_launches(timed, begun + search_s / 2) if cuda and timed else None
+        _search(timed, begun, search_s, rounds, cuda)
+    return {"device": device, "search_s": round(time.monotonic() - begun, 1), "rounds": rounds,
+            **({"precompile": compiled} if compiled else {}), "shapes": shapes,
+            "launches": {s["key"]: s["launch"] for s in shapes if s["chosen"]}}
+
+
+def _search(timed: list[tuple[dict[str, Any], Any, Any, Any, Any]], begun: float,
+            search_s: float, rounds: int, cuda: bool) -> None:
+    """choose() for each timed shape in turn, its row filled with the decision."""
+    import torch.nn.functional as F
+
+    from kernelopt_triton.depthwise import launch
+
     for row, conv, x, weight, bias in timed:
         library = functools.partial(F.conv2d, x, weight, bias, conv.stride, conv.padding,
                                     conv.dilation, conv.groups)
@@ -246,22 +257,23 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
                    launches_tried=len(choice.tried),
                    library_ms=round(sorted(choice.library_ms)[len(choice.library_ms) // 2], 5),
                    kernel_ms=round(sorted(choice.kernel_ms)[len(choice.kernel_ms) // 2], 5))
-    return {"device": device, "search_s": round(time.monotonic() - begun, 1), "rounds": rounds,
-            **({"precompile": compiled} if compiled else {}), "shapes": shapes,
-            "launches": {s["key"]: s["launch"] for s in shapes if s["chosen"]}}
 
 
 def precompile_launches(timed: list[tuple[dict[str, Any], Any, Any, Any, Any]],
-                device_index: int | None, deadline: float) -> dict[str, Any]:
-    """Every launch budgeted_launches() would give each timed shape, compiled before the
-    search (depthwise_compile.precompile), the heaviest shape's first."""
+                        deadline: float) -> dict[str, Any]:
+    """Every launch the search would give each timed shape (launch_order()), compiled before it
+    (depthwise_compile.precompile), the heaviest shape's first. Only a speed-up: its failure
+    is said in the record and the search goes on, each launch compiling at its first use."""
     from kernelopt_triton.depthwise_compile import Job, precompile
 
-    launches = list(budgeted_launches(time.monotonic(), float("inf")))
-    jobs = [Job(tuple(x.shape), x.dtype, tuple(weight.shape), bias is not None,
-                tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation), config)
-            for _, conv, x, weight, bias in timed for config in launches]
-    return precompile(jobs, deadline, device_index)
+    try:
+        return precompile([Job(tuple(x.shape), x.dtype, tuple(weight.shape), bias is not None,
+                               tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation),
+                               config)
+                           for _, conv, x, weight, bias in timed for config in launch_order()],
+                          deadline)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def heaviest_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -272,12 +284,17 @@ def heaviest_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: -e["calls"] * math.prod(e["x_shape"]))
 
 
-def budgeted_launches(begun: float, seconds: float) -> Iterator[Config]:
-    """The search space's launches in turn while the budget (from ``begun``) lasts, Config()
-    first and always: past the budget, the one launch a shape still races."""
+def launch_order() -> list[Config]:
+    """The search space's launches in the order the search tries them, Config() first."""
     from kernelopt_triton.depthwise import search_space
 
-    for i, config in enumerate([Config(), *(c for c in search_space() if c != Config())]):
+    return [Config(), *(c for c in search_space() if c != Config())]
+
+
+def budgeted_launches(begun: float, seconds: float) -> Iterator[Config]:
+    """launch_order()'s launches in turn while the budget (from ``begun``) lasts, Config()
+    first and always: past the budget, the one launch a shape still races."""
+    for i, config in enumerate(launch_order()):
         if i and time.monotonic() - begun > seconds:
             return
         yield config

@@ -104,6 +104,12 @@ def raced_mode(race: dict[str, Any]) -> tuple[str | None, str]:
     return None, f"the default compile ({times}): {why}" if why else "the default compile"
 
 
+def _raced_with_depthwise(race: dict[str, Any]) -> bool:
+    """A race that ran both sides with the capture's depthwise choice, or failed (said once,
+    not run again)."""
+    return bool(race.get("error")) or (race.get("depthwise") or {}).get("sides") == "every compile"
+
+
 def _depthwise_args(capture_dir: Path) -> tuple[str, ...]:
     """``--depthwise FILE`` where the capture chose kernelopt's kernel for a depthwise shape:
     the engine and the model check then build the model the capture compiled."""
@@ -212,6 +218,9 @@ class InductorBackend(TritonBackend):
         model check times it)."""
         race = capture_dir / RACE_FILE
         with gpu_lock(settings.state_root):
+            if race.is_file() and _depthwise_args(capture_dir) and not _raced_with_depthwise(
+                    json.loads(race.read_text())):
+                race.unlink()  # raced before the race took the capture's depthwise choice
             if not race.is_file():
                 try:
                     self._child(race_argv(model, capture_dir), capture_dir, "race",

@@ -463,8 +463,10 @@ def test_the_capture_race_is_the_default_compile_against_reduce_overhead(tmp_pat
     beside it, and a choice between them that says why (on the CPU there are no CUDA graphs:
     which one wins is the clock's, so only the shape of the answer is checked). The capture
     chose kernelopt's depthwise kernel for the model's convolution (the unnamed compile's
-    opaque form): both sides are compiled with it, as the runs will be, and the words say so
-    (on the CPU the op runs the library's convolution: the plumbing, not the kernel)."""
+    opaque form): both sides are compiled with it, as the runs will be, and the words say so.
+    The plumbing, not the op: on the CPU model_compare runs Inductor's Triton kernels under
+    Triton's interpreter, where the decomposition keeps the library's convolution
+    (depthwise.interpreted; test_lowerings compiles the op in, without the interpreter)."""
     from kernelopt_triton.models import RACE_FILE, race_argv, raced_mode
 
     model = tmp_path / "dw_model.py"

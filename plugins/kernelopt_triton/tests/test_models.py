@@ -134,3 +134,24 @@ def test_a_capture_without_the_depthwise_choice_is_made_again(tmp_path: Path) ->
         "on the GPU; depthwise.json)")
     assert "compiled" not in depthwise_line({"file": "depthwise.json", "shapes": 2, "chosen": 0,
                                              "form": "opaque", "search_s": 9.0})
+
+
+def test_the_race_takes_the_depthwise_choice_and_an_older_race_is_run_again(tmp_path: Path) -> None:
+    """race_argv names the capture's depthwise.json (both sides compiled with it) only where
+    it chose a shape; a race.json of before that (no ``sides``) is run again, a failed one not."""
+    from kernelopt_triton.models import _raced_with_depthwise, race_argv
+
+    model = tmp_path / "m.py"
+    argv = race_argv(model, tmp_path)  # no depthwise.json
+    assert "--depthwise" not in argv and "--depthwise-everywhere" not in argv
+    (tmp_path / "depthwise.json").write_text(json.dumps({"launches": {}, "form": "opaque"}))
+    assert "--depthwise" not in race_argv(model, tmp_path)  # none chosen
+    (tmp_path / "depthwise.json").write_text(json.dumps(
+        {"launches": {"k": {"block_w": 8}}, "form": "opaque"}))
+    argv = race_argv(model, tmp_path)
+    assert argv[argv.index("--depthwise") + 1] == str(tmp_path / "depthwise.json")
+    assert "--depthwise-everywhere" in argv
+    assert not _raced_with_depthwise({"kernelopt": "default", "modes": {}})
+    assert not _raced_with_depthwise({"depthwise": {"sides": "kernelopt"}})
+    assert _raced_with_depthwise({"depthwise": {"sides": "every compile"}})
+    assert _raced_with_depthwise({"error": "the race failed"})
