@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from kernelopt_triton.compile_mode import caches_off
 
 
@@ -44,9 +46,33 @@ def is_depthwise(x: Any, weight: Any, transposed: bool, groups: int) -> bool:
             and x.shape[1] == groups and weight.shape[0] == groups and weight.shape[1] == 1)
 
 
-def convolution(configs: Mapping[str, Any]) -> Any:
+@attrs.define
+class Lowered:
+    """What lowered() did to the compiles inside it: ``ops``, the convolutions it made calls of
+    kernelopt's op (each time the decomposition ran: a call site traced twice counts twice)."""
+
+    ops: int = 0
+
+
+@attrs.frozen
+class Chosen:
+    """What as_chosen() yields: how the chosen shapes are compiled ("" where none were chosen)
+    and, in the opaque form, the count of the compiles inside it so far."""
+
+    how: str = ""
+    lowered: Lowered | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.how)
+
+    def __str__(self) -> str:
+        return self.how
+
+
+def convolution(configs: Mapping[str, Any], seen: Lowered | None = None) -> Any:
     """aten.convolution's decomposition: the channels-last depthwise ones whose shape has a
-    launch in ``configs`` to kernelopt's kernel with it, the rest as before."""
+    launch in ``configs`` to kernelopt's kernel with it (counted in ``seen``), the rest as
+    before."""
     def decompose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
                   transposed: bool, output_padding: Any, groups: int) -> Any:
         from kernelopt_triton.depthwise import interpreted, launch, shape_key, takes
@@ -57,6 +83,8 @@ def convolution(configs: Mapping[str, Any]) -> Any:
         config = configs.get(shape_key(x.shape, weight.shape, stride, padding, dilation))
         if config is None:  # a shape the library keeps
             return NotImplemented
+        if seen is not None:
+            seen.ops += 1
         return launch(x, weight, bias, stride, padding, dilation, config)
 
     return decompose
@@ -133,27 +161,28 @@ def read_chosen(record: Path | None) -> tuple[dict[str, Any], str]:
 
 
 @contextmanager
-def as_chosen(model: Any, record: Path | None) -> Iterator[str]:
+def as_chosen(model: Any, record: Path | None) -> Iterator[Chosen]:
     """The model's compiles inside it (Dynamo compiles at the first call: make it inside; a
     recompile after it would get the library) run kernelopt's kernel for the shapes a
     depthwise.json chose, in the record's form (form_for): the capture, the engine and the
-    model check all compile the same graph, so a kernel captured is found again. Yields how,
-    or "" where nothing was chosen."""
+    model check all compile the same graph, so a kernel captured is found again. Yields how
+    (Chosen: false where nothing was chosen)."""
     chosen, form = read_chosen(record)
     if not chosen:
-        yield ""
+        yield Chosen()
     elif form == OPAQUE:
-        with lowered(chosen):
-            yield f"{len(chosen)} shapes as kernelopt's op (opaque)"
+        with lowered(chosen) as seen:
+            yield Chosen(f"{len(chosen)} shapes as kernelopt's op (opaque)", seen)
     else:
-        yield f"{len(chosen)} shapes inlined ({swap_depthwise(model, chosen)} modules swapped)"
+        yield Chosen(f"{len(chosen)} shapes inlined ({swap_depthwise(model, chosen)} modules "
+                     "swapped)")
 
 
 @contextmanager
-def lowered(configs: Mapping[str, Any] | None = None) -> Iterator[None]:
+def lowered(configs: Mapping[str, Any] | None = None) -> Iterator[Lowered]:
     """Compiles inside it call kernelopt's kernel for the channels-last depthwise
     convolutions whose shape ``configs`` names, each with ``configs[shape_key(...)]`` (a
-    ``depthwise.Config``; module doc)."""
+    ``depthwise.Config``; module doc); yields the count of those calls made (Lowered)."""
     import torch
     from torch._inductor import decomposition
 
@@ -164,11 +193,12 @@ def lowered(configs: Mapping[str, Any] | None = None) -> Iterator[None]:
     tables = {id(t): t for t in (decomposition.decompositions,
                                  decomposition.fast_random_decomps())}.values()
     before = [(table, table.get(op)) for table in tables]
+    seen = Lowered()
     for table, _ in before:
-        table[op] = convolution(configs or {})
+        table[op] = convolution(configs or {}, seen)
     try:
         with caches_off():
-            yield
+            yield seen
     finally:
         for table, entry in before:
             if entry is None:

@@ -146,6 +146,7 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
     switched = None
     selects: dict[str, Any] = {}
     lowered_as = ""
+    lowered_ops: dict[str, int] = {}
     with torch.no_grad():
         eager = build_model(module, device)
         outputs["eager"] = flatten_outputs(eager(*args))
@@ -173,7 +174,9 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
                     for _ in range(3):  # CUDA graph trees record on a later call than the first
                         outputs[mode] = flatten_outputs(compiled(*args))
                 if how:
-                    lowered_as = how
+                    lowered_as = str(how)
+                    if how.lowered is not None:  # the opaque form: the op calls compiled in
+                        lowered_ops[mode] = how.lowered.ops
             except Exception as exc:  # a setting Inductor fails to compile the model with
                 if mode not in variants:
                     raise
@@ -225,7 +228,8 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
         result["identity"] = identity
     if lowering:
         result["depthwise"] = {"file": str(depthwise), "as": lowered_as,
-                               "sides": "every compile" if depthwise_everywhere else "kernelopt"}
+                               "sides": "every compile" if depthwise_everywhere else "kernelopt",
+                               **({"ops": lowered_ops} if lowered_ops else {})}
     if undecided:
         result["extended"] = {"modes": [tuned, *undecided], "rounds": rounds}
     if failed:  # not modes: every mode has a time (the model check's line, model_check.py)

@@ -485,6 +485,9 @@ def test_the_capture_race_is_the_default_compile_against_reduce_overhead(tmp_pat
     assert all(m["match_eager"] for m in line["modes"].values())
     assert line["depthwise"]["sides"] == "every compile"
     assert line["depthwise"]["as"] == "1 shapes as kernelopt's op (opaque)"
+    # each side's compile counted the op's calls it made: none under the interpreter (on a GPU
+    # the convolutions chosen, once a graph)
+    assert line["depthwise"]["ops"] == {"reduce-overhead": 0, "default": 0}
     assert line["kernelopt"] in ("default", "reduce-overhead") and line["choice"]["why"]
     mode, words = raced_mode(line)
     assert mode == (None if line["kernelopt"] == "default" else "reduce-overhead")

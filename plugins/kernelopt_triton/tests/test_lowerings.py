@@ -127,10 +127,12 @@ before = (dict(decomposition.decompositions), dict(decomposition.fast_random_dec
 
 def compiled(inputs, **kw):
     torch._dynamo.reset()
-    with lowered(**kw):
+    with lowered(**kw) as seen:
         out, code = run_and_get_code(torch.compile(block), inputs)
+    ops.append(seen.ops)
     return out, "\\n".join(code)
 
+ops = []
 with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
     out, code = compiled(x, configs=configs)
     _, nchw = compiled(x.contiguous(), configs=configs)
@@ -180,7 +182,8 @@ with torch.no_grad(), torch._inductor.config.patch({"fx_graph_cache": False}):
                       "restored": after == before, "swapped": count,
                       "swapped_err": (eager_swapped - block(x)).abs().max().item(),
                       "copy_differs": copy_differs, "graphs": graphs,
-                      "kept_err": kept_err.item(), "kept_launches": kept_launches}))
+                      "kept_err": kept_err.item(), "kept_launches": kept_launches,
+                      "ops": ops}))
 """
 
 
@@ -203,6 +206,7 @@ def test_a_compile_inside_lowered_calls_kernelopts_kernel() -> None:
     assert "[1, 1], [3, 3], [1, 1], 8, 32, 2, 4)" in got["code"]  # the shape's launch
     assert got["code"].count("extern_kernels.convolution(") == 1
     assert "kernelopt.depthwise_conv2d" not in got["nchw"]
+    assert got["ops"][0] >= 1 and got["ops"][1] == 0  # lowered() counted the op's calls
     assert got["nchw"].count("extern_kernels.convolution(") == 2
     assert got["restored"]
     assert got["swapped"] == 1 and got["swapped_err"] < 1e-5  # the 1×1 is not depthwise
@@ -352,7 +356,8 @@ def test_the_capture_chooses_per_shape_and_the_record_says_how_to_compile(tmp_pa
     path.write_text(json.dumps({"launches": {keys[0]: launch}, "form": INLINED}))
     inlined = _block()
     with as_chosen(inlined, path) as how:
-        assert how == "1 shapes inlined (3 modules swapped)"  # the 7×7 keeps the library
+        assert str(how) == "1 shapes inlined (3 modules swapped)"  # the 7×7 keeps the library
+        assert how.lowered is None  # inlined: no decomposition to count
     assert [type(m).__name__ for m in inlined][:4] == [
         "DepthwiseConv2d", "GELU", "DepthwiseConv2d", "DepthwiseConv2d"]
     assert inlined[2].launches[keys[0]].block_h == 4 and keys[1] not in inlined[0].launches
@@ -360,12 +365,13 @@ def test_the_capture_chooses_per_shape_and_the_record_says_how_to_compile(tmp_pa
     op = torch.ops.aten.convolution.default
     opaque = _block()
     with as_chosen(opaque, path) as how:
-        assert how == "1 shapes as kernelopt's op (opaque)"
+        assert str(how) == "1 shapes as kernelopt's op (opaque)"
         assert decomposition.decompositions.get(op) is not None
+        assert how.lowered is not None and how.lowered.ops == 0  # nothing compiled yet
     assert type(opaque[0]).__name__ == "Conv2d" and op not in decomposition.decompositions
     path.write_text(json.dumps({"launches": {}}))
     with as_chosen(opaque, path) as how, as_chosen(opaque, None) as unnamed:
-        assert how == unnamed == ""
+        assert not how and not unnamed and str(how) == ""
     assert choose_depthwise(_block(), (x,), "cpu", tmp_path, OPAQUE) == {
         "skipped": "the kernel runs on CUDA GPUs (here the library's convolution)"}
     assert choose_depthwise(torch.nn.Conv2d(8, 16, 1), (x,), "cuda", tmp_path, OPAQUE) == {
