@@ -29,6 +29,7 @@ errors; per mode the same for the whole model.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -73,12 +74,11 @@ def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: 
         x = torch.randn(entry["x_shape"], generator=gen).to(device, entry["conv"].weight.dtype)
         inputs.append(x.contiguous(memory_format=torch.channels_last)
                       if entry["channels_last"] else x)
-    if device.startswith("cuda"):
-        with torch.cuda.device(device):  # Triton compiles for the current device
-            precompiled = precompile_launches(
-                [({}, e["conv"], x, e["conv"].weight, e["conv"].bias)
-                 for e, x in zip(shapes, inputs, strict=True) if takes(x)],
-                searched_from + search_seconds / 2)
+    if device.startswith("cuda"):  # (main runs this on the model's device: Triton's current)
+        precompiled = precompile_launches(
+            [({}, e["conv"], x, e["conv"].weight, e["conv"].bias)
+             for e, x in zip(shapes, inputs, strict=True) if takes(x)],
+            searched_from + search_seconds / 2)
         print(json.dumps({"precompile": precompiled}), file=sys.stderr, flush=True)
     results = []
     for entry, x in zip(shapes, inputs, strict=True):
@@ -201,7 +201,9 @@ def main() -> int:
     shapes = convolutions(model, module.inputs(1, ns.device))
     from kernelopt_triton.depthwise import Config
 
-    alone = probe_shapes(torch, shapes, ns.rounds, ns.device, ns.search_seconds)
+    cuda = ns.device.startswith("cuda")
+    with torch.cuda.device(ns.device) if cuda else contextlib.nullcontext():
+        alone = probe_shapes(torch, shapes, ns.rounds, ns.device, ns.search_seconds)
     # the shapes the kernel won alone, each with its fastest launch; the rest keep the library
     configs = {s["key"]: Config(**s["config"]) for s in alone if s["chosen"]}
     if ns.out:  # kept should the model's part run out of time

@@ -136,5 +136,5 @@ case "$part" in
     cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/kernels.json" "$OUT/$m-kernels.json" 2>/dev/null
     cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/race.json" "$OUT/$m-race.json" 2>/dev/null
     # the capture's depthwise choice (per shape: the launches tried, both sides' GPU times)
-    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/depthwise.json" "$OUT/$m-depthwise.json" 2>/dev/null ;;
+    cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/depthwise.json" "$OUT/$m-capture-depthwise.json" 2>/dev/null ;;
 esac

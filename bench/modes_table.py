@@ -5,7 +5,7 @@ per model and the table across them.
 
 Reads, in each DIR, every ``<model>-model_compare.json`` (the campaign's model check: one
 process, every mode), ``<model>-race.json`` (the capture's race, where it ran) and
-``<model>-depthwise.json`` (the capture's depthwise choice, where it made one),
+``<model>-capture-depthwise.json`` (the capture's depthwise choice, where it made one),
 ``<model>-runs/<run>/summary.json`` or the same inside ``<model>-campaign.tar.gz`` (each
 kernel's verdict, its engine gate's reason). Prints a
 markdown table (each mode's median ms ± spread, what kernelopt returns and its ratio to
@@ -63,7 +63,7 @@ def model_summary(folder: Path, model: str) -> dict[str, Any]:
         "kernelopt_vs_max_autotune": (modes["max-autotune"]["ms"] / modes[ours]["ms"]
                                       if "max-autotune" in modes else None),
         "race": json.loads(race.read_text()).get("choice") if race.is_file() else None,
-        "depthwise": depthwise_summary(folder / f"{model}-depthwise.json"),
+        "depthwise": depthwise_summary(folder / f"{model}-capture-depthwise.json"),
         "runs": runs,
     }
 

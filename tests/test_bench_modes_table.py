@@ -68,7 +68,7 @@ def test_the_captures_depthwise_choice_comes_along(tmp_path: Path) -> None:
     shape = {"key": "64x96x56x56/7x7/s1x1/p3x3/d1x1", "calls": 3, "chosen": True,
              "why": "the kernel: …", "launch": {"block_w": 16}, "launches_tried": 19,
              "library_ms": 0.2018, "kernel_ms": 0.1526}
-    (folder / "convnext-depthwise.json").write_text(json.dumps({
+    (folder / "convnext-capture-depthwise.json").write_text(json.dumps({
         "device": "cuda", "search_s": 31.5, "rounds": 8, "form": "opaque",
         "precompile": {"compiles": 19, "compiled": 19, "failed": 0, "left": 0, "seconds": 9.1},
         "shapes": [shape], "launches": {shape["key"]: shape["launch"]}}))

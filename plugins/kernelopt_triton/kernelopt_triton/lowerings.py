@@ -48,25 +48,24 @@ def is_depthwise(x: Any, weight: Any, transposed: bool, groups: int) -> bool:
 
 @attrs.define
 class Lowered:
-    """What lowered() did to the compiles inside it: ``ops``, the convolutions it made calls of
-    kernelopt's op (each time the decomposition ran: a call site traced twice counts twice)."""
+    """What lowered() did to the compiles inside it: ``ops``, the op calls their traces made of
+    convolutions (each time the decomposition ran: once a call site per graph traced, again on
+    a recompile)."""
 
     ops: int = 0
 
 
-@attrs.frozen
-class Chosen:
-    """What as_chosen() yields: how the chosen shapes are compiled ("" where none were chosen)
-    and, in the opaque form, the count of the compiles inside it so far."""
+class Chosen(str):
+    """What as_chosen() yields: how the chosen shapes are compiled, a str ("" where none were
+    chosen), with ``lowered``, in the opaque form, the op calls the compiles inside it traced
+    so far (Lowered)."""
 
-    how: str = ""
-    lowered: Lowered | None = None
+    lowered: Lowered | None
 
-    def __bool__(self) -> bool:
-        return bool(self.how)
-
-    def __str__(self) -> str:
-        return self.how
+    def __new__(cls, how: str = "", lowered: Lowered | None = None) -> Chosen:
+        chosen = super().__new__(cls, how)
+        chosen.lowered = lowered
+        return chosen
 
 
 def convolution(configs: Mapping[str, Any], seen: Lowered | None = None) -> Any:

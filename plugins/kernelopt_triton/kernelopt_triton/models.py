@@ -97,8 +97,12 @@ def raced_mode(race: dict[str, Any]) -> tuple[str | None, str]:
     modes = race.get("modes") or {}
     times = ", ".join(f"{m} {modes[m]['ms']:.4f} ms" for m in ("default", "reduce-overhead")
                       if m in modes)
-    if lowered := (race.get("depthwise") or {}).get("as"):
-        times += f"; both with {lowered}"
+    depthwise = race.get("depthwise") or {}
+    if depthwise.get("as"):
+        times += f"; both with {depthwise['as']}"
+        none = [m for m, ops in (depthwise.get("ops") or {}).items() if not ops]
+        if none:  # the decomposition kept the library there: said, not hidden
+            times += f" (traced into no call of the op: {', '.join(none)})"
     if chosen == "reduce-overhead":
         return chosen, f"reduce-overhead, the faster measured ({times}): {why}"
     return None, f"the default compile ({times}): {why}" if why else "the default compile"

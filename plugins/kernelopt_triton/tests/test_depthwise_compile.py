@@ -52,6 +52,9 @@ depthwise_conv2d_kernel.run(*args, grid=grid, warmup=True, **constants)
 hit = cache() == after
 late = precompile([job(8, 32, 14, 5, 1, Config(block_w=w_, block_c=32, num_warps=1))
                    for w_ in (8, 16, 32)], time.monotonic() - 1, workers=1)
+# a launch that cannot even be bound (a 3-d input): counted failed, the others go on
+unbound = precompile([Job((8, 32, 14), torch.bfloat16, (32, 1, 3, 3), True, (1, 1), (1, 1),
+                          (1, 1), small), jobs[0]], time.monotonic() + 600, workers=1)
 # the choice's own call: every launch of its search, for a model's two shapes (one compile each)
 from kernelopt_triton.depthwise import search_space
 from kernelopt_triton.depthwise_timing import precompile_launches
@@ -60,6 +63,7 @@ timed = [({}, conv, torch.randn(n, 16, 9, 9).to(torch.bfloat16).contiguous(
     memory_format=torch.channels_last), conv.weight.to(torch.bfloat16), None) for n in (2, 3)]
 model = precompile_launches(timed, time.monotonic() + 600)
 print(json.dumps({"done": done, "cached": after, "hit": hit, "late": late, "model": model,
+                  "unbound": unbound,
                   "space": len(search_space())}))
 """
 
@@ -81,6 +85,9 @@ def test_every_launch_is_compiled_before_the_search_once_per_compile() -> None:
     assert got["cached"] == 3 and got["hit"]
     assert got["late"] == {"launches": 3,
                            "skipped": "the search's budget was spent before it"}
+    unbound = got["unbound"]  # the bound one was compiled above: no new compile
+    assert unbound["failed"] == 1 and unbound["compiles"] == 0 and unbound["compiled"] == 0
+    assert unbound["first_error"].startswith("RuntimeError: required rank 4")
     # choose_for_model's step: the search's launches (Config() among them) at both shapes
     assert got["model"]["launches"] == 2 * got["space"]
     assert got["model"]["compiles"] == got["space"] == got["model"]["compiled"]

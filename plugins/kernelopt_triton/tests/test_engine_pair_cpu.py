@@ -492,6 +492,7 @@ def test_the_capture_race_is_the_default_compile_against_reduce_overhead(tmp_pat
     mode, words = raced_mode(line)
     assert mode == (None if line["kernelopt"] == "default" else "reduce-overhead")
     assert line["choice"]["why"] in words and "both with 1 shapes as kernelopt's op" in words
+    assert "(traced into no call of the op: reduce-overhead, default)" in words  # said
 
 
 @pytest.mark.slow
