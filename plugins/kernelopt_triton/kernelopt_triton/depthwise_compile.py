@@ -9,10 +9,10 @@ device: the same arguments, ``JITFunction.warmup``: the compile alone) under Tri
 Triton cache key (two launches Triton would compile alike are one compile), and files each
 compiled kernel in the kernel's own cache as it leaves: the search's first launch of it is then
 no compile. Threads, not processes: Triton's compile (MLIR passes, LLVM, ptxas) runs mostly
-outside the GIL — four of ConvNeXt's 7×7 launches for sm_90 on the developers' 2-core machine
-took 14.5 s one after another, 8.7 s on two threads, 8.3 s in two processes. A launch not compiled by the
-deadline, or whose compile failed, compiles at its first use as before. The module imports
-torch: only the processes that run a model load it.
+outside the GIL — four of ConvNeXt's 7×7 launches for sm_90 on the developers' 2-core
+machine took 14.5 s one after another, 8.7 s on two threads, 8.3 s in two processes. A launch
+not compiled by the deadline, or whose compile failed, compiles at its first use as before.
+The module imports torch: only the processes that run a model load it.
 """
 
 from __future__ import annotations

@@ -197,11 +197,11 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
     heaviest shape first; the launches while ``search_s`` lasts, one budget for all shapes),
     inputs of the model's own shape, dtype and layout; a shape the kernel does not take
     (``depthwise.takes``: NCHW, fp64) keeps the library untimed. On a GPU every launch of
-    every shape is first compiled on all the host's cores (depthwise_compile.precompile,
-    until half the budget is spent, and the compiles then running; a launch's first use would
-    compile it). The record depthwise.json
-    holds: per shape its decision and times, and ``launches`` (the chosen shapes' launches,
-    by shape key) — what swap_depthwise then takes."""
+    every shape is first compiled on the host's cores (precompile_launches, until half the
+    budget is spent, and the compiles then running; a launch's first use would compile it).
+    The record depthwise.json holds: per shape its decision and times, ``precompile``'s
+    counts, and ``launches`` (the chosen shapes' launches, by shape key) — what
+    swap_depthwise then takes."""
     from kernelopt_triton.depthwise import shape_key, takes
 
     cuda = device.startswith("cuda")
