@@ -7,13 +7,13 @@ outputs checked.
         [--search-seconds 200] [--device cuda] [--out FILE]
 
 MODEL (default bench/models/convnext.py) is a model file (model(), inputs(seed, device),
-TOLERANCE). First every depthwise convolution the model holds, by shape (a hook on each
-nn.Conv2d swap_depthwise takes), the heaviest first, through the product's per-shape choice
-(kernelopt_triton.depthwise_timing.choose: GPU time, CUDA graphs of L2 flush and call with the
-flushes' graph subtracted): each launch of ``depthwise.search_space()`` (3 readings) while
-``--search-seconds`` last (every launch compiled first on the host's cores until half the
-budget is spent, as the product's choice does; a shape past the budget takes ``Config()``), then the library's
-F.conv2d and the fastest launch in turn for ``--rounds`` readings, both against an fp64
+TOLERANCE). First every depthwise convolution the model holds, by shape, through the
+product's per-shape choice itself (kernelopt_triton.depthwise_timing.search_shapes: the
+heaviest first, every launch of ``depthwise.search_space()`` compiled first on the host's
+cores, each timed on the GPU — CUDA graphs of L2 flush and call, the flushes' graph subtracted
+— while ``--search-seconds`` last, a shape past the budget racing ``Config()``; then the
+library's F.conv2d and the fastest launch in turn for ``--rounds`` readings; a shape the
+kernel does not take, NCHW or fp64, untimed), both sides then checked against an fp64
 reference of the convolution; the kernel takes the shapes it won by the rounds. Then, for each
 mode, the model compiled as usual, compiled under ``lowered(configs)`` (the op an opaque call)
 and a copy with ``swap_depthwise(copy, configs)`` (the op inlined into the compile), configs
@@ -29,7 +29,6 @@ errors; per mode the same for the whole model.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import sys
@@ -50,72 +49,48 @@ def ratios(base: list[float], other: list[float]) -> dict[str, Any]:
             "rounds": r["pairs"]}
 
 
-def probe_shapes(torch: Any, shapes: list[dict[str, Any]], rounds: int, device: str,
+def probe_shapes(torch: Any, model: Any, args: tuple[Any, ...], rounds: int, device: str,
                  search_seconds: float) -> list[dict[str, Any]]:
-
+    """The product's per-shape search (depthwise_timing.search_shapes: every launch compiled
+    first, one budget, GPU times), then for each shape it timed: both sides' outputs against
+    an fp64 convolution, bytes, GB/s, spreads, the paired ratio; a shape it did not time as
+    the product records it."""
     import torch.nn.functional as F
-    from kernelopt_triton.depthwise import launch, shape_key, takes
-    from kernelopt_triton.depthwise_timing import (
-        budgeted_launches,
-        choose,
-        heaviest_first,
-        precompile_launches,
-    )
+    from kernelopt_triton.depthwise import launch
+    from kernelopt_triton.depthwise_timing import search_shapes
     from kernelopt_triton.rounds import spread as _spread
 
-    # the heaviest first: the search shares one budget, and a shape it does not reach races
-    # Config(); every launch compiled first on the host's cores, at most half the budget (the
-    # product's choice: depthwise_timing.choose_for_model)
-    shapes = heaviest_first(shapes)
-    searched_from = time.monotonic()
-    inputs = []
-    for entry in shapes:
-        gen = torch.Generator(device="cpu").manual_seed(7)
-        x = torch.randn(entry["x_shape"], generator=gen).to(device, entry["conv"].weight.dtype)
-        inputs.append(x.contiguous(memory_format=torch.channels_last)
-                      if entry["channels_last"] else x)
-    if device.startswith("cuda"):  # (main runs this on the model's device: Triton's current)
-        precompiled = precompile_launches(
-            [({}, e["conv"], x, e["conv"].weight, e["conv"].bias)
-             for e, x in zip(shapes, inputs, strict=True) if takes(x)],
-            searched_from + search_seconds / 2)
-        print(json.dumps({"precompile": precompiled}), file=sys.stderr, flush=True)
-    results = []
-    for entry, x in zip(shapes, inputs, strict=True):
-        conv = entry["conv"]
+    shapes, timed, precompiled = search_shapes(model, args, device, search_seconds, rounds)
+    print(json.dumps({"precompile": precompiled}), file=sys.stderr, flush=True)
+    probed = {}
+    for shape in timed:
+        if shape.choice is None:
+            continue
+        choice, conv, x = shape.choice, shape.conv, shape.x
         settings = (conv.stride, conv.padding, conv.dilation)
-        key = shape_key(x.shape, conv.weight.shape, *settings)
-
-        def library(x: Any = x, conv: Any = conv, settings: Any = settings) -> Any:
-            return F.conv2d(x, conv.weight, conv.bias, *settings, conv.groups)
-
-        def kernel(config: Any, x: Any = x, conv: Any = conv, settings: Any = settings) -> Any:
-            return launch(x, conv.weight, conv.bias, *settings, config)
-
         with torch.no_grad():
-            reference = F.conv2d(x.double(), conv.weight.double(), None if conv.bias is None
-                                 else conv.bias.double(), *settings,
+            reference = F.conv2d(x.double(), shape.weight.double(), None if shape.bias is None
+                                 else shape.bias.double(), *settings,
                                  conv.groups)  # fp64: no TF32 in the reference
-            # GPU time: CUDA graphs of (L2 flush, call), the flushes' graph subtracted
-            choice = choose(key, library, kernel, budgeted_launches(searched_from, search_seconds),
-                            rounds, device.startswith("cuda"))
-            out = kernel(choice.launch)
-            errors = {"library": (library().double() - reference).abs().max().item(),
+            out = launch(x, shape.weight, shape.bias, *settings, choice.launch)
+            library = F.conv2d(x, shape.weight, shape.bias, *settings, conv.groups)
+            errors = {"library": (library.double() - reference).abs().max().item(),
                       "kernel": (out.double() - reference).abs().max().item()}
         times = {"library": choice.library_ms, "kernel": choice.kernel_ms}
         nbytes = x.numel() * x.element_size() + out.numel() * out.element_size()
-        results.append({
-            "x": entry["x_shape"], "weight": list(conv.weight.shape), "stride": conv.stride,
-            "padding": conv.padding, "channels_last": entry["channels_last"],
-            "calls_per_step": entry["calls"], "bytes": nbytes, "key": key,
-            "config": attrs.asdict(choice.launch), "launches_tried": len(choice.tried),
+        probed[shape.row["key"]] = {
+            "x": list(x.shape), "weight": list(conv.weight.shape), "stride": conv.stride,
+            "padding": conv.padding, "channels_last": True, "bytes": nbytes,
+            "config": attrs.asdict(choice.launch),
             "configs_ms": sorted([round(ms, 5), attrs.astuple(c)] for c, ms in choice.tried.items()),
-            "chosen": choice.chosen, "why": choice.why,
             "ms": {k: round(statistics.median(v), 5) for k, v in times.items()},
             "spread_pct": {k: _spread(v) for k, v in times.items()},
             "gbps": {k: round(nbytes / statistics.median(v) / 1e6, 1) for k, v in times.items()},
             **ratios(times["library"], times["kernel"]),
-            "max_abs_err_vs_fp64": {k: float(f"{v:.3g}") for k, v in errors.items()}})
+            "max_abs_err_vs_fp64": {k: float(f"{v:.3g}") for k, v in errors.items()}}
+    results = []
+    for row in shapes:
+        results.append({**row, "calls_per_step": row["calls"], **probed.get(row["key"], {})})
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     return results
 
@@ -193,17 +168,14 @@ def main() -> int:
     if ns.rounds < 1:
         parser.error("--rounds: at least 1")
     import torch
-    from kernelopt_triton.depthwise_timing import convolutions
     from kernelopt_triton.inductor import build_model, load_model_file
 
     module = load_model_file(Path(ns.model).resolve())
     model = build_model(module, ns.device)
-    shapes = convolutions(model, module.inputs(1, ns.device))
     from kernelopt_triton.depthwise import Config
 
-    cuda = ns.device.startswith("cuda")
-    with torch.cuda.device(ns.device) if cuda else contextlib.nullcontext():
-        alone = probe_shapes(torch, shapes, ns.rounds, ns.device, ns.search_seconds)
+    alone = probe_shapes(torch, model, module.inputs(1, ns.device), ns.rounds, ns.device,
+                         ns.search_seconds)
     # the shapes the kernel won alone, each with its fastest launch; the rest keep the library
     configs = {s["key"]: Config(**s["config"]) for s in alone if s["chosen"]}
     if ns.out:  # kept should the model's part run out of time

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+# the capture's race of compile modes (models.InductorBackend._race), made once per capture
+RACE_FILE = "race.json"
+
 
 def load_record(capture_dir: Path) -> dict[str, Any]:
     path = capture_dir / "kernels.json"

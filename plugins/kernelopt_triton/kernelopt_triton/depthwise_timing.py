@@ -83,13 +83,18 @@ def _replay_ms(graph: Any) -> float:
     return float(start.elapsed_time(end))
 
 
+def middle(values: list[float]) -> float:
+    """The middle reading (the upper one of an even count): a median that is a reading."""
+    return sorted(values)[len(values) // 2]
+
+
 def _host_ms(call: Callable[[], Any]) -> float:
     laps = []
     for _ in range(PER_GRAPH):
         t0 = time.perf_counter()
         call()
         laps.append((time.perf_counter() - t0) * 1e3)
-    return sorted(laps)[len(laps) // 2]
+    return middle(laps)
 
 
 def gpu_times(calls: dict[str, Callable[[], Any]], rounds: int, cuda: bool) -> dict[str, list[float]]:
@@ -124,7 +129,7 @@ def gpu_times(calls: dict[str, Callable[[], Any]], rounds: int, cuda: bool) -> d
 def per_call(raw: dict[str, list[float]], floors: list[float]) -> dict[str, list[float]]:
     """Each replay's ms less the flushes' (their median over the rounds: the floor is one
     quantity, its noise not each reading's), per call; never zero (a ratio divides by it)."""
-    floor = sorted(floors)[len(floors) // 2]
+    floor = middle(floors)
     return {label: [max(ms - floor, 1e-6) / PER_GRAPH for ms in readings]
             for label, readings in raw.items()}
 
@@ -144,7 +149,7 @@ def choose(key: str, library: Callable[[], Any], kernel: Callable[[Config], Any]
         except Exception as exc:  # a launch Triton cannot build or run: the next one
             failed.append(f"{attrs.astuple(config)}: {type(exc).__name__}: {exc}"[:200])
             continue
-        tried[config] = sorted(readings)[len(readings) // 2]
+        tried[config] = middle(readings)
     if not tried:
         raise ValueError(f"{key}: no launch ran ({'; '.join(failed[:2]) or 'none to try'})")
     best = min(tried, key=tried.__getitem__)
@@ -191,23 +196,48 @@ def convolutions(model: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+@attrs.define
+class Timed:
+    """A shape the search times: its row of the record, its module, an input of its shape,
+    dtype and layout, the weights in that dtype, and once searched its Choice (None where no
+    launch ran)."""
+
+    row: dict[str, Any]
+    conv: Any
+    x: Any
+    weight: Any
+    bias: Any
+    choice: Choice | None = None
+
+
 def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: float = 120.0,
                      rounds: int = 8) -> dict[str, Any]:
+    """The record depthwise.json holds (search_shapes()): per shape its decision and times,
+    ``precompile``'s counts, and ``launches`` (the chosen shapes' launches, by shape key) —
+    what swap_depthwise then takes."""
+    begun = time.monotonic()
+    shapes, _, compiled = search_shapes(model, args, device, search_s, rounds)
+    return {"device": device, "search_s": round(time.monotonic() - begun, 1), "rounds": rounds,
+            **({"precompile": compiled} if compiled else {}), "shapes": shapes,
+            "launches": {s["key"]: s["launch"] for s in shapes if s["chosen"]}}
+
+
+def search_shapes(model: Any, args: tuple[Any, ...], device: str, search_s: float = 120.0,
+                  rounds: int = 8) -> tuple[list[dict[str, Any]], list[Timed], dict[str, Any] | None]:
     """The kernel or the library for each depthwise convolution of ``model`` (choose(), the
     heaviest shape first; the launches while ``search_s`` lasts, one budget for all shapes),
     inputs of the model's own shape, dtype and layout; a shape the kernel does not take
     (``depthwise.takes``: NCHW, fp64) keeps the library untimed. On a GPU every launch of
     every shape is first compiled on the host's cores (precompile_launches, until half the
     budget is spent, and the compiles then running; a launch's first use would compile it).
-    The record depthwise.json holds: per shape its decision and times, ``precompile``'s
-    counts, and ``launches`` (the chosen shapes' launches, by shape key) — what
-    swap_depthwise then takes."""
+    Every shape's row with its decision, the timed shapes with their choices, and the
+    precompile's counts (None off a GPU)."""
     from kernelopt_triton.depthwise import shape_key, takes
 
     cuda = device.startswith("cuda")
     begun = time.monotonic()
     shapes: list[dict[str, Any]] = []
-    timed: list[tuple[dict[str, Any], Any, Any, Any, Any]] = []  # row, conv, x, weight, bias
+    timed: list[Timed] = []
     for entry in heaviest_first(convolutions(model, args)):
         conv = entry["conv"]
         gen = torch.Generator(device="cpu").manual_seed(7)
@@ -217,61 +247,56 @@ def choose_for_model(model: Any, args: tuple[Any, ...], device: str, search_s: f
             x = x.contiguous(memory_format=torch.channels_last)
         key = shape_key(x.shape, conv.weight.shape, conv.stride, conv.padding, conv.dilation)
         row: dict[str, Any] = {"key": key, "calls": entry["calls"]}
-        if not takes(x) or entry["autocast"]:
-            shapes.append({**row, "chosen": False, "why": "the library: an input the kernel "
-                           "does not take (channels-last fp16/bf16/fp32 only, not under "
-                           "autocast)"})
-            continue
         shapes.append(row)
-        timed.append((row, conv, x, conv.weight.detach().to(x.dtype),
-                       None if conv.bias is None else conv.bias.detach().to(x.dtype)))
+        if not takes(x) or entry["autocast"]:
+            row.update(chosen=False, why="the library: an input the kernel does not take "
+                       "(channels-last fp16/bf16/fp32 only, not under autocast)")
+            continue
+        timed.append(Timed(row, conv, x, conv.weight.detach().to(x.dtype),
+                           None if conv.bias is None else conv.bias.detach().to(x.dtype)))
     # the launches compile and run on the model's device (Triton's is the current one)
     with torch.cuda.device(device) if cuda else contextlib.nullcontext():
         compiled = precompile_launches(timed, begun + search_s / 2) if cuda and timed else None
-        _search(timed, begun, search_s, rounds, cuda)
-    return {"device": device, "search_s": round(time.monotonic() - begun, 1), "rounds": rounds,
-            **({"precompile": compiled} if compiled else {}), "shapes": shapes,
-            "launches": {s["key"]: s["launch"] for s in shapes if s["chosen"]}}
+        for shape in timed:
+            _search(shape, begun, search_s, rounds, cuda)
+    return shapes, timed, compiled
 
 
-def _search(timed: list[tuple[dict[str, Any], Any, Any, Any, Any]], begun: float,
-            search_s: float, rounds: int, cuda: bool) -> None:
-    """choose() for each timed shape in turn, its row filled with the decision."""
+def _search(shape: Timed, begun: float, search_s: float, rounds: int, cuda: bool) -> None:
+    """choose() for one timed shape: its choice kept, its row filled with the decision."""
     import torch.nn.functional as F
 
     from kernelopt_triton.depthwise import launch
 
-    for row, conv, x, weight, bias in timed:
-        library = functools.partial(F.conv2d, x, weight, bias, conv.stride, conv.padding,
-                                    conv.dilation, conv.groups)
-        kernel = functools.partial(launch, x, weight, bias, conv.stride, conv.padding,
-                                   conv.dilation)
-        try:
-            with torch.no_grad():
-                choice = choose(row["key"], library, kernel, budgeted_launches(begun, search_s),
-                                rounds, cuda)
-        except ValueError as exc:  # no launch ran: this shape keeps the library
-            row.update(chosen=False, why=f"the library: {exc}")
-            continue
-        row.update(chosen=choice.chosen, why=choice.why, launch=attrs.asdict(choice.launch),
-                   launches_tried=len(choice.tried),
-                   library_ms=round(sorted(choice.library_ms)[len(choice.library_ms) // 2], 5),
-                   kernel_ms=round(sorted(choice.kernel_ms)[len(choice.kernel_ms) // 2], 5))
+    conv, settings = shape.conv, (shape.conv.stride, shape.conv.padding, shape.conv.dilation)
+    library = functools.partial(F.conv2d, shape.x, shape.weight, shape.bias, *settings,
+                                conv.groups)
+    kernel = functools.partial(launch, shape.x, shape.weight, shape.bias, *settings)
+    try:
+        with torch.no_grad():
+            choice = choose(shape.row["key"], library, kernel,
+                            budgeted_launches(begun, search_s), rounds, cuda)
+    except ValueError as exc:  # no launch ran: this shape keeps the library
+        shape.row.update(chosen=False, why=f"the library: {exc}")
+        return
+    shape.choice = choice
+    shape.row.update(chosen=choice.chosen, why=choice.why, launch=attrs.asdict(choice.launch),
+                     launches_tried=len(choice.tried),
+                     library_ms=round(middle(choice.library_ms), 5),
+                     kernel_ms=round(middle(choice.kernel_ms), 5))
 
 
-def precompile_launches(timed: list[tuple[dict[str, Any], Any, Any, Any, Any]],
-                        deadline: float) -> dict[str, Any]:
+def precompile_launches(timed: list[Timed], deadline: float) -> dict[str, Any]:
     """Every launch the search would give each timed shape (launch_order()), compiled before it
     (depthwise_compile.precompile), the heaviest shape's first. Only a speed-up: its failure
     is said in the record and the search goes on, each launch compiling at its first use."""
     from kernelopt_triton.depthwise_compile import Job, precompile
 
     try:
-        return precompile([Job(tuple(x.shape), x.dtype, tuple(weight.shape), bias is not None,
-                               tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation),
-                               config)
-                           for _, conv, x, weight, bias in timed for config in launch_order()],
-                          deadline)
+        return precompile([Job(tuple(t.x.shape), t.x.dtype, tuple(t.weight.shape),
+                               t.bias is not None, tuple(t.conv.stride), tuple(t.conv.padding),
+                               tuple(t.conv.dilation), config)
+                           for t in timed for config in launch_order()], deadline)
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 

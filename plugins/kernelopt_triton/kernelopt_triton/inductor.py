@@ -38,7 +38,7 @@ from kernelopt_triton.capture_depthwise import (
     depthwise_line,
 )
 from kernelopt_triton.capture_kernels import chosen_configs, kernels_of, wrapper_modules
-from kernelopt_triton.capture_record import load_record, select_kernels
+from kernelopt_triton.capture_record import RACE_FILE, load_record, select_kernels
 from kernelopt_triton.compile_mode import (
     CompileError,
     compile_kwargs,
@@ -178,7 +178,7 @@ def capture(model_file: Path, out: Path, steps: int = 5, device: str = "cuda",
     first the depthwise convolutions' choice (choose_depthwise)."""
     out = out.resolve()  # Inductor's module paths are absolute; the rename lookup compares them
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("kernels.json", DEPTHWISE_FILE):  # an earlier capture's: not this one's
+    for stale in ("kernels.json", DEPTHWISE_FILE, RACE_FILE):  # an earlier capture's
         (out / stale).unlink(missing_ok=True)
     # the wrappers found below are this compile's alone (the engine and the model check later
     # compile into the same cache, for its configs)

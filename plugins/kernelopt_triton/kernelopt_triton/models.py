@@ -32,6 +32,7 @@ from kernelopt_core.api import (
 from kernelopt_triton import inductor_rules
 from kernelopt_triton.backend import TritonBackend, require_prerequisites
 from kernelopt_triton.capture_depthwise import depthwise_line
+from kernelopt_triton.capture_record import RACE_FILE
 from kernelopt_triton.compile_mode import describe
 from kernelopt_triton.inductor_forms import PENDING, SWITCH, form_knobs, forms_line
 from kernelopt_triton.inductor_parse import parse_kernel_source
@@ -40,7 +41,6 @@ from kernelopt_triton.options import TritonOptions
 
 MODEL_CONFIDENCE = 0.95  # above a standalone kernel file's: a model file has no @triton.jit
 CAPTURE_TIMEOUT_S = 1800.0
-RACE_FILE = "race.json"  # the capture's race of compile modes (InductorBackend._race)
 DEPTHWISE_HINT = ("the capture ran the depthwise convolutions it chose as kernelopt's kernel "
                   "(depthwise.json beside it); if that is what failed, `[triton] depthwise = "
                   "false` in kernelopt.toml captures with the library's")
@@ -108,6 +108,14 @@ def raced_mode(race: dict[str, Any]) -> tuple[str | None, str]:
     return None, f"the default compile ({times}): {why}" if why else "the default compile"
 
 
+def _with_hint(exc: Exception, hint: str) -> Exception:
+    """``exc`` again with ``hint`` added: a UsageError's hint, a RuntimeError's text."""
+    if isinstance(exc, UsageError):
+        return UsageError(exc.args[0], hint="; ".join(filter(None, (getattr(exc, "hint", None),
+                                                                    hint))))
+    return RuntimeError(f"{exc}\n{hint}")
+
+
 def _raced_with_depthwise(race: dict[str, Any]) -> bool:
     """A race that ran both sides with the capture's depthwise choice, or failed (said once,
     not run again)."""
@@ -162,7 +170,6 @@ class InductorBackend(TritonBackend):
         # (two runs of one model capture once)
         with gpu_lock(settings.state_root):
             if not _captured(capture_dir, options.reduction_forms, options.depthwise):
-                (capture_dir / RACE_FILE).unlink(missing_ok=True)  # an older capture's race
                 try:
                     self._child(("capture", str(model), "--out", str(capture_dir),
                                  *(("--compile-mode", mode) if mode else ()),
@@ -173,12 +180,10 @@ class InductorBackend(TritonBackend):
                     # the capture was written before its second compile (the reduction forms)
                     # ended: it stands without them, as kernels.json says
                     if _forms_error(capture_dir) != PENDING:
-                        if _depthwise_args(capture_dir):  # it compiled with kernelopt's kernel
-                            raise (UsageError(exc.args[0], hint="; ".join(
-                                filter(None, (getattr(exc, "hint", None), DEPTHWISE_HINT))))
-                                   if isinstance(exc, UsageError)
-                                   else RuntimeError(f"{exc}\n{DEPTHWISE_HINT}")) from exc
-                        raise
+                        if not _depthwise_args(capture_dir):
+                            raise
+                        # it compiled with kernelopt's kernel: say how to capture without
+                        raise _with_hint(exc, DEPTHWISE_HINT) from exc
         record = inductor.load_record(capture_dir)
         compile_record = record.get("compile") or {}
         named = compile_record.get("named", bool(compile_record.get("kwargs")))  # older records

@@ -57,9 +57,9 @@ unbound = precompile([Job((8, 32, 14), torch.bfloat16, (32, 1, 3, 3), True, (1, 
                           (1, 1), small), jobs[0]], time.monotonic() + 600, workers=1)
 # the choice's own call: every launch of its search, for a model's two shapes (one compile each)
 from kernelopt_triton.depthwise import search_space
-from kernelopt_triton.depthwise_timing import precompile_launches
+from kernelopt_triton.depthwise_timing import Timed, precompile_launches
 conv = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
-timed = [({}, conv, torch.randn(n, 16, 9, 9).to(torch.bfloat16).contiguous(
+timed = [Timed({}, conv, torch.randn(n, 16, 9, 9).to(torch.bfloat16).contiguous(
     memory_format=torch.channels_last), conv.weight.to(torch.bfloat16), None) for n in (2, 3)]
 model = precompile_launches(timed, time.monotonic() + 600)
 print(json.dumps({"done": done, "cached": after, "hit": hit, "late": late, "model": model,
