@@ -244,9 +244,13 @@ def wrapper_graph(frame: Any) -> str | None:
     not a module under Inductor's cache directory (Inductor's own codegen also calls
     AsyncCompile.triton, to start compiles early: those calls are left alone)."""
     file = frame.f_globals.get("__file__") if frame is not None else None
-    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if not file or not cache:
+    if not file:
         return None
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not cache:  # a user's process (optimized_model.py): Inductor's own default
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        cache = cache_dir()
     resolved, root = Path(file).resolve(), Path(cache).resolve()
     return str(resolved) if resolved.is_relative_to(root) else None
 

@@ -247,6 +247,12 @@ def compare_modes(model_file: Path, swaps: dict[str, Path], modes: tuple[str, ..
             result["modes"][mode].update(paired(times[baseline], times[mode], windows))
     result["kernelopt_model"] = 1
     result["baseline"] = baseline
+    # how to compile each mode again (optimized_model.py: the user's own process): its keywords,
+    # and the captured code the winners are found by
+    result["compiles"] = {m: (own if m == "kernelopt" else compiles[m])
+                          for m in labels if m != "eager"}
+    if captured:
+        result["captured"] = {k: str(v) for k, v in captured.items()}
     rivals = [m for m in labels if m not in ("eager", tuned)]  # the baseline too: no winners
     result["kernelopt"], result["choice"] = fastest(
         tuned, {m: paired(times[tuned], times[m], windows) for m in rivals}, result["modes"])

@@ -516,3 +516,99 @@ def test_the_model_check_builds_its_kernelopt_side_with_the_chosen_convolutions(
                                    "as": "1 shapes inlined (1 modules swapped)"}
     assert set(result["modes"]) == {"eager", "default", "kernelopt"}
     assert all(m["match_eager"] for m in result["modes"].values())
+    # kernelopt's model handed back (optimized_model.py): its convolution swapped as chosen
+    result["kernelopt"] = "kernelopt"
+    (tmp_path / "model_compare.json").write_text(json.dumps(result))
+    used = _use(model, tmp_path, tmp_path)
+    assert used["how"] == ("compiled as 'kernelopt'; depthwise: 1 shapes inlined (1 modules "
+                           "swapped)") and used["same"], used
+
+
+USE_CHECK = '''import importlib.util, json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+from kernelopt_triton.interpreter import prepare_cpu_triton
+prepare_cpu_triton()
+import torch
+import kernelopt_triton
+spec = importlib.util.spec_from_file_location("user_model", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+(x,) = module.inputs(7, "cpu")
+try:
+    fast = kernelopt_triton.optimized(module.model(), sys.argv[2])
+    first, second = fast(x), fast(x)
+except (kernelopt_triton.CheckError, kernelopt_triton.NotApplied) as exc:
+    print(json.dumps({"error": type(exc).__name__, "why": str(exc)}))
+    sys.exit(0)
+err = {scale: float((first - (torch.sigmoid(x) * scale + 1.0)).abs().max())
+       for scale in (2.0, 2.5)}
+print(json.dumps({"label": fast.choice.label, "how": fast.how, "err": err,
+                  "same": bool(torch.equal(first, second))}))
+'''
+
+
+def _use(model: Path, check: Path | str, tmp_path: Path) -> dict:
+    """kernelopt_triton.optimized(model, check) in a process of its own, as a user's (no
+    TORCHINDUCTOR_CACHE_DIR: Inductor's default cache, under this test's TMPDIR)."""
+    script = tmp_path / "use_check.py"
+    script.write_text(USE_CHECK)
+    env = {k: v for k, v in CHILD_ENV.items() if not k.startswith("TORCHINDUCTOR_")}
+    proc = subprocess.run([sys.executable, str(script), str(model), str(check)],
+                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+                          env={**env, "TMPDIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_the_user_gets_the_compile_the_model_check_chose(captured, tmp_path: Path) -> None:
+    """kernelopt_triton.optimized: the model check's choice compiled again in the user's own
+    process. A winner that computes another function (2.5 for 2.0) is caught by the check, which
+    returns another compile; that compile is what the user gets. The same check made to return
+    kernelopt's model gives the winner, found by its code: its function is what the model
+    computes. A model without the captured kernel is refused, as is a check it cannot use."""
+    from kernelopt_triton.optimized_model import CheckError, find_check, read_choice
+
+    model, baseline, name = captured
+    wrong = tmp_path / "winner" / f"{name}.py"
+    wrong.parent.mkdir()
+    wrong.write_text(baseline.read_text().replace("2.0", "2.5"))
+    check = tmp_path / "model-1"
+    check.mkdir()
+    proc = _child(["kernelopt_triton.model_compare", str(model), "--device", "cpu", "--modes",
+                   "eager,default,kernelopt", "--swap", f"{name}={wrong}", "--capture-source",
+                   f"{name}={baseline.parent.parent / 'kernels' / f'{name}.py'}",
+                   "--rounds", "2", "--windows", "2", "--out", str(check / "model_compare.json"),
+                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((check / "model_compare.json").read_text())
+    assert result["modes"]["kernelopt"]["match_eager"] is False and result["kernelopt"] == "default"
+    assert result["compiles"] == {"default": {}, "kernelopt": {}}
+    # the campaign's folder (one model check, model-1) is found as well as the file
+    assert find_check(tmp_path) == check / "model_compare.json"
+    used = _use(model, tmp_path, tmp_path)
+    assert used["label"] == "default" and used["how"] == "compiled as 'default'"
+    assert used["err"]["2.0"] < 1e-5 and used["same"], used
+    # kernelopt's model: the winner in place of the captured kernel
+    result["kernelopt"] = "kernelopt"
+    (check / "model_compare.json").write_text(json.dumps(result))
+    used = _use(model, check, tmp_path)
+    assert used["label"] == "kernelopt" and used["err"]["2.5"] < 1e-5 and used["same"], used
+    assert used["how"] == "compiled as 'kernelopt'; 1 winner(s) found by code, same names"
+    other = tmp_path / "other_model.py"
+    other.write_text(MODEL.replace("* 2.0 + 1.0", "* 3.0 + 1.0"))
+    refused = _use(other, check, tmp_path)
+    assert refused["error"] == "NotApplied" and f"no kernel of this compile has the code of {name}" \
+        in refused["why"], refused
+    # a check made before the hand-back, or whose winner is gone, says so before any compile
+    del result["compiles"]
+    (check / "model_compare.json").write_text(json.dumps(result))
+    with pytest.raises(CheckError, match="run the model check again"):
+        read_choice(check / "model_compare.json")
+    wrong.unlink()
+    (check / "model_compare.json").write_text(json.dumps({**result, "compiles": {
+        "default": {}, "kernelopt": {}}}))
+    with pytest.raises(CheckError, match="is gone"):
+        read_choice(check / "model_compare.json")
+    with pytest.raises(CheckError, match="no model check at 'nothing-here'"):
+        find_check("nothing-here", tmp_path / "state")
