@@ -33,6 +33,9 @@
 #        warm machine with the same CAMPAIGN_NAME, MODEL, MODE and TOP resumes it (finished runs
 #        kept, a cut one resumed, then the model check again), for a model whose campaign and
 #        model check do not fit one call (ConvNeXt's cold max-autotune)
+#   bash bench/h200_modes.sh use MODEL CHECK   kernelopt_triton.optimized(model, CHECK) as a user
+#        calls it (CHECK: a campaign's name under this KERNELOPT_HOME, or a folder): what went in,
+#        outputs against eager, its time against the default compile (bench/use_optimized.py)
 # From the repository root on the GPU machine, wheels in .whl/ (../shared/tools/h200-wheels).
 # Results go to $OUT (default bench/results/modes); progress lines start with "==".
 set -uo pipefail
@@ -137,4 +140,8 @@ case "$part" in
     cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/race.json" "$OUT/$m-race.json" 2>/dev/null
     # the capture's depthwise choice (per shape: the launches tried, both sides' GPU times)
     cp "$KERNELOPT_HOME/work/inductor-$m-"*"-$folder/depthwise.json" "$OUT/$m-capture-depthwise.json" 2>/dev/null ;;
+  use)
+    timeout "${LIMIT:-300}" python3 bench/use_optimized.py "$model" "$3" > "$OUT/$m-optimized.json" \
+      2> "$OUT/$m-optimized.log"
+    say "$m optimized ($3): exit $?"; tail -c 1500 "$OUT/$m-optimized.json"; tail -5 "$OUT/$m-optimized.log" ;;
 esac
