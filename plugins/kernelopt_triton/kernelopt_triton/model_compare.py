@@ -360,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     except CompileError as exc:  # the model file's COMPILE, a --setting
         print(f"kernelopt-triton model_compare: {ns.model_file}: {exc}", file=sys.stderr)
         return 2
+    if ns.out and "kernelopt" in modes:  # report.md's words on the check (model_view)
+        result["detail"] = ("the model it returns, in your own process: kernelopt_triton."
+                            f"optimized(model, {str(ns.out.resolve().parent)!r})")
     text = json.dumps(result, indent=1)
     if ns.out:
         ns.out.write_text(text + "\n")

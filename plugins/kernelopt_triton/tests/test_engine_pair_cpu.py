@@ -584,6 +584,8 @@ def test_the_user_gets_the_compile_the_model_check_chose(captured, tmp_path: Pat
     result = json.loads((check / "model_compare.json").read_text())
     assert result["modes"]["kernelopt"]["match_eager"] is False and result["kernelopt"] == "default"
     assert result["compiles"] == {"default": {}, "kernelopt": {}}
+    assert result["detail"] == ("the model it returns, in your own process: kernelopt_triton."
+                                f"optimized(model, {str(check.resolve())!r})")
     # the campaign's folder (one model check, model-1) is found as well as the file
     assert find_check(tmp_path) == check / "model_compare.json"
     used = _use(model, tmp_path, tmp_path)
