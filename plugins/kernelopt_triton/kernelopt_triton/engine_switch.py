@@ -244,13 +244,9 @@ def wrapper_graph(frame: Any) -> str | None:
     not a module under Inductor's cache directory (Inductor's own codegen also calls
     AsyncCompile.triton, to start compiles early: those calls are left alone)."""
     file = frame.f_globals.get("__file__") if frame is not None else None
-    if not file:
-        return None
     cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if not cache:  # a user's process (optimized_model.py): Inductor's own default
-        from torch._inductor.runtime.cache_dir_utils import cache_dir
-
-        cache = cache_dir()
+    if not file or not cache:
+        return None
     resolved, root = Path(file).resolve(), Path(cache).resolve()
     return str(resolved) if resolved.is_relative_to(root) else None
 
@@ -264,6 +260,7 @@ class Compiling:
         self.names = names
         self.switch = switch
         self.seen = 0  # kernels this compile's wrapper modules asked for
+        self.enabled = True  # off: every compile as Inductor makes it (a user's later ones)
 
 
 def install(names: UniqueKernelNames, switch: KernelSwitch | None = None) -> Compiling:
@@ -276,7 +273,7 @@ def install(names: UniqueKernelNames, switch: KernelSwitch | None = None) -> Com
     now = Compiling(names, switch)
 
     def triton(self: Any, kernel_name: str, source_code: str, *args: Any, **kwargs: Any) -> Any:
-        graph = wrapper_graph(sys._getframe(1))
+        graph = wrapper_graph(sys._getframe(1)) if now.enabled else None
         if graph is None:
             return original(self, kernel_name, source_code, *args, **kwargs)
         now.seen += 1

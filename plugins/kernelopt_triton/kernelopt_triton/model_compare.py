@@ -79,7 +79,7 @@ def parse_swaps(items: list[str], what: str = "--swap") -> dict[str, Path]:
         name, sep, file = item.partition("=")
         if not sep or not name or not Path(file).is_file():
             raise SystemExit(f"{what} {item!r}: give NAME=FILE with an existing kernel file")
-        swaps[name] = Path(file)
+        swaps[name] = Path(file).resolve()  # model_compare.json's: read from anywhere
     return swaps
 
 
@@ -355,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
             result = compare_modes(
                 ns.model_file, parse_swaps(ns.swap), modes, ns.device, ns.rounds, ns.windows,
                 str(ns.cache_dir) if ns.cache_dir else fresh, ns.compile_mode,
-                parse_swaps(ns.capture_source, "--capture-source"), settings, ns.depthwise,
+                parse_swaps(ns.capture_source, "--capture-source"), settings,
+                ns.depthwise.resolve() if ns.depthwise else None,
                 ns.depthwise_everywhere)
     except CompileError as exc:  # the model file's COMPILE, a --setting
         print(f"kernelopt-triton model_compare: {ns.model_file}: {exc}", file=sys.stderr)

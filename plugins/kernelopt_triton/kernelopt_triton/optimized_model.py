@@ -10,12 +10,16 @@ winners and the capture's depthwise choice, or another compile it measured faste
 compiles the user's model that way: the chosen compile's keywords (``compiles``), and for
 kernelopt's own model each winning kernel file in place of the kernel whose code is the
 captured one (engine_switch: found by its code, whatever this compile numbers it) and the
-depthwise convolutions the capture chose as kernelopt's kernel (lowerings.as_chosen; in the
-inlined form the model's modules are swapped in place). A winner this compile does not have
-(another model, other input shapes, another torch) is an error, not a silent library kernel.
+depthwise convolutions the capture chose as kernelopt's kernel (lowerings.as_chosen). A winner
+or a depthwise choice this compile does not hold (another model, other input shapes, another
+torch) is an error, not a silent library kernel.
 
-The switch and the depthwise choice are in place for the compile of the first call only:
-a later recompile (new shapes, a guard that fails) compiles without them.
+As the check measured it: inference, every call under ``torch.no_grad()`` (a kernel's code
+differs with autograd on), the kernels' modules written as the capture's
+(``benchmark_kernel``: Inductor merges and numbers kernels otherwise). The winners and the
+opaque depthwise op are in place for the first call's compile only: a later recompile (new
+shapes) compiles without them. The inlined form swaps the model's depthwise ``nn.Conv2d``s
+in place, for good (lowerings.swap_depthwise), as the check swapped its copy.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+if TYPE_CHECKING:
+    from kernelopt_triton.engine_switch import Compiling
 
 CHECK_FILE = "model_compare.json"
 KERNELOPT = "kernelopt"  # the check's label of kernelopt's own model
@@ -51,7 +58,8 @@ class Choice:
     captured: Mapping[str, Path]  # kernel name -> the capture's source (the winner found by code)
     depthwise: Path | None  # the capture's depthwise.json (kernelopt's model only)
     why: str  # the check's words where it returned another compile than kernelopt's model
-    versus: Mapping[str, float]  # the chosen compile's speedup over default, max-autotune...
+    versus: Mapping[str, float]  # the chosen compile's speedup: default, max_autotune, ...
+    torch: str  # the torch the check ran (a kernel's code can differ under another)
 
 
 def find_check(where: str | os.PathLike[str], state_root: Path | None = None) -> Path:
@@ -95,16 +103,30 @@ def read_choice(file: Path) -> Choice:
         raise CheckError(f"{file}: made before kernelopt could hand its model back (no "
                          "\"compiles\"): run the model check again (`kernelopt campaign` again)")
     if label not in compiles or not isinstance(compiles[label], dict):
-        raise CheckError(f"{file}: its choice {label!r} is not a compile it made "
-                         f"({', '.join(compiles)})")
+        raise CheckError(f"{file}: its choice {label!r} is not one of the compiles it made "
+                         f"({', '.join(compiles)}): the file was edited or cut; run the model "
+                         "check again")
+    swaps, captured_files, lowering = (data.get(k) or {} for k in ("swaps", "captured",
+                                                                    "depthwise"))
+    if not all(isinstance(v, dict) for v in (swaps, captured_files, lowering)):
+        raise CheckError(f"{file}: \"swaps\", \"captured\" and \"depthwise\" must be objects: "
+                         "the file was edited; run the model check again")
     ours = label == KERNELOPT
-    winners = {name: Path(f) for name, f in (data.get("swaps") or {}).items()} if ours else {}
-    captured = {name: Path(f) for name, f in (data.get("captured") or {}).items()}
-    depthwise = (data.get("depthwise") or {}).get("file") if ours else None
+    winners = {name: Path(f) for name, f in swaps.items()} if ours else {}
+    captured = {name: Path(f) for name, f in captured_files.items()}
+    if uncaptured := sorted(set(winners) - set(captured)):
+        raise CheckError(f"{file}: no captured code for {', '.join(uncaptured)} (a check run "
+                         "by hand without --capture-source): a winner found by name could land "
+                         "on another kernel; run it with --capture-source NAME=FILE")
+    # the capture's race compiled every side with the depthwise choice, the model check only
+    # kernelopt's own model
+    depthwise = lowering.get("file") if ours or lowering.get("sides") == "every compile" else None
     for what, path in [*(("winner " + n, f) for n, f in winners.items()),
-                       *(("capture's source of " + n, f) for n, f in captured.items()
-                         if n in winners),
+                       *(("capture's source of " + n, captured[n]) for n in winners),
                        *((("depthwise choice", Path(depthwise)),) if depthwise else ())]:
+        if not path.is_absolute():
+            raise CheckError(f"{file}: the {what}, {path}, is a relative path (a check run by "
+                             "hand before paths were resolved): run the model check again")
         if not path.is_file():
             raise CheckError(f"{file}: the {what}, {path}, is gone (a new capture or a cleaned "
                              "state folder): run the campaign again")
@@ -112,11 +134,13 @@ def read_choice(file: Path) -> Choice:
               if key.startswith("kernelopt_vs_") and isinstance(value, (int, float))}
     why = (data.get("choice") or {}).get("why", "") if isinstance(data.get("choice"), dict) else ""
     return Choice(file, str(label), dict(compiles[label]), winners, captured,
-                  Path(depthwise) if depthwise else None, str(why), versus)
+                  Path(depthwise) if depthwise else None, str(why), versus,
+                  str(data.get("torch", "")))
 
 
 class OptimizedModel:
-    """A model compiled as its check chose (``choice``); called like the model. ``how`` says
+    """A model compiled as its check chose (``choice``); called like the model, for inference
+    (each call under torch.no_grad()). Not an nn.Module: ``model`` is the module. ``how`` says
     what went into the compile once the first call made it."""
 
     def __init__(self, model: Any, choice: Choice) -> None:
@@ -124,15 +148,27 @@ class OptimizedModel:
         self.choice = choice
         self.how = ""
         self._compiled: Any = None
+        self._failed: BaseException | None = None  # the first call's, raised again
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._compiled is None:
-            return self._first_call(args, kwargs)
-        return self._compiled(*args, **kwargs)
+        import torch
+
+        with torch.no_grad():  # as the check ran it: one compile, the captured kernels' code
+            if self._compiled is not None:
+                return self._compiled(*args, **kwargs)
+            if self._failed is not None:
+                raise self._failed
+            try:
+                return self._first_call(args, kwargs)
+            except BaseException as exc:
+                self._failed = exc
+                raise
 
     def _first_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         import torch
+        from torch._inductor import config as inductor_config
 
+        from kernelopt_triton.depthwise import interpreted
         from kernelopt_triton.engine import compile_apart, swap_kernel_source
         from kernelopt_triton.engine_switch import CapturedCode, KernelSwitch, UniqueKernelNames
         from kernelopt_triton.lowerings import as_chosen
@@ -140,22 +176,30 @@ class OptimizedModel:
         choice = self.choice
         switch = None
         if choice.winners:
-            code = CapturedCode({n: f for n, f in choice.captured.items() if n in choice.winners}
-                                ) if choice.captured else None
             switch = KernelSwitch({name: {KERNELOPT: file.read_text()}
                                    for name, file in choice.winners.items()},
-                                  swap_kernel_source, code)
+                                  swap_kernel_source,
+                                  CapturedCode({n: choice.captured[n] for n in choice.winners}))
         compiled = compile_apart(torch, self.model, dict(choice.kwargs), "optimized")
         hook = _hook()
-        hook.names, hook.switch, hook.seen = UniqueKernelNames(), switch, 0
+        hook.names, hook.switch, hook.seen, hook.enabled = UniqueKernelNames(), switch, 0, True
         try:
-            with as_chosen(self.model, choice.depthwise) as chosen:
+            with inductor_config.patch(benchmark_kernel=True), \
+                    as_chosen(self.model, choice.depthwise) as chosen:
                 out = compiled(*args, **kwargs)
-        finally:
-            hook.switch = None
-        if switch is not None and switch.missing():
-            raise NotApplied(f"kernelopt's model ({choice.file}): {switch.missing_reason()}: "
-                             "the model, its input shapes or torch differ from the check's")
+        finally:  # the user's later compiles are Inductor's own
+            hook.names, hook.switch, hook.enabled = UniqueKernelNames(), None, False
+        torch_note = (f" (the check ran torch {choice.torch}, this is {torch.__version__})"
+                      if choice.torch and choice.torch != torch.__version__ else "")
+        if switch is not None and (missing := switch.missing()):
+            raise NotApplied(f"kernelopt's model ({choice.file}): no kernel of this compile has "
+                             f"the code of {', '.join(missing)}: the model or its input shapes "
+                             f"differ from the check's{torch_note}")
+        on_gpu = any(getattr(a, "is_cuda", False) for a in (*args, *kwargs.values()))
+        if chosen.lowered is not None and not chosen.lowered.ops and on_gpu and not interpreted():
+            raise NotApplied(f"kernelopt's model ({choice.file}): the depthwise choice "
+                             f"({choice.depthwise}) matched no convolution of this compile: its "
+                             f"input shapes, dtype or layout differ from the check's{torch_note}")
         parts = [f"compiled as {choice.label!r}"]
         if switch is not None:
             parts.append(f"{len(switch.kernels)} winner(s) found {switch.identity()}")
@@ -167,10 +211,10 @@ class OptimizedModel:
         return out
 
 
-_HOOK: Any = None  # the one wrap of Inductor's AsyncCompile.triton in this process
+_HOOK: Compiling | None = None  # the one wrap of Inductor's AsyncCompile.triton in this process
 
 
-def _hook() -> Any:
+def _hook() -> Compiling:
     global _HOOK
     if _HOOK is None:
         from kernelopt_triton.engine_switch import UniqueKernelNames, install

@@ -534,16 +534,26 @@ spec = importlib.util.spec_from_file_location("user_model", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 (x,) = module.inputs(7, "cpu")
+from torch._dynamo.utils import counters
+from kernelopt_triton import optimized_model
 try:
     fast = kernelopt_triton.optimized(module.model(), sys.argv[2])
-    first, second = fast(x), fast(x)
+    first = fast(x)
+    graphs = counters["stats"]["unique_graphs"]
+    second = fast(x)
+    recompiled = counters["stats"]["unique_graphs"] - graphs  # none: the compile is kept
 except (kernelopt_triton.CheckError, kernelopt_triton.NotApplied) as exc:
     print(json.dumps({"error": type(exc).__name__, "why": str(exc)}))
     sys.exit(0)
 err = {scale: float((first - (torch.sigmoid(x) * scale + 1.0)).abs().max())
        for scale in (2.0, 2.5)}
+# a later compile of the user's is Inductor's own: the hook passes it through
+later = torch.compile(lambda t: torch.sigmoid(t) * 2.0 + 1.0)(x)
 print(json.dumps({"label": fast.choice.label, "how": fast.how, "err": err,
-                  "same": bool(torch.equal(first, second))}))
+                  "recompiled": recompiled,
+                  "same": bool(torch.equal(first, second)),
+                  "hook_off": optimized_model._HOOK.enabled is False,
+                  "later_err": float((later - (torch.sigmoid(x) * 2.0 + 1.0)).abs().max())}))
 '''
 
 
@@ -575,8 +585,9 @@ def test_the_user_gets_the_compile_the_model_check_chose(captured, tmp_path: Pat
     wrong.write_text(baseline.read_text().replace("2.0", "2.5"))
     check = tmp_path / "model-1"
     check.mkdir()
+    # the winner given relative to the check's folder: model_compare.json holds it resolved
     proc = _child(["kernelopt_triton.model_compare", str(model), "--device", "cpu", "--modes",
-                   "eager,default,kernelopt", "--swap", f"{name}={wrong}", "--capture-source",
+                   "eager,default,kernelopt", "--swap", f"{name}=winner/{name}.py", "--capture-source",
                    f"{name}={baseline.parent.parent / 'kernels' / f'{name}.py'}",
                    "--rounds", "2", "--windows", "2", "--out", str(check / "model_compare.json"),
                    "--cache-dir", str(tmp_path / "cache")], tmp_path)
@@ -584,6 +595,7 @@ def test_the_user_gets_the_compile_the_model_check_chose(captured, tmp_path: Pat
     result = json.loads((check / "model_compare.json").read_text())
     assert result["modes"]["kernelopt"]["match_eager"] is False and result["kernelopt"] == "default"
     assert result["compiles"] == {"default": {}, "kernelopt": {}}
+    assert result["swaps"] == {name: str(wrong.resolve())}
     assert result["detail"] == ("the model it returns, in your own process: kernelopt_triton."
                                 f"optimized(model, {str(check.resolve())!r})")
     # the campaign's folder (one model check, model-1) is found as well as the file
@@ -597,6 +609,7 @@ def test_the_user_gets_the_compile_the_model_check_chose(captured, tmp_path: Pat
     used = _use(model, check, tmp_path)
     assert used["label"] == "kernelopt" and used["err"]["2.5"] < 1e-5 and used["same"], used
     assert used["how"] == "compiled as 'kernelopt'; 1 winner(s) found by code, same names"
+    assert used["recompiled"] == 0 and used["hook_off"] and used["later_err"] < 1e-5, used
     other = tmp_path / "other_model.py"
     other.write_text(MODEL.replace("* 2.0 + 1.0", "* 3.0 + 1.0"))
     refused = _use(other, check, tmp_path)
@@ -614,3 +627,14 @@ def test_the_user_gets_the_compile_the_model_check_chose(captured, tmp_path: Pat
         read_choice(check / "model_compare.json")
     with pytest.raises(CheckError, match="no model check at 'nothing-here'"):
         find_check("nothing-here", tmp_path / "state")
+    # a campaign's name under the state folder; two model checks in one campaign: say which
+    campaign = tmp_path / "state" / "campaigns" / "cn"
+    (campaign / "model-1").mkdir(parents=True)
+    (campaign / "model-1" / "model_compare.json").write_text("{}")
+    assert find_check("cn", tmp_path / "state") == campaign / "model-1" / "model_compare.json"
+    (campaign / "model-2").mkdir()
+    (campaign / "model-2" / "model_compare.json").write_text("{}")
+    with pytest.raises(CheckError, match="holds 2 model checks \\(model-1, model-2\\)"):
+        find_check("cn", tmp_path / "state")
+    with pytest.raises(CheckError, match="not a model check's result"):
+        read_choice(campaign / "model-1" / "model_compare.json")
