@@ -19,6 +19,7 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
     module = load_model_file(ns.model_file)
     args = module.inputs(ENGINE_SEED, "cuda")
     tol = model_tolerance(module)
-    out: dict = {"model": str(ns.model_file), "check": ns.check}
+    out: dict[str, Any] = {"model": str(ns.model_file), "check": ns.check}
     with torch.no_grad():
         eager = build_model(module, "cuda")
         expected = flatten_outputs(eager(*args))
