@@ -71,9 +71,11 @@ SUITES = (
           "the compile modes alone in one process (modes MODEL [MODE]), the largest reduction "
           "kernels' runs with their other form searched (forms MODEL [TOP]), depthwise "
           "convolutions as kernelopt's Triton kernel against the library's, alone and in the model "
-          "(depthwise MODEL)", "bench/h200_modes.sh",
+          "(depthwise MODEL), kernelopt's model handed back as a user calls it (use MODEL CHECK)",
+          "bench/h200_modes.sh",
           uses=(SITE, "bench/models/convnext.py", "bench/models/mobilenetv3.py", "bench/models/qwen2.py",
-                "bench/models/twin_graphs.py", "bench/depthwise_probe.py")),
+                "bench/models/twin_graphs.py", "bench/depthwise_probe.py",
+                "bench/use_optimized.py")),
     Suite("settings", "Inductor settings on top of a model's compile mode (issue 53): each a "
           "compile of its own beside the mode in one process, outputs matched, paired ratios "
           "(model_compare --setting) (ARGS: MODE MODEL[,MODEL...] [KEY=VALUE ...])",
