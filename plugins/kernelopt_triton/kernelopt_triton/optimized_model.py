@@ -56,7 +56,7 @@ class Choice:
     kwargs: Mapping[str, Any]  # torch.compile's keywords for it
     winners: Mapping[str, Path]  # kernel name -> winning kernel file (kernelopt's model only)
     captured: Mapping[str, Path]  # kernel name -> the capture's source (the winner found by code)
-    depthwise: Path | None  # the capture's depthwise.json (kernelopt's model only)
+    depthwise: Path | None  # the capture's depthwise.json, where the chosen side had it
     why: str  # the check's words where it returned another compile than kernelopt's model
     versus: Mapping[str, float]  # the chosen compile's speedup: default, max_autotune, ...
     torch: str  # the torch the check ran (a kernel's code can differ under another)
