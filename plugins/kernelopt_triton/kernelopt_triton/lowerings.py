@@ -58,13 +58,15 @@ class Lowered:
 class Chosen(str):
     """What as_chosen() yields: how the chosen shapes are compiled, a str ("" where none were
     chosen), with ``lowered``, in the opaque form, the op calls the compiles inside it traced
-    so far (Lowered)."""
+    so far (Lowered), and ``swapped``, in the inlined form, the modules swapped."""
 
     lowered: Lowered | None
+    swapped: int | None
 
-    def __new__(cls, how: str = "", lowered: Lowered | None = None) -> Chosen:
+    def __new__(cls, how: str = "", lowered: Lowered | None = None,
+                swapped: int | None = None) -> Chosen:
         chosen = super().__new__(cls, how)
-        chosen.lowered = lowered
+        chosen.lowered, chosen.swapped = lowered, swapped
         return chosen
 
 
@@ -173,8 +175,8 @@ def as_chosen(model: Any, record: Path | None) -> Iterator[Chosen]:
         with lowered(chosen) as seen:
             yield Chosen(f"{len(chosen)} shapes as kernelopt's op (opaque)", seen)
     else:
-        yield Chosen(f"{len(chosen)} shapes inlined ({swap_depthwise(model, chosen)} modules "
-                     "swapped)")
+        swapped = swap_depthwise(model, chosen)
+        yield Chosen(f"{len(chosen)} shapes inlined ({swapped} modules swapped)", swapped=swapped)
 
 
 @contextmanager

@@ -196,10 +196,12 @@ class OptimizedModel:
                              f"the code of {', '.join(missing)}: the model or its input shapes "
                              f"differ from the check's{torch_note}")
         on_gpu = any(getattr(a, "is_cuda", False) for a in (*args, *kwargs.values()))
-        if chosen.lowered is not None and not chosen.lowered.ops and on_gpu and not interpreted():
+        traced = chosen.lowered.ops if chosen.lowered is not None else chosen.swapped
+        if chosen and traced == 0 and on_gpu and not interpreted():
             raise NotApplied(f"kernelopt's model ({choice.file}): the depthwise choice "
                              f"({choice.depthwise}) matched no convolution of this compile: its "
-                             f"input shapes, dtype or layout differ from the check's{torch_note}")
+                             f"modules, input shapes, dtype or layout differ from the check's"
+                             f"{torch_note}")
         parts = [f"compiled as {choice.label!r}"]
         if switch is not None:
             parts.append(f"{len(switch.kernels)} winner(s) found {switch.identity()}")
