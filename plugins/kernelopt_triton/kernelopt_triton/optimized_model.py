@@ -132,7 +132,8 @@ def read_choice(file: Path) -> Choice:
                              "state folder): run the campaign again")
     versus = {key.removeprefix("kernelopt_vs_"): float(value) for key, value in data.items()
               if key.startswith("kernelopt_vs_") and isinstance(value, (int, float))}
-    why = (data.get("choice") or {}).get("why", "") if isinstance(data.get("choice"), dict) else ""
+    choice = data.get("choice")
+    why = choice.get("why", "") if isinstance(choice, dict) else ""
     return Choice(file, str(label), dict(compiles[label]), winners, captured,
                   Path(depthwise) if depthwise else None, str(why), versus,
                   str(data.get("torch", "")))
@@ -148,7 +149,7 @@ class OptimizedModel:
         self.choice = choice
         self.how = ""
         self._compiled: Any = None
-        self._failed: BaseException | None = None  # the first call's, raised again
+        self._failed: Exception | None = None  # the first call's, raised again
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import torch
@@ -160,7 +161,7 @@ class OptimizedModel:
                 raise self._failed
             try:
                 return self._first_call(args, kwargs)
-            except BaseException as exc:
+            except Exception as exc:  # an interrupt is not the compile's answer: not kept
                 self._failed = exc
                 raise
 
