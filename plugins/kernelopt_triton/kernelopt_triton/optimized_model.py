@@ -11,10 +11,12 @@ compiles the user's model that way: the chosen compile's keywords (``compiles``)
 kernelopt's own model each winning kernel file in place of the kernel whose code is the
 captured one (engine_switch: found by its code, whatever this compile numbers it) and the
 depthwise convolutions the capture chose as kernelopt's kernel (lowerings.as_chosen). A winner
-or a depthwise choice this compile does not hold (another model, other input shapes, another
-torch) is an error, not a silent library kernel.
+this compile does not hold (another model, other input shapes, another torch) is an error, not
+a silent library kernel, as is a depthwise choice that reached no convolution at all (a shape
+of it that does not match keeps the library, unsaid).
 
-As the check measured it: inference, every call under ``torch.no_grad()`` (a kernel's code
+As the check measured it: inference, the model in eval mode and every call under
+``torch.no_grad()`` (a kernel's code
 differs with autograd on), the kernels' modules written as the capture's
 (``benchmark_kernel``: Inductor merges and numbers kernels otherwise). The winners and the
 opaque depthwise op are in place for the first call's compile only: a later recompile (new
@@ -44,7 +46,8 @@ class CheckError(ValueError):
 
 
 class NotApplied(RuntimeError):
-    """The compile did not hold what the check measured (a winner's kernel was not found)."""
+    """The compile did not hold what the check measured: a winner's kernel not found, or the
+    depthwise choice reaching no convolution."""
 
 
 @attrs.frozen
@@ -149,7 +152,7 @@ class OptimizedModel:
         self.choice = choice
         self.how = ""
         self._compiled: Any = None
-        self._failed: Exception | None = None  # the first call's, raised again
+        self._failed: NotApplied | None = None  # the first call's, raised again
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import torch
@@ -161,7 +164,7 @@ class OptimizedModel:
                 raise self._failed
             try:
                 return self._first_call(args, kwargs)
-            except Exception as exc:  # an interrupt is not the compile's answer: not kept
+            except NotApplied as exc:  # kept: compiling again would give the same compile
                 self._failed = exc
                 raise
 
@@ -181,6 +184,7 @@ class OptimizedModel:
                                    for name, file in choice.winners.items()},
                                   swap_kernel_source,
                                   CapturedCode({n: choice.captured[n] for n in choice.winners}))
+        self.model.eval()  # as the check built it (inductor.build_model): inference
         compiled = compile_apart(torch, self.model, dict(choice.kwargs), "optimized")
         hook = _hook()
         hook.names, hook.switch, hook.seen, hook.enabled = UniqueKernelNames(), switch, 0, True
